@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# README command 2: install dependencies, build with warnings as errors, run
+# every test. Usage: scripts/test.sh [--sanitize]   (ASan + UBSan build in build-asan/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+
+build=build
+flags=(-DSKIPPY_WERROR=ON)
+if [ "${1:-}" = "--sanitize" ]; then
+  build=build-asan
+  flags+=(-DSKIPPY_SANITIZE=ON -DSKIPPY_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug)
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+fi
+cmake -S . -B "$build" -G Ninja "${flags[@]}" >/dev/null
+cmake --build "$build" -j2
+ctest --test-dir "$build" --output-on-failure -j2

@@ -1,0 +1,185 @@
+#include "skippy/gguf_writer.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "skippy/error.h"
+#include "skippy/ggml_types.h"
+#include "skippy/sha256.h"
+
+namespace skippy {
+namespace {
+
+template <typename T>
+void put(std::vector<uint8_t>& out, T v) {
+  uint8_t b[sizeof(T)];
+  std::memcpy(b, &v, sizeof v);
+  out.insert(out.end(), b, b + sizeof b);
+}
+
+void put_string(std::vector<uint8_t>& out, std::string_view s) {
+  put<uint64_t>(out, s.size());
+  out.insert(out.end(), s.begin(), s.end());
+}
+
+uint64_t pad_to(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+template <typename T>
+std::vector<uint8_t> encode_scalar(T v) {
+  std::vector<uint8_t> out;
+  put<T>(out, v);
+  return out;
+}
+
+}  // namespace
+
+std::vector<uint8_t> gguf_encode_string(std::string_view s) {
+  std::vector<uint8_t> out;
+  put_string(out, s);
+  return out;
+}
+
+GgufWriter::GgufWriter(uint32_t alignment) : alignment_(alignment) {
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
+    throw Error(ErrorKind::kUsage, "GGUF alignment " + std::to_string(alignment) + " is not a power of two");
+  }
+}
+
+void GgufWriter::add_kv(std::string key, GgufType type, std::vector<uint8_t> encoded) {
+  if (has_kv(key)) throw Error(ErrorKind::kUsage, "duplicate GGUF key '" + key + "'");
+  kvs_.push_back(Kv{std::move(key), type, std::move(encoded)});
+}
+
+void GgufWriter::add_kv(std::string key, const GgufValue& value) {
+  add_kv(std::move(key), value.type(), std::vector<uint8_t>(value.encoded().begin(), value.encoded().end()));
+}
+
+void GgufWriter::add_u32(std::string key, uint32_t v) { add_kv(std::move(key), GgufType::kUint32, encode_scalar(v)); }
+void GgufWriter::add_i32(std::string key, int32_t v) { add_kv(std::move(key), GgufType::kInt32, encode_scalar(v)); }
+void GgufWriter::add_u64(std::string key, uint64_t v) { add_kv(std::move(key), GgufType::kUint64, encode_scalar(v)); }
+void GgufWriter::add_u16(std::string key, uint16_t v) { add_kv(std::move(key), GgufType::kUint16, encode_scalar(v)); }
+void GgufWriter::add_bool(std::string key, bool v) {
+  add_kv(std::move(key), GgufType::kBool, encode_scalar<uint8_t>(v ? 1 : 0));
+}
+void GgufWriter::add_string(std::string key, std::string_view v) {
+  add_kv(std::move(key), GgufType::kString, gguf_encode_string(v));
+}
+
+bool GgufWriter::has_kv(std::string_view key) const noexcept {
+  return std::any_of(kvs_.begin(), kvs_.end(), [&](const Kv& kv) { return kv.key == key; });
+}
+
+void GgufWriter::add_tensor(std::string name, uint32_t type, std::vector<int64_t> ne,
+                            std::shared_ptr<const MappedFile> source, uint64_t source_offset) {
+  if (name.empty() || name.size() > kGgufMaxTensorName) {
+    throw_invalid("tensor name '" + name + "' must be 1.." + std::to_string(kGgufMaxTensorName) + " bytes");
+  }
+  if (ne.empty() || ne.size() > kGgufMaxDims) throw_invalid("tensor '" + name + "' must have 1..4 dimensions");
+  const auto bytes = ggml_tensor_bytes(type, ne);
+  if (!bytes) throw_invalid("tensor '" + name + "' has an invalid type or shape");
+  for (const auto& t : tensors_) {
+    if (t.name == name) throw_invalid("duplicate tensor name '" + name + "'");
+  }
+  if (source && (source_offset > source->size() || *bytes > source->size() - source_offset)) {
+    throw_invalid("tensor '" + name + "' source range lies outside " + source->path().string());
+  }
+  Tensor t;
+  t.name = std::move(name);
+  t.type = type;
+  t.ne = std::move(ne);
+  t.bytes = *bytes;
+  t.offset = data_size_;
+  t.source = std::move(source);
+  t.source_offset = source_offset;
+  data_size_ += pad_to(t.bytes, alignment_);
+  tensors_.push_back(std::move(t));
+}
+
+void GgufWriter::add_tensor_from(const GgufFile& file, const GgufTensorInfo& t) {
+  add_tensor(std::string(t.name), t.type, t.ne, file.file(), t.file_offset);
+}
+
+uint64_t GgufWriter::tensor_bytes() const noexcept {
+  uint64_t n = 0;
+  for (const auto& t : tensors_) n += t.bytes;
+  return n;
+}
+
+std::vector<uint8_t> GgufWriter::header() const {
+  for (const auto& kv : kvs_) {
+    if (kv.key == "general.alignment") {
+      uint32_t v = 0;
+      if (kv.type != GgufType::kUint32 || kv.encoded.size() != 4) {
+        throw Error(ErrorKind::kUsage, "general.alignment must be a u32");
+      }
+      std::memcpy(&v, kv.encoded.data(), 4);
+      if (v != alignment_) {
+        throw Error(ErrorKind::kUsage, "general.alignment " + std::to_string(v) +
+                                           " does not match the writer's alignment " + std::to_string(alignment_));
+      }
+    }
+  }
+  if (alignment_ != kGgufDefaultAlignment && !has_kv("general.alignment")) {
+    throw Error(ErrorKind::kUsage, "alignment " + std::to_string(alignment_) + " needs a general.alignment KV");
+  }
+  std::vector<uint8_t> out;
+  put<uint32_t>(out, kGgufMagic);
+  put<uint32_t>(out, 3);
+  put<uint64_t>(out, tensors_.size());
+  put<uint64_t>(out, kvs_.size());
+  for (const auto& kv : kvs_) {
+    put_string(out, kv.key);
+    put<uint32_t>(out, static_cast<uint32_t>(kv.type));
+    out.insert(out.end(), kv.encoded.begin(), kv.encoded.end());
+  }
+  for (const auto& t : tensors_) {
+    put_string(out, t.name);
+    put<uint32_t>(out, static_cast<uint32_t>(t.ne.size()));
+    for (int64_t d : t.ne) put<uint64_t>(out, static_cast<uint64_t>(d));
+    put<uint32_t>(out, t.type);
+    put<uint64_t>(out, t.offset);
+  }
+  // llama.cpp's writers leave a tensor-less file (a vocab) unpadded.
+  if (!tensors_.empty()) out.resize(pad_to(out.size(), alignment_), 0);
+  return out;
+}
+
+uint64_t GgufWriter::data_offset() const {
+  // Computed without building the header: sizes only.
+  uint64_t n = 4 + 4 + 8 + 8;
+  for (const auto& kv : kvs_) n += 8 + kv.key.size() + 4 + kv.encoded.size();
+  for (const auto& t : tensors_) n += 8 + t.name.size() + 4 + 8 * t.ne.size() + 4 + 8;
+  return tensors_.empty() ? n : pad_to(n, alignment_);
+}
+
+std::string GgufWriter::write(AtomicFile& out, const std::function<void(uint64_t)>& on_bytes) const {
+  Sha256 sha;
+  const auto head = header();
+  out.write_all(head);
+  sha.update(head);
+  if (on_bytes) on_bytes(head.size());
+  constexpr size_t kChunk = 8u << 20;
+  std::vector<uint8_t> buf(kChunk);
+  static const std::vector<uint8_t> kZeros(4096, 0);
+  for (const auto& t : tensors_) {
+    if (!t.source && t.bytes != 0) throw Error(ErrorKind::kUsage, "tensor '" + t.name + "' has no source");
+    uint64_t done = 0;
+    while (done < t.bytes) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, t.bytes - done));
+      t.source->pread_exact(t.source_offset + done, {buf.data(), n});
+      out.write_all({buf.data(), n});
+      sha.update({buf.data(), n});
+      done += n;
+      if (on_bytes) on_bytes(n);
+    }
+    for (uint64_t pad = pad_to(t.bytes, alignment_) - t.bytes; pad != 0;) {
+      const std::span<const uint8_t> z(kZeros.data(), static_cast<size_t>(std::min<uint64_t>(pad, kZeros.size())));
+      out.write_all(z);
+      sha.update(z);
+      pad -= z.size();
+    }
+  }
+  return sha.hex_digest();
+}
+
+}  // namespace skippy

@@ -1,0 +1,111 @@
+#include "skippy/sha256.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <memory>
+#include <vector>
+
+#include "skippy/error.h"
+
+namespace skippy {
+
+namespace {
+EVP_MD_CTX* ctx_of(void* p) { return static_cast<EVP_MD_CTX*>(p); }
+}  // namespace
+
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
+  if (ctx_ == nullptr || EVP_DigestInit_ex(ctx_of(ctx_), EVP_sha256(), nullptr) != 1) {
+    throw Error(ErrorKind::kIo, "OpenSSL: cannot initialise SHA-256");
+  }
+}
+
+Sha256::~Sha256() { EVP_MD_CTX_free(ctx_of(ctx_)); }
+
+Sha256::Sha256(Sha256&& o) noexcept : ctx_(o.ctx_) { o.ctx_ = nullptr; }
+Sha256& Sha256::operator=(Sha256&& o) noexcept {
+  if (this != &o) {
+    EVP_MD_CTX_free(ctx_of(ctx_));
+    ctx_ = o.ctx_;
+    o.ctx_ = nullptr;
+  }
+  return *this;
+}
+
+void Sha256::update(std::span<const uint8_t> data) {
+  if (!data.empty()) EVP_DigestUpdate(ctx_of(ctx_), data.data(), data.size());
+}
+
+std::string Sha256::hex_digest() {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx_of(ctx_), md, &len);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(len * 2, '0');
+  for (unsigned i = 0; i < len; ++i) {
+    out[2 * i] = kHex[md[i] >> 4];
+    out[2 * i + 1] = kHex[md[i] & 15];
+  }
+  return out;
+}
+
+std::string sha256_hex(std::span<const uint8_t> data) {
+  Sha256 h;
+  h.update(data);
+  return h.hex_digest();
+}
+
+std::string sha256_hex(std::string_view data) {
+  Sha256 h;
+  h.update(data);
+  return h.hex_digest();
+}
+
+std::string sha256_file(const std::filesystem::path& path, const std::function<void(uint64_t)>& on_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) throw_not_found(path.string() + ": no such file");
+    throw_io(path.string() + ": cannot open");
+  }
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  constexpr size_t kChunk = 4u << 20;
+  std::unique_ptr<uint8_t[]> buf(new uint8_t[kChunk]);
+  Sha256 h;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.get(), kChunk);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int saved = errno;
+      ::close(fd);
+      errno = saved;
+      throw_io(path.string() + ": read failed");
+    }
+    if (n == 0) break;
+    h.update({buf.get(), static_cast<size_t>(n)});
+    if (on_bytes) on_bytes(static_cast<uint64_t>(n));
+  }
+  ::close(fd);
+  return h.hex_digest();
+}
+
+bool is_sha256_hex(std::string_view s) noexcept {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+bool sha256_equal(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace skippy

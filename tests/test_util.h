@@ -1,0 +1,43 @@
+// Helpers shared by the tests: fixture paths, scratch directories under
+// /tmp, running the real CLI.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace skippy::test {
+
+// tests/data/<name> (copies of ../shared/fixtures, so a clone tests fully).
+std::filesystem::path data_path(const std::string& name);
+// The fixtures that are complete models (not vocab-only), one path each
+// (the first shard for the split model).
+std::vector<std::filesystem::path> model_fixtures();
+
+// A fresh directory under $TMPDIR (or /tmp), removed when destroyed.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::vector<uint8_t> read_file(const std::filesystem::path& p);
+void write_file(const std::filesystem::path& p, const std::vector<uint8_t>& bytes);
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+// Runs build/bin/skippy-model-package with `args` (no shell), capturing output.
+CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+
+}  // namespace skippy::test

@@ -1,0 +1,34 @@
+// Shared plumbing for the skippy-model-package subcommands: each command
+// registers its flags and returns the function that runs it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace skippy::cli {
+
+using Runner = std::function<int()>;
+
+// A registered subcommand and the function that runs it once parsed.
+struct Command {
+  CLI::App* app;
+  Runner run;
+};
+
+// Exit codes (docs/CLI.md): 0 success, 1 invalid input / failed check, 2 usage.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInvalid = 1;
+inline constexpr int kExitUsage = 2;
+
+// Prints one JSON document on stdout.
+void print_json(const nlohmann::json& doc);
+// Human-readable byte counts: "5.17 MiB".
+std::string human_bytes(uint64_t n);
+// True when stderr is a terminal (progress bars only then).
+bool stderr_is_tty();
+
+Command register_inspect(CLI::App& app);
+
+}  // namespace skippy::cli

@@ -1,0 +1,31 @@
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli.h"
+
+namespace skippy::cli {
+
+void print_json(const nlohmann::json& doc) { std::cout << doc.dump(2) << "\n"; }
+
+std::string human_bytes(uint64_t n) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  if (u == 0) {
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f %s", v, kUnits[u]);
+  }
+  return buf;
+}
+
+bool stderr_is_tty() { return ::isatty(2) == 1; }
+
+}  // namespace skippy::cli
