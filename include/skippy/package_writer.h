@@ -1,0 +1,63 @@
+// write-package: turn a GGUF model (one file or every shard of a split
+// model) into a layer package (spec: "Repository Layout", "Manifest Schema",
+// "Publishing Rules").
+//
+// One sequential pass over the source hashes every shard and writes and
+// hashes every fragment from the same bytes. Fragments appear under their
+// final names only once complete; model-package.json is written last,
+// atomically. A rerun into the directory of a crashed run finishes the job.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "skippy/manifest.h"
+
+namespace skippy {
+
+// Where the source came from. For a local file the CLI requires model_id,
+// revision and primary_file (spec: "Local source GGUF paths are allowed
+// only with explicit provenance").
+struct SourceProvenance {
+  std::string model_id;        // "org/repo:distribution" (or "org/repo")
+  std::string repo;            // default: model_id before ':'
+  std::string revision;        // source commit
+  std::string primary_file;    // repo-relative name of the (first) file
+  std::string distribution_id; // default: model_id after ':'
+  // Repo-relative path of each shard, in shard order; default: primary_file
+  // for a single file, else primary_file's directory + each shard's name.
+  std::vector<std::string> file_paths;
+  // SHA-256 the Hub declared for each shard (checked against what we read).
+  std::vector<std::string> expected_sha256;
+};
+
+struct WritePackageOptions {
+  std::filesystem::path source;          // a .gguf or any shard of a split model
+  std::filesystem::path out_dir;
+  SourceProvenance provenance;
+  std::vector<std::filesystem::path> projectors;  // copied into projectors/
+  bool force = false;                    // allow a non-empty out_dir
+  std::optional<int64_t> created_at_unix_secs;  // default: SOURCE_DATE_EPOCH, else now
+  unsigned threads = 2;
+  // Progress: (bytes done, bytes total) over all source and projector bytes.
+  std::function<void(uint64_t, uint64_t)> on_progress;
+};
+
+struct WritePackageResult {
+  std::filesystem::path package_dir;
+  std::string manifest_sha256;
+  PackageManifest manifest;
+  size_t artifact_count = 0;   // fragments + projectors
+  std::vector<std::string> notes;  // decisions worth telling a person (generation inference, ...)
+};
+
+// Throws Error naming the file and problem; on failure no file appears under
+// a final name that does not match what the manifest would say, and no
+// manifest is written.
+WritePackageResult write_package(const WritePackageOptions& options);
+
+}  // namespace skippy

@@ -1,0 +1,310 @@
+#include "split_stream.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "skippy/error.h"
+#include "skippy/sha256.h"
+
+namespace skippy::detail {
+namespace {
+
+struct Segment {
+  size_t output;
+  size_t piece;       // index in that output's pieces
+  size_t in_chunk;    // offset inside the chunk buffer
+  size_t len;
+  uint64_t dst;       // offset in the output
+  bool ends_piece;
+};
+
+struct Chunk {
+  size_t shard = 0;
+  uint64_t offset = 0;
+  size_t len = 0;
+  bool last_of_shard = false;
+  std::vector<uint8_t>* buf = nullptr;
+  std::vector<Segment> segments;
+  bool src_hashed = false, out_hashed = false, written = false;
+  bool writing = false;
+};
+
+// Pieces of all outputs, ordered by source position.
+struct PieceRef {
+  size_t shard;
+  uint64_t src;
+  uint64_t bytes;
+  size_t output;
+  size_t piece;
+};
+
+class Pipeline {
+ public:
+  Pipeline(const std::vector<std::shared_ptr<const MappedFile>>& shards, const std::vector<StreamOutput>& outputs,
+           const StreamOptions& opt)
+      : shards_(shards), outputs_(outputs), opt_(opt) {
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      for (size_t p = 0; p < outputs[o].pieces.size(); ++p) {
+        const auto& pc = outputs[o].pieces[p];
+        if (pc.bytes != 0) refs_.push_back({pc.shard, pc.src_offset, pc.bytes, o, p});
+      }
+    }
+    std::sort(refs_.begin(), refs_.end(), [](const PieceRef& a, const PieceRef& b) {
+      return a.shard != b.shard ? a.shard < b.shard : a.src < b.src;
+    });
+    for (size_t i = 0; i < opt.buffers; ++i) pool_.emplace_back(opt.chunk_bytes);
+    for (auto& b : pool_) free_.push_back(&b);
+    shard_sha_.resize(shards.size());
+    out_sha_.resize(outputs.size());
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      files_.push_back(std::make_unique<AtomicFile>(outputs[o].final_path));
+      auto& f = *files_.back();
+      if (::ftruncate(f.fd(), static_cast<off_t>(outputs[o].total_size)) != 0) {
+        throw_io(f.temp_path().string() + ": cannot size");
+      }
+      f.pwrite_all(0, outputs[o].header);
+      out_sha_[o].update(outputs[o].header);
+    }
+  }
+
+  StreamResult run() {
+    const unsigned n = std::max(1u, opt_.threads);
+    std::vector<std::thread> workers;
+    for (unsigned i = 0; i + 1 < n; ++i) workers.emplace_back([this] { work(); });
+    work();
+    for (auto& t : workers) t.join();
+    if (error_) std::rethrow_exception(error_);
+    return finish();
+  }
+
+ private:
+  enum class Job { kNone, kRead, kSrcHash, kOutHash, kWrite };
+
+  bool reading_done() const { return shard_ >= shards_.size(); }
+
+  void work() {
+    std::unique_lock lk(mu_);
+    for (;;) {
+      if (error_) return;
+      Job job = Job::kNone;
+      Chunk* c = nullptr;
+      // Ordered hash chains first (they bound throughput), then writes, then reads.
+      if (!src_busy_ && src_next_ < chunks_.size() && chunks_[src_next_]->buf) {
+        job = Job::kSrcHash;
+        c = chunks_[src_next_].get();
+        src_busy_ = true;
+      } else if (!out_busy_ && out_next_ < chunks_.size() && chunks_[out_next_]->buf) {
+        job = Job::kOutHash;
+        c = chunks_[out_next_].get();
+        out_busy_ = true;
+      } else if (!read_busy_ && !reading_done() && !free_.empty()) {
+        job = Job::kRead;
+        read_busy_ = true;
+      } else {
+        for (size_t i = first_live_; i < chunks_.size(); ++i) {
+          auto& ch = *chunks_[i];
+          if (ch.buf && !ch.written && !ch.writing) {
+            job = Job::kWrite;
+            c = &ch;
+            ch.writing = true;
+            break;
+          }
+        }
+      }
+      if (job == Job::kNone) {
+        if (reading_done() && src_next_ == chunks_.size() && out_next_ == chunks_.size() && all_written()) {
+          cv_.notify_all();
+          return;
+        }
+        cv_.wait(lk);
+        continue;
+      }
+      lk.unlock();
+      try {
+        run_job(job, c);
+      } catch (...) {
+        lk.lock();
+        if (!error_) error_ = std::current_exception();
+        cv_.notify_all();
+        return;
+      }
+      lk.lock();
+      complete(job, c);
+      cv_.notify_all();
+    }
+  }
+
+  bool all_written() const {
+    for (size_t i = first_live_; i < chunks_.size(); ++i) {
+      if (!chunks_[i]->written) return false;
+    }
+    return true;
+  }
+
+  void run_job(Job job, Chunk* c) {
+    switch (job) {
+      case Job::kRead: read_next(); break;
+      case Job::kSrcHash:
+        shard_sha_[c->shard].update({c->buf->data(), c->len});
+        break;
+      case Job::kOutHash: {
+        static const std::vector<uint8_t> kZeros(4096, 0);
+        for (const auto& s : c->segments) {
+          out_sha_[s.output].update({c->buf->data() + s.in_chunk, s.len});
+          if (s.ends_piece) {
+            for (uint64_t pad = outputs_[s.output].pieces[s.piece].pad_after; pad != 0;) {
+              const size_t n = static_cast<size_t>(std::min<uint64_t>(pad, kZeros.size()));
+              out_sha_[s.output].update({kZeros.data(), n});
+              pad -= n;
+            }
+          }
+        }
+        break;
+      }
+      case Job::kWrite:
+        for (const auto& s : c->segments) files_[s.output]->pwrite_all(s.dst, {c->buf->data() + s.in_chunk, s.len});
+        for (const auto& s : c->segments) {
+          // Start writeback now so the final fsync only waits for the tail.
+          ::sync_file_range(files_[s.output]->fd(), static_cast<off_t>(s.dst), static_cast<off_t>(s.len),
+                            SYNC_FILE_RANGE_WRITE);
+        }
+        break;
+      case Job::kNone: break;
+    }
+  }
+
+  // Reads the next chunk of the current shard into a free buffer and maps
+  // the piece segments it holds. Runs outside the lock; only the reader
+  // touches shard_/pos_/ref_cursor_.
+  void read_next() {
+    std::vector<uint8_t>* buf;
+    {
+      std::lock_guard g(mu_);
+      buf = free_.back();
+      free_.pop_back();
+    }
+    auto c = std::make_unique<Chunk>();
+    const auto& f = *shards_[shard_];
+    c->shard = shard_;
+    c->offset = pos_;
+    c->len = static_cast<size_t>(std::min<uint64_t>(opt_.chunk_bytes, f.size() - pos_));
+    f.pread_exact(pos_, {buf->data(), c->len});
+    const uint64_t end = pos_ + c->len;
+    // Skip pieces that ended before this chunk (none should: pieces are
+    // consumed in order), then collect overlaps.
+    while (ref_cursor_ < refs_.size() && refs_[ref_cursor_].shard == shard_ &&
+           refs_[ref_cursor_].src + refs_[ref_cursor_].bytes <= pos_) {
+      ++ref_cursor_;
+    }
+    for (size_t r = ref_cursor_; r < refs_.size(); ++r) {
+      const auto& ref = refs_[r];
+      if (ref.shard != shard_ || ref.src >= end) break;
+      const uint64_t a = std::max(ref.src, pos_);
+      const uint64_t b = std::min(ref.src + ref.bytes, end);
+      const auto& piece = outputs_[ref.output].pieces[ref.piece];
+      c->segments.push_back(Segment{ref.output, ref.piece, static_cast<size_t>(a - pos_), static_cast<size_t>(b - a),
+                                    piece.dst_offset + (a - ref.src), b == ref.src + ref.bytes});
+    }
+    pos_ = end;
+    if (pos_ >= f.size()) {
+      c->last_of_shard = true;
+      // Pieces must not run past their shard (the reader checked this).
+      while (ref_cursor_ < refs_.size() && refs_[ref_cursor_].shard == shard_) ++ref_cursor_;
+      ++shard_;
+      pos_ = 0;
+      while (shard_ < shards_.size() && shards_[shard_]->size() == 0) ++shard_;  // empty files
+    }
+    std::lock_guard g(mu_);
+    c->buf = buf;
+    chunks_.push_back(std::move(c));
+  }
+
+  void complete(Job job, Chunk* c) {
+    switch (job) {
+      case Job::kRead: read_busy_ = false; break;
+      case Job::kSrcHash:
+        c->src_hashed = true;
+        src_busy_ = false;
+        ++src_next_;
+        break;
+      case Job::kOutHash:
+        c->out_hashed = true;
+        out_busy_ = false;
+        ++out_next_;
+        break;
+      case Job::kWrite:
+        c->written = true;
+        c->writing = false;
+        break;
+      case Job::kNone: break;
+    }
+    if (c && c->src_hashed && c->out_hashed && c->written && c->buf) {
+      free_.push_back(c->buf);
+      c->buf = nullptr;
+      c->segments.clear();
+      c->segments.shrink_to_fit();
+      if (opt_.on_bytes) opt_.on_bytes(c->len);
+    }
+    while (first_live_ < chunks_.size() && chunks_[first_live_]->buf == nullptr &&
+           chunks_[first_live_]->written) {
+      ++first_live_;
+    }
+  }
+
+  StreamResult finish() {
+    StreamResult r;
+    // A shard of zero bytes never produced a chunk; its hash is of nothing.
+    for (auto& s : shard_sha_) r.shard_sha256.push_back(s.hex_digest());
+    for (size_t o = 0; o < outputs_.size(); ++o) {
+      struct stat st {};
+      if (::fstat(files_[o]->fd(), &st) != 0) throw_io(files_[o]->temp_path().string() + ": cannot stat");
+      if (static_cast<uint64_t>(st.st_size) != outputs_[o].total_size) {
+        throw_invalid(files_[o]->temp_path().string() + ": wrote " + std::to_string(st.st_size) + " bytes, expected " +
+                      std::to_string(outputs_[o].total_size));
+      }
+      r.output_sha256.push_back(out_sha_[o].hex_digest());
+    }
+    // Every output is complete: make them durable, then give them their names.
+    for (auto& f : files_) f->commit();
+    return r;
+  }
+
+  const std::vector<std::shared_ptr<const MappedFile>>& shards_;
+  const std::vector<StreamOutput>& outputs_;
+  const StreamOptions& opt_;
+  std::vector<PieceRef> refs_;
+  std::vector<std::unique_ptr<AtomicFile>> files_;
+  std::vector<Sha256> shard_sha_, out_sha_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::exception_ptr error_;
+  std::deque<std::vector<uint8_t>> pool_;
+  std::vector<std::vector<uint8_t>*> free_;
+  std::deque<std::unique_ptr<Chunk>> chunks_;
+  size_t first_live_ = 0;
+  size_t src_next_ = 0, out_next_ = 0;
+  bool src_busy_ = false, out_busy_ = false, read_busy_ = false;
+  // Reader state (touched only by the thread holding read_busy_).
+  size_t shard_ = 0;
+  uint64_t pos_ = 0;
+  size_t ref_cursor_ = 0;
+};
+
+}  // namespace
+
+StreamResult stream_split(const std::vector<std::shared_ptr<const MappedFile>>& shards,
+                          const std::vector<StreamOutput>& outputs, const StreamOptions& options) {
+  Pipeline p(shards, outputs, options);
+  return p.run();
+}
+
+}  // namespace skippy::detail

@@ -1,0 +1,52 @@
+// One sequential pass over a source model that hashes every shard and, from
+// the same bytes, writes and hashes every package fragment. Each source byte
+// is read once; the work (reading, the shard hash chain, the fragment hash
+// chain, writes) is spread over worker threads so both cores stay busy.
+// Internal to the package writer.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "skippy/file.h"
+
+namespace skippy::detail {
+
+struct StreamOutput {
+  std::filesystem::path final_path;
+  std::vector<uint8_t> header;  // bytes before the first piece
+  uint64_t total_size = 0;      // header + pieces + padding
+  struct Piece {
+    size_t shard = 0;
+    uint64_t src_offset = 0;
+    uint64_t bytes = 0;
+    uint64_t dst_offset = 0;
+    uint64_t pad_after = 0;     // zero bytes following the piece
+  };
+  // Sorted by (shard, src_offset), with dst_offset increasing in that order.
+  std::vector<Piece> pieces;
+};
+
+struct StreamResult {
+  std::vector<std::string> shard_sha256;   // per source shard
+  std::vector<std::string> output_sha256;  // per output
+};
+
+struct StreamOptions {
+  unsigned threads = 2;
+  size_t chunk_bytes = 8u << 20;
+  size_t buffers = 6;
+  std::function<void(uint64_t)> on_bytes;  // source bytes fully processed
+};
+
+// Writes every output under a hidden temporary name, checks its size, and
+// renames it into place only after every output is complete (fsynced).
+// On error, no output appears under its final name.
+StreamResult stream_split(const std::vector<std::shared_ptr<const MappedFile>>& shards,
+                          const std::vector<StreamOutput>& outputs, const StreamOptions& options);
+
+}  // namespace skippy::detail
