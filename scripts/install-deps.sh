@@ -31,3 +31,9 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# The independent GGUF reader used by the interop tests (npm registry).
+root="$(cd "$(dirname "$0")/.." && pwd)"
+if [ ! -d "$root/tests/js/node_modules/@huggingface/gguf" ]; then
+  (cd "$root/tests/js" && npm ci --no-audit --no-fund --loglevel=error)
+fi
