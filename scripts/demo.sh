@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README command 1: install dependencies, build, and run the main job on the
-# bundled default model (tests/data/llama-tiny-q8_0.gguf).
+# bundled default model: inspect it, write a layer package, validate it.
+# Usage: scripts/demo.sh [MODEL.gguf] [WORK_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -9,5 +10,17 @@ cmake --build build -j2 --target skippy-model-package
 
 cli=build/bin/skippy-model-package
 model=${1:-tests/data/llama-tiny-q8_0.gguf}
+work=${2:-/tmp/skippy-demo}
+pkg="$work/package"
+mkdir -p "$work"
+
 echo "== inspect $model"
 "$cli" inspect "$model"
+echo
+echo "== write-package -> $pkg"
+"$cli" write-package "$model" --out-dir "$pkg" --force \
+  --model-id "local/$(basename "$model" .gguf):default" \
+  --source-revision "local" --source-file "$(basename "$model")"
+echo
+echo "== validate-package"
+"$cli" validate-package "$model" "$pkg"
