@@ -72,8 +72,18 @@ std::string drain(int fd) {
 }
 }  // namespace
 
+std::string read_text(const std::filesystem::path& p) {
+  const auto b = read_file(p);
+  return {b.begin(), b.end()};
+}
+
 CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env) {
-  std::vector<std::string> argv_s = {SKIPPY_CLI_PATH};
+  return run_program(SKIPPY_CLI_PATH, args, env);
+}
+
+CliResult run_program(const std::string& program, const std::vector<std::string>& args,
+                      const std::vector<std::string>& env) {
+  std::vector<std::string> argv_s = {program};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
@@ -96,7 +106,7 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
   posix_spawn_file_actions_addclose(&fa, err_pipe[0]);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   pid_t pid = 0;
-  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data()) != 0) {
+  if (posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), envp.data()) != 0) {
     throw std::runtime_error("cannot start " + argv_s[0]);
   }
   posix_spawn_file_actions_destroy(&fa);

@@ -31,6 +31,7 @@ class TempDir {
 
 std::vector<uint8_t> read_file(const std::filesystem::path& p);
 void write_file(const std::filesystem::path& p, const std::vector<uint8_t>& bytes);
+std::string read_text(const std::filesystem::path& p);
 
 struct CliResult {
   int exit_code = -1;
@@ -39,5 +40,8 @@ struct CliResult {
 };
 // Runs build/bin/skippy-model-package with `args` (no shell), capturing output.
 CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+// Runs any program (looked up on PATH) the same way.
+CliResult run_program(const std::string& program, const std::vector<std::string>& args,
+                      const std::vector<std::string>& env = {});
 
 }  // namespace skippy::test

@@ -30,5 +30,8 @@ std::string human_bytes(uint64_t n);
 bool stderr_is_tty();
 
 Command register_inspect(CLI::App& app);
+Command register_write_package(CLI::App& app);
+Command register_validate_package(CLI::App& app);
+Command register_plan(CLI::App& app);
 
 }  // namespace skippy::cli

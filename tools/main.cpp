@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "skippy-model-package 0.1.0");
   const std::vector<Command> commands = {
       register_inspect(app),
+      register_write_package(app),
+      register_validate_package(app),
+      register_plan(app),
   };
 
   try {

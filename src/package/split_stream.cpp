@@ -272,6 +272,7 @@ class Pipeline {
       }
       r.output_sha256.push_back(out_sha_[o].hex_digest());
     }
+    if (opt_.before_commit) opt_.before_commit(r);
     // Every output is complete: make them durable, then give them their names.
     for (auto& f : files_) f->commit();
     return r;

@@ -41,6 +41,9 @@ struct StreamOptions {
   size_t chunk_bytes = 8u << 20;
   size_t buffers = 6;
   std::function<void(uint64_t)> on_bytes;  // source bytes fully processed
+  // Called with the hashes once every output is complete, before any is
+  // renamed into place; throwing here leaves no output under a final name.
+  std::function<void(const StreamResult&)> before_commit;
 };
 
 // Writes every output under a hidden temporary name, checks its size, and

@@ -1,0 +1,34 @@
+// validate-package: prove a package faithful to the model it was written
+// from, before publishing (spec: "Publishing Rules"). Recomputes the SHA-256
+// and size of every source shard and artifact, and checks that every source
+// tensor sits in exactly one artifact, the right one, byte-identical.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace skippy {
+
+struct ValidationReport {
+  bool valid = false;
+  // Every problem found (not just the first), each naming the file or field.
+  std::vector<std::string> problems;
+  uint64_t artifacts_checked = 0;
+  uint64_t tensors_checked = 0;
+  uint64_t bytes_hashed = 0;
+};
+
+struct ValidateOptions {
+  unsigned threads = 2;
+  std::function<void(uint64_t, uint64_t)> on_progress;  // (bytes done, bytes total)
+};
+
+// Problems are reported in the result, not thrown; throws only when the
+// check itself cannot run (I/O failure mid-way).
+ValidationReport validate_package(const std::filesystem::path& source, const std::filesystem::path& package_dir,
+                                  const ValidateOptions& options = {});
+
+}  // namespace skippy

@@ -1,0 +1,69 @@
+#include "package_readme.h"
+
+#include <sstream>
+
+namespace skippy::detail {
+
+std::string package_readme(const PackageManifest& m, const std::string& manifest_sha256,
+                           const std::vector<std::string>& notes) {
+  std::ostringstream o;
+  const auto& s = m.source_model;
+  o << "# " << m.model_id << " — layer package\n\n";
+  o << "A layer package (Layer Package Repository spec, schema version " << m.schema_version
+    << ", format `" << m.format << "`): one GGUF fragment per transformer layer plus shared metadata, "
+    << "embeddings and output, so a serving stage fetches only the layers it owns.\n\n";
+  o << "## Source\n\n";
+  o << "- Model coordinate: `" << s.canonical_ref << "`\n";
+  o << "- Repository: `" << s.repo << "`\n";
+  o << "- Revision: `" << s.revision << "`\n";
+  if (!s.distribution_id.empty()) o << "- Distribution: `" << s.distribution_id << "`\n";
+  o << "- Primary file: `" << s.primary_file << "` (SHA-256 `" << s.sha256 << "`)\n";
+  if (s.files.size() > 1 || (s.files.size() == 1 && s.files[0].path != s.primary_file)) {
+    o << "- Files:\n";
+    for (const auto& f : s.files) {
+      o << "  - `" << f.path << "`: " << f.size_bytes << " bytes, SHA-256 `" << f.sha256 << "`\n";
+    }
+  }
+  o << "\n## Package\n\n";
+  o << "- Manifest: `model-package.json`, SHA-256 `" << manifest_sha256 << "`\n";
+  o << "- Layers: " << m.layer_count << "\n";
+  o << "- Activation width: " << (m.activation_width ? std::to_string(*m.activation_width) : "not declared") << "\n";
+  o << "- Skippy ABI version: " << m.skippy_abi_version << "\n";
+  if (m.created_at_unix_secs) o << "- Written at (Unix seconds): " << *m.created_at_unix_secs << "\n";
+  if (!m.projectors.empty()) {
+    o << "- Projectors:\n";
+    for (const auto& p : m.projectors) {
+      o << "  - `" << p.path << "` (" << p.kind << "): " << p.artifact_bytes << " bytes, SHA-256 `" << p.sha256
+        << "`\n";
+    }
+  }
+  o << "\n## Generation defaults\n\n";
+  const auto* spec = m.generation && m.generation->speculative_decoding ? &*m.generation->speculative_decoding : nullptr;
+  const auto* policy = m.generation && m.generation->policy ? &*m.generation->policy : nullptr;
+  if (!m.generation) o << "None declared: the runtime uses its own defaults.\n";
+  if (policy && policy->profile) o << "- Execution policy profile: `" << *policy->profile << "`\n";
+  if (spec) {
+    if (spec->default_strategy) o << "- Default speculative strategy: `" << *spec->default_strategy << "`\n";
+    for (const auto& [id, st] : spec->strategies) {
+      o << "- Strategy `" << id << "`: type `" << st.type << "`";
+      if (st.prediction_depth) o << ", prediction depth " << *st.prediction_depth;
+      if (st.layer_indices) {
+        o << ", layers";
+        for (auto l : *st.layer_indices) o << " " << l;
+      }
+      o << "\n";
+    }
+  }
+  if (!notes.empty()) {
+    o << "\n## Certification notes\n\n";
+    for (const auto& n : notes) o << "- " << n << "\n";
+  }
+  o << "\n## Validation\n\n";
+  o << "Checked against the source model with:\n\n";
+  o << "```\nskippy-model-package validate-package " << s.primary_file << " <this package>\n```\n\n";
+  o << "It recomputes the SHA-256 and size of every source file and artifact and checks that every source "
+       "tensor appears in exactly one fragment, byte-identical. Exit status 0 (`\"valid\": true`) is a pass.\n";
+  return o.str();
+}
+
+}  // namespace skippy::detail

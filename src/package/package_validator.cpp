@@ -1,0 +1,301 @@
+#include "skippy/package_validator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <optional>
+
+#include "skippy/error.h"
+#include "skippy/file.h"
+#include "skippy/ggml_types.h"
+#include "skippy/gguf.h"
+#include "skippy/manifest.h"
+#include "skippy/model_source.h"
+#include "skippy/package_layout.h"
+#include "skippy/sha256.h"
+#include "util/parallel.h"
+
+namespace skippy {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr size_t kChunk = 8u << 20;
+
+struct Artifact {
+  const ArtifactEntry* entry;
+  PartRole role;
+  uint32_t layer = 0;
+};
+
+std::string expected_path_for(const SourceTensor& t) {
+  switch (t.placement.role) {
+    case TensorRole::kGlobal: return std::string(kMetadataPath);
+    case TensorRole::kEmbeddings: return std::string(kEmbeddingsPath);
+    case TensorRole::kOutput: return std::string(kOutputPath);
+    case TensorRole::kLayer: return layer_artifact_path(t.placement.layer);
+  }
+  return {};
+}
+
+bool placement_matches(const SourceTensor& t, const Artifact& a) {
+  switch (a.role) {
+    case PartRole::kMetadata: return t.placement.role == TensorRole::kGlobal;
+    case PartRole::kEmbeddings: return t.placement.role == TensorRole::kEmbeddings;
+    case PartRole::kOutput: return t.placement.role == TensorRole::kOutput;
+    case PartRole::kLayer: return t.placement.role == TensorRole::kLayer && t.placement.layer == a.layer;
+    case PartRole::kProjector: return false;
+  }
+  return false;
+}
+
+std::string dims(const std::vector<int64_t>& ne) {
+  std::string s = "[";
+  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "]";
+}
+
+class Validator {
+ public:
+  Validator(const fs::path& pkg, const PackageManifest& m, const ModelSource& model, const ValidateOptions& opt)
+      : pkg_(pkg), m_(m), model_(model), opt_(opt), seen_(model.tensors().size()) {}
+
+  void problem(std::string s) {
+    std::lock_guard g(mu_);
+    problems_.push_back(std::move(s));
+  }
+
+  void progress(uint64_t n) {
+    const uint64_t done = done_.fetch_add(n) + n;
+    hashed_.fetch_add(n);
+    if (opt_.on_progress) {
+      std::lock_guard g(mu_);
+      opt_.on_progress(done, total_);
+    }
+  }
+
+  void check_shard(size_t i) {
+    const auto& f = model_.shards()[i];
+    const auto sha = sha256_file(f.path(), [&](uint64_t n) { progress(n); });
+    if (i < m_.source_model.files.size()) {
+      const auto& decl = m_.source_model.files[i];
+      if (decl.size_bytes != f.file_size()) {
+        problem("source_model.files[" + std::to_string(i) + "] (" + decl.path + "): declares " +
+                std::to_string(decl.size_bytes) + " bytes, " + f.name() + " has " + std::to_string(f.file_size()));
+      }
+      if (!sha256_equal(decl.sha256, sha)) {
+        problem("source_model.files[" + std::to_string(i) + "] (" + decl.path + "): declares SHA-256 " + decl.sha256 +
+                ", " + f.name() + " hashes to " + sha);
+      }
+    }
+    if (i == 0 && !sha256_equal(m_.source_model.sha256, sha)) {
+      problem("source_model.sha256: declares " + m_.source_model.sha256 + ", " + f.name() + " hashes to " + sha);
+    }
+  }
+
+  void check_artifact(const Artifact& a) {
+    const auto& e = *a.entry;
+    const fs::path path = pkg_ / e.path;
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) {
+      problem(e.path + ": missing or not a regular file");
+      return;
+    }
+    std::optional<GgufFile> g;
+    try {
+      g.emplace(GgufFile::open(path));
+    } catch (const Error& err) {
+      problem(e.path + ": not a valid GGUF: " + err.what());
+      const auto sha = sha256_file(path, [&](uint64_t n) { progress(n); });
+      if (!sha256_equal(sha, e.sha256)) problem(e.path + ": SHA-256 is " + sha + ", manifest says " + e.sha256);
+      return;
+    }
+    artifacts_.fetch_add(1);
+    if (g->file_size() != e.artifact_bytes) {
+      problem(e.path + ": " + std::to_string(g->file_size()) + " bytes, manifest says artifact_bytes " +
+              std::to_string(e.artifact_bytes));
+    }
+    if (g->tensors().size() != e.tensor_count) {
+      problem(e.path + ": holds " + std::to_string(g->tensors().size()) + " tensors, manifest says tensor_count " +
+              std::to_string(e.tensor_count));
+    }
+    if (g->tensor_bytes_total() != e.tensor_bytes) {
+      problem(e.path + ": holds " + std::to_string(g->tensor_bytes_total()) +
+              " tensor bytes, manifest says tensor_bytes " + std::to_string(e.tensor_bytes));
+    }
+    struct Compare {
+      const GgufTensorInfo* frag;
+      const SourceTensor* src;
+      bool reported = false;
+    };
+    std::vector<Compare> compares;
+    if (a.role != PartRole::kProjector) {
+      if (const auto role = g->get_string(kRoleKey); role && *role != part_role_name(a.role)) {
+        problem(e.path + ": " + std::string(kRoleKey) + " is '" + std::string(*role) + "', expected '" +
+                std::string(part_role_name(a.role)) + "'");
+      }
+      for (const auto& t : g->tensors()) {
+        const SourceTensor* src = model_.find_tensor(t.name);
+        if (src == nullptr) {
+          problem(e.path + ": tensor '" + std::string(t.name) + "' is not in the source model");
+          continue;
+        }
+        seen_[static_cast<size_t>(src - model_.tensors().data())].fetch_add(1);
+        tensors_.fetch_add(1);
+        if (!placement_matches(*src, a)) {
+          problem(e.path + ": tensor '" + std::string(t.name) + "' belongs in " + expected_path_for(*src));
+        }
+        if (t.type != src->info->type) {
+          problem(e.path + ": tensor '" + std::string(t.name) + "' has type " + ggml_type_name(t.type) +
+                  ", the source has " + ggml_type_name(src->info->type));
+          continue;
+        }
+        if (t.ne != src->info->ne) {
+          problem(e.path + ": tensor '" + std::string(t.name) + "' has shape " + dims(t.ne) + ", the source has " +
+                  dims(src->info->ne));
+          continue;
+        }
+        compares.push_back({&t, src});
+      }
+    }
+    std::sort(compares.begin(), compares.end(),
+              [](const Compare& x, const Compare& y) { return x.frag->file_offset < y.frag->file_offset; });
+    // One pass over the artifact: hash it, and compare each tensor's bytes
+    // with the source as its chunk goes by.
+    const auto& file = *g->file();
+    std::vector<uint8_t> buf(kChunk), src_buf;
+    Sha256 sha;
+    size_t first = 0;
+    for (uint64_t pos = 0; pos < file.size();) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, file.size() - pos));
+      file.pread_exact(pos, {buf.data(), n});
+      sha.update({buf.data(), n});
+      const uint64_t end = pos + n;
+      while (first < compares.size() && compares[first].frag->file_offset + compares[first].frag->bytes <= pos) ++first;
+      for (size_t i = first; i < compares.size() && compares[i].frag->file_offset < end; ++i) {
+        auto& c = compares[i];
+        const uint64_t lo = std::max(pos, c.frag->file_offset);
+        const uint64_t hi = std::min(end, c.frag->file_offset + c.frag->bytes);
+        if (lo >= hi || c.reported) continue;
+        src_buf.resize(static_cast<size_t>(hi - lo));
+        const uint64_t rel = lo - c.frag->file_offset;
+        model_.shards()[c.src->shard].file()->pread_exact(c.src->info->file_offset + rel, src_buf);
+        const uint8_t* mine = buf.data() + (lo - pos);
+        if (std::memcmp(mine, src_buf.data(), src_buf.size()) != 0) {
+          size_t k = 0;
+          while (mine[k] == src_buf[k]) ++k;
+          problem(e.path + ": tensor '" + std::string(c.frag->name) + "' differs from the source at byte " +
+                  std::to_string(rel + k) + " of the tensor (file offset " + std::to_string(lo + k) + ")");
+          c.reported = true;
+        }
+      }
+      pos = end;
+      progress(n);
+    }
+    const auto digest = sha.hex_digest();
+    if (!sha256_equal(digest, e.sha256)) problem(e.path + ": SHA-256 is " + digest + ", manifest says " + e.sha256);
+  }
+
+  ValidationReport run() {
+    std::vector<Artifact> arts;
+    arts.push_back({&m_.shared.metadata, PartRole::kMetadata});
+    arts.push_back({&m_.shared.embeddings, PartRole::kEmbeddings});
+    arts.push_back({&m_.shared.output, PartRole::kOutput});
+    for (const auto& l : m_.layers) arts.push_back({&l, PartRole::kLayer, l.layer_index});
+    for (const auto& p : m_.projectors) arts.push_back({&p, PartRole::kProjector});
+
+    std::vector<uint64_t> sizes;
+    for (const auto& s : model_.shards()) sizes.push_back(s.file_size());
+    for (const auto& a : arts) {
+      std::error_code ec;
+      const auto sz = fs::file_size(pkg_ / a.entry->path, ec);
+      sizes.push_back(ec ? 0 : sz);
+    }
+    for (auto s : sizes) total_ += s;
+    const size_t n_shards = model_.shards().size();
+    detail::run_jobs_largest_first(sizes, opt_.threads, [&](size_t i) {
+      if (i < n_shards) {
+        check_shard(i);
+      } else {
+        check_artifact(arts[i - n_shards]);
+      }
+    });
+    for (size_t i = 0; i < seen_.size(); ++i) {
+      const auto& t = model_.tensors()[i];
+      const int n = seen_[i].load();
+      if (n == 0) {
+        problem("tensor '" + std::string(t.info->name) + "' of the source is in no artifact (expected in " +
+                expected_path_for(t) + ")");
+      } else if (n > 1) {
+        problem("tensor '" + std::string(t.info->name) + "' of the source appears in " + std::to_string(n) +
+                " artifacts");
+      }
+    }
+    ValidationReport r;
+    r.problems = std::move(problems_);
+    r.artifacts_checked = artifacts_.load();
+    r.tensors_checked = tensors_.load();
+    r.bytes_hashed = hashed_.load();
+    return r;
+  }
+
+ private:
+  const fs::path& pkg_;
+  const PackageManifest& m_;
+  const ModelSource& model_;
+  const ValidateOptions& opt_;
+  std::vector<std::atomic<int>> seen_;
+  std::mutex mu_;
+  std::vector<std::string> problems_;
+  std::atomic<uint64_t> done_{0}, hashed_{0}, artifacts_{0}, tensors_{0};
+  uint64_t total_ = 0;
+};
+
+}  // namespace
+
+ValidationReport validate_package(const fs::path& source, const fs::path& package_dir, const ValidateOptions& opt) {
+  ValidationReport r;
+  PackageManifest m;
+  const auto manifest_path = package_dir / std::string(kManifestFileName);
+  try {
+    m = parse_manifest(read_small_file(manifest_path, kManifestMaxBytes), manifest_path.string());
+  } catch (const Error& e) {
+    r.problems.push_back(e.what());
+    return r;
+  }
+  std::optional<ModelSource> model;
+  try {
+    model.emplace(ModelSource::open(source));
+  } catch (const Error& e) {
+    r.problems.push_back(e.what());
+    return r;
+  }
+  std::vector<std::string> structural;
+  try {
+    const uint32_t lc = model->layer_count();
+    if (m.layer_count != lc) {
+      structural.push_back("layer_count: manifest says " + std::to_string(m.layer_count) + ", the source has " +
+                           std::to_string(lc));
+    }
+  } catch (const Error& e) {
+    structural.push_back(e.what());
+  }
+  const auto width = model->activation_width();
+  if (m.activation_width != width) {
+    structural.push_back("activation_width: manifest says " +
+                         (m.activation_width ? std::to_string(*m.activation_width) : std::string("nothing")) +
+                         ", the source's embedding_length is " + (width ? std::to_string(*width) : std::string("absent")));
+  }
+  if (m.source_model.files.size() != model->shards().size()) {
+    structural.push_back("source_model.files: lists " + std::to_string(m.source_model.files.size()) +
+                         " file(s), the source has " + std::to_string(model->shards().size()) + " shard(s)");
+  }
+  Validator v(package_dir, m, *model, opt);
+  r = v.run();
+  r.problems.insert(r.problems.end(), structural.begin(), structural.end());
+  std::sort(r.problems.begin(), r.problems.end());
+  r.valid = r.problems.empty();
+  return r;
+}
+
+}  // namespace skippy

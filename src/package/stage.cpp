@@ -1,0 +1,202 @@
+#include "skippy/stage.h"
+
+#include <charconv>
+
+#include "skippy/error.h"
+#include "skippy/file.h"
+#include "skippy/gguf.h"
+#include "skippy/sha256.h"
+
+namespace skippy {
+namespace {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] void fail(const OpenedPackage& pkg, const std::string& what) { throw_invalid(pkg.ref + ": " + what); }
+
+bool inside(const fs::path& p, const fs::path& boundary) {
+  const auto ps = p.native();
+  const auto bs = boundary.native();
+  return ps.size() > bs.size() && ps.compare(0, bs.size(), bs) == 0 && ps[bs.size()] == '/';
+}
+
+// The spec's file rules for one artifact: safe relative path, resolving
+// (through any symlinks) to a regular file inside the boundary, of the
+// declared size. Returns the resolved path.
+fs::path check_artifact_file(const OpenedPackage& pkg, const ArtifactEntry& e, std::string_view what) {
+  if (!is_safe_relative_path(e.path)) fail(pkg, std::string(what) + " path \"" + e.path + "\" is not a safe relative path");
+  const fs::path p = pkg.root / e.path;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(p, ec))) fail(pkg, e.path + ": missing (" + std::string(what) + ")");
+  const fs::path real = fs::canonical(p, ec);
+  if (ec) fail(pkg, e.path + ": cannot resolve (" + ec.message() + "): a dangling symlink?");
+  if (!inside(real, pkg.boundary)) {
+    fail(pkg, e.path + ": resolves to " + real.string() + ", outside the package (" + pkg.boundary.string() + ")");
+  }
+  if (!fs::is_regular_file(real, ec)) fail(pkg, e.path + ": not a regular file");
+  const auto size = fs::file_size(real, ec);
+  if (ec) fail(pkg, e.path + ": cannot stat: " + ec.message());
+  if (size != e.artifact_bytes) {
+    fail(pkg, e.path + ": " + std::to_string(size) + " bytes, manifest says artifact_bytes " +
+                  std::to_string(e.artifact_bytes) + " (truncated or replaced?)");
+  }
+  return real;
+}
+
+StagePart make_part(const OpenedPackage& pkg, const ArtifactEntry& e, PartRole role, std::optional<uint32_t> layer,
+                    std::string reason) {
+  StagePart part;
+  part.role = role;
+  part.layer_index = layer;
+  part.rel_path = e.path;
+  part.path = check_artifact_file(pkg, e, part_role_name(role));
+  part.bytes = e.artifact_bytes;
+  part.tensor_count = e.tensor_count;
+  part.sha256 = e.sha256;
+  part.reason = std::move(reason);
+  return part;
+}
+
+void check_projectors(const OpenedPackage& pkg) {
+  for (const auto& p : pkg.manifest.projectors) check_artifact_file(pkg, p, "projector");
+}
+
+}  // namespace
+
+LayerRange parse_layer_range(std::string_view text) {
+  const auto dots = text.find("..");
+  auto bad = [&]() -> LayerRange {
+    throw Error(ErrorKind::kUsage, "layer range \"" + std::string(text) + "\" is not START..END (half-open, e.g. 0..4)");
+  };
+  if (dots == std::string_view::npos) return bad();
+  auto num = [&](std::string_view s, uint32_t& out) {
+    if (s.empty() || s.size() > 9) return false;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size();
+  };
+  LayerRange r;
+  if (!num(text.substr(0, dots), r.start) || !num(text.substr(dots + 2), r.end)) return bad();
+  if (r.end < r.start) {
+    throw Error(ErrorKind::kUsage, "layer range " + std::string(text) + " ends before it starts");
+  }
+  return r;
+}
+
+std::string format_layer_range(LayerRange r) { return std::to_string(r.start) + ".." + std::to_string(r.end); }
+
+OpenedPackage open_package(std::string_view ref) {
+  OpenedPackage pkg;
+  pkg.ref = std::string(ref);
+  if (ref.starts_with("hf://")) {
+    throw_invalid(pkg.ref + ": hf:// package references are not supported by this build yet; "
+                            "use a local package directory");
+  }
+  std::error_code ec;
+  const fs::path root(ref);
+  if (!fs::exists(root, ec)) throw_not_found(pkg.ref + ": no such package directory");
+  if (!fs::is_directory(root, ec)) throw_invalid(pkg.ref + ": not a package directory");
+  pkg.root = fs::absolute(root, ec);
+  pkg.boundary = fs::canonical(root, ec);
+  if (ec) throw_invalid(pkg.ref + ": cannot resolve: " + ec.message());
+  const fs::path manifest_path = root / std::string(kManifestFileName);
+  if (!fs::exists(manifest_path, ec)) throw_not_found(pkg.ref + ": no " + std::string(kManifestFileName) + " (not a layer package)");
+  const std::string text = read_small_file(manifest_path, kManifestMaxBytes);
+  pkg.manifest = parse_manifest(text, manifest_path.string());
+  pkg.manifest_sha256 = sha256_hex(text);
+  const auto abi = parse_abi_version(pkg.manifest.skippy_abi_version);
+  if (!abi || !abi_compatible(*abi, kRuntimeAbiVersion)) {
+    throw_invalid(manifest_path.string() + ": skippy_abi_version " + pkg.manifest.skippy_abi_version +
+                  " is not compatible with this runtime's ABI " + format_abi_version(kRuntimeAbiVersion) +
+                  " (needs major " + std::to_string(kRuntimeAbiVersion.major) + " and minor <= " +
+                  std::to_string(kRuntimeAbiVersion.minor) + "); refusing to load it");
+  }
+  return pkg;
+}
+
+void check_metadata_only(const OpenedPackage& pkg) {
+  const auto part = make_part(pkg, pkg.manifest.shared.metadata, PartRole::kMetadata, std::nullopt, "metadata");
+  try {
+    (void)GgufFile::open(part.path);
+  } catch (const Error& e) {
+    fail(pkg, part.rel_path + ": not a valid GGUF: " + e.what());
+  }
+}
+
+StageSelection select_stage(const OpenedPackage& pkg, LayerRange range, const SelectOptions& options) {
+  const auto& m = pkg.manifest;
+  if (range.empty()) fail(pkg, "layer range " + format_layer_range(range) + " is empty");
+  if (range.end > m.layer_count) {
+    fail(pkg, "layer range " + format_layer_range(range) + " is outside the package's " + std::to_string(m.layer_count) +
+                  " layers (0.." + std::to_string(m.layer_count) + ")");
+  }
+  // parse_manifest guarantees exactly one entry per index, sorted; check the
+  // ones we use anyway, so a hand-built manifest cannot slip through.
+  for (uint32_t l = range.start; l < range.end; ++l) {
+    if (l >= m.layers.size() || m.layers[l].layer_index != l) fail(pkg, "layer " + std::to_string(l) + " is missing or duplicated");
+  }
+  StageSelection s;
+  s.range = range;
+  const bool owns_input = range.start == 0;
+  const bool owns_output = range.end == m.layer_count;
+  s.parts.push_back(make_part(pkg, m.shared.metadata, PartRole::kMetadata, std::nullopt, "every stage loads the metadata"));
+  bool tied = false;
+  if (owns_output) {
+    // A tied output projection (no output.weight) reads the token embeddings.
+    const fs::path out = check_artifact_file(pkg, m.shared.output, "output");
+    try {
+      tied = GgufFile::open(out).find_tensor("output.weight") == nullptr;
+    } catch (const Error& e) {
+      fail(pkg, m.shared.output.path + ": not a valid GGUF: " + e.what());
+    }
+  }
+  if (owns_input) {
+    s.parts.push_back(make_part(pkg, m.shared.embeddings, PartRole::kEmbeddings, std::nullopt,
+                                "the stage owns the input boundary (range starts at 0)"));
+  } else if (tied) {
+    s.parts.push_back(make_part(pkg, m.shared.embeddings, PartRole::kEmbeddings, std::nullopt,
+                                "the output projection is tied to the token embeddings (no output.weight)"));
+    s.notes.push_back("final stage also loads " + m.shared.embeddings.path +
+                      ": the model's output projection is tied to its token embeddings");
+  }
+  for (uint32_t l = range.start; l < range.end; ++l) {
+    s.parts.push_back(make_part(pkg, m.layers[l], PartRole::kLayer, l, "layer in range"));
+  }
+  if (owns_output) {
+    s.parts.push_back(make_part(pkg, m.shared.output, PartRole::kOutput, std::nullopt,
+                                "the stage owns the output boundary (range ends at layer_count)"));
+  }
+  check_projectors(pkg);
+  if (options.projector_path) {
+    const ProjectorEntry* chosen = nullptr;
+    for (const auto& p : m.projectors) {
+      if (p.path == *options.projector_path) chosen = &p;
+    }
+    if (!chosen) {
+      fail(pkg, "projector \"" + *options.projector_path +
+                    "\" is not declared in the manifest (projectors are never inferred from file names)");
+    }
+    s.projector = make_part(pkg, *chosen, PartRole::kProjector, std::nullopt, "explicit projector path");
+  } else if (owns_input || options.single_stage) {
+    for (const auto& p : m.projectors) {
+      if (p.kind == kProjectorKindMmproj) {
+        s.projector = make_part(pkg, p, PartRole::kProjector, std::nullopt,
+                                "first declared mmproj projector (stage 0 or single-stage serving)");
+        break;
+      }
+    }
+  }
+  return s;
+}
+
+std::vector<StagePart> all_parts(const OpenedPackage& pkg) {
+  const auto& m = pkg.manifest;
+  std::vector<StagePart> parts;
+  parts.push_back(make_part(pkg, m.shared.metadata, PartRole::kMetadata, std::nullopt, "metadata"));
+  parts.push_back(make_part(pkg, m.shared.embeddings, PartRole::kEmbeddings, std::nullopt, "embeddings"));
+  for (const auto& l : m.layers) parts.push_back(make_part(pkg, l, PartRole::kLayer, l.layer_index, "layer"));
+  parts.push_back(make_part(pkg, m.shared.output, PartRole::kOutput, std::nullopt, "output"));
+  for (const auto& p : m.projectors) parts.push_back(make_part(pkg, p, PartRole::kProjector, std::nullopt, "projector"));
+  return parts;
+}
+
+}  // namespace skippy

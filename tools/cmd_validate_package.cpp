@@ -1,0 +1,48 @@
+#include <iostream>
+
+#include "cli.h"
+#include "progress.h"
+#include "skippy/package_validator.h"
+
+namespace skippy::cli {
+
+Command register_validate_package(CLI::App& app) {
+  auto* cmd = app.add_subcommand("validate-package", "Check a package against the model it was written from");
+  cmd->footer(
+      "Example:\n  skippy-model-package validate-package ./model.gguf model-package/ --json\n"
+      "Recomputes SHA-256 and size of every source shard and artifact and checks every tensor's placement,\n"
+      "type, shape and bytes. Exit 1 lists every problem found.");
+  struct Args {
+    std::string source, package;
+    bool json = false;
+    unsigned threads = 2;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("source", a->source, "Source .gguf (any shard of a split model)")->required();
+  cmd->add_option("package", a->package, "Package directory")->required();
+  cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(CLI::Range(1u, 64u));
+  cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
+  return {cmd, [a]() {
+            ValidateOptions o;
+            o.threads = a->threads;
+            Progress progress("validate-package");
+            o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
+            const auto r = validate_package(a->source, a->package, o);
+            if (a->json) {
+              print_json({{"valid", r.valid},
+                          {"problems", r.problems},
+                          {"artifacts_checked", r.artifacts_checked},
+                          {"tensors_checked", r.tensors_checked},
+                          {"hashed_bytes", r.bytes_hashed}});
+            } else if (r.valid) {
+              std::cout << "valid: " << r.artifacts_checked << " artifacts, " << r.tensors_checked
+                        << " tensors, " << human_bytes(r.bytes_hashed) << " hashed\n";
+            } else {
+              std::cerr << "invalid: " << r.problems.size() << " problem(s)\n";
+              for (const auto& p : r.problems) std::cerr << "  " << p << "\n";
+            }
+            return r.valid ? kExitOk : kExitInvalid;
+          }};
+}
+
+}  // namespace skippy::cli

@@ -1,0 +1,72 @@
+#include <filesystem>
+#include <iostream>
+
+#include "cli.h"
+#include "progress.h"
+#include "skippy/error.h"
+#include "skippy/package_writer.h"
+
+namespace skippy::cli {
+
+Command register_write_package(CLI::App& app) {
+  auto* cmd = app.add_subcommand("write-package", "Turn a GGUF model into a layer package");
+  cmd->footer(
+      "Examples:\n"
+      "  skippy-model-package write-package ./model.gguf --out-dir model-package/ \\\n"
+      "      --model-id org/repo:Q4_K_M --source-revision <commit> --source-file model.gguf\n"
+      "  skippy-model-package write-package ./model-00001-of-00003.gguf --out-dir pkg/ ...   (all shards are read)\n"
+      "A local source needs --model-id, --source-revision and --source-file (the spec's provenance rule).\n"
+      "Reproducible: the same source and flags give identical fragments; SOURCE_DATE_EPOCH sets created_at.");
+  struct Args {
+    std::string source, out_dir, model_id, revision, source_file;
+    std::vector<std::string> projectors;
+    bool force = false, json = false;
+    unsigned threads = 2;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("source", a->source, "Source .gguf (any shard of a split model)")->required();
+  cmd->add_option("--out-dir", a->out_dir, "Package directory to create")->required();
+  cmd->add_option("--model-id", a->model_id, "Model coordinate, e.g. org/repo:Q4_K_M");
+  cmd->add_option("--source-revision", a->revision, "Source repository commit");
+  cmd->add_option("--source-file", a->source_file, "Source file name in its repository");
+  cmd->add_option("--projector", a->projectors, "Multimodal projector GGUF to include (repeatable)");
+  cmd->add_flag("--force", a->force, "Replace the package in a non-empty --out-dir");
+  cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(CLI::Range(1u, 64u));
+  cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
+  return {cmd, [a]() {
+            if (!std::filesystem::exists(a->source) && a->source.find(':') != std::string::npos &&
+                a->source.find('/') != std::string::npos) {
+              throw Error(ErrorKind::kInvalidInput,
+                          a->source + ": Hub sources (org/repo:distribution) are not supported by this build yet; "
+                                      "download the GGUF and pass its path with --model-id/--source-revision/--source-file");
+            }
+            WritePackageOptions o;
+            o.source = a->source;
+            o.out_dir = a->out_dir;
+            o.provenance.model_id = a->model_id;
+            o.provenance.revision = a->revision;
+            o.provenance.primary_file = a->source_file;
+            for (const auto& p : a->projectors) o.projectors.emplace_back(p);
+            o.force = a->force;
+            o.threads = a->threads;
+            Progress progress("write-package");
+            o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
+            const auto r = write_package(o);
+            if (a->json) {
+              print_json({{"package_dir", r.package_dir.string()},
+                          {"manifest_sha256", r.manifest_sha256},
+                          {"layer_count", r.manifest.layer_count},
+                          {"artifact_count", r.artifact_count},
+                          {"model_id", r.manifest.model_id},
+                          {"notes", r.notes}});
+            } else {
+              std::cout << "wrote " << r.package_dir.string() << ": " << r.manifest.layer_count << " layers, "
+                        << r.artifact_count << " artifacts\n"
+                        << "manifest sha256 " << r.manifest_sha256 << "\n";
+              for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
+            }
+            return kExitOk;
+          }};
+}
+
+}  // namespace skippy::cli

@@ -1,0 +1,39 @@
+#include "progress.h"
+
+#include <cstdio>
+
+#include "cli.h"
+
+namespace skippy::cli {
+
+Progress::Progress(std::string label)
+    : label_(std::move(label)), enabled_(stderr_is_tty()), start_(std::chrono::steady_clock::now()), last_(start_) {}
+
+Progress::~Progress() {
+  if (drawn_) std::fprintf(stderr, "\r\033[K");
+}
+
+void Progress::update(uint64_t done, uint64_t total) {
+  if (!enabled_) return;
+  std::lock_guard g(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_ < std::chrono::milliseconds(125) && done < total) return;
+  last_ = now;
+  const double secs = std::chrono::duration<double>(now - start_).count();
+  if (secs < 0.3 && done < total) return;  // quick jobs stay quiet
+  const double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
+  std::string eta = "--:--";
+  if (rate > 0 && total >= done) {
+    const auto left = static_cast<long>(static_cast<double>(total - done) / rate);
+    char b[32];
+    std::snprintf(b, sizeof b, "%ld:%02ld", left / 60, left % 60);
+    eta = b;
+  }
+  const double pct = total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0;
+  std::fprintf(stderr, "\r\033[K%s %s / %s  %5.1f%%  %s/s  ETA %s", label_.c_str(), human_bytes(done).c_str(),
+               human_bytes(total).c_str(), pct, human_bytes(static_cast<uint64_t>(rate)).c_str(), eta.c_str());
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+}  // namespace skippy::cli
