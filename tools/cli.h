@@ -32,6 +32,7 @@ bool stderr_is_tty();
 Command register_inspect(CLI::App& app);
 Command register_write_package(CLI::App& app);
 Command register_validate_package(CLI::App& app);
+Command register_select(CLI::App& app);
 Command register_plan(CLI::App& app);
 
 }  // namespace skippy::cli

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
       register_inspect(app),
       register_write_package(app),
       register_validate_package(app),
+      register_select(app),
       register_plan(app),
   };
 

@@ -1,0 +1,72 @@
+#include <iostream>
+
+#include "cli.h"
+#include "skippy/stage.h"
+
+namespace skippy::cli {
+
+nlohmann::json part_json(const StagePart& p) {
+  return {{"role", part_role_name(p.role)},
+          {"layer_index", p.layer_index ? nlohmann::json(*p.layer_index) : nlohmann::json(nullptr)},
+          {"path", p.path.string()},
+          {"relative_path", p.rel_path},
+          {"bytes", p.bytes},
+          {"tensor_count", p.tensor_count},
+          {"sha256", p.sha256},
+          {"reason", p.reason}};
+}
+
+Command register_select(CLI::App& app) {
+  auto* cmd = app.add_subcommand("select", "Consumer validation for a stage, then the ordered parts it loads");
+  cmd->footer(
+      "Example:\n  skippy-model-package select ./model-package --layers 0..4 --json\n"
+      "Ranges are half-open: 0..4 is layers 0-3. A range starting at 0 owns the input boundary\n"
+      "(embeddings); one ending at layer_count owns the output boundary.");
+  struct Args {
+    std::string ref, layers, projector;
+    bool json = false, single_stage = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("package", a->ref, "Package directory (or hf://ns/repo[@rev])")->required();
+  cmd->add_option("--layers", a->layers, "Layer range START..END (half-open)")->required();
+  cmd->add_option("--projector", a->projector, "Explicit projector path (as declared in the manifest)");
+  cmd->add_flag("--single-stage", a->single_stage, "Single-stage serving: the stage gets the default projector");
+  cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
+  return {cmd, [a]() {
+            const auto range = parse_layer_range(a->layers);
+            const auto pkg = open_package(a->ref);
+            SelectOptions o;
+            if (!a->projector.empty()) o.projector_path = a->projector;
+            o.single_stage = a->single_stage;
+            const auto s = select_stage(pkg, range, o);
+            std::vector<StagePart> parts = s.parts;
+            if (s.projector) parts.push_back(*s.projector);
+            uint64_t total = 0;
+            for (const auto& p : parts) total += p.bytes;
+            if (a->json) {
+              nlohmann::json jp = nlohmann::json::array();
+              for (const auto& p : parts) jp.push_back(part_json(p));
+              print_json({{"package", pkg.ref},
+                          {"model_id", pkg.manifest.model_id},
+                          {"manifest_sha256", pkg.manifest_sha256},
+                          {"layer_start", range.start},
+                          {"layer_end", range.end},
+                          {"layer_count", pkg.manifest.layer_count},
+                          {"parts", jp},
+                          {"total_bytes", total},
+                          {"notes", s.notes}});
+            } else {
+              std::cout << pkg.manifest.model_id << " layers " << format_layer_range(range) << " of "
+                        << pkg.manifest.layer_count << ": " << parts.size() << " parts, " << human_bytes(total) << "\n";
+              for (const auto& p : parts) {
+                std::cout << "  " << part_role_name(p.role);
+                if (p.layer_index) std::cout << " " << *p.layer_index;
+                std::cout << "  " << p.rel_path << "  " << human_bytes(p.bytes) << "\n";
+              }
+              for (const auto& n : s.notes) std::cerr << "note: " << n << "\n";
+            }
+            return kExitOk;
+          }};
+}
+
+}  // namespace skippy::cli
