@@ -112,7 +112,9 @@ struct SourceModel {
 //
 // Every generation object keeps the fields it does not know in `extra` (a
 // JSON object; serialized after the known fields, in key order). A known key
-// must not also appear in `extra` (serialize refuses that).
+// must not also appear in `extra` (serialize refuses that). A field the spec
+// names for proposers/strategies, placed on a known type it does not apply
+// to (e.g. ngram_max on a native-mtp proposer), is refused, not kept.
 
 // generation.policy. Values are kept as written; parse only requires them to
 // be non-empty strings. Whether a value is one this runtime supports is
@@ -124,7 +126,9 @@ struct GenerationPolicy {
   std::optional<std::string> long_prefill;
   std::optional<std::string> verify;
   std::optional<std::string> indexshare;     // "required"
-  std::map<std::string, std::string> experimental;  // switch -> value; empty = absent
+  // switch -> value; empty = absent. Serialized with the spec's switches
+  // first, in the spec's order, then any others by name.
+  std::map<std::string, std::string> experimental;
   nlohmann::json extra = nlohmann::json::object();
   bool operator==(const GenerationPolicy&) const = default;
 };
@@ -335,7 +339,8 @@ struct PackageManifest {
 // Throws Error(kInvalidInput).
 PackageManifest parse_manifest(std::string_view json_text, std::string_view origin);
 
-// Stable, deterministic JSON: 2-space indent, keys in the spec's order
+// Stable, deterministic JSON in the spec's style: 2-space indent, arrays of
+// numbers on one line ("layer_indices": [47]), keys in the spec's order
 // (unknown generation fields after the known ones), absent optionals and an
 // empty projectors list omitted, layers in index order, trailing newline.
 // Validates first, with the rules of parse_manifest, so a writer cannot emit
