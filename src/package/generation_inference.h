@@ -30,6 +30,38 @@ struct GenerationInference {
 //   tensor set and IndexShare roles pass every check of GLM-DSA.md.
 // Throws Error(kInvalidInput) for a model that contradicts itself (e.g. a
 // GLM-DSA Full layer without a complete indexer group, a partial group).
+//
+// Details (generation_inference.cpp):
+// - MTP: nextn_predict_layers, when present, must equal the number of nextn
+//   layers and those must be the last blocks; without the key, complete nextn
+//   layers are declared as found (the note says nothing was cross-checked).
+//   Layers >= layer_count are never declared.
+// - glm-dsa-v1: the 22 required glm-dsa.* keys (typed: uint / float / bool);
+//   decoder layers = layer_count - nextn_predict_layers (0 when absent);
+//   every layer has the split-K/V attention set and no attn_kv_b.weight;
+//   decoder layers < leading_dense_block_count the dense FFN, later ones and
+//   MTP layers the MoE set; MTP layers a complete indexer group and
+//   nextn.{eh_proj,enorm,hnorm}; nextn.* only in MTP layers; globals
+//   token_embd.weight and output_norm.weight (output.weight may be tied, so
+//   it is not required). IndexShare roles: indexer.types (length ==
+//   decoder layers), else top_k_frequency F > 0 with skip_top_k_offset O
+//   (0 when absent): Full when L < O or (L - O + 1) % F == 0, else presence
+//   of the indexer group (with a "warning:" note). A Shared decoder layer 0
+//   (no Full layer to share from) declares no policy.
+//   Errors (thrown, naming the file, layer and tensor or key): a partial
+//   indexer group in any layer; indexer.types not a string array or holding
+//   a value other than "full"/"shared"; a Full layer without the group; a
+//   Shared layer with it.
+// - Notes, in order: one MTP line ("native MTP declared: ..." with the layers
+//   and evidence, or "<why>: native MTP not declared" / "no NextN/MTP
+//   tensors: no speculative decoding declared"); for glm-dsa an optional
+//   "warning: ..." line about presence-inferred roles, then "glm-dsa-v1
+//   policy declared (...) from: <evidence>" or "glm-dsa-v1 policy not
+//   declared: missing metadata ...; missing tensors ...; <other reasons>"
+//   (long name lists end in "(and N more)"); for other architectures "no
+//   execution policy declared: no known profile for architecture ...".
+// - The result passes serialize_manifest's validation for a manifest of
+//   `layer_count` layers.
 GenerationInference infer_generation(const ModelSource& model, uint32_t layer_count);
 
 }  // namespace skippy::detail
