@@ -1,0 +1,290 @@
+#!/usr/bin/env bash
+# The benchmark command (not run by CI): installs dependencies, builds Release
+# into build-bench/, generates a >= 2 GiB synthetic llama GGUF under
+# /tmp/skippy-bench (reused when present and valid), warms the page cache, then
+# prints, from this one run on the same data:
+#   - the reader's open time (Google Benchmark) beside the model's size;
+#   - the yardsticks: cp and openssl dgst -sha256 of the model (medians);
+#   - one section per skippy-model-package subcommand that --help lists, with
+#     wall time, peak RSS and its ratio against the yardstick for the same bytes;
+#   - a summary table against the targets. See bench/README.md.
+#
+# Usage: scripts/bench.sh
+# Environment: SKIPPY_BENCH_DIR (default /tmp/skippy-bench; must be under /tmp),
+#   SKIPPY_BENCH_SIZE (default 2GiB), SKIPPY_BENCH_RUNS (timed runs per figure,
+#   after one warm-up; default 3), SKIPPY_BENCH_SKIP_DEPS=1, SKIPPY_BENCH_SKIP_BUILD=1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=$ROOT/build-bench
+BIN=$BUILD/bin
+CLI=$BIN/skippy-model-package
+WORK=${SKIPPY_BENCH_DIR:-/tmp/skippy-bench}
+SIZE=${SKIPPY_BENCH_SIZE:-2GiB}
+SMALL_SIZE=1GiB      # second model for the RSS-flatness check
+LAYERS=32
+RUNS=${SKIPPY_BENCH_RUNS:-3}
+MAT_LAYERS=0..15     # materialize: half the layers
+
+case "$WORK" in
+  /tmp/?*) ;;
+  *) echo "SKIPPY_BENCH_DIR must be under /tmp (got $WORK)" >&2; exit 2 ;;
+esac
+mkdir -p "$WORK/logs"
+MODEL=$WORK/model-$SIZE.gguf
+MODEL_SMALL=$WORK/model-$SMALL_SIZE.gguf
+SPLIT_PREFIX=$WORK/split-$SIZE/model
+SPLIT_FIRST=$SPLIT_PREFIX-00001-of-00003.gguf
+PKG=$WORK/pkg               # write-package output, reused by later sections
+SCRATCH=$WORK/scratch       # copies and other throw-away outputs
+T_START=$(date +%s)
+
+# ---------------------------------------------------------------- helpers
+
+section() { printf '\n== %s\n' "$*"; }
+note() { printf '   %s\n' "$*"; }
+mib() { awk -v k="$1" 'BEGIN { printf "%.1f MiB", k / 1024 }'; }       # KiB -> MiB
+gib() { awk -v b="$1" 'BEGIN { printf "%.2f GiB", b / 1073741824 }'; }  # bytes -> GiB
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+sum() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a + b }'; }
+bytes_of() { stat -c %s "$@" | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
+
+# Summary rows: figure | value | target | status.
+SUM_FIG=() SUM_VAL=() SUM_TGT=() SUM_ST=()
+row() { SUM_FIG+=("$1") SUM_VAL+=("$2") SUM_TGT+=("$3") SUM_ST+=("$4"); }
+# check FIGURE VALUE OP LIMIT [UNIT]: a row with status from VALUE OP LIMIT (<= or <).
+check() {
+  local st=MISS
+  awk -v a="$2" -v b="$4" -v op="$3" 'BEGIN { exit !(op == "<" ? a < b : a <= b) }' && st=ok
+  row "$1" "$2${5:-}" "$3 $4${5:-}" "$st"
+}
+
+# run_timed CMD...: one run; T_WALL (seconds, ms precision) and T_RSS (peak
+# KiB, /usr/bin/time %M). Output goes to $WORK/logs/last.{out,err}.
+run_timed() {
+  local start end
+  start=$(date +%s%N)
+  if ! /usr/bin/time -f '%e %M' -o "$WORK/logs/time" "$@" >"$WORK/logs/last.out" 2>"$WORK/logs/last.err"; then
+    note "FAILED: $*"
+    tail -n 5 "$WORK/logs/last.err" | sed 's/^/     /'
+    return 1
+  fi
+  end=$(date +%s%N)
+  T_WALL=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+  T_RSS=$(tail -n 1 "$WORK/logs/time" | awk '{ print $2 }')
+}
+
+# measure PREP CMD...: one warm-up run, then $RUNS timed runs, each after
+# PREP (a function: clean outputs, flush dirty pages). M_WALL = median wall,
+# M_RSS = largest peak RSS (KiB).
+measure() {
+  local prep=$1 i walls=() rss=0
+  shift
+  for ((i = 0; i <= RUNS; i++)); do
+    "$prep"
+    run_timed "$@" || return 1
+    ((i == 0)) && continue
+    walls+=("$T_WALL")
+    ((T_RSS > rss)) && rss=$T_RSS
+  done
+  M_WALL=$(printf '%s\n' "${walls[@]}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+  M_RSS=$rss
+}
+
+prep_none() { :; }
+prep_scratch() { rm -rf "$SCRATCH"; mkdir -p "$SCRATCH"; sync; }
+prep_pkg() { rm -rf "$PKG"; sync; }
+
+# Yardsticks for any file set (medians): cp of each file, one openssl dgst
+# over all of them (sequential, as a checker would read them).
+yard_cp() { measure prep_scratch cp --reflink=never "$@" "$SCRATCH/"; Y_CP=$M_WALL; }
+yard_dgst() { measure prep_none openssl dgst -sha256 "$@"; Y_DGST=$M_WALL; }
+
+HELP=""
+has_cmd() { grep -qE "^[[:space:]]+$1([[:space:]]|$)" <<<"$HELP"; }
+skip_section() {  # NAME FIGURE...: print a note, add skipped rows
+  local name=$1
+  shift
+  note "skipped: '$name' is not in skippy-model-package --help yet"
+  local f
+  for f in "$@"; do row "$f" "-" "${TARGET[$f]}" skipped; done
+}
+declare -A TARGET=(
+  ["write-package / (cp + dgst)"]="<= 0.6"
+  ["write-package peak RSS, $SMALL_SIZE model"]="< 100 MiB"
+  ["write-package peak RSS, $SIZE model"]="< 100 MiB"
+  ["validate-package / dgst(source + package)"]="<= 0.6"
+  ["verify / dgst(package)"]="<= 0.6"
+  ["materialize / cp(output)"]="<= 1.1"
+)
+
+# ---------------------------------------------------------------- setup
+
+if [ "${SKIPPY_BENCH_SKIP_DEPS:-0}" != 1 ]; then
+  section "dependencies"
+  bash scripts/install-deps.sh
+fi
+if [ "${SKIPPY_BENCH_SKIP_BUILD:-0}" != 1 ]; then
+  section "build (Release, $BUILD)"
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSKIPPY_BUILD_TESTS=OFF -DSKIPPY_BUILD_BENCH=ON \
+    >"$WORK/logs/cmake.log" 2>&1 || { tail -n 30 "$WORK/logs/cmake.log"; exit 1; }
+  cmake --build "$BUILD" -j2 >"$WORK/logs/build.log" 2>&1 || { grep -E 'error|FAILED' "$WORK/logs/build.log" | head -n 30; exit 1; }
+  note "ok"
+fi
+HELP=$("$CLI" --help 2>&1 || true)
+
+section "models ($WORK)"
+note "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine slows every figure)"
+"$BIN/skippy-make-model" "$MODEL" --size "$SIZE" --layers "$LAYERS" --reuse
+"$BIN/skippy-make-model" "$SPLIT_PREFIX" --size "$SIZE" --layers "$LAYERS" --split 3 --reuse
+SPLIT_FILES=("$SPLIT_PREFIX"-0000?-of-00003.gguf)
+MODEL_BYTES=$(bytes_of "$MODEL")
+note "warming the page cache"
+cat "$MODEL" "${SPLIT_FILES[@]}" >/dev/null
+
+# ---------------------------------------------------------------- reader
+
+section "reader open (Google Benchmark, header only)"
+SKIPPY_BENCH_MODEL=$MODEL SKIPPY_BENCH_SPLIT_MODEL=$SPLIT_FIRST "$BIN/skippy-bench-gguf" \
+  --benchmark_out="$WORK/logs/gguf_bench.json" --benchmark_out_format=json 2>/dev/null
+bench_ms() {
+  awk -v want="$1" -F': ' '
+    /"name":/ { n = $2; gsub(/[",]/, "", n) }
+    /"real_time":/ && n == want { v = $2; gsub(/,/, "", v); printf "%.3f", v; exit }' "$WORK/logs/gguf_bench.json"
+}
+OPEN_MS=$(bench_ms gguf_file_open/single)
+SRC_MS=$(bench_ms model_source_open/single)
+SPLIT_MS=$(bench_ms model_source_open/split)
+note "model: $MODEL ($MODEL_BYTES bytes, $(gib "$MODEL_BYTES"))"
+note "GgufFile::open ${OPEN_MS} ms, ModelSource::open ${SRC_MS} ms, split (3 shards) ${SPLIT_MS} ms"
+
+# ---------------------------------------------------------------- yardsticks
+
+section "yardsticks on the model (median of $RUNS after a warm-up)"
+yard_cp "$MODEL"
+CP_MODEL=$Y_CP
+start=$(date +%s%N)
+sync "$SCRATCH/$(basename "$MODEL")"
+FSYNC_COPY=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+rm -rf "$SCRATCH"
+yard_dgst "$MODEL"
+DGST_MODEL=$Y_DGST
+note "cp                 ${CP_MODEL} s  ($(awk -v b="$MODEL_BYTES" -v s="$CP_MODEL" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }'))"
+note "                   (then fsync of the copy: ${FSYNC_COPY} s; not part of the yardstick)"
+note "openssl dgst       ${DGST_MODEL} s  ($(awk -v b="$MODEL_BYTES" -v s="$DGST_MODEL" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }'))"
+note "reader open / cp = $(awk -v o="$OPEN_MS" -v c="$CP_MODEL" 'BEGIN { printf "%.6f", o / 1000 / c }')"
+row "GgufFile::open, $SIZE model" "$OPEN_MS ms" "ms (header only)" info
+row "ModelSource::open, 3-shard split" "$SPLIT_MS ms" "ms (header only)" info
+row "cp of the model" "$CP_MODEL s" "yardstick" info
+row "openssl dgst -sha256 of the model" "$DGST_MODEL s" "yardstick" info
+
+# ---------------------------------------------------------------- commands
+# One function per subcommand; each skips itself when --help lacks it.
+
+bench_inspect() {
+  section "inspect"
+  if ! has_cmd inspect; then skip_section inspect; return 0; fi
+  measure prep_none "$CLI" inspect "$MODEL" || return 0
+  local r
+  r=$(awk -v a="$M_WALL" -v b="$CP_MODEL" 'BEGIN { printf "%.4f", a / b }')
+  note "inspect $(basename "$MODEL"): ${M_WALL} s wall, peak RSS $(mib "$M_RSS"); / cp = $r"
+  row "inspect wall (/ cp)" "${M_WALL} s ($r)" "header only" info
+  row "inspect peak RSS" "$(mib "$M_RSS")" "-" info
+}
+
+WRITE_OK=0
+bench_write_package() {
+  section "write-package"
+  if ! has_cmd write-package; then
+    skip_section write-package "write-package / (cp + dgst)" "write-package peak RSS, $SMALL_SIZE model" \
+      "write-package peak RSS, $SIZE model"
+    return 0
+  fi
+  local args=(--model-id bench/synthetic:Q8_0 --source-revision r --source-file "$(basename "$MODEL")")
+  measure prep_pkg "$CLI" write-package "$MODEL" --out-dir "$PKG" "${args[@]}" || {
+    row "write-package / (cp + dgst)" failed "<= 0.6" MISS
+    return 0
+  }
+  WRITE_OK=1
+  local wall=$M_WALL rss_big=$M_RSS yard r
+  yard=$(sum "$CP_MODEL" "$DGST_MODEL")
+  r=$(ratio "$wall" "$yard")
+  PKG_FILES=()
+  mapfile -t PKG_FILES < <(find "$PKG" -type f | sort)
+  note "package: ${#PKG_FILES[@]} files, $(gib "$(bytes_of "${PKG_FILES[@]}")")"
+  note "write-package ${wall} s, peak RSS $(mib "$rss_big"); cp + dgst = ${yard} s; ratio $r"
+  check "write-package / (cp + dgst)" "$r" "<=" 0.6
+
+  # RSS flatness: the same command on a model half the size.
+  "$BIN/skippy-make-model" "$MODEL_SMALL" --size "$SMALL_SIZE" --layers "$LAYERS" --reuse -q >/dev/null
+  cat "$MODEL_SMALL" >/dev/null
+  rm -rf "$SCRATCH" && mkdir -p "$SCRATCH" && sync
+  if run_timed "$CLI" write-package "$MODEL_SMALL" --out-dir "$SCRATCH/pkg-small" \
+      --model-id bench/synthetic-small:Q8_0 --source-revision r --source-file "$(basename "$MODEL_SMALL")"; then
+    note "RSS flatness: peak RSS $(mib "$T_RSS") on $SMALL_SIZE, $(mib "$rss_big") on $SIZE"
+    check "write-package peak RSS, $SMALL_SIZE model" "$(awk -v k="$T_RSS" 'BEGIN { printf "%.1f", k / 1024 }')" "<" 100 " MiB"
+  fi
+  rm -rf "$SCRATCH"
+  check "write-package peak RSS, $SIZE model" "$(awk -v k="$rss_big" 'BEGIN { printf "%.1f", k / 1024 }')" "<" 100 " MiB"
+}
+
+bench_validate_package() {
+  section "validate-package"
+  local fig="validate-package / dgst(source + package)"
+  if ! has_cmd validate-package; then skip_section validate-package "$fig"; return 0; fi
+  if ((!WRITE_OK)); then note "skipped: needs a package from write-package"; row "$fig" - "<= 0.6" skipped; return 0; fi
+  measure prep_none "$CLI" validate-package "$MODEL" "$PKG" || { row "$fig" failed "<= 0.6" MISS; return 0; }
+  local wall=$M_WALL rss=$M_RSS r
+  yard_dgst "$MODEL" "${PKG_FILES[@]}"
+  r=$(ratio "$wall" "$Y_DGST")
+  note "validate-package ${wall} s, peak RSS $(mib "$rss"); openssl dgst of source + package = ${Y_DGST} s; ratio $r"
+  check "$fig" "$r" "<=" 0.6
+}
+
+bench_verify() {
+  section "verify (SKIPPY_VERIFY_PACKAGE_SHA=1)"
+  local fig="verify / dgst(package)"
+  if ! has_cmd verify; then skip_section verify "$fig"; return 0; fi
+  if ((!WRITE_OK)); then note "skipped: needs a package from write-package"; row "$fig" - "<= 0.6" skipped; return 0; fi
+  measure prep_none env SKIPPY_VERIFY_PACKAGE_SHA=1 "$CLI" verify "$PKG" || { row "$fig" failed "<= 0.6" MISS; return 0; }
+  local wall=$M_WALL rss=$M_RSS r
+  yard_dgst "${PKG_FILES[@]}"
+  r=$(ratio "$wall" "$Y_DGST")
+  note "verify ${wall} s, peak RSS $(mib "$rss"); openssl dgst of the package files = ${Y_DGST} s; ratio $r"
+  check "$fig" "$r" "<=" 0.6
+}
+
+bench_materialize() {
+  section "materialize (layers $MAT_LAYERS)"
+  local fig="materialize / cp(output)"
+  if ! has_cmd materialize; then skip_section materialize "$fig"; return 0; fi
+  if ((!WRITE_OK)); then note "skipped: needs a package from write-package"; row "$fig" - "<= 1.1" skipped; return 0; fi
+  local out=$WORK/materialized.gguf
+  prep_mat() { rm -f "$out"; sync; }
+  measure prep_mat "$CLI" materialize "$PKG" --layers "$MAT_LAYERS" --out "$out" || {
+    row "$fig" failed "<= 1.1" MISS
+    return 0
+  }
+  local wall=$M_WALL rss=$M_RSS r
+  yard_cp "$out"
+  rm -rf "$SCRATCH"
+  r=$(ratio "$wall" "$Y_CP")
+  note "materialize ${wall} s, peak RSS $(mib "$rss"), $(gib "$(bytes_of "$out")") out; cp of the output = ${Y_CP} s; ratio $r"
+  check "$fig" "$r" "<=" 1.1
+  rm -f "$out"
+}
+
+bench_inspect
+bench_write_package
+bench_validate_package
+bench_verify
+bench_materialize
+rm -rf "$PKG" "$SCRATCH"
+
+# ---------------------------------------------------------------- summary
+
+section "summary ($(gib "$MODEL_BYTES") model, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(($(date +%s) - T_START)) s total)"
+printf '   %-44s %-22s %-18s %s\n' figure value target status
+for i in "${!SUM_FIG[@]}"; do
+  printf '   %-44s %-22s %-18s %s\n' "${SUM_FIG[$i]}" "${SUM_VAL[$i]}" "${SUM_TGT[$i]}" "${SUM_ST[$i]}"
+done
