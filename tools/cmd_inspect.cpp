@@ -1,7 +1,10 @@
+#include <filesystem>
 #include <iostream>
 
 #include "cli.h"
+#include "skippy/gguf.h"
 #include "skippy/model_source.h"
+#include "skippy/stage.h"
 
 namespace skippy::cli {
 namespace {
@@ -68,18 +71,93 @@ void print_human(const std::string& file, const ModelSummary& s) {
   for (const auto& [name, t] : s.by_type) row(name, t);
 }
 
+bool is_package_ref(const std::string& arg) {
+  return arg.starts_with("hf://") || std::filesystem::is_directory(arg);
+}
+
+// Metadata-only inspection of a package: the manifest and shared/metadata.gguf.
+int inspect_package(const std::string& ref, bool json) {
+  const auto pkg = open_package(ref);
+  check_metadata_only(pkg);
+  const auto& m = pkg.manifest;
+  const auto meta = GgufFile::open(pkg.root / m.shared.metadata.path);
+  uint64_t tensor_count = m.shared.metadata.tensor_count + m.shared.embeddings.tensor_count + m.shared.output.tensor_count;
+  uint64_t tensor_bytes = m.shared.metadata.tensor_bytes + m.shared.embeddings.tensor_bytes + m.shared.output.tensor_bytes;
+  uint64_t artifact_bytes = m.shared.metadata.artifact_bytes + m.shared.embeddings.artifact_bytes + m.shared.output.artifact_bytes;
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& l : m.layers) {
+    tensor_count += l.tensor_count;
+    tensor_bytes += l.tensor_bytes;
+    artifact_bytes += l.artifact_bytes;
+    layers.push_back({{"layer_index", l.layer_index}, {"tensor_count", l.tensor_count},
+                      {"tensor_bytes", l.tensor_bytes}, {"artifact_bytes", l.artifact_bytes}});
+  }
+  nlohmann::json projectors = nlohmann::json::array();
+  for (const auto& p : m.projectors) projectors.push_back({{"kind", p.kind}, {"path", p.path}, {"artifact_bytes", p.artifact_bytes}});
+  auto shared = [](const ArtifactEntry& e) {
+    return nlohmann::json{{"path", e.path}, {"tensor_count", e.tensor_count}, {"tensor_bytes", e.tensor_bytes},
+                          {"artifact_bytes", e.artifact_bytes}};
+  };
+  const nlohmann::json j = {
+      {"kind", "package"},
+      {"package", pkg.ref},
+      {"model_id", m.model_id},
+      {"manifest_sha256", pkg.manifest_sha256},
+      {"architecture", std::string(meta.architecture())},
+      {"layer_count", m.layer_count},
+      {"activation_width", m.activation_width ? nlohmann::json(*m.activation_width) : nlohmann::json(nullptr)},
+      {"tensor_count", tensor_count},
+      {"tensor_bytes", tensor_bytes},
+      {"artifact_bytes", artifact_bytes},
+      {"skippy_abi_version", m.skippy_abi_version},
+      {"source_model", {{"repo", m.source_model.repo}, {"revision", m.source_model.revision},
+                        {"primary_file", m.source_model.primary_file}, {"files", m.source_model.files.size()}}},
+      {"shared", {{"metadata", shared(m.shared.metadata)}, {"embeddings", shared(m.shared.embeddings)},
+                  {"output", shared(m.shared.output)}}},
+      {"layers", layers},
+      {"projectors", projectors},
+      {"generation", m.generation.has_value()},
+  };
+  if (json) {
+    print_json(j);
+    return kExitOk;
+  }
+  auto& o = std::cout;
+  o << pkg.ref << " (layer package)\n";
+  o << "  model             " << m.model_id << "\n";
+  o << "  source            " << m.source_model.repo << " @ " << m.source_model.revision << " ("
+    << m.source_model.primary_file << ")\n";
+  o << "  architecture      " << meta.architecture() << "\n";
+  o << "  layers            " << m.layer_count << "\n";
+  o << "  activation width  " << (m.activation_width ? std::to_string(*m.activation_width) : "(not declared)") << "\n";
+  o << "  tensors           " << tensor_count << " (" << human_bytes(tensor_bytes) << "), "
+    << human_bytes(artifact_bytes) << " in " << (3 + m.layers.size() + m.projectors.size()) << " artifacts\n";
+  o << "  ABI               " << m.skippy_abi_version << "\n";
+  for (const auto& p : m.projectors) o << "  projector         " << p.path << " (" << p.kind << ")\n";
+  if (m.generation && m.generation->speculative_decoding && m.generation->speculative_decoding->default_strategy) {
+    o << "  speculative       " << *m.generation->speculative_decoding->default_strategy << "\n";
+  }
+  if (m.generation && m.generation->policy && m.generation->policy->profile) {
+    o << "  policy profile    " << *m.generation->policy->profile << "\n";
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 Command register_inspect(CLI::App& app) {
-  auto* cmd = app.add_subcommand("inspect", "What a GGUF model (any shard of a split model) holds");
+  auto* cmd = app.add_subcommand("inspect", "What a GGUF model or a layer package holds");
   cmd->footer(
-      "Example:\n  skippy-model-package inspect model-00001-of-00003.gguf --json\n"
-      "Given any shard of a split model, reports the whole model.");
+      "Examples:\n  skippy-model-package inspect model-00001-of-00003.gguf --json\n"
+      "  skippy-model-package inspect ./model-package\n"
+      "Given any shard of a split model, reports the whole model. Given a package, validates only the\n"
+      "manifest and shared/metadata.gguf (metadata-only inspection; no layer range needed).");
   auto file = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
-  cmd->add_option("file", *file, "GGUF file (or any shard of a split model)")->required();
+  cmd->add_option("target", *file, "GGUF file (any shard of a split model) or package directory")->required();
   cmd->add_flag("--json", *json, "Print one JSON document on stdout");
   return {cmd, [file, json]() {
+    if (is_package_ref(*file)) return inspect_package(*file, *json);
     const auto model = ModelSource::open(*file);
     const auto summary = summarize(model);
     if (*json) {
