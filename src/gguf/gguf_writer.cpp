@@ -163,6 +163,7 @@ uint64_t GgufWriter::data_offset() const {
 std::string GgufWriter::write(AtomicFile& out, const std::function<void(uint64_t)>& on_bytes) const {
   Sha256 sha;
   const auto head = header();
+  out.preallocate(total_size());
   out.write_all(head);
   sha.update(head);
   if (on_bytes) on_bytes(head.size());

@@ -67,9 +67,7 @@ class Pipeline {
     for (size_t o = 0; o < outputs.size(); ++o) {
       files_.push_back(std::make_unique<AtomicFile>(outputs[o].final_path));
       auto& f = *files_.back();
-      if (::ftruncate(f.fd(), static_cast<off_t>(outputs[o].total_size)) != 0) {
-        throw_io(f.temp_path().string() + ": cannot size");
-      }
+      f.preallocate(outputs[o].total_size);
       f.pwrite_all(0, outputs[o].header);
       out_sha_[o].update(outputs[o].header);
     }
@@ -171,11 +169,6 @@ class Pipeline {
       }
       case Job::kWrite:
         for (const auto& s : c->segments) files_[s.output]->pwrite_all(s.dst, {c->buf->data() + s.in_chunk, s.len});
-        for (const auto& s : c->segments) {
-          // Start writeback now so the final fsync only waits for the tail.
-          ::sync_file_range(files_[s.output]->fd(), static_cast<off_t>(s.dst), static_cast<off_t>(s.len),
-                            SYNC_FILE_RANGE_WRITE);
-        }
         break;
       case Job::kNone: break;
     }

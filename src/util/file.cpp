@@ -113,6 +113,12 @@ void AtomicFile::pwrite_all(uint64_t offset, std::span<const uint8_t> data) {
   }
 }
 
+void AtomicFile::preallocate(uint64_t size) {
+  if (size == 0) return;
+  if (::fallocate(fd_, 0, 0, static_cast<off_t>(size)) == 0) return;
+  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) throw_io(temp_.string() + ": cannot size to " + std::to_string(size));
+}
+
 void AtomicFile::commit() {
   if (::fsync(fd_) != 0) throw_io(temp_.string() + ": fsync failed");
   if (::close(fd_) != 0) {
