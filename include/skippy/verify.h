@@ -1,0 +1,97 @@
+// Integrity of a stage's parts (spec: "Consumer Validation"): SHA-256 of the
+// selected artifacts (and of a projector the stage will use) against the
+// manifest, hashed on a few threads, with a local verification cache.
+//
+// When verification is required:
+//   - hf:// packages (OpenedPackage::always_verify) verify on every
+//     resolution, Hugging Face cache hits included;
+//   - local package directories verify when SKIPPY_VERIFY_PACKAGE_SHA is set
+//     to a non-empty value other than "0";
+//   - the `verify` command always verifies what it selects.
+// A verification-cache hit counts as verified: the record says these exact
+// bytes (same file identity and metadata) were hashed and matched before.
+//
+// The verification cache (spec: "Implementations MAY cache successful
+// checksum verification results"). Directory: skippy_cache_dir()/verified.
+// One record per verified file, named by a key: the SHA-256 of a canonical
+// string of the manifest's SHA-256, the artifact's relative path, its
+// declared SHA-256 and size, and the resolved file's st_dev, st_ino,
+// st_size, st_mtim and st_ctim (nanoseconds). A record holds only its key,
+// the declared digest and size and a timestamp — never a raw path. A hit
+// (record present and matching) does no hashing and reads no artifact bytes;
+// any change to the file (write, touch, replace, copy, move to another
+// device) changes its metadata and so misses. Records are written atomically
+// (not fsynced: a record torn by a crash is unreadable, which is a miss) and
+// only after a successful hash whose file did not change while it was read.
+// Files whose ctime is less than 50 ms (2 s on filesystems with whole-second
+// timestamps) older than the start of their hash are verified but not
+// recorded: a later write within the same filesystem timestamp tick would
+// leave the metadata unchanged (git's "racily clean" rule). An unusable
+// cache directory never fails a verification: it only disables caching (one
+// note in the report).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "skippy/cache_dir.h"
+#include "skippy/stage.h"
+
+namespace skippy {
+
+// skippy_cache_dir() / "verified".
+std::filesystem::path default_verification_cache_dir();
+
+struct VerifyOptions {
+  unsigned threads = 2;   // files hash in parallel, one thread per file
+  bool use_cache = true;  // false: hash everything, read and write no records
+  std::optional<std::filesystem::path> cache_dir;  // default_verification_cache_dir() when unset
+  // Bytes hashed so far and bytes to hash (cache misses only). May be called
+  // from worker threads, concurrently.
+  std::function<void(uint64_t done, uint64_t total)> on_progress;
+};
+
+struct VerifiedPart {
+  std::string rel_path;
+  PartRole role = PartRole::kMetadata;
+  std::optional<uint32_t> layer_index;
+  bool cache_hit = false;  // no hashing: a matching record was found
+  bool ok = false;         // digest (or record) and size match the manifest
+};
+
+struct VerifyReport {
+  bool verified = false;       // every part matched
+  size_t artifacts = 0;        // distinct parts checked
+  uint64_t hashed_bytes = 0;   // bytes read and hashed (0 on a full cache hit)
+  size_t cache_hits = 0;
+  // One per failed part, naming its relative path: "<rel path>: SHA-256 is X,
+  // manifest says Y", size mismatches, read errors.
+  std::vector<std::string> problems;
+  std::vector<std::string> notes;   // e.g. the cache could not be written
+  std::vector<VerifiedPart> parts;  // in the order given (duplicates folded)
+};
+
+// Checks every part's SHA-256 and size against its manifest entry. A wrong,
+// truncated, missing or unreadable artifact (or a malformed declared digest)
+// is a problem in the report, not an exception.
+VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>& parts,
+                          const VerifyOptions& options = {});
+
+// True when a stage loader must verify before using the package: hf://
+// packages always; local directories when SKIPPY_VERIFY_PACKAGE_SHA is set
+// to a non-empty value other than "0".
+bool verify_required(const OpenedPackage& pkg);
+
+// For stage loaders (select, materialize): when verify_required(pkg), verifies
+// `parts` (pass the stage's projector among them when it will be used) and
+// throws Error(kInvalidInput) listing every problem if they do not match.
+// Returns the report (nullopt when verification was not required).
+std::optional<VerifyReport> verify_if_required(const OpenedPackage& pkg, const std::vector<StagePart>& parts,
+                                               const VerifyOptions& options = {});
+
+}  // namespace skippy

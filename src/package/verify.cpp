@@ -1,0 +1,235 @@
+#include "skippy/verify.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <set>
+
+#include "skippy/error.h"
+#include "skippy/sha256.h"
+#include "util/parallel.h"
+#include "verification_cache.h"
+
+namespace skippy {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::FileIdentity;
+using detail::identity_of;
+using detail::VerificationCache;
+using detail::verification_key;
+
+// Read size for hashing: large enough for few syscalls and good readahead,
+// small enough to stay in L2 between the copy and the hash.
+constexpr size_t kChunk = size_t{1} << 20;
+
+// A file whose ctime is this close to the moment we start reading it is not
+// recorded: a later write within the same filesystem timestamp tick (a few
+// ms on Linux; whole seconds on coarse filesystems) would leave its metadata
+// unchanged. Same idea as git's "racily clean" index entries.
+constexpr int64_t kRacyWindowNs = 50'000'000;
+constexpr int64_t kCoarseRacyWindowNs = 2'000'000'000;
+
+int64_t realtime_ns() noexcept {
+  struct timespec t {};
+  ::clock_gettime(CLOCK_REALTIME, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + static_cast<int64_t>(t.tv_nsec);
+}
+
+bool racy(int64_t started_ns, int64_t ctime_ns) noexcept {
+  const int64_t window = ctime_ns % 1'000'000'000 == 0 ? kCoarseRacyWindowNs : kRacyWindowNs;
+  return started_ns - ctime_ns < window;
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) noexcept : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const noexcept { return fd_; }
+
+ private:
+  int fd_;
+};
+
+struct Hashed {
+  std::string digest;
+  uint64_t bytes = 0;  // read and hashed
+  std::string error;   // empty when the whole file was read
+  FileIdentity id;     // of the open file, before reading
+  bool cacheable = false;
+};
+
+std::string errno_text() { return std::strerror(errno); }
+
+// SHA-256 of one file with large sequential reads; the file's identity is
+// taken from the descriptor actually read, before and after reading.
+Hashed hash_one(const fs::path& path, const std::function<void(uint64_t)>& on_bytes) {
+  Hashed h;
+  const int64_t started = realtime_ns();
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    h.error = (errno == ENOENT ? std::string("missing") : "cannot open: " + errno_text());
+    return h;
+  }
+  struct stat before {};
+  if (::fstat(fd.get(), &before) != 0) {
+    h.error = "cannot stat: " + errno_text();
+    return h;
+  }
+  if (!S_ISREG(before.st_mode)) {
+    h.error = "not a regular file";
+    return h;
+  }
+  h.id = identity_of(before);
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  std::unique_ptr<uint8_t[]> buf(new uint8_t[kChunk]);
+  Sha256 sha;
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf.get(), kChunk);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      h.error = "read failed after " + std::to_string(h.bytes) + " bytes: " + errno_text();
+      return h;
+    }
+    if (n == 0) break;
+    sha.update({buf.get(), static_cast<size_t>(n)});
+    h.bytes += static_cast<uint64_t>(n);
+    if (on_bytes) on_bytes(static_cast<uint64_t>(n));
+  }
+  h.digest = sha.hex_digest();
+  struct stat after {};
+  h.cacheable = ::fstat(fd.get(), &after) == 0 && identity_of(after) == h.id && h.bytes == h.id.size &&
+                !racy(started, h.id.ctime_ns);
+  return h;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+}  // namespace
+
+VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>& parts,
+                          const VerifyOptions& options) {
+  VerifyReport r;
+  std::vector<const StagePart*> unique;
+  {
+    std::set<std::string> seen;
+    for (const auto& p : parts) {
+      if (seen.insert(p.rel_path).second) unique.push_back(&p);
+    }
+  }
+  const size_t n = unique.size();
+  r.artifacts = n;
+  r.parts.resize(n);
+  std::vector<std::string> problems(n);
+  std::optional<VerificationCache> cache;
+  if (options.use_cache) cache.emplace(options.cache_dir.value_or(default_verification_cache_dir()));
+
+  // Cache lookups first (a stat and a small read each), then hash the misses.
+  std::vector<size_t> todo;
+  std::vector<uint64_t> sizes;
+  for (size_t i = 0; i < n; ++i) {
+    const StagePart& p = *unique[i];
+    r.parts[i].rel_path = p.rel_path;
+    r.parts[i].role = p.role;
+    r.parts[i].layer_index = p.layer_index;
+    if (!is_sha256_hex(p.sha256)) {
+      problems[i] = p.rel_path + ": declared sha256 \"" + p.sha256 + "\" is not 64 hex digits";
+      continue;
+    }
+    uint64_t size = p.bytes;
+    struct stat st {};
+    if (::stat(p.path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      size = static_cast<uint64_t>(st.st_size);
+      if (cache) {
+        const auto key = verification_key(pkg.manifest_sha256, p.rel_path, p.sha256, p.bytes, identity_of(st));
+        if (cache->lookup(key, p.sha256, p.bytes)) {
+          r.parts[i].cache_hit = true;
+          r.parts[i].ok = true;
+          ++r.cache_hits;
+          continue;
+        }
+      }
+    }
+    todo.push_back(i);
+    sizes.push_back(size);
+  }
+
+  uint64_t total = 0;
+  for (const auto s : sizes) total += s;
+  std::atomic<uint64_t> done{0};
+  std::vector<uint64_t> hashed(todo.size(), 0);
+  std::function<void(uint64_t)> on_bytes;
+  if (options.on_progress) {
+    on_bytes = [&](uint64_t k) { options.on_progress(done.fetch_add(k) + k, total); };
+  }
+  detail::run_jobs_largest_first(sizes, options.threads, [&](size_t j) {
+    const size_t i = todo[j];
+    const StagePart& p = *unique[i];
+    try {
+      const Hashed h = hash_one(p.path, on_bytes);
+      hashed[j] = h.bytes;
+      if (!h.error.empty()) {
+        problems[i] = p.rel_path + ": " + h.error;
+      } else if (h.bytes != p.bytes) {
+        problems[i] = p.rel_path + ": " + std::to_string(h.bytes) + " bytes, manifest says artifact_bytes " +
+                      std::to_string(p.bytes) + " (truncated or replaced?)";
+      } else if (!sha256_equal(h.digest, p.sha256)) {
+        problems[i] = p.rel_path + ": SHA-256 is " + h.digest + ", manifest says " + lower(p.sha256);
+      } else {
+        r.parts[i].ok = true;
+        if (cache && h.cacheable) {
+          cache->store(verification_key(pkg.manifest_sha256, p.rel_path, p.sha256, p.bytes, h.id), h.digest, p.bytes);
+        }
+      }
+    } catch (const std::exception& e) {
+      problems[i] = p.rel_path + ": " + e.what();
+    }
+  });
+  for (const auto b : hashed) r.hashed_bytes += b;
+  for (auto& p : problems) {
+    if (!p.empty()) r.problems.push_back(std::move(p));
+  }
+  if (cache) {
+    if (auto note = cache->note()) r.notes.push_back(std::move(*note));
+  }
+  r.verified = r.problems.empty();
+  return r;
+}
+
+bool verify_required(const OpenedPackage& pkg) {
+  if (pkg.always_verify) return true;
+  const char* v = std::getenv("SKIPPY_VERIFY_PACKAGE_SHA");
+  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+}
+
+std::optional<VerifyReport> verify_if_required(const OpenedPackage& pkg, const std::vector<StagePart>& parts,
+                                               const VerifyOptions& options) {
+  if (!verify_required(pkg)) return std::nullopt;
+  auto r = verify_parts(pkg, parts, options);
+  if (!r.verified) {
+    std::string msg = pkg.ref + ": SHA-256 verification failed for " + std::to_string(r.problems.size()) + " of " +
+                      std::to_string(r.artifacts) + " artifact(s):";
+    for (const auto& p : r.problems) msg += "\n  " + p;
+    throw_invalid(msg);
+  }
+  return r;
+}
+
+}  // namespace skippy

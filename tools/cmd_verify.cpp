@@ -1,0 +1,108 @@
+#include <iostream>
+
+#include "cli.h"
+#include "progress.h"
+#include "skippy/error.h"
+#include "skippy/stage.h"
+#include "skippy/verify.h"
+
+namespace skippy::cli {
+
+Command register_verify(CLI::App& app) {
+  auto* cmd = app.add_subcommand("verify", "SHA-256 of a package's parts against its manifest, with a cache");
+  cmd->footer(
+      "Examples:\n"
+      "  skippy-model-package verify model-package/                 # every artifact\n"
+      "  skippy-model-package verify model-package/ --layers 0..8 --json\n"
+      "With --layers, checks what that stage loads (metadata, the layers, embeddings/output at the\n"
+      "boundaries, and the projector it would use); without, every artifact including projectors.\n"
+      "Files verified before and unchanged since (same inode, size, mtime and ctime) are not hashed\n"
+      "again: records live in $SKIPPY_CACHE_DIR/verified (else $XDG_CACHE_HOME/skippy/verified, else\n"
+      "~/.cache/skippy/verified) and hold no paths. --no-cache hashes everything. Exit 1 lists every\n"
+      "artifact whose SHA-256 or size does not match.");
+  struct Args {
+    std::string ref;
+    std::string layers;
+    std::string projector;
+    bool no_cache = false;
+    bool json = false;
+    unsigned threads = 2;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("package", a->ref, "Package reference (a local package directory)")->required();
+  cmd->add_option("--layers", a->layers, "Stage layer range START..END (half-open); default: every artifact");
+  cmd->add_option("--projector", a->projector, "With --layers: the declared projector the stage uses");
+  cmd->add_flag("--no-cache", a->no_cache, "Hash everything; neither read nor write verification records");
+  cmd->add_option("--threads", a->threads, "Files hashed in parallel (default 2)")->check(CLI::Range(1u, 64u));
+  cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
+  return {cmd, [a]() {
+            const auto pkg = open_package(a->ref);
+            std::vector<StagePart> parts;
+            std::optional<LayerRange> range;
+            std::vector<std::string> notes;
+            if (!a->layers.empty()) {
+              range = parse_layer_range(a->layers);
+              SelectOptions so;
+              if (!a->projector.empty()) so.projector_path = a->projector;
+              auto sel = select_stage(pkg, *range, so);
+              parts = std::move(sel.parts);
+              if (sel.projector) parts.push_back(std::move(*sel.projector));
+              notes = std::move(sel.notes);
+            } else {
+              if (!a->projector.empty()) {
+                throw skippy::Error(ErrorKind::kUsage,
+                                    "--projector needs --layers (without a range every projector is verified)");
+              }
+              parts = all_parts(pkg);
+            }
+            VerifyOptions o;
+            o.threads = a->threads;
+            o.use_cache = !a->no_cache;
+            std::optional<Progress> progress;
+            progress.emplace("verify");
+            o.on_progress = [&](uint64_t d, uint64_t t) { progress->update(d, t); };
+            auto r = verify_parts(pkg, parts, o);
+            progress.reset();
+            notes.insert(notes.end(), r.notes.begin(), r.notes.end());
+            if (a->json) {
+              nlohmann::json jparts = nlohmann::json::array();
+              for (const auto& vp : r.parts) {
+                jparts.push_back({{"role", part_role_name(vp.role)},
+                                  {"layer_index", vp.layer_index ? nlohmann::json(*vp.layer_index) : nlohmann::json()},
+                                  {"rel_path", vp.rel_path},
+                                  {"cache_hit", vp.cache_hit},
+                                  {"ok", vp.ok}});
+              }
+              nlohmann::json doc = {{"package", pkg.ref},
+                                    {"manifest_sha256", pkg.manifest_sha256},
+                                    {"verified", r.verified},
+                                    {"artifacts", r.artifacts},
+                                    {"hashed_bytes", r.hashed_bytes},
+                                    {"cache_hits", r.cache_hits},
+                                    {"cache", !a->no_cache},
+                                    {"parts", jparts},
+                                    {"problems", r.problems},
+                                    {"notes", notes}};
+              if (range) {
+                doc["layer_start"] = range->start;
+                doc["layer_end"] = range->end;
+              }
+              print_json(doc);
+            } else {
+              for (const auto& n : notes) std::cerr << "note: " << n << "\n";
+              if (r.verified) {
+                std::cout << "verified: " << r.artifacts << " artifact(s)"
+                          << (range ? " for layers " + format_layer_range(*range) : std::string()) << ", "
+                          << human_bytes(r.hashed_bytes) << " hashed, " << r.cache_hits << " from the cache\n";
+              }
+            }
+            if (!r.verified) {
+              std::cerr << "not verified: " << r.problems.size() << " of " << r.artifacts
+                        << " artifact(s) do not match the manifest\n";
+              for (const auto& p : r.problems) std::cerr << "  " << p << "\n";
+            }
+            return r.verified ? kExitOk : kExitInvalid;
+          }};
+}
+
+}  // namespace skippy::cli
