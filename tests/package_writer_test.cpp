@@ -332,7 +332,7 @@ TEST(WritePackage, ReadmeListsThePublishingItems) {
   ASSERT_EQ(write_pkg(data_path("glm4moe-mtp-tiny.gguf"), tmp / "p").exit_code, 0);
   const auto readme = test::read_text(tmp / "p" / "README.md");
   const auto m = load_manifest(tmp / "p");
-  for (const std::string item : {std::string("org/tiny:Q8_0"), std::string("0123abc"), m.source_model.sha256,
+  for (const std::string& item : {std::string("org/tiny:Q8_0"), std::string("0123abc"), m.source_model.sha256,
                                  sha256_file(tmp / "p" / "model-package.json"), std::string("Layers: 4"),
                                  std::string("Activation width: 64"), m.skippy_abi_version,
                                  std::string("`mtp`"), std::string("prediction depth 1"),
@@ -363,7 +363,9 @@ TEST(WritePackage, FragmentsParseWithHuggingFaceGguf) {
       EXPECT_EQ(d["tensor_count"].get<size_t>(), ours.tensors().size());
       EXPECT_EQ(d["kv_count"].get<size_t>(), ours.kvs().size());
       EXPECT_EQ(d["role"], std::string(*ours.get_string(kRoleKey)));
-      if (!ours.tensors().empty()) EXPECT_EQ(d["data_offset"].get<uint64_t>(), ours.data_offset());
+      if (!ours.tensors().empty()) {
+        EXPECT_EQ(d["data_offset"].get<uint64_t>(), ours.data_offset());
+      }
       for (size_t i = 0; i < ours.tensors().size(); ++i) {
         const auto& t = ours.tensors()[i];
         EXPECT_EQ(d["tensors"][i]["name"], std::string(t.name));
