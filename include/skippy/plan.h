@@ -1,0 +1,93 @@
+// Stage planning: split a package's layers into N contiguous stages balanced
+// by the bytes each stage loads, optionally under per-stage byte budgets.
+//
+// A stage loads exactly what select_stage() selects for its range (spec:
+// "Layer Selection"): shared/metadata.gguf (every stage), shared/embeddings
+// (the stage starting at layer 0, and the final stage too when the output
+// projection is tied to the embeddings), its layers, shared/output (the stage
+// ending at layer_count). Stage bytes are the sum of those artifact_bytes.
+//
+// Planning works on the manifest alone; the one fact it cannot read there —
+// whether the output is tied to the embeddings (no output.weight in
+// shared/output.gguf) — is passed in PlanOptions by a caller that opened the
+// package (the CLI checks it through select_stage()).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "skippy/manifest.h"
+#include "skippy/stage.h"
+
+namespace skippy {
+
+struct PlanOptions {
+  uint32_t stages = 1;  // 1..layer_count
+  // One budget for every stage. Mutually exclusive with node_budgets.
+  std::optional<uint64_t> max_bytes_per_stage;
+  // One budget per stage, in stage order (stage 0 first); empty = none.
+  std::vector<uint64_t> node_budgets;
+  // Activation wire dtype: 2 (f16) or 4 (f32).
+  uint32_t activation_bytes_per_value = 2;
+  // The output projection is tied to the token embeddings: the final stage
+  // loads shared/embeddings too (already counted once for a single stage).
+  bool final_stage_needs_embeddings = false;
+  // Count the first declared mmproj projector on stage 0 (multimodal serving).
+  bool include_projector = false;
+};
+
+struct PlannedStage {
+  uint32_t index = 0;
+  LayerRange range;              // half-open, non-empty
+  uint64_t bytes = 0;            // everything the stage loads
+  uint64_t layer_bytes = 0;      // its layers only
+  uint64_t shared_bytes = 0;     // metadata + embeddings/output/projector it loads
+  bool embeddings = false;       // loads shared/embeddings
+  bool output = false;           // loads shared/output
+  bool projector = false;        // projector bytes counted (stage 0, include_projector)
+  std::optional<uint64_t> budget;  // its budget, when budgets were given
+  // The activation frame this stage sends to the next one, per token;
+  // nullopt for the final stage or when activation_width is unknown.
+  std::optional<uint64_t> activation_out_bytes_per_token;
+  bool operator==(const PlannedStage&) const = default;
+};
+
+struct Plan {
+  uint32_t layer_count = 0;
+  std::vector<PlannedStage> stages;
+  uint64_t total_bytes = 0;       // sum over stages (shared parts counted per stage)
+  uint64_t max_stage_bytes = 0;   // the bottleneck the plan minimizes
+  std::optional<uint64_t> activation_width;
+  uint32_t activation_bytes_per_value = 2;
+  // activation_width × activation_bytes_per_value; nullopt when the manifest
+  // has no activation_width.
+  std::optional<uint64_t> activation_frame_bytes_per_token;
+  bool output_tied_to_embeddings = false;
+  std::vector<std::string> notes;  // e.g. unknown activation width, tied output
+};
+
+// Balances contiguous ranges (every stage >= 1 layer):
+//   1. minimizes the largest stage — with node_budgets, the largest
+//      bytes/budget ratio — exactly (DP over prefix sums, O(N·L²));
+//   2. among those plans, minimizes the sum of squared stage bytes (spreads
+//      the rest evenly); remaining ties go to the earliest cut.
+// Throws:
+//   Error(kUsage): stages == 0, node_budgets.size() != stages, both budget
+//     kinds given, activation_bytes_per_value not 2 or 4;
+//   Error(kInvalidInput): stages > layer_count ("cannot split 8 layers into 9
+//     stages ..."), a manifest whose layers are not 0..layer_count-1 or whose
+//     byte counts overflow, and a plan that cannot fit its budgets — the
+//     message names the stage, its bytes, its budget and the excess.
+Plan plan_stages(const PackageManifest& manifest, const PlanOptions& options);
+
+// A byte size as written on the command line: a decimal number (a fraction
+// is allowed with a unit, rounded down to whole bytes) and an optional unit,
+// case-insensitive: none or B = bytes; K, M, G, T (also KiB, MiB, GiB, TiB)
+// = powers of 1024; KB, MB, GB, TB = powers of 1000. "512M", "1.5GiB", "8GB",
+// "123456". Throws Error(kUsage) on anything else or past 2^64-1.
+uint64_t parse_byte_size(std::string_view text);
+
+}  // namespace skippy
