@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README command 1: install dependencies, build, and run the main job on the
-# bundled default model: inspect it, write a layer package, validate it.
+# bundled default model: inspect it, write a layer package, validate it, plan
+# two stages and materialize the first one (derived cache).
 # Usage: scripts/demo.sh [MODEL.gguf] [WORK_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,3 +25,15 @@ echo "== write-package -> $pkg"
 echo
 echo "== validate-package"
 "$cli" validate-package "$model" "$pkg"
+echo
+echo "== plan --stages 2"
+"$cli" plan "$pkg" --stages 2
+echo
+plan_json=$("$cli" plan "$pkg" --stages 2 --json)
+start=$(printf '%s\n' "$plan_json" | grep -m1 '"layer_start"' | tr -dc '0-9')
+end=$(printf '%s\n' "$plan_json" | grep -m1 '"layer_end"' | tr -dc '0-9')
+first="$start..$end"
+echo "== select + verify + materialize stage $first"
+"$cli" select "$pkg" --layers "$first"
+SKIPPY_CACHE_DIR="$work/cache" "$cli" verify "$pkg" --layers "$first"
+SKIPPY_CACHE_DIR="$work/cache" "$cli" materialize "$pkg" --layers "$first"
