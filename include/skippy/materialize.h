@@ -1,0 +1,118 @@
+// Materialize (derived cache): a stage's selected parts written as one GGUF,
+// for runtimes that want a single file. Spec: "If a runtime composes those
+// parts into a per-stage GGUF file, that file is derived cache and MUST NOT
+// become the published repository format." Direct load (stage_view.h) is the
+// normal path.
+//
+// The file: the metadata part's KVs in order, minus the fragment keys
+// (skippy.package.*), plus keys marking it derived (kMaterialized*Key); the
+// fragments' alignment; the tensors of the parts in load order (metadata,
+// embeddings, layers, output), streamed with positional reads. A full-range
+// materialization holds exactly the source model's tensors, byte-identical.
+// A projector is never merged.
+//
+// The cache: <cache_dir>/<manifest_sha256[:16]>-L<start>-<end>.gguf with a
+// sidecar <same>.json (manifest_sha256, model_id, layer range, size,
+// tensor_count, sha256 of the file or null when not computed). A run reuses
+// the file when the sidecar matches the package and range and the file's
+// size and header agree; when verification is required (verify_required()
+// or MaterializeOptions::verify) the parts are verified against the manifest
+// and the cached file compared byte for byte with them. Concurrent
+// materializers of one stage (threads or processes) serialize on an flock of
+// <same>.lock: one builds, the others find its result. Files are staged
+// under a hidden partial name, checked (size, and a re-parse showing the
+// tensor table written) and renamed: cache entries fsynced first
+// (AtomicFile), the sidecar last; an explicit `out` file like cp (renamed,
+// left to the kernel's writeback). Nothing is ever written inside the
+// package directory.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "skippy/stage.h"
+
+namespace skippy {
+
+// KVs that mark a materialized file as derived.
+inline constexpr std::string_view kMaterializedLayerStartKey = "skippy.materialized.layer_start";        // u32
+inline constexpr std::string_view kMaterializedLayerEndKey = "skippy.materialized.layer_end";            // u32
+inline constexpr std::string_view kMaterializedManifestKey = "skippy.materialized.manifest_sha256";      // string
+inline constexpr std::string_view kMaterializedModelIdKey = "skippy.materialized.model_id";              // string
+
+// skippy_cache_dir() / "stages".
+std::filesystem::path default_stage_cache_dir();
+
+struct MaterializeOptions {
+  // Write exactly this file instead of the cache: staged and renamed (a
+  // reader never sees it partial), not fsynced (as cp); no sidecar, no lock,
+  // never reused.
+  std::optional<std::filesystem::path> out;
+  // The cache directory; default_stage_cache_dir() when unset.
+  std::optional<std::filesystem::path> cache_dir;
+  // Verify the parts (SHA-256 against the manifest, verification cache
+  // allowed) and, before reusing a cached file, compare its every byte with
+  // what materializing would write now — even when verify_required() says
+  // no. Both happen anyway when verify_required(pkg).
+  bool verify = false;
+  // Also compute the file's SHA-256 (MaterializeResult::sha256, recorded in
+  // the sidecar). Off by default: without it the bytes are copied by a
+  // reader and a writer thread, at about the speed of cp.
+  bool hash = false;
+  // Bytes written so far and the file's total size.
+  std::function<void(uint64_t done, uint64_t total)> on_progress;
+};
+
+struct MaterializeResult {
+  std::filesystem::path path;  // the materialized GGUF
+  uint64_t tensor_count = 0;
+  uint64_t bytes = 0;          // file size
+  std::string sha256;          // of the file; "" unless options.hash (or recorded before)
+  bool reused = false;         // found valid in the cache, nothing written
+  bool cached = false;         // lives in the cache (false for options.out)
+};
+
+// Materializes the stage `selection` (from select_stage(pkg, ...)). Throws
+// Error(kInvalidInput) when the parts break a StageView rule or a target lies
+// inside the package, Error(kIo) when the cache or --out cannot be written.
+MaterializeResult materialize_stage(const OpenedPackage& pkg, const StageSelection& selection,
+                                    const MaterializeOptions& options = {});
+
+// "<manifest_sha256[:16]>-L<start>-<end>" (the cache entry's base name).
+std::string stage_cache_key(std::string_view manifest_sha256, LayerRange range);
+
+struct StageCacheEntry {
+  std::string name;                    // base name, e.g. "0123abcd4567ef89-L0-4"
+  std::filesystem::path path;          // the .gguf (may be missing when !valid)
+  std::string manifest_sha256;         // from the sidecar ("" when unreadable)
+  std::string model_id;
+  LayerRange range;
+  uint64_t size = 0;                   // bytes on disk (.gguf, sidecar, lock)
+  uint64_t tensor_count = 0;
+  std::string sha256;                  // "" when never computed
+  bool complete = false;               // sidecar readable and the file's size matches it
+};
+
+// Every entry in the cache directory (by base name, sorted), complete or
+// not; leftovers of interrupted runs (partials, orphan locks or sidecars)
+// appear as incomplete entries. A missing directory lists nothing.
+std::vector<StageCacheEntry> list_stage_cache(const std::filesystem::path& cache_dir);
+
+struct PruneResult {
+  std::vector<std::string> removed;  // entry names
+  std::vector<std::string> busy;     // skipped: a materializer holds their lock
+  uint64_t freed_bytes = 0;
+};
+// Removes the cache's entries (only those of one package when
+// `manifest_sha256` is given), taking each entry's lock without waiting; an
+// entry being built is skipped (busy). Hidden partials of dead runs go too.
+// A process that already opened a removed file keeps reading it.
+PruneResult prune_stage_cache(const std::filesystem::path& cache_dir,
+                              std::optional<std::string_view> manifest_sha256 = std::nullopt);
+
+}  // namespace skippy

@@ -1,0 +1,84 @@
+// Direct load, the normal path (spec: "Layer Selection": "A normal
+// package-backed runtime SHOULD load selected parts directly"): the selected
+// parts of a stage, each mapped (header parsed, tensor data untouched), seen
+// as one tensor table and one metadata view.
+//
+// Opening checks what a loader relies on beyond select_stage()'s file checks:
+//   - every part parses as GGUF and holds the tensor count its manifest entry
+//     declares;
+//   - a fragment's own role keys (skippy.package.role, .layer_start,
+//     .layer_end), when present, agree with the part it was selected as;
+//   - no tensor name appears in two parts (or twice in one);
+//   - every layer in range has tensors, and a layer fragment holds only
+//     blk.N.* tensors of its own layer N;
+//   - all parts share one alignment.
+// A projector is never merged into the view (spec: projectors are selected
+// independently; StageSelection::projector stays a separate file).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "skippy/gguf.h"
+#include "skippy/stage.h"
+
+namespace skippy {
+
+// One tensor of the stage: where it lives.
+struct StageTensor {
+  size_t part = 0;                      // index into StageView::parts() / files()
+  const GgufTensorInfo* info = nullptr; // owned by files()[part]
+};
+
+class StageView {
+ public:
+  // Maps every part of `selection` (in its load order) and builds the views.
+  // Throws Error(kInvalidInput) naming the part(s) and the rule broken;
+  // Error(kIo / kNotFound) when a part cannot be read.
+  static StageView open(const StageSelection& selection);
+
+  // Move-only: tensors() points into files().
+  StageView(StageView&&) noexcept = default;
+  StageView& operator=(StageView&&) noexcept = default;
+  StageView(const StageView&) = delete;
+  StageView& operator=(const StageView&) = delete;
+
+  LayerRange range() const noexcept { return range_; }
+  const std::vector<StagePart>& parts() const noexcept { return parts_; }
+  const std::vector<GgufFile>& files() const noexcept { return files_; }  // parallel to parts()
+
+  // The metadata view: the KVs of the metadata part (shared/metadata.gguf),
+  // in file order. Every fragment carries the same source KVs; the metadata
+  // part is the one a loader reads them from.
+  const GgufFile& metadata() const noexcept { return files_.front(); }
+  const std::vector<GgufKv>& kvs() const noexcept { return metadata().kvs(); }
+  const GgufKv* find_kv(std::string_view key) const noexcept { return metadata().find_kv(key); }
+
+  // The tensor table, in load order (parts in order, each part's tensors in
+  // file order).
+  const std::vector<StageTensor>& tensors() const noexcept { return tensors_; }
+  const StageTensor* find_tensor(std::string_view name) const noexcept;
+  uint64_t tensor_bytes() const noexcept { return tensor_bytes_; }
+  uint32_t alignment() const noexcept { return alignment_; }
+  // The part a tensor lives in, and a view of its bytes in that part's map.
+  const StagePart& part_of(const StageTensor& t) const noexcept { return parts_[t.part]; }
+  std::span<const uint8_t> tensor_data(const StageTensor& t) const noexcept {
+    return files_[t.part].tensor_data(*t.info);
+  }
+
+ private:
+  StageView() = default;
+  LayerRange range_;
+  std::vector<StagePart> parts_;
+  std::vector<GgufFile> files_;
+  std::vector<StageTensor> tensors_;
+  std::unordered_map<std::string_view, size_t> index_;  // names view the maps
+  uint64_t tensor_bytes_ = 0;
+  uint32_t alignment_ = kGgufDefaultAlignment;
+};
+
+}  // namespace skippy

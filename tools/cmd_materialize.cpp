@@ -1,0 +1,141 @@
+#include <iostream>
+
+#include "cli.h"
+#include "progress.h"
+#include "skippy/error.h"
+#include "skippy/materialize.h"
+#include "skippy/stage.h"
+
+namespace skippy::cli {
+
+Command register_materialize(CLI::App& app) {
+  auto* cmd = app.add_subcommand("materialize", "A single per-stage GGUF (derived cache), or list/prune that cache");
+  cmd->footer(
+      "Examples:\n"
+      "  skippy-model-package materialize model-package/ --layers 0..4 --json\n"
+      "  skippy-model-package materialize model-package/ --layers 0..4 --out stage0.gguf\n"
+      "  skippy-model-package materialize --list [--json]\n"
+      "  skippy-model-package materialize --prune [model-package/] [--json]\n"
+      "Writes the stage's parts (metadata, embeddings at the input boundary or for a tied output,\n"
+      "layers START..END-1, output at the output boundary) as one GGUF. Loading the parts directly is\n"
+      "the normal path; this file is derived cache and never part of a package (it is never written\n"
+      "inside the package directory). The projector is not merged.\n"
+      "The cache lives in $SKIPPY_CACHE_DIR/stages (else $XDG_CACHE_HOME/skippy/stages, else\n"
+      "~/.cache/skippy/stages), one entry per package and range: <manifest sha256[:16]>-L<start>-<end>.gguf\n"
+      "with a .json sidecar. A valid entry is reused (\"reused\": true); concurrent runs for the same\n"
+      "stage build it once. --verify (or SKIPPY_VERIFY_PACKAGE_SHA=1, or an hf:// package) verifies the\n"
+      "parts against the manifest and compares a cached file byte for byte with them before reuse.\n"
+      "--out FILE writes exactly that file instead, outside the cache: staged under a hidden name and\n"
+      "renamed (never seen partial), not fsynced, like cp. Cache entries are fsynced.\n"
+      "--list shows the cache's entries; --prune removes them (only the given package's, with a\n"
+      "package), skipping entries being built. Prints the file's path on stdout (without --json).");
+  struct Args {
+    std::string ref, layers, out, cache_dir;
+    bool json = false, list = false, prune = false, verify = false, sha256 = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("package", a->ref, "Package directory (or hf://ns/repo[@rev])");
+  cmd->add_option("--layers", a->layers, "Layer range START..END (half-open)");
+  cmd->add_option("--out", a->out, "Write this file instead of the cache entry");
+  cmd->add_option("--cache-dir", a->cache_dir, "Stage cache directory (default: see below)");
+  cmd->add_flag("--verify", a->verify,
+                "Verify the parts' SHA-256 against the manifest; compare a cached file byte for byte before reuse");
+  cmd->add_flag("--sha256", a->sha256, "Also compute the file's SHA-256 (slower: hashes every byte)");
+  cmd->add_flag("--list", a->list, "List the stage cache's entries");
+  cmd->add_flag("--prune", a->prune, "Remove stage cache entries (only this package's when one is given)");
+  cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
+  return {cmd, [a]() {
+            const std::filesystem::path cache_dir =
+                a->cache_dir.empty() ? default_stage_cache_dir() : std::filesystem::path(a->cache_dir);
+            if (a->list && a->prune) throw Error(ErrorKind::kUsage, "--list and --prune do not go together");
+            if ((a->list || a->prune) && (!a->layers.empty() || !a->out.empty() || a->verify || a->sha256)) {
+              throw Error(ErrorKind::kUsage, "--list/--prune take no --layers, --out, --verify or --sha256");
+            }
+            if (a->list) {
+              if (!a->ref.empty()) throw Error(ErrorKind::kUsage, "--list takes no package");
+              const auto entries = list_stage_cache(cache_dir);
+              if (a->json) {
+                nlohmann::json je = nlohmann::json::array();
+                for (const auto& e : entries) {
+                  je.push_back({{"name", e.name},
+                                {"path", e.path.string()},
+                                {"layer_start", e.range.start},
+                                {"layer_end", e.range.end},
+                                {"size", e.size},
+                                {"model_id", e.model_id},
+                                {"manifest_sha256", e.manifest_sha256},
+                                {"tensor_count", e.tensor_count},
+                                {"sha256", e.sha256.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.sha256)},
+                                {"complete", e.complete}});
+                }
+                print_json({{"cache_dir", cache_dir.string()}, {"entries", je}});
+              } else {
+                uint64_t total = 0;
+                for (const auto& e : entries) {
+                  total += e.size;
+                  std::cout << e.name << "  layers " << format_layer_range(e.range) << "  " << human_bytes(e.size)
+                            << "  " << (e.model_id.empty() ? "?" : e.model_id)
+                            << (e.complete ? "" : "  (incomplete)") << "\n";
+                }
+                std::cerr << entries.size() << " entr" << (entries.size() == 1 ? "y" : "ies") << ", "
+                          << human_bytes(total) << " in " << cache_dir.string() << "\n";
+              }
+              return kExitOk;
+            }
+            if (a->prune) {
+              std::optional<std::string> manifest;
+              if (!a->ref.empty()) manifest = open_package(a->ref).manifest_sha256;
+              const auto r = prune_stage_cache(cache_dir, manifest);
+              if (a->json) {
+                print_json({{"cache_dir", cache_dir.string()},
+                            {"removed", r.removed},
+                            {"busy", r.busy},
+                            {"freed_bytes", r.freed_bytes}});
+              } else {
+                std::cout << "removed " << r.removed.size() << " entr" << (r.removed.size() == 1 ? "y" : "ies")
+                          << ", freed " << human_bytes(r.freed_bytes) << "\n";
+                for (const auto& b : r.busy) std::cerr << "skipped " << b << ": being built by another process\n";
+              }
+              return kExitOk;
+            }
+            if (a->ref.empty()) throw Error(ErrorKind::kUsage, "materialize needs a package (or --list / --prune)");
+            if (a->layers.empty()) throw Error(ErrorKind::kUsage, "materialize needs --layers START..END");
+            const auto range = parse_layer_range(a->layers);
+            const auto pkg = open_package(a->ref);
+            const auto sel = select_stage(pkg, range);
+            MaterializeOptions o;
+            if (!a->out.empty()) o.out = a->out;
+            if (!a->cache_dir.empty()) o.cache_dir = cache_dir;
+            o.verify = a->verify;
+            o.hash = a->sha256;
+            Progress progress("materialize");
+            o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
+            const auto r = materialize_stage(pkg, sel, o);
+            if (a->json) {
+              print_json({{"path", r.path.string()},
+                          {"tensor_count", r.tensor_count},
+                          {"reused", r.reused},
+                          {"cached", r.cached},
+                          {"bytes", r.bytes},
+                          {"sha256", r.sha256.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.sha256)},
+                          {"layer_start", range.start},
+                          {"layer_end", range.end},
+                          {"manifest_sha256", pkg.manifest_sha256},
+                          {"projector", sel.projector ? nlohmann::json(sel.projector->path.string())
+                                                      : nlohmann::json(nullptr)},
+                          {"notes", sel.notes}});
+            } else {
+              std::cout << r.path.string() << "\n";
+              std::cerr << (r.reused ? "reused " : "materialized ") << "layers " << format_layer_range(range) << ": "
+                        << r.tensor_count << " tensors, " << human_bytes(r.bytes) << "\n";
+              if (sel.projector) {
+                std::cerr << "note: the projector " << sel.projector->rel_path
+                          << " is not merged; load it from the package\n";
+              }
+              for (const auto& n : sel.notes) std::cerr << "note: " << n << "\n";
+            }
+            return kExitOk;
+          }};
+}
+
+}  // namespace skippy::cli
