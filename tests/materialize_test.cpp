@@ -40,10 +40,10 @@ test::CliResult write_pkg(const fs::path& src, const fs::path& out, std::vector<
 
 // One package per fixture, written once per test binary run (never modified).
 const fs::path& package_of(const fs::path& src) {
-  static test::TempDir* dir = new test::TempDir();  // lives for the whole run
+  static const test::TempDir dir;  // removed at exit
   static std::map<fs::path, fs::path> made;
   if (const auto it = made.find(src); it != made.end()) return it->second;
-  const auto out = *dir / src.stem().string();
+  const auto out = dir / src.stem().string();
   const auto r = write_pkg(src, out);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return made.emplace(src, out).first->second;
