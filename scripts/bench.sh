@@ -284,7 +284,27 @@ bench_materialize() {
   rm -f "$out"
 }
 
+# select + consumer validation on a 94-layer package (the issue's size):
+# the whole command, process start included, in milliseconds.
+bench_select94() {
+  section "select on a 94-layer package"
+  local fig="select 94-layer package (ms)"
+  if ! has_cmd select; then skip_section select "$fig"; return 0; fi
+  local model=$WORK/model-94layers.gguf pkg=$WORK/pkg94
+  "$BIN/skippy-make-model" "$model" --size 96MiB --layers 94 --reuse -q >/dev/null
+  rm -rf "$pkg"
+  "$CLI" write-package "$model" --out-dir "$pkg" --model-id bench/m94:Q8_0 --source-revision r \
+    --source-file m94.gguf >/dev/null
+  measure prep_none "$CLI" select "$pkg" --layers 40..60 --json || { row "$fig" failed "< 50" MISS; return 0; }
+  local ms
+  ms=$(awk -v s="$M_WALL" 'BEGIN { printf "%.1f", s * 1000 }')
+  note "select --layers 40..60 of 94: ${ms} ms wall (median, process start included), peak RSS $(mib "$M_RSS")"
+  check "$fig" "$ms" "<" 50 " ms"
+  rm -rf "$pkg"
+}
+
 bench_inspect
+bench_select94
 bench_write_package
 bench_validate_package
 bench_verify

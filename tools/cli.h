@@ -34,5 +34,7 @@ Command register_write_package(CLI::App& app);
 Command register_validate_package(CLI::App& app);
 Command register_select(CLI::App& app);
 Command register_plan(CLI::App& app);
+Command register_verify(CLI::App& app);
+Command register_materialize(CLI::App& app);
 
 }  // namespace skippy::cli

@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
       register_validate_package(app),
       register_select(app),
       register_plan(app),
+      register_verify(app),
+      register_materialize(app),
   };
 
   try {
