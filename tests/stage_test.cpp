@@ -20,12 +20,12 @@ using test::run_cli;
 
 // One package per fixture, written once per test binary run.
 const fs::path& package_of(const std::string& fixture) {
-  static test::TempDir* dir = new test::TempDir();  // lives for the whole run
+  static test::TempDir dir;  // removed at exit
   static std::map<std::string, fs::path> made;
   auto it = made.find(fixture);
   if (it != made.end()) return it->second;
   const auto src = data_path(fixture);
-  const auto out = *dir / src.stem().string();
+  const auto out = dir / src.stem().string();
   const auto r = run_cli({"write-package", src.string(), "--out-dir", out.string(), "--model-id", "org/tiny:Q8_0",
                           "--source-revision", "0123abc", "--source-file", src.filename().string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
