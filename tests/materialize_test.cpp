@@ -30,13 +30,7 @@ namespace fs = std::filesystem;
 using test::data_path;
 using test::run_cli;
 
-test::CliResult write_pkg(const fs::path& src, const fs::path& out, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"write-package", src.string(), "--out-dir", out.string(),
-                                   "--model-id",    "org/tiny:Q8_0", "--source-revision", "0123abc",
-                                   "--source-file", src.filename().string(), "--json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return run_cli(args);
-}
+using test::write_pkg;
 
 // One package per fixture, written once per test binary run (never modified).
 const fs::path& package_of(const fs::path& src) {

@@ -20,14 +20,7 @@ namespace fs = std::filesystem;
 using test::data_path;
 using test::run_cli;
 
-test::CliResult write_pkg(const fs::path& src, const fs::path& out, std::vector<std::string> extra = {},
-                          std::vector<std::string> env = {}) {
-  std::vector<std::string> args = {"write-package", src.string(), "--out-dir", out.string(),
-                                   "--model-id",    "org/tiny:Q8_0", "--source-revision", "0123abc",
-                                   "--source-file", src.filename().string(), "--json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return run_cli(args, env);
-}
+using test::write_pkg;
 
 nlohmann::json validate_json(const fs::path& src, const fs::path& pkg, int expect_exit) {
   const auto r = run_cli({"validate-package", src.string(), pkg.string(), "--json"});

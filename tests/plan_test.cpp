@@ -361,10 +361,7 @@ TEST(PlanByteSize, ParsesUnits) {
 
 // ------------------------------------------------------------------ CLI e2e
 
-test::CliResult write_pkg(const fs::path& src, const fs::path& out) {
-  return run_cli({"write-package", src.string(), "--out-dir", out.string(), "--model-id", "org/tiny:Q8_0",
-                  "--source-revision", "0123abc", "--source-file", src.filename().string(), "--json"});
-}
+using test::write_pkg;
 
 PackageManifest load_manifest(const fs::path& pkg) {
   return parse_manifest(test::read_text(pkg / "model-package.json"), "model-package.json");

@@ -26,13 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::data_path;
 
-test::CliResult write_pkg(const fs::path& src, const fs::path& out, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"write-package", src.string(), "--out-dir", out.string(),
-                                   "--model-id",    "org/tiny:Q8_0", "--source-revision", "0123abc",
-                                   "--source-file", src.filename().string(), "--json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return test::run_cli(args);
-}
+using test::write_pkg;
 
 template <typename F>
 void expect_refused(F&& fn, const std::vector<std::string>& needles) {

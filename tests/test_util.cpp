@@ -81,6 +81,15 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
   return run_program(SKIPPY_CLI_PATH, args, env);
 }
 
+CliResult write_pkg(const std::filesystem::path& src, const std::filesystem::path& out,
+                    const std::vector<std::string>& extra, const std::vector<std::string>& env) {
+  std::vector<std::string> args = {"write-package", src.string(), "--out-dir", out.string(),
+                                   "--model-id",    "org/tiny:Q8_0", "--source-revision", "0123abc",
+                                   "--source-file", src.filename().string(), "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_cli(args, env);
+}
+
 CliResult run_program(const std::string& program, const std::vector<std::string>& args,
                       const std::vector<std::string>& env) {
   std::vector<std::string> argv_s = {program};

@@ -40,6 +40,10 @@ struct CliResult {
 };
 // Runs build/bin/skippy-model-package with `args` (no shell), capturing output.
 CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+// write-package SRC --out-dir OUT with fixed provenance (model id
+// org/tiny:Q8_0, revision 0123abc, source file = SRC's name) and --json.
+CliResult write_pkg(const std::filesystem::path& src, const std::filesystem::path& out,
+                    const std::vector<std::string>& extra = {}, const std::vector<std::string>& env = {});
 // Runs any program (looked up on PATH) the same way.
 CliResult run_program(const std::string& program, const std::vector<std::string>& args,
                       const std::vector<std::string>& env = {});

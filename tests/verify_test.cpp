@@ -54,13 +54,7 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-test::CliResult write_pkg(const fs::path& src, const fs::path& out, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"write-package", src.string(), "--out-dir", out.string(),
-                                   "--model-id",    "org/tiny:Q8_0", "--source-revision", "0123abc",
-                                   "--source-file", src.filename().string(), "--json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return run_cli(args);
-}
+using test::write_pkg;
 
 struct Timespecs {
   struct timespec atime, mtime;
