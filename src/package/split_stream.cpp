@@ -168,7 +168,10 @@ class Pipeline {
         break;
       }
       case Job::kWrite:
-        for (const auto& s : c->segments) files_[s.output]->pwrite_all(s.dst, {c->buf->data() + s.in_chunk, s.len});
+        for (const auto& s : c->segments) {
+          files_[s.output]->copy_range(*shards_[c->shard], c->offset + s.in_chunk, s.dst,
+                                       {c->buf->data() + s.in_chunk, s.len});
+        }
         break;
       case Job::kNone: break;
     }

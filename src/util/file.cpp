@@ -119,6 +119,25 @@ void AtomicFile::preallocate(uint64_t size) {
   if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) throw_io(temp_.string() + ": cannot size to " + std::to_string(size));
 }
 
+void AtomicFile::copy_range(const MappedFile& src, uint64_t src_offset, uint64_t offset,
+                            std::span<const uint8_t> same_bytes) {
+  size_t done = 0;
+  while (done < same_bytes.size()) {
+    off64_t in = static_cast<off64_t>(src_offset + done);
+    off64_t out = static_cast<off64_t>(offset + done);
+    const ssize_t n = ::copy_file_range(src.fd(), &in, fd_, &out, same_bytes.size() - done, 0);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    // Unsupported here (EXDEV, EINVAL, ENOSYS, EOPNOTSUPP...) or no
+    // progress: write the rest from the caller's copy.
+    break;
+  }
+  if (done < same_bytes.size()) pwrite_all(offset + done, same_bytes.subspan(done));
+}
+
 void AtomicFile::commit() {
   if (::fsync(fd_) != 0) throw_io(temp_.string() + ": fsync failed");
   if (::close(fd_) != 0) {
