@@ -318,6 +318,25 @@ TEST(ConsumerValidation, HfRefsAreRefusedClearlyUntilSupported) {
 namespace skippy {
 namespace {
 
+TEST(ConsumerValidation, SelectVerifiesWhenSkippyVerifyPackageShaIsSet) {
+  test::TempDir tmp;
+  const auto pkg = copy_package("llama-tiny-q8_0.gguf", tmp);
+  // Same size, different bytes: only SHA-256 can tell.
+  auto bytes = test::read_file(pkg / "layers/layer-00001.gguf");
+  bytes[bytes.size() - 1] ^= 0xff;
+  test::write_file(pkg / "layers/layer-00001.gguf", bytes);
+  const std::string cache = "SKIPPY_CACHE_DIR=" + (tmp / "cache").string();
+  auto r = run_cli({"select", pkg.string(), "--layers", "0..2", "--json"}, {cache});
+  EXPECT_EQ(r.exit_code, 0) << r.err;  // local packages verify only on request
+  EXPECT_FALSE(nlohmann::json::parse(r.out)["verified"].get<bool>());
+  r = run_cli({"select", pkg.string(), "--layers", "0..2", "--json"}, {cache, "SKIPPY_VERIFY_PACKAGE_SHA=1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("layers/layer-00001.gguf"), std::string::npos) << r.err;
+  r = run_cli({"select", pkg.string(), "--layers", "2..4", "--json"}, {cache, "SKIPPY_VERIFY_PACKAGE_SHA=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(nlohmann::json::parse(r.out)["verified"].get<bool>());
+}
+
 TEST(InspectPackage, MetadataOnlyInspection) {
   const auto pkg = package_of("glm4moe-mtp-tiny.gguf");
   const auto r = run_cli({"inspect", pkg.string(), "--json"});

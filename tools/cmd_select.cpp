@@ -2,6 +2,7 @@
 
 #include "cli.h"
 #include "skippy/stage.h"
+#include "skippy/verify.h"
 
 namespace skippy::cli {
 
@@ -41,6 +42,9 @@ Command register_select(CLI::App& app) {
             const auto s = select_stage(pkg, range, o);
             std::vector<StagePart> parts = s.parts;
             if (s.projector) parts.push_back(*s.projector);
+            // Before a stage may use them: SHA-256 when the package demands it
+            // (hf://) or SKIPPY_VERIFY_PACKAGE_SHA is set; throws on mismatch.
+            const auto verified = verify_if_required(pkg, parts);
             uint64_t total = 0;
             for (const auto& p : parts) total += p.bytes;
             if (a->json) {
@@ -54,6 +58,7 @@ Command register_select(CLI::App& app) {
                           {"layer_count", pkg.manifest.layer_count},
                           {"parts", jp},
                           {"total_bytes", total},
+                          {"verified", verified.has_value()},
                           {"notes", s.notes}});
             } else {
               std::cout << pkg.manifest.model_id << " layers " << format_layer_range(range) << " of "
