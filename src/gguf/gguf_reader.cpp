@@ -171,7 +171,14 @@ void skip_array_body(Cursor& c, const GgufLimits& limits, uint32_t depth) {
       c.fail(count_at, "array of " + std::to_string(count) + " " + std::string(gguf_type_name(elem)) +
                            " runs past the end of the file");
     }
-    c.take(count * sz, "array data");
+    const auto data = c.take(count * sz, "array data");
+    if (elem == GgufType::kBool) {
+      for (size_t i = 0; i < data.size(); ++i) {
+        if (data[i] > 1) {
+          c.fail(count_at + 8 + i, "bool value " + std::to_string(data[i]) + " is neither 0 nor 1");
+        }
+      }
+    }
     return;
   }
   // Strings need >= 8 bytes each, nested arrays >= 12: reject impossible
@@ -457,18 +464,21 @@ void GgufFile::parse_all(const GgufLimits& limits) {
     }
     t.file_offset = data_offset_ + t.offset;
   }
-  // Overlap: sort by offset, each must end before the next begins.
+  // Overlap: sort by offset, each non-empty tensor must begin at or after
+  // the end of the previous non-empty one (empty tensors overlap nothing and
+  // must not hide an overlap between their neighbours).
   std::vector<const GgufTensorInfo*> by_off;
   by_off.reserve(tensors_.size());
   for (const auto& t : tensors_) by_off.push_back(&t);
   std::sort(by_off.begin(), by_off.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
-  for (size_t i = 1; i < by_off.size(); ++i) {
-    const auto* prev = by_off[i - 1];
-    const auto* cur = by_off[i];
-    if (prev->bytes != 0 && cur->bytes != 0 && prev->offset + prev->bytes > cur->offset) {
+  const GgufTensorInfo* prev = nullptr;
+  for (const auto* cur : by_off) {
+    if (cur->bytes == 0) continue;
+    if (prev != nullptr && prev->offset + prev->bytes > cur->offset) {
       c.fail(cur->info_offset, "tensor '" + std::string(cur->name) + "' data overlaps tensor '" +
                                    std::string(prev->name) + "'");
     }
+    prev = cur;
   }
 }
 

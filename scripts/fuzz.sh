@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Fuzzes the GGUF reader with libFuzzer (Debian's clang; ASan + UBSan), seeded
+# with fuzz/corpus/ (made from the fixtures in tests/data) and fuzz/gguf.dict.
+#
+#   scripts/fuzz.sh --ci     about 60 s (CI); fails on any crash, leak,
+#                            oversized allocation or timeout
+#   scripts/fuzz.sh          the long run: FUZZ_RUNS executions (10,000,000)
+#   scripts/fuzz.sh --seeds  regenerates the committed seed corpus fuzz/corpus/
+#   scripts/fuzz.sh --coverage  replays fuzz/corpus and fuzz/corpus-work through
+#                            a source-coverage build (build-fuzz-cov/) and prints
+#                            the line and branch coverage of the GGUF reader
+#
+# Extra arguments go to libFuzzer. Inputs the fuzzer finds go to
+# fuzz/corpus-work/ (git-ignored); crashing inputs to build-fuzz/artifacts/.
+# Reproduce one: build-fuzz/bin/gguf_reader_fuzz build-fuzz/artifacts/crash-...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+
+mode=long
+case "${1:-}" in
+  --ci) mode=ci; shift ;;
+  --seeds) mode=seeds; shift ;;
+  --coverage) mode=coverage; shift ;;
+esac
+
+if [ "$mode" = coverage ]; then
+  build=build-fuzz-cov
+  cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS="-fprofile-instr-generate -fcoverage-mapping" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fprofile-instr-generate" \
+    -DSKIPPY_BUILD_FUZZ=ON -DSKIPPY_BUILD_TESTS=OFF -DSKIPPY_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$build" -j2 --target gguf_reader_fuzz
+  rm -f "$build"/*.profraw
+  mkdir -p fuzz/corpus-work
+  # Given files, libFuzzer runs each once and does not fuzz.
+  find fuzz/corpus fuzz/corpus-work -type f -print0 |
+    LLVM_PROFILE_FILE="$build/%p.profraw" xargs -0 -n 500 "$build/bin/gguf_reader_fuzz" >/dev/null 2>&1
+  llvm-profdata merge -sparse "$build"/*.profraw -o "$build/fuzz.profdata"
+  echo "inputs replayed: $(find fuzz/corpus fuzz/corpus-work -type f | wc -l)"
+  llvm-cov report "$build/bin/gguf_reader_fuzz" -instr-profile="$build/fuzz.profdata" \
+    src/gguf/gguf_reader.cpp src/gguf/ggml_types.cpp
+  exit 0
+fi
+
+build=build-fuzz
+cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSKIPPY_BUILD_FUZZ=ON -DSKIPPY_BUILD_TESTS=OFF -DSKIPPY_BUILD_BENCH=OFF >/dev/null
+
+if [ "$mode" = seeds ]; then
+  cmake --build "$build" -j2 --target gguf_fuzz_seeds
+  rm -rf fuzz/corpus
+  "$build/bin/gguf_fuzz_seeds" tests/data fuzz/corpus
+  du -sh fuzz/corpus
+  exit 0
+fi
+
+cmake --build "$build" -j2 --target gguf_reader_fuzz
+mkdir -p fuzz/corpus-work "$build/artifacts"
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# -malloc_limit_mb: inputs are at most 64 KiB, so any single allocation over
+# 64 MiB means a count was trusted before it was checked.
+flags=(
+  -dict=fuzz/gguf.dict
+  -max_len=65536
+  -timeout=10
+  -rss_limit_mb=2048
+  -malloc_limit_mb=64
+  -artifact_prefix="$build/artifacts/"
+  -print_final_stats=1
+)
+if [ "$mode" = ci ]; then
+  flags+=(-max_total_time="${FUZZ_SECONDS:-60}")
+else
+  flags+=(-runs="${FUZZ_RUNS:-10000000}")
+fi
+# The first corpus directory receives new inputs; fuzz/corpus only seeds.
+set -x
+"$build/bin/gguf_reader_fuzz" "${flags[@]}" "$@" fuzz/corpus-work fuzz/corpus
