@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "skippy/stage.h"
+
 namespace skippy::cli {
 
 using Runner = std::function<int()>;
@@ -29,6 +31,10 @@ std::string human_bytes(uint64_t n);
 // True when stderr is a terminal (progress bars only then).
 bool stderr_is_tty();
 
+// open_package for the commands: a download progress display (terminal
+// only) for hf:// packages, and the package's warnings on stderr.
+OpenedPackage open_package_for_cli(const std::string& ref);
+
 Command register_inspect(CLI::App& app);
 Command register_write_package(CLI::App& app);
 Command register_validate_package(CLI::App& app);
@@ -36,5 +42,6 @@ Command register_select(CLI::App& app);
 Command register_plan(CLI::App& app);
 Command register_verify(CLI::App& app);
 Command register_materialize(CLI::App& app);
+Command register_fetch(CLI::App& app);
 
 }  // namespace skippy::cli

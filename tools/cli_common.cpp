@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "progress.h"
 
 namespace skippy::cli {
 
@@ -27,5 +28,14 @@ std::string human_bytes(uint64_t n) {
 }
 
 bool stderr_is_tty() { return ::isatty(2) == 1; }
+
+OpenedPackage open_package_for_cli(const std::string& ref) {
+  OpenOptions o;
+  auto progress = std::make_shared<Progress>("download");
+  o.on_progress = [progress](uint64_t done, uint64_t total) { progress->update(done, total); };
+  auto pkg = open_package(ref, o);
+  for (const auto& w : pkg.warnings) std::cerr << "warning: " << w << "\n";
+  return pkg;
+}
 
 }  // namespace skippy::cli

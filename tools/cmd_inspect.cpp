@@ -77,7 +77,7 @@ bool is_package_ref(const std::string& arg) {
 
 // Metadata-only inspection of a package: the manifest and shared/metadata.gguf.
 int inspect_package(const std::string& ref, bool json) {
-  const auto pkg = open_package(ref);
+  const auto pkg = open_package_for_cli(ref);
   check_metadata_only(pkg);
   const auto& m = pkg.manifest;
   const auto meta = GgufFile::open(pkg.root / m.shared.metadata.path);

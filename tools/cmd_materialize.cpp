@@ -84,7 +84,7 @@ Command register_materialize(CLI::App& app) {
             }
             if (a->prune) {
               std::optional<std::string> manifest;
-              if (!a->ref.empty()) manifest = open_package(a->ref).manifest_sha256;
+              if (!a->ref.empty()) manifest = open_package_for_cli(a->ref).manifest_sha256;
               const auto r = prune_stage_cache(cache_dir, manifest);
               if (a->json) {
                 print_json({{"cache_dir", cache_dir.string()},
@@ -101,7 +101,7 @@ Command register_materialize(CLI::App& app) {
             if (a->ref.empty()) throw Error(ErrorKind::kUsage, "materialize needs a package (or --list / --prune)");
             if (a->layers.empty()) throw Error(ErrorKind::kUsage, "materialize needs --layers START..END");
             const auto range = parse_layer_range(a->layers);
-            const auto pkg = open_package(a->ref);
+            const auto pkg = open_package_for_cli(a->ref);
             const auto sel = select_stage(pkg, range);
             MaterializeOptions o;
             if (!a->out.empty()) o.out = a->out;

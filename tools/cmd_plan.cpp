@@ -101,7 +101,7 @@ Command register_plan(CLI::App& app) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("package", a->ref, "Package reference (a local package directory)")->required();
+  cmd->add_option("package", a->ref, "Package directory or hf://ns/repo[@rev]")->required();
   cmd->add_option("--stages", a->stages, "Number of stages (1..layer_count)")
       ->required()
       ->check(CLI::Range(1u, 1000000u));
@@ -128,7 +128,7 @@ Command register_plan(CLI::App& app) {
                                                  " budgets for --stages " + std::to_string(o.stages) +
                                                  ": give one per stage, in stage order");
             }
-            const auto pkg = open_package(a->ref);
+            const auto pkg = open_package_for_cli(a->ref);
             const uint32_t layers = pkg.manifest.layer_count;
             // Tied output: ask selection what the final stage loads, so the
             // plan counts exactly what `select` would.

@@ -35,7 +35,7 @@ Command register_select(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a]() {
             const auto range = parse_layer_range(a->layers);
-            const auto pkg = open_package(a->ref);
+            const auto pkg = open_package_for_cli(a->ref);
             SelectOptions o;
             if (!a->projector.empty()) o.projector_path = a->projector;
             o.single_stage = a->single_stage;

@@ -29,14 +29,14 @@ Command register_verify(CLI::App& app) {
     unsigned threads = 2;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("package", a->ref, "Package reference (a local package directory)")->required();
+  cmd->add_option("package", a->ref, "Package directory or hf://ns/repo[@rev]")->required();
   cmd->add_option("--layers", a->layers, "Stage layer range START..END (half-open); default: every artifact");
   cmd->add_option("--projector", a->projector, "With --layers: the declared projector the stage uses");
   cmd->add_flag("--no-cache", a->no_cache, "Hash everything; neither read nor write verification records");
   cmd->add_option("--threads", a->threads, "Files hashed in parallel (default 2)")->check(CLI::Range(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a]() {
-            const auto pkg = open_package(a->ref);
+            const auto pkg = open_package_for_cli(a->ref);
             std::vector<StagePart> parts;
             std::optional<LayerRange> range;
             std::vector<std::string> notes;

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "progress.h"
 #include "skippy/error.h"
+#include "skippy/hub_model.h"
 #include "skippy/package_writer.h"
 
 namespace skippy::cli {
@@ -15,6 +16,9 @@ Command register_write_package(CLI::App& app) {
       "  skippy-model-package write-package ./model.gguf --out-dir model-package/ \\\n"
       "      --model-id org/repo:Q4_K_M --source-revision <commit> --source-file model.gguf\n"
       "  skippy-model-package write-package ./model-00001-of-00003.gguf --out-dir pkg/ ...   (all shards are read)\n"
+      "  skippy-model-package write-package org/Model-GGUF:Q4_K_M --out-dir model-package/\n"
+      "      (the Hub's GGUF file(s) whose names carry that tag, every shard, fetched into the Hugging Face\n"
+      "       cache; --source-revision picks a revision other than main; provenance comes from the Hub)\n"
       "A local source needs --model-id, --source-revision and --source-file (the spec's provenance rule).\n"
       "Reproducible: the same source and flags give identical fragments; SOURCE_DATE_EPOCH sets created_at.");
   struct Args {
@@ -24,28 +28,37 @@ Command register_write_package(CLI::App& app) {
     unsigned threads = 2;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("source", a->source, "Source .gguf (any shard of a split model)")->required();
+  cmd->add_option("source", a->source, "Source .gguf (any shard of a split model) or org/repo:distribution on the Hub")->required();
   cmd->add_option("--out-dir", a->out_dir, "Package directory to create")->required();
   cmd->add_option("--model-id", a->model_id, "Model coordinate, e.g. org/repo:Q4_K_M");
-  cmd->add_option("--source-revision", a->revision, "Source repository commit");
+  cmd->add_option("--source-revision", a->revision, "Source repository commit (for a Hub source: the revision to use)");
   cmd->add_option("--source-file", a->source_file, "Source file name in its repository");
   cmd->add_option("--projector", a->projectors, "Multimodal projector GGUF to include (repeatable)");
   cmd->add_flag("--force", a->force, "Replace the package in a non-empty --out-dir");
   cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(CLI::Range(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a]() {
-            if (!std::filesystem::exists(a->source) && a->source.find(':') != std::string::npos &&
-                a->source.find('/') != std::string::npos) {
-              throw Error(ErrorKind::kInvalidInput,
-                          a->source + ": Hub sources (org/repo:distribution) are not supported by this build yet; "
-                                      "download the GGUF and pass its path with --model-id/--source-revision/--source-file");
-            }
             WritePackageOptions o;
-            o.source = a->source;
             o.out_dir = a->out_dir;
-            o.provenance.model_id = a->model_id;
-            o.provenance.revision = a->revision;
-            o.provenance.primary_file = a->source_file;
+            std::error_code ec;
+            if (!std::filesystem::exists(a->source, ec) && looks_like_model_coordinate(a->source)) {
+              // A Hub source: the Hub's answers are the provenance.
+              if (!a->model_id.empty() || !a->source_file.empty()) {
+                throw Error(ErrorKind::kUsage, "--model-id and --source-file are for local sources; a Hub source (" +
+                                                   a->source + ") takes them from the Hub");
+              }
+              auto coord = parse_model_coordinate(a->source);
+              if (!a->revision.empty()) coord.revision = a->revision;
+              Progress download("download");
+              const auto src = fetch_model_source(coord, [&](uint64_t d, uint64_t t) { download.update(d, t); });
+              o.source = src.local;
+              o.provenance = src.provenance;
+            } else {
+              o.source = a->source;
+              o.provenance.model_id = a->model_id;
+              o.provenance.revision = a->revision;
+              o.provenance.primary_file = a->source_file;
+            }
             for (const auto& p : a->projectors) o.projectors.emplace_back(p);
             o.force = a->force;
             o.threads = a->threads;

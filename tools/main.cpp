@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
       register_plan(app),
       register_verify(app),
       register_materialize(app),
+      register_fetch(app),
   };
 
   try {

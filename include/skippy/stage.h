@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +37,22 @@ struct LayerRange {
 LayerRange parse_layer_range(std::string_view text);
 std::string format_layer_range(LayerRange r);
 
+// Where the artifacts of a package that are not on disk yet come from (the
+// Hub, a peer). select_stage / all_parts / check_metadata_only ask it for
+// exactly the entries they are about to check, in one batch, before
+// checking them; it places each at root/<path>.
+class ArtifactSource {
+ public:
+  virtual ~ArtifactSource() = default;
+  virtual void provide(const std::vector<const ArtifactEntry*>& entries) = 0;
+  // Relative paths brought in by this object (in the order they finished).
+  virtual std::vector<std::string> fetched() const = 0;
+  // True when `rel_path` was downloaded by this object and its SHA-256
+  // matched the manifest while it was written (no need to hash it again).
+  virtual bool verified_while_fetching(const std::string& rel_path) const = 0;
+  virtual std::string name() const = 0;  // "hub", "peer"
+};
+
 struct OpenedPackage {
   std::string ref;                  // as the user wrote it
   std::filesystem::path root;       // the directory holding model-package.json
@@ -42,13 +60,30 @@ struct OpenedPackage {
   bool always_verify = false;       // hf:// packages: SHA-256 on every resolution
   PackageManifest manifest;
   std::string manifest_sha256;      // of the manifest bytes as read
+  std::optional<std::string> commit;        // hf://: the commit the revision resolved to
+  std::shared_ptr<ArtifactSource> source;   // hf://: fetches missing artifacts; null for local dirs
+  std::vector<std::string> warnings;        // worth telling a person (moving branch, ...)
 };
 
-// Resolves `ref` (a local package directory; hf:// references are resolved
-// by the hub module and refused here until it is built) and validates the
-// manifest: schema version 1, format, ABI compatibility with this runtime,
-// identity fields. Throws Error(kInvalidInput / kNotFound) naming the ref.
-OpenedPackage open_package(std::string_view ref);
+struct OpenOptions {
+  // Download progress (bytes done, bytes to fetch) for hf:// packages.
+  std::function<void(uint64_t, uint64_t)> on_progress;
+};
+
+// Resolves `ref` and validates the manifest: schema version 1, format, ABI
+// compatibility with this runtime, identity fields. Throws
+// Error(kInvalidInput / kNotFound) naming the ref.
+//   - a local package directory is read in place;
+//   - hf://ns/repo[@rev|:rev] resolves the revision to a commit (cache
+//     first: a commit or a cached ref needs no network), brings
+//     model-package.json into the Hugging Face cache and returns its
+//     snapshot directory, with an ArtifactSource that fetches only the
+//     artifacts a selection asks for; always_verify is set.
+OpenedPackage open_package(std::string_view ref, const OpenOptions& options = {});
+
+// Reads and validates the manifest in `root` (open_package's second half,
+// shared by every source). `boundary` is where artifact files must resolve.
+OpenedPackage open_package_dir(std::string ref, const std::filesystem::path& root, const std::filesystem::path& boundary);
 
 // Metadata-only inspection (inventory, identity, prepare): the manifest and
 // shared/metadata.gguf (safe path, regular file inside the boundary, size,

@@ -61,6 +61,7 @@ struct VerifiedPart {
   PartRole role = PartRole::kMetadata;
   std::optional<uint32_t> layer_index;
   bool cache_hit = false;  // no hashing: a matching record was found
+  bool verified_while_fetching = false;  // no hashing: downloaded and hashed by this process
   bool ok = false;         // digest (or record) and size match the manifest
 };
 

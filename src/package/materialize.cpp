@@ -21,6 +21,7 @@
 #include "skippy/sha256.h"
 #include "skippy/stage_view.h"
 #include "skippy/verify.h"
+#include "util/file_lock.h"
 
 namespace skippy {
 namespace {
@@ -31,50 +32,6 @@ constexpr std::string_view kSidecarFormat = "skippy-materialized-stage";
 constexpr uint64_t kSidecarMaxBytes = 1u << 20;
 constexpr std::string_view kFragmentKeyPrefix = "skippy.package.";
 constexpr std::string_view kMaterializedKeyPrefix = "skippy.materialized.";
-
-// An exclusive flock on <cache>/<name>.lock, held for the object's lifetime.
-// The lock file may be unlinked by prune while we wait on it; after getting
-// the lock we check the path still names the inode we locked, else retry.
-class EntryLock {
- public:
-  // Blocks until the lock is ours (wait) or returns nullopt when another
-  // process holds it (!wait).
-  static std::optional<EntryLock> acquire(const fs::path& path, bool wait) {
-    for (;;) {
-      const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-      if (fd < 0) throw_io(path.string() + ": cannot open the cache lock");
-      EntryLock lock(fd, path);
-      int rc;
-      do {
-        rc = ::flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB));
-      } while (rc != 0 && errno == EINTR);
-      if (rc != 0) {
-        if (!wait && errno == EWOULDBLOCK) return std::nullopt;
-        throw_io(path.string() + ": cannot lock");
-      }
-      struct stat held {}, named {};
-      if (::fstat(fd, &held) != 0) throw_io(path.string() + ": cannot stat the cache lock");
-      if (::stat(path.c_str(), &named) == 0 && named.st_dev == held.st_dev && named.st_ino == held.st_ino) {
-        return lock;
-      }
-      // Pruned while we waited: lock the new file instead.
-    }
-  }
-  EntryLock(EntryLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)), path_(std::move(o.path_)) {}
-  EntryLock& operator=(EntryLock&&) = delete;
-  EntryLock(const EntryLock&) = delete;
-  EntryLock& operator=(const EntryLock&) = delete;
-  ~EntryLock() {
-    if (fd_ >= 0) ::close(fd_);  // releases the flock
-  }
-  // Removes the lock file while still holding it (prune).
-  void unlink_file() noexcept { ::unlink(path_.c_str()); }
-
- private:
-  EntryLock(int fd, fs::path path) : fd_(fd), path_(std::move(path)) {}
-  int fd_;
-  fs::path path_;
-};
 
 bool inside(const fs::path& p, const fs::path& boundary) {
   const auto& ps = p.native();
@@ -502,7 +459,7 @@ MaterializeResult materialize_stage(const OpenedPackage& pkg, const StageSelecti
 
   // Check-then-build under the entry's lock: concurrent materializers of this
   // stage do the work once; the others wait and reuse it.
-  const auto lock = EntryLock::acquire(dir / (name + ".lock"), /*wait=*/true);
+  const auto lock = detail::FileLock::acquire(dir / (name + ".lock"), /*wait=*/true);
   if (auto s = reusable(pkg, selection.range, r.tensor_count, gguf, json, w, verify)) {
     r.reused = true;
     r.bytes = s->size;
@@ -560,7 +517,7 @@ PruneResult prune_stage_cache(const fs::path& cache_dir, std::optional<std::stri
   std::error_code ec;
   for (const auto& [name, files] : scan_cache(cache_dir)) {
     if (!prefix.empty() && !name.starts_with(prefix)) continue;
-    auto lock = EntryLock::acquire(cache_dir / (name + ".lock"), /*wait=*/false);
+    auto lock = detail::FileLock::acquire(cache_dir / (name + ".lock"), /*wait=*/false);
     if (!lock) {
       r.busy.push_back(name);
       continue;

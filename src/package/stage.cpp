@@ -1,11 +1,14 @@
 #include "skippy/stage.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/gguf.h"
+#include "skippy/hf_ref.h"
 #include "skippy/sha256.h"
+#include "hub/hub_package.h"
 
 namespace skippy {
 namespace {
@@ -57,8 +60,27 @@ StagePart make_part(const OpenedPackage& pkg, const ArtifactEntry& e, PartRole r
   return part;
 }
 
+// Declared projectors: safe paths, and (when on disk, as every one is in a
+// local package) regular files of the declared size. A remote package's
+// projectors that no stage asked for stay on the Hub: only their paths are
+// checked until one is fetched.
 void check_projectors(const OpenedPackage& pkg) {
-  for (const auto& p : pkg.manifest.projectors) check_artifact_file(pkg, p, "projector");
+  for (const auto& p : pkg.manifest.projectors) {
+    std::error_code ec;
+    if (pkg.source && is_safe_relative_path(p.path) && !fs::exists(fs::symlink_status(pkg.root / p.path, ec))) continue;
+    check_artifact_file(pkg, p, "projector");
+  }
+}
+
+// Asks the package's artifact source (if any) for these entries, once each.
+void provide(const OpenedPackage& pkg, std::vector<const ArtifactEntry*> entries) {
+  if (!pkg.source || entries.empty()) return;
+  for (const auto* e : entries) {
+    if (!is_safe_relative_path(e->path)) fail(pkg, "artifact path \"" + e->path + "\" is not a safe relative path");
+  }
+  std::sort(entries.begin(), entries.end());
+  entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+  pkg.source->provide(entries);
 }
 
 }  // namespace
@@ -84,20 +106,24 @@ LayerRange parse_layer_range(std::string_view text) {
 
 std::string format_layer_range(LayerRange r) { return std::to_string(r.start) + ".." + std::to_string(r.end); }
 
-OpenedPackage open_package(std::string_view ref) {
-  OpenedPackage pkg;
-  pkg.ref = std::string(ref);
-  if (ref.starts_with("hf://")) {
-    throw_invalid(pkg.ref + ": hf:// package references are not supported by this build yet; "
-                            "use a local package directory");
-  }
+OpenedPackage open_package(std::string_view ref, const OpenOptions& options) {
+  if (is_hf_ref(ref)) return detail::open_hf_package(parse_hf_ref(ref), options);
+  const std::string name(ref);
   std::error_code ec;
   const fs::path root(ref);
-  if (!fs::exists(root, ec)) throw_not_found(pkg.ref + ": no such package directory");
-  if (!fs::is_directory(root, ec)) throw_invalid(pkg.ref + ": not a package directory");
-  pkg.root = fs::absolute(root, ec);
-  pkg.boundary = fs::canonical(root, ec);
-  if (ec) throw_invalid(pkg.ref + ": cannot resolve: " + ec.message());
+  if (!fs::exists(root, ec)) throw_not_found(name + ": no such package directory");
+  if (!fs::is_directory(root, ec)) throw_invalid(name + ": not a package directory");
+  const fs::path boundary = fs::canonical(root, ec);
+  if (ec) throw_invalid(name + ": cannot resolve: " + ec.message());
+  return open_package_dir(name, fs::absolute(root), boundary);
+}
+
+OpenedPackage open_package_dir(std::string ref, const fs::path& root, const fs::path& boundary) {
+  OpenedPackage pkg;
+  pkg.ref = std::move(ref);
+  pkg.root = root;
+  pkg.boundary = boundary;
+  std::error_code ec;
   const fs::path manifest_path = root / std::string(kManifestFileName);
   if (!fs::exists(manifest_path, ec)) throw_not_found(pkg.ref + ": no " + std::string(kManifestFileName) + " (not a layer package)");
   const std::string text = read_small_file(manifest_path, kManifestMaxBytes);
@@ -114,6 +140,7 @@ OpenedPackage open_package(std::string_view ref) {
 }
 
 void check_metadata_only(const OpenedPackage& pkg) {
+  provide(pkg, {&pkg.manifest.shared.metadata});
   const auto part = make_part(pkg, pkg.manifest.shared.metadata, PartRole::kMetadata, std::nullopt, "metadata");
   try {
     (void)GgufFile::open(part.path);
@@ -138,6 +165,37 @@ StageSelection select_stage(const OpenedPackage& pkg, LayerRange range, const Se
   s.range = range;
   const bool owns_input = range.start == 0;
   const bool owns_output = range.end == m.layer_count;
+  // The projector this stage uses (a manifest decision, no files needed).
+  const ProjectorEntry* projector = nullptr;
+  std::string projector_reason;
+  if (options.projector_path) {
+    for (const auto& p : m.projectors) {
+      if (p.path == *options.projector_path) projector = &p;
+    }
+    if (!projector) {
+      fail(pkg, "projector \"" + *options.projector_path +
+                    "\" is not declared in the manifest (projectors are never inferred from file names)");
+    }
+    projector_reason = "explicit projector path";
+  } else if (owns_input || options.single_stage) {
+    for (const auto& p : m.projectors) {
+      if (p.kind == kProjectorKindMmproj) {
+        projector = &p;
+        projector_reason = "first declared mmproj projector (stage 0 or single-stage serving)";
+        break;
+      }
+    }
+  }
+  // Everything this stage reads, in one batch (a remote source fetches them
+  // together); the tied-embeddings case is only known once output is here.
+  {
+    std::vector<const ArtifactEntry*> wanted = {&m.shared.metadata};
+    if (owns_input) wanted.push_back(&m.shared.embeddings);
+    for (uint32_t l = range.start; l < range.end; ++l) wanted.push_back(&m.layers[l]);
+    if (owns_output) wanted.push_back(&m.shared.output);
+    if (projector) wanted.push_back(projector);
+    provide(pkg, wanted);
+  }
   s.parts.push_back(make_part(pkg, m.shared.metadata, PartRole::kMetadata, std::nullopt, "every stage loads the metadata"));
   bool tied = false;
   if (owns_output) {
@@ -153,6 +211,7 @@ StageSelection select_stage(const OpenedPackage& pkg, LayerRange range, const Se
     s.parts.push_back(make_part(pkg, m.shared.embeddings, PartRole::kEmbeddings, std::nullopt,
                                 "the stage owns the input boundary (range starts at 0)"));
   } else if (tied) {
+    provide(pkg, {&m.shared.embeddings});
     s.parts.push_back(make_part(pkg, m.shared.embeddings, PartRole::kEmbeddings, std::nullopt,
                                 "the output projection is tied to the token embeddings (no output.weight)"));
     s.notes.push_back("final stage also loads " + m.shared.embeddings.path +
@@ -166,30 +225,19 @@ StageSelection select_stage(const OpenedPackage& pkg, LayerRange range, const Se
                                 "the stage owns the output boundary (range ends at layer_count)"));
   }
   check_projectors(pkg);
-  if (options.projector_path) {
-    const ProjectorEntry* chosen = nullptr;
-    for (const auto& p : m.projectors) {
-      if (p.path == *options.projector_path) chosen = &p;
-    }
-    if (!chosen) {
-      fail(pkg, "projector \"" + *options.projector_path +
-                    "\" is not declared in the manifest (projectors are never inferred from file names)");
-    }
-    s.projector = make_part(pkg, *chosen, PartRole::kProjector, std::nullopt, "explicit projector path");
-  } else if (owns_input || options.single_stage) {
-    for (const auto& p : m.projectors) {
-      if (p.kind == kProjectorKindMmproj) {
-        s.projector = make_part(pkg, p, PartRole::kProjector, std::nullopt,
-                                "first declared mmproj projector (stage 0 or single-stage serving)");
-        break;
-      }
-    }
-  }
+  if (projector) s.projector = make_part(pkg, *projector, PartRole::kProjector, std::nullopt, projector_reason);
   return s;
 }
 
 std::vector<StagePart> all_parts(const OpenedPackage& pkg) {
   const auto& m = pkg.manifest;
+  {
+    std::vector<const ArtifactEntry*> wanted = {&m.shared.metadata, &m.shared.embeddings};
+    for (const auto& l : m.layers) wanted.push_back(&l);
+    wanted.push_back(&m.shared.output);
+    for (const auto& p : m.projectors) wanted.push_back(&p);
+    provide(pkg, wanted);
+  }
   std::vector<StagePart> parts;
   parts.push_back(make_part(pkg, m.shared.metadata, PartRole::kMetadata, std::nullopt, "metadata"));
   parts.push_back(make_part(pkg, m.shared.embeddings, PartRole::kEmbeddings, std::nullopt, "embeddings"));

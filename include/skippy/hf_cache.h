@@ -1,0 +1,65 @@
+// The Hugging Face Hub cache, exactly as huggingface_hub lays it out, so
+// that huggingface_hub, transformers, llama.cpp -hf and this tool share one
+// copy of every file:
+//
+//   <cache>/models--<ns>--<repo>/
+//     blobs/<etag>                  file contents; for LFS files the etag is
+//                                   the SHA-256, else the git blob SHA-1
+//     blobs/<etag>.incomplete       a download in progress (resumable)
+//     snapshots/<commit>/<path>     relative symlinks into ../blobs
+//     refs/<revision>               the commit a branch/tag resolved to, no
+//                                   trailing newline
+//   <cache>/.locks/models--<ns>--<repo>/<etag>.lock   flock(2) per blob
+//
+// <cache> is $HF_HUB_CACHE, else $HF_HOME/hub, else
+// $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace skippy {
+
+std::filesystem::path hf_hub_cache_dir();
+
+class HfRepoCache {
+ public:
+  HfRepoCache(std::filesystem::path cache_root, std::string repo_id);
+
+  const std::filesystem::path& root() const noexcept { return root_; }
+  const std::filesystem::path& repo_dir() const noexcept { return repo_dir_; }
+  std::filesystem::path blob_path(std::string_view etag) const;
+  std::filesystem::path incomplete_path(std::string_view etag) const;
+  std::filesystem::path lock_path(std::string_view etag) const;
+  std::filesystem::path snapshot_dir(std::string_view commit) const;
+
+  // The commit `revision` names without asking the Hub: a full commit hash
+  // is itself; a branch or tag is read from refs/ (nullopt when absent or
+  // malformed).
+  std::optional<std::string> cached_commit(std::string_view revision) const;
+  // refs/<revision> := commit (atomic; no trailing newline). No-op for a
+  // revision that is itself the commit.
+  void write_ref(std::string_view revision, std::string_view commit) const;
+
+  // snapshots/<commit>/<path> when it exists and resolves to a file.
+  std::optional<std::filesystem::path> snapshot_file(std::string_view commit, std::string_view rel_path) const;
+  // Points snapshots/<commit>/<rel_path> at blobs/<etag> with a relative
+  // symlink, replacing any previous link atomically.
+  std::filesystem::path link(std::string_view commit, std::string_view rel_path, std::string_view etag) const;
+
+  // Creates blobs/, snapshots/, refs/ and the lock directory.
+  void create_dirs() const;
+
+ private:
+  std::filesystem::path root_;
+  std::filesystem::path repo_dir_;
+  std::filesystem::path locks_dir_;
+};
+
+// Normalises an ETag header value as huggingface_hub does: drops a weak
+// "W/" prefix and the surrounding quotes.
+std::string normalize_etag(std::string_view etag);
+
+}  // namespace skippy

@@ -1,0 +1,149 @@
+#include "skippy/hf_cache.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+
+#include "skippy/error.h"
+#include "skippy/file.h"
+#include "skippy/hf_ref.h"
+
+namespace skippy {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::optional<fs::path> env_path(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return fs::path(v);
+}
+
+std::string repo_folder_name(std::string_view repo_id) {
+  std::string name = "models--";
+  for (const char c : repo_id) {
+    if (c == '/') {
+      name += "--";
+    } else {
+      name += c;
+    }
+  }
+  return name;
+}
+
+// An etag names a file under blobs/: hex digits only (SHA-256 or SHA-1),
+// so a hostile server cannot steer it elsewhere.
+void check_etag(std::string_view etag) {
+  const bool ok = !etag.empty() && etag.size() <= 128 &&
+                  etag.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
+  if (!ok) throw_invalid("the Hub sent an unusable ETag \"" + std::string(etag) + "\" (expected a hex digest)");
+}
+
+}  // namespace
+
+fs::path hf_hub_cache_dir() {
+  if (auto p = env_path("HF_HUB_CACHE")) return *p;
+  if (auto p = env_path("HUGGINGFACE_HUB_CACHE")) return *p;  // legacy name huggingface_hub still honours
+  if (auto p = env_path("HF_HOME")) return *p / "hub";
+  if (auto p = env_path("XDG_CACHE_HOME"); p && p->is_absolute()) return *p / "huggingface" / "hub";
+  if (auto p = env_path("HOME")) return *p / ".cache" / "huggingface" / "hub";
+  return fs::temp_directory_path() / ("huggingface-hub-" + std::to_string(::getuid()));
+}
+
+std::string normalize_etag(std::string_view etag) {
+  if (etag.starts_with("W/")) etag.remove_prefix(2);
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
+  return std::string(etag);
+}
+
+HfRepoCache::HfRepoCache(fs::path cache_root, std::string repo_id)
+    : root_(std::move(cache_root)),
+      repo_dir_(root_ / repo_folder_name(repo_id)),
+      locks_dir_(root_ / ".locks" / repo_folder_name(repo_id)) {}
+
+fs::path HfRepoCache::blob_path(std::string_view etag) const {
+  check_etag(etag);
+  return repo_dir_ / "blobs" / std::string(etag);
+}
+
+fs::path HfRepoCache::incomplete_path(std::string_view etag) const {
+  check_etag(etag);
+  return repo_dir_ / "blobs" / (std::string(etag) + ".incomplete");
+}
+
+fs::path HfRepoCache::lock_path(std::string_view etag) const {
+  check_etag(etag);
+  return locks_dir_ / (std::string(etag) + ".lock");
+}
+
+fs::path HfRepoCache::snapshot_dir(std::string_view commit) const {
+  if (!is_commit_hash(commit)) throw_invalid("\"" + std::string(commit) + "\" is not a commit id");
+  return repo_dir_ / "snapshots" / std::string(commit);
+}
+
+void HfRepoCache::create_dirs() const {
+  std::error_code ec;
+  for (const auto& d : {repo_dir_ / "blobs", repo_dir_ / "snapshots", repo_dir_ / "refs", locks_dir_}) {
+    fs::create_directories(d, ec);
+    if (ec) throw Error(ErrorKind::kIo, d.string() + ": cannot create the Hugging Face cache directory: " + ec.message());
+  }
+}
+
+std::optional<std::string> HfRepoCache::cached_commit(std::string_view revision) const {
+  if (is_commit_hash(revision)) return std::string(revision);
+  check_revision(revision, "revision");
+  const fs::path ref = repo_dir_ / "refs" / std::string(revision);
+  std::error_code ec;
+  if (!fs::is_regular_file(ref, ec)) return std::nullopt;
+  std::string text;
+  try {
+    text = read_small_file(ref, 4096);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  if (!is_commit_hash(text)) return std::nullopt;
+  return text;
+}
+
+void HfRepoCache::write_ref(std::string_view revision, std::string_view commit) const {
+  if (revision == commit) return;
+  check_revision(revision, "revision");
+  if (!is_commit_hash(commit)) throw_invalid("\"" + std::string(commit) + "\" is not a commit id");
+  const fs::path ref = repo_dir_ / "refs" / std::string(revision);
+  std::error_code ec;
+  fs::create_directories(ref.parent_path(), ec);
+  if (ec) throw Error(ErrorKind::kIo, ref.parent_path().string() + ": cannot create: " + ec.message());
+  write_file_atomic(ref, commit);
+}
+
+std::optional<fs::path> HfRepoCache::snapshot_file(std::string_view commit, std::string_view rel_path) const {
+  const fs::path p = snapshot_dir(commit) / std::string(rel_path);
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return std::nullopt;  // follows the symlink: dangling links miss
+  return p;
+}
+
+fs::path HfRepoCache::link(std::string_view commit, std::string_view rel_path, std::string_view etag) const {
+  const fs::path file = snapshot_dir(commit) / std::string(rel_path);
+  const fs::path blob = blob_path(etag);
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  if (ec) throw Error(ErrorKind::kIo, file.parent_path().string() + ": cannot create: " + ec.message());
+  const fs::path target = blob.lexically_relative(file.parent_path());
+  static std::atomic<uint64_t> counter{0};
+  const fs::path tmp = file.parent_path() / ("." + file.filename().string() + ".link-" + std::to_string(::getpid()) +
+                                             "-" + std::to_string(counter.fetch_add(1)));
+  fs::remove(tmp, ec);
+  fs::create_symlink(target, tmp, ec);
+  if (ec) throw Error(ErrorKind::kIo, tmp.string() + ": cannot create the snapshot symlink: " + ec.message());
+  fs::rename(tmp, file, ec);
+  if (ec) {
+    fs::remove(tmp);
+    throw Error(ErrorKind::kIo, file.string() + ": cannot place the snapshot symlink: " + ec.message());
+  }
+  return file;
+}
+
+}  // namespace skippy

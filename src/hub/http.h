@@ -1,0 +1,61 @@
+// A small HTTP client on libcurl for the Hub protocol: one request at a
+// time per call, no automatic redirects (the caller decides where a token
+// may go), headers collected with lower-case names, bodies either kept
+// (small answers) or streamed to a sink (downloads). Internal.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace skippy::detail {
+
+struct HttpRequest {
+  std::string method = "GET";       // "GET" or "HEAD"
+  std::string url;
+  std::vector<std::string> headers;  // "Name: value"
+  // Body bytes of a 200/206 answer go here instead of into the response;
+  // return false to abort the transfer. Error bodies are always kept.
+  std::function<bool(std::span<const uint8_t>)> sink;
+  // Called once, before the first body byte of a 200/206 answer reaches the
+  // sink, with the status and headers; return false to abort.
+  std::function<bool(long status, const std::map<std::string, std::string>& headers)> on_start;
+  size_t max_body = size_t{4} << 20;  // kept bodies larger than this abort
+  long connect_timeout_secs = 15;
+  long stall_timeout_secs = 60;       // abort when no byte arrives for this long
+};
+
+struct HttpResponse {
+  long status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names, last value wins
+  std::string body;
+  uint64_t body_bytes = 0;  // counted whether kept or streamed
+  std::optional<std::string> header(const std::string& lower_name) const;
+};
+
+// A failure below HTTP: refused/dropped connection, timeout, a transfer cut
+// short, or the sink aborting. `retryable` for network trouble.
+struct TransportError {
+  std::string message;
+  bool retryable = true;
+  bool aborted_by_sink = false;
+};
+
+// Performs the request; returns the response or the transport error.
+// Thread-safe (one curl handle per call, global init done once).
+struct HttpResult {
+  std::optional<HttpResponse> response;
+  std::optional<TransportError> error;
+};
+HttpResult http_perform(const HttpRequest& request);
+
+// "scheme://host[:port]" of an absolute URL (lower-cased), or "" if not absolute.
+std::string url_origin(const std::string& url);
+// Percent-encodes every byte outside [A-Za-z0-9-._~] (and '/' when keep_slash).
+std::string url_encode(std::string_view s, bool keep_slash);
+
+}  // namespace skippy::detail

@@ -1,0 +1,91 @@
+#include <iostream>
+
+#include "cli.h"
+#include "skippy/error.h"
+#include "skippy/hf_ref.h"
+#include "skippy/verify.h"
+
+namespace skippy::cli {
+
+Command register_fetch(CLI::App& app) {
+  auto* cmd = app.add_subcommand("fetch", "Bring a stage's parts of an hf:// package into the Hugging Face cache, verified");
+  cmd->footer(
+      "Example:\n  skippy-model-package fetch hf://meshllm/Qwen3-8B-Q4_K_M-layers@<commit> --layers 0..12 --json\n"
+      "Downloads model-package.json, then only the parts the range selects (metadata, embeddings when the range\n"
+      "starts at 0, its layers, output when it ends at layer_count, the stage's projector), several at once, into\n"
+      "the cache huggingface_hub uses ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub). Every part is checked\n"
+      "against the manifest's size and SHA-256 before it gets its final name; cache hits are verified too.\n"
+      "Without --layers, every artifact of the package is fetched.\n"
+      "Environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE=1 (cache only, no network).");
+  struct Args {
+    std::string ref, layers, projector;
+    bool json = false, single_stage = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("package", a->ref, "hf://ns/repo, hf://ns/repo:rev or hf://ns/repo@rev")->required();
+  cmd->add_option("--layers", a->layers, "Stage layer range START..END (half-open); default: the whole package");
+  cmd->add_option("--projector", a->projector, "With --layers: the declared projector the stage uses");
+  cmd->add_flag("--single-stage", a->single_stage, "Single-stage serving: the stage also gets the default projector");
+  cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
+  return {cmd, [a]() {
+            if (!is_hf_ref(a->ref)) {
+              throw Error(ErrorKind::kUsage, a->ref + ": fetch takes an hf://ns/repo[@rev] reference "
+                                                      "(a local package directory needs no fetching)");
+            }
+            std::optional<LayerRange> range;
+            if (!a->layers.empty()) range = parse_layer_range(a->layers);
+            if (!range && (!a->projector.empty() || a->single_stage)) {
+              throw Error(ErrorKind::kUsage, "--projector and --single-stage need --layers");
+            }
+            const auto pkg = open_package_for_cli(a->ref);
+            std::vector<StagePart> parts;
+            std::vector<std::string> notes;
+            if (range) {
+              SelectOptions so;
+              if (!a->projector.empty()) so.projector_path = a->projector;
+              so.single_stage = a->single_stage;
+              auto sel = select_stage(pkg, *range, so);
+              parts = std::move(sel.parts);
+              if (sel.projector) parts.push_back(std::move(*sel.projector));
+              notes = std::move(sel.notes);
+            } else {
+              parts = all_parts(pkg);
+            }
+            const auto report = verify_if_required(pkg, parts);
+            const auto downloaded = pkg.source ? pkg.source->fetched() : std::vector<std::string>{};
+            const std::string source = downloaded.empty() ? "cache" : pkg.source->name();
+            uint64_t total = 0;
+            for (const auto& p : parts) total += p.bytes;
+            if (a->json) {
+              nlohmann::json jp = nlohmann::json::array();
+              for (const auto& p : parts) jp.push_back(p.rel_path);
+              nlohmann::json doc = {{"package", pkg.ref},
+                                    {"model_id", pkg.manifest.model_id},
+                                    {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
+                                    {"manifest_sha256", pkg.manifest_sha256},
+                                    {"snapshot_dir", pkg.root.string()},
+                                    {"source", source},
+                                    {"downloaded", downloaded},
+                                    {"parts", jp},
+                                    {"total_bytes", total},
+                                    {"verified", report.has_value() && report->verified},
+                                    {"cache_hits", report ? report->cache_hits : 0},
+                                    {"hashed_bytes", report ? report->hashed_bytes : 0},
+                                    {"warnings", pkg.warnings},
+                                    {"notes", notes}};
+              if (range) {
+                doc["layer_start"] = range->start;
+                doc["layer_end"] = range->end;
+              }
+              print_json(doc);
+            } else {
+              for (const auto& n : notes) std::cerr << "note: " << n << "\n";
+              std::cerr << "fetched " << parts.size() << " part(s), " << human_bytes(total) << " ("
+                        << downloaded.size() << " downloaded, the rest from the cache), verified\n";
+              std::cout << pkg.root.string() << "\n";
+            }
+            return kExitOk;
+          }};
+}
+
+}  // namespace skippy::cli
