@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -98,8 +100,17 @@ CliResult run_program(const std::string& program, const std::vector<std::string>
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  // `env` entries replace inherited variables of the same name (getenv
+  // returns the first match, so appending would not override).
   std::vector<std::string> env_s;
-  for (char** e = environ; *e; ++e) env_s.emplace_back(*e);
+  for (char** e = environ; *e; ++e) {
+    const std::string_view kv(*e);
+    const auto name = kv.substr(0, kv.find('='));
+    const bool overridden = std::any_of(env.begin(), env.end(), [&](const std::string& x) {
+      return x.size() > name.size() && x.compare(0, name.size(), name) == 0 && x[name.size()] == '=';
+    });
+    if (!overridden) env_s.emplace_back(kv);
+  }
   env_s.insert(env_s.end(), env.begin(), env.end());
   std::vector<char*> envp;
   for (auto& e : env_s) envp.push_back(e.data());

@@ -1,0 +1,488 @@
+// hf:// packages end to end: the real CLI against the local Hub stand-in
+// (tests/hub/hub_standin.mjs on 127.0.0.1), asserting on its request log and
+// on the Hugging Face cache left behind.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "hub_standin.h"
+#include "skippy/sha256.h"
+#include "test_util.h"
+
+namespace skippy {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::CliResult;
+using test::HubRequest;
+using test::HubStandin;
+using test::run_cli;
+using test::TempDir;
+
+// One stand-in and one published package for the whole suite (starting Node
+// and writing the package once keeps the suite fast); each test gets its own
+// empty Hugging Face cache and skippy cache.
+class HubFetch : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    hub_ = new HubStandin();
+    pkg_dir_ = new TempDir();
+    const auto r = test::write_pkg(test::data_path("llama-tiny-q8_0.gguf"), pkg_dir_->path() / "pkg");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    commit_ = new std::string(hub_->publish("org/tiny-layers", pkg_dir_->path() / "pkg"));
+    manifest_ = new json(json::parse(test::read_text(pkg_dir_->path() / "pkg" / "model-package.json")));
+  }
+  static void TearDownTestSuite() {
+    delete hub_;
+    delete pkg_dir_;
+    delete commit_;
+    delete manifest_;
+  }
+  void SetUp() override {
+    hub_->clear_faults();
+    hub_->configure({{"token", "hf_test"}, {"url_ttl_secs", 3600}});
+    hub_->clear_log();
+  }
+
+  std::vector<std::string> env(std::vector<std::string> extra = {}) const {
+    std::vector<std::string> e = {"HF_ENDPOINT=" + hub_->endpoint(),
+                                  "HF_HUB_CACHE=" + (tmp_ / "hf").string(),
+                                  "HF_HOME=" + (tmp_ / "hfhome").string(),
+                                  "SKIPPY_CACHE_DIR=" + (tmp_ / "skippy").string(),
+                                  "SKIPPY_HF_BACKOFF_MS=20",
+                                  "HF_TOKEN=",
+                                  "HF_HUB_OFFLINE="};
+    for (const auto& x : extra) {  // later settings replace earlier ones
+      const auto name = x.substr(0, x.find('=') + 1);
+      std::erase_if(e, [&](const std::string& y) { return y.starts_with(name); });
+      e.push_back(x);
+    }
+    return e;
+  }
+  CliResult cli(std::vector<std::string> args, std::vector<std::string> extra_env = {}) const {
+    return run_cli(args, env(std::move(extra_env)));
+  }
+  fs::path repo_dir(const std::string& repo = "org/tiny-layers") const {
+    std::string name = "models--" + repo;
+    name.replace(name.find('/'), 1, "--");
+    return tmp_ / "hf" / name;
+  }
+  fs::path snapshot() const { return repo_dir() / "snapshots" / *commit_; }
+  static std::string sha_of(const std::string& rel) {
+    const auto& m = *manifest_;
+    if (rel == "shared/metadata.gguf") return m["shared"]["metadata"]["sha256"];
+    if (rel == "shared/embeddings.gguf") return m["shared"]["embeddings"]["sha256"];
+    if (rel == "shared/output.gguf") return m["shared"]["output"]["sha256"];
+    for (const auto& l : m["layers"]) {
+      if (l["path"] == rel) return l["sha256"];
+    }
+    ADD_FAILURE() << "no artifact " << rel;
+    return {};
+  }
+  // Files whose bytes were served (a GET that sent a body), by repo path:
+  // resolve GETs name the path; storage GETs name the SHA-256.
+  std::multiset<std::string> served(const std::vector<HubRequest>& log) const {
+    std::map<std::string, std::string> by_sha;
+    for (const auto& rel : {"shared/metadata.gguf", "shared/embeddings.gguf", "shared/output.gguf"}) by_sha[sha_of(rel)] = rel;
+    for (const auto& l : (*manifest_)["layers"]) by_sha[l["sha256"]] = l["path"];
+    std::multiset<std::string> out;
+    for (const auto& r : log) {
+      if (r.method != "GET" || r.bytes_sent == 0 || (r.status != 200 && r.status != 206)) continue;
+      if (r.listener == "storage") {
+        const auto sha = r.path.substr(r.path.rfind('/') + 1);
+        out.insert(by_sha.count(sha) ? by_sha[sha] : sha);
+      } else {
+        const auto pos = r.path.find("/resolve/");
+        if (pos == std::string::npos) continue;  // API calls serve no file
+        const auto rest = r.path.substr(pos + 9);
+        out.insert(rest.substr(rest.find('/') + 1));
+      }
+    }
+    return out;
+  }
+
+  static HubStandin* hub_;
+  static TempDir* pkg_dir_;
+  static std::string* commit_;
+  static json* manifest_;
+  TempDir tmp_;
+};
+HubStandin* HubFetch::hub_ = nullptr;
+TempDir* HubFetch::pkg_dir_ = nullptr;
+std::string* HubFetch::commit_ = nullptr;
+json* HubFetch::manifest_ = nullptr;
+
+TEST_F(HubFetch, StageDownloadsExactlyItsPartsIntoTheRealCacheLayout) {
+  const auto r = cli({"fetch", "hf://org/tiny-layers", "--layers", "2..4", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = json::parse(r.out);
+  EXPECT_EQ(j["source"], "hub");
+  EXPECT_EQ(j["commit"], *commit_);
+  EXPECT_EQ(fs::path(j["snapshot_dir"].get<std::string>()), snapshot());
+  EXPECT_EQ(j["verified"], true);
+  const std::set<std::string> want = {"model-package.json", "shared/metadata.gguf", "layers/layer-00002.gguf",
+                                      "layers/layer-00003.gguf"};
+  EXPECT_EQ(std::set<std::string>(j["downloaded"].begin(), j["downloaded"].end()), want);
+
+  const auto log = hub_->log();
+  const auto got = served(log);
+  EXPECT_EQ(std::set<std::string>(got.begin(), got.end()), want) << "nothing beyond the stage's parts";
+  EXPECT_EQ(got.size(), want.size()) << "each file once";
+  for (const auto& q : log) {
+    if (q.listener == "storage") {
+      EXPECT_FALSE(q.authorization) << "the token never goes to the storage host";
+    }
+    EXPECT_FALSE(q.range) << "a fresh download asks for the whole file";
+  }
+
+  // huggingface_hub's layout: refs without a newline, relative symlinks into blobs named by SHA-256.
+  EXPECT_EQ(test::read_text(repo_dir() / "refs" / "main"), *commit_);
+  for (const auto& rel : {"shared/metadata.gguf", "layers/layer-00002.gguf", "layers/layer-00003.gguf"}) {
+    const auto link = snapshot() / rel;
+    ASSERT_TRUE(fs::is_symlink(link)) << rel;
+    const auto target = fs::read_symlink(link);
+    EXPECT_TRUE(target.is_relative()) << target;
+    EXPECT_EQ(target.filename().string(), sha_of(rel));
+    EXPECT_EQ(fs::canonical(link), fs::canonical(repo_dir() / "blobs" / sha_of(rel)));
+    EXPECT_EQ(test::read_file(link), test::read_file(pkg_dir_->path() / "pkg" / rel));
+  }
+  EXPECT_TRUE(fs::is_symlink(snapshot() / "model-package.json"));
+  EXPECT_FALSE(fs::exists(snapshot() / "layers" / "layer-00004.gguf"));
+  EXPECT_FALSE(fs::exists(snapshot() / "shared" / "embeddings.gguf"));
+  for (const auto& e : fs::directory_iterator(repo_dir() / "blobs")) {
+    EXPECT_FALSE(e.path().string().ends_with(".incomplete")) << e.path();
+  }
+  EXPECT_TRUE(fs::is_directory(tmp_ / "hf" / ".locks" / "models--org--tiny-layers"));
+}
+
+TEST_F(HubFetch, ACachedRevisionResolvesWithNoNetworkAndIsStillVerified) {
+  ASSERT_EQ(cli({"fetch", "hf://org/tiny-layers", "--layers", "2..4"}).exit_code, 0);
+  hub_->clear_log();
+  const auto again = cli({"fetch", "hf://org/tiny-layers", "--layers", "2..4", "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  auto j = json::parse(again.out);
+  EXPECT_EQ(j["source"], "cache");
+  EXPECT_TRUE(j["downloaded"].empty());
+  EXPECT_EQ(j["verified"], true);
+  EXPECT_EQ(hub_->log().size(), 0u) << "refs/main names the commit: no request at all";
+
+  // Offline mode: the same, and a part that is not cached is a clear error, still with no request.
+  const auto offline = cli({"select", "hf://org/tiny-layers@" + *commit_, "--layers", "2..4", "--json"}, {"HF_HUB_OFFLINE=1"});
+  ASSERT_EQ(offline.exit_code, 0) << offline.err;
+  EXPECT_EQ(json::parse(offline.out)["verified"], true);
+  const auto missing = cli({"fetch", "hf://org/tiny-layers", "--layers", "4..5"}, {"HF_HUB_OFFLINE=1"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("HF_HUB_OFFLINE=1"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("layers/layer-00004.gguf"), std::string::npos) << missing.err;
+  const auto unknown = cli({"fetch", "hf://org/tiny-layers@v9", "--layers", "2..4"}, {"HF_HUB_OFFLINE=1"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("not in the Hugging Face cache"), std::string::npos) << unknown.err;
+  EXPECT_EQ(hub_->log().size(), 0u) << "offline mode touched the network";
+}
+
+TEST_F(HubFetch, CacheHitsAreVerifiedEveryTime) {
+  ASSERT_EQ(cli({"fetch", "hf://org/tiny-layers", "--layers", "2..3"}).exit_code, 0);
+  // Same size, different bytes: a blob damaged on disk after the download.
+  const auto blob = repo_dir() / "blobs" / sha_of("layers/layer-00002.gguf");
+  auto bytes = test::read_file(blob);
+  bytes[bytes.size() / 2] ^= 0x40;
+  test::write_file(blob, bytes);
+  for (const auto& cmd : {"select", "fetch"}) {
+    const auto r = cli({cmd, "hf://org/tiny-layers", "--layers", "2..3"});
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_NE(r.err.find("layers/layer-00002.gguf"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("SHA-256"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(HubFetch, PinnedCommitNeedsNoRefAndMovingBranchWarns) {
+  const auto pinned = cli({"fetch", "hf://org/tiny-layers@" + *commit_, "--layers", "7..8", "--json"});
+  ASSERT_EQ(pinned.exit_code, 0) << pinned.err;
+  EXPECT_EQ(pinned.err.find("warning"), std::string::npos) << pinned.err;
+  EXPECT_TRUE(json::parse(pinned.out)["warnings"].empty());
+  EXPECT_FALSE(fs::exists(repo_dir() / "refs" / "main"));
+  // layers 7..8 end at layer_count: output, and the embeddings because this model's output is tied.
+  const auto got = served(hub_->log());
+  EXPECT_TRUE(got.count("shared/output.gguf"));
+  EXPECT_TRUE(got.count("layers/layer-00007.gguf"));
+
+  const auto moving = cli({"fetch", "hf://org/tiny-layers:main", "--layers", "7..8"});
+  ASSERT_EQ(moving.exit_code, 0) << moving.err;
+  EXPECT_NE(moving.err.find("warning: hf://org/tiny-layers@main"), std::string::npos) << moving.err;
+  EXPECT_NE(moving.err.find("pin hf://org/tiny-layers@" + *commit_), std::string::npos) << moving.err;
+}
+
+TEST_F(HubFetch, SelectVerifyMaterializeAndInspectTakeHfRefs) {
+  const std::string ref = "hf://org/tiny-layers@" + *commit_;
+  const auto sel = cli({"select", ref, "--layers", "0..2", "--json"});
+  ASSERT_EQ(sel.exit_code, 0) << sel.err;
+  const auto sj = json::parse(sel.out);
+  EXPECT_EQ(sj["verified"], true) << "hf:// stages always verify";
+  ASSERT_EQ(sj["parts"].size(), 4u);
+  for (const auto& p : sj["parts"]) {
+    // Resolved through the snapshot's symlink to the blob it names.
+    EXPECT_TRUE(p["path"].get<std::string>().starts_with(fs::canonical(repo_dir() / "blobs").string())) << p["path"];
+  }
+  const auto ver = cli({"verify", ref, "--layers", "0..2", "--json"});
+  ASSERT_EQ(ver.exit_code, 0) << ver.err;
+  EXPECT_EQ(json::parse(ver.out)["verified"], true);
+
+  const auto out = tmp_ / "stage.gguf";
+  const auto mat = cli({"materialize", ref, "--layers", "0..2", "--out", out.string(), "--json"});
+  ASSERT_EQ(mat.exit_code, 0) << mat.err;
+  const auto local_out = tmp_ / "local-stage.gguf";
+  const auto local = run_cli({"materialize", (pkg_dir_->path() / "pkg").string(), "--layers", "0..2", "--out",
+                              local_out.string(), "--json"},
+                             env());
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  EXPECT_EQ(test::read_file(out), test::read_file(local_out)) << "same stage from the Hub as from the directory";
+
+  const auto ins = cli({"inspect", ref, "--json"});
+  ASSERT_EQ(ins.exit_code, 0) << ins.err;
+  EXPECT_EQ(json::parse(ins.out)["layer_count"], 8);
+  const auto got = served(hub_->log());
+  EXPECT_EQ(std::set<std::string>(got.begin(), got.end()),
+            (std::set<std::string>{"model-package.json", "shared/metadata.gguf", "shared/embeddings.gguf",
+                                   "layers/layer-00000.gguf", "layers/layer-00001.gguf"}));
+  EXPECT_EQ(got.size(), 5u) << "nothing fetched twice across four commands";
+}
+
+TEST_F(HubFetch, InterruptedDownloadResumesWithRange) {
+  // The connection drops after 100000 bytes of layer 2, every time: the run
+  // fails, keeping the partial blob (and nothing under a final name).
+  const auto sha = sha_of("layers/layer-00002.gguf");
+  hub_->fault({{"match", sha}, {"listener", "storage"}, {"kind", "cut"}, {"after_bytes", 100000}, {"times", 2}});
+  const auto cut = cli({"fetch", "hf://org/tiny-layers", "--layers", "2..3"}, {"SKIPPY_HF_MAX_ATTEMPTS=2"});
+  ASSERT_EQ(cut.exit_code, 1) << cut.err;
+  EXPECT_NE(cut.err.find("layers/layer-00002.gguf"), std::string::npos) << cut.err;
+  EXPECT_NE(cut.err.find("resumes"), std::string::npos) << cut.err;
+  EXPECT_FALSE(fs::exists(repo_dir() / "blobs" / sha));
+  EXPECT_FALSE(fs::exists(snapshot() / "layers" / "layer-00002.gguf"));
+  ASSERT_TRUE(fs::exists(repo_dir() / "blobs" / (sha + ".incomplete")));
+  // The second attempt already resumed from what the first kept.
+  auto log = hub_->log();
+  std::vector<std::optional<std::string>> ranges;
+  for (const auto& q : log) {
+    if (q.listener == "storage" && q.path.ends_with(sha)) ranges.push_back(q.range);
+  }
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_FALSE(ranges[0]);
+  EXPECT_EQ(ranges[1], "bytes=100000-");
+  const auto kept = fs::file_size(repo_dir() / "blobs" / (sha + ".incomplete"));
+  EXPECT_EQ(kept, 200000u);
+
+  // The next run picks up from the partial file with a Range request.
+  hub_->clear_log();
+  const auto resumed = cli({"fetch", "hf://org/tiny-layers", "--layers", "2..3", "--json"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(json::parse(resumed.out)["verified"], true);
+  log = hub_->log();
+  bool saw = false;
+  for (const auto& q : log) {
+    if (q.listener == "storage" && q.path.ends_with(sha)) {
+      EXPECT_EQ(q.range, "bytes=" + std::to_string(kept) + "-");
+      EXPECT_EQ(q.status, 206);
+      saw = true;
+    }
+  }
+  EXPECT_TRUE(saw);
+  EXPECT_EQ(sha256_file(repo_dir() / "blobs" / sha), sha);
+  EXPECT_FALSE(fs::exists(repo_dir() / "blobs" / (sha + ".incomplete")));
+}
+
+TEST_F(HubFetch, ACutMidFileIsRetriedInTheSameRun) {
+  const auto sha = sha_of("layers/layer-00003.gguf");
+  hub_->fault({{"match", sha}, {"listener", "storage"}, {"kind", "cut"}, {"after_bytes", 4096}, {"times", 1}});
+  const auto r = cli({"fetch", "hf://org/tiny-layers", "--layers", "3..4", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(sha256_file(repo_dir() / "blobs" / sha), sha);
+}
+
+TEST_F(HubFetch, WrongBytesNeverReachAFinalName) {
+  const auto sha = sha_of("layers/layer-00005.gguf");
+  hub_->fault({{"match", sha}, {"listener", "storage"}, {"kind", "corrupt"}, {"offset", 5000}, {"times", 10}});
+  const auto r = cli({"fetch", "hf://org/tiny-layers", "--layers", "5..6"});
+  ASSERT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("layers/layer-00005.gguf"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("manifest says " + sha), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(repo_dir() / "blobs" / sha));
+  EXPECT_FALSE(fs::exists(repo_dir() / "blobs" / (sha + ".incomplete"))) << "bad bytes are not kept for resuming";
+  EXPECT_FALSE(fs::exists(fs::symlink_status(snapshot() / "layers" / "layer-00005.gguf")));
+  // Every file under a final name matches the manifest.
+  for (const auto& e : fs::directory_iterator(repo_dir() / "blobs")) {
+    const auto name = e.path().filename().string();
+    if (name.size() == 64) {
+      EXPECT_EQ(sha256_file(e.path()), name);
+    }
+  }
+  hub_->clear_faults();
+  EXPECT_EQ(cli({"fetch", "hf://org/tiny-layers", "--layers", "5..6"}).exit_code, 0);
+}
+
+TEST_F(HubFetch, RateLimitAndServerErrorsAreRetried) {
+  hub_->fault({{"match", "layer-00006"}, {"listener", "hub"}, {"kind", "status"}, {"status", 429},
+               {"headers", {{"Retry-After", "0"}}}, {"times", 1}});
+  hub_->fault({{"match", sha_of("layers/layer-00006.gguf")}, {"listener", "storage"}, {"kind", "status"}, {"status", 503},
+               {"times", 1}});
+  const auto r = cli({"fetch", "hf://org/tiny-layers", "--layers", "6..7", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<int> statuses;
+  for (const auto& q : hub_->log()) {
+    if (q.path.find("layer-00006") != std::string::npos || q.path.ends_with(sha_of("layers/layer-00006.gguf"))) {
+      statuses.push_back(q.status);
+    }
+  }
+  EXPECT_EQ(statuses, (std::vector<int>{429, 302, 503, 200}));
+}
+
+TEST_F(HubFetch, ErrorsAPersonCanActOn) {
+  TempDir other;
+  test::write_file(other / "README.md", {'h', 'i'});
+  hub_->publish("org/not-a-package", other.path());
+  hub_->publish("org/gated-layers", pkg_dir_->path() / "pkg", {.gated = true});
+  struct Case {
+    std::string ref;
+    std::vector<std::string> env;
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      {"hf://org/nope", {}, "repository not found"},
+      {"hf://org/tiny-layers@v404", {}, "revision \"v404\" not found"},
+      {"hf://org/not-a-package", {}, "is this a layer package repository?"},
+      {"hf://org/gated-layers", {}, "gated repository"},
+      {"hf://org/gated-layers", {"HF_TOKEN=hf_wrong"}, "has not been granted access"},
+      {"hf://org/../etc", {}, "hf://org/../etc: "},
+  };
+  for (const auto& c : cases) {
+    const auto r = cli({"fetch", c.ref, "--layers", "0..1"}, c.env);
+    EXPECT_NE(r.exit_code, 0) << c.ref;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.ref << ": " << r.err;
+    EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(HubFetch, GatedRepoWithATokenSendsItOnlyToTheHub) {
+  hub_->publish("org/gated-layers", pkg_dir_->path() / "pkg", {.gated = true});
+  hub_->clear_log();
+  // The token from HF_HOME/token, as huggingface_hub stores it after `hf auth login`.
+  fs::create_directories(tmp_ / "hfhome");
+  test::write_file(tmp_ / "hfhome" / "token", {'h', 'f', '_', 't', 'e', 's', 't', '\n'});
+  const auto r = cli({"fetch", "hf://org/gated-layers", "--layers", "0..1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int hub_requests = 0, storage_requests = 0;
+  for (const auto& q : hub_->log()) {
+    if (q.listener == "hub") {
+      ++hub_requests;
+      EXPECT_EQ(q.authorization, "Bearer hf_test") << q.path;
+    } else {
+      ++storage_requests;
+      EXPECT_FALSE(q.authorization) << q.path;
+      EXPECT_EQ(q.status, 200);
+    }
+  }
+  EXPECT_GT(hub_requests, 0);
+  EXPECT_EQ(storage_requests, 3);  // metadata, embeddings, layer 0
+}
+
+TEST_F(HubFetch, ConcurrentFetchesDownloadEachBlobOnce) {
+  auto run = [&] { return cli({"fetch", "hf://org/tiny-layers", "--json"}); };
+  auto a = std::async(std::launch::async, run);
+  auto b = std::async(std::launch::async, run);
+  const auto ra = a.get(), rb = b.get();
+  ASSERT_EQ(ra.exit_code, 0) << ra.err;
+  ASSERT_EQ(rb.exit_code, 0) << rb.err;
+  std::map<std::string, int> storage_gets;
+  for (const auto& q : hub_->log()) {
+    if (q.listener == "storage" && q.method == "GET" && q.bytes_sent > 0) ++storage_gets[q.path];
+  }
+  EXPECT_EQ(storage_gets.size(), 11u) << "metadata, embeddings, output and 8 layers";
+  for (const auto& [path, n] : storage_gets) EXPECT_EQ(n, 1) << path;
+}
+
+TEST_F(HubFetch, WritePackageFromAHubCoordinate) {
+  // A model repository holding two quantizations, one split in three shards.
+  TempDir model;
+  fs::create_directories(model / "Q4_0");
+  for (int i = 1; i <= 3; ++i) {
+    const std::string name = "llama-tiny-q4_0-0000" + std::to_string(i) + "-of-00003.gguf";
+    fs::copy_file(test::data_path(name), model / "Q4_0" / ("Tiny-Q4_0-0000" + std::to_string(i) + "-of-00003.gguf"));
+  }
+  fs::copy_file(test::data_path("llama-tiny-q8_0.gguf"), model / "Tiny-Q8_0.gguf");
+  test::write_file(model / "README.md", {'#'});
+  const auto commit = hub_->publish("org/Tiny-GGUF", model.path());
+  hub_->clear_log();
+
+  const auto out = tmp_ / "pkg";
+  const auto r = cli({"write-package", "org/Tiny-GGUF:Q4_0", "--out-dir", out.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto m = json::parse(test::read_text(out / "model-package.json"));
+  const auto& src = m["source_model"];
+  EXPECT_EQ(m["model_id"], "org/Tiny-GGUF:Q4_0");
+  EXPECT_EQ(src["repo"], "org/Tiny-GGUF");
+  EXPECT_EQ(src["revision"], commit);
+  EXPECT_EQ(src["primary_file"], "Q4_0/Tiny-Q4_0-00001-of-00003.gguf");
+  ASSERT_EQ(src["files"].size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    const auto& f = src["files"][i];
+    EXPECT_EQ(f["path"], "Q4_0/Tiny-Q4_0-0000" + std::to_string(i + 1) + "-of-00003.gguf");
+    EXPECT_EQ(f["sha256"], sha256_file(test::data_path("llama-tiny-q4_0-0000" + std::to_string(i + 1) + "-of-00003.gguf")));
+  }
+  const auto got = served(hub_->log());
+  EXPECT_EQ(got.size(), 3u) << "the three shards, not the Q8_0 file or the README";
+
+  // The cached shards validate the package, as a publisher would check it.
+  const auto shard = repo_dir("org/Tiny-GGUF") / "snapshots" / commit / "Q4_0" / "Tiny-Q4_0-00002-of-00003.gguf";
+  const auto v = cli({"validate-package", shard.string(), out.string(), "--json"});
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+
+  const auto amb = cli({"write-package", "org/Tiny-GGUF:Q5_K", "--out-dir", (tmp_ / "x").string()});
+  EXPECT_EQ(amb.exit_code, 1);
+  EXPECT_NE(amb.err.find("no GGUF file of distribution \"Q5_K\""), std::string::npos) << amb.err;
+  EXPECT_FALSE(fs::exists(tmp_ / "x" / "model-package.json"));
+}
+
+// Interop with the official JavaScript client, @huggingface/hub.
+class HubInterop : public HubFetch {
+ protected:
+  CliResult node(std::vector<std::string> args) const {
+    args.insert(args.begin(), std::string(SKIPPY_SOURCE_DIR) + "/tests/js/hub_interop.mjs");
+    return test::run_program("node", args, env());
+  }
+};
+
+TEST_F(HubInterop, FilesWeFetchAreFoundOfflineByHuggingfaceHubJs) {
+  ASSERT_EQ(cli({"fetch", "hf://org/tiny-layers", "--layers", "2..4"}).exit_code, 0);
+  hub_->clear_log();
+  const auto r = node({"find-offline", "--cache-dir", (tmp_ / "hf").string(), "--repo", "org/tiny-layers", "--revision",
+                       *commit_, "--files", "model-package.json,shared/metadata.gguf,layers/layer-00002.gguf"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto j = json::parse(r.out);
+  ASSERT_EQ(j["sha256"].size(), 3u);
+  EXPECT_EQ(j["sha256"][1], sha_of("shared/metadata.gguf"));
+  EXPECT_EQ(j["sha256"][2], sha_of("layers/layer-00002.gguf"));
+  EXPECT_EQ(hub_->log().size(), 0u);
+}
+
+TEST_F(HubInterop, ASnapshotHuggingfaceHubJsDownloadedResolvesOfflineWithZeroRequests) {
+  const auto d = node({"download", "--endpoint", hub_->endpoint(), "--cache-dir", (tmp_ / "hf").string(), "--repo",
+                       "org/tiny-layers", "--revision", "main", "--files",
+                       "model-package.json,shared/metadata.gguf,layers/layer-00004.gguf,layers/layer-00005.gguf"});
+  ASSERT_EQ(d.exit_code, 0) << d.out << d.err;
+  hub_->clear_log();
+  const auto r = cli({"fetch", "hf://org/tiny-layers", "--layers", "4..6", "--json"}, {"HF_HUB_OFFLINE=1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = json::parse(r.out);
+  EXPECT_EQ(j["source"], "cache");
+  EXPECT_EQ(j["verified"], true);
+  EXPECT_EQ(j["commit"], *commit_);
+  EXPECT_EQ(hub_->log().size(), 0u);
+}
+
+}  // namespace
+}  // namespace skippy
