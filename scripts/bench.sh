@@ -55,10 +55,10 @@ bytes_of() { stat -c %s "$@" | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 # Summary rows: figure | value | target | status.
 SUM_FIG=() SUM_VAL=() SUM_TGT=() SUM_ST=()
 row() { SUM_FIG+=("$1") SUM_VAL+=("$2") SUM_TGT+=("$3") SUM_ST+=("$4"); }
-# check FIGURE VALUE OP LIMIT [UNIT]: a row with status from VALUE OP LIMIT (<= or <).
+# check FIGURE VALUE OP LIMIT [UNIT]: a row with status from VALUE OP LIMIT (<=, < or >=).
 check() {
   local st=MISS
-  awk -v a="$2" -v b="$4" -v op="$3" 'BEGIN { exit !(op == "<" ? a < b : a <= b) }' && st=ok
+  awk -v a="$2" -v b="$4" -v op="$3" 'BEGIN { exit !(op == "<" ? a < b : op == ">=" ? a >= b : a <= b) }' && st=ok
   row "$1" "$2${5:-}" "$3 $4${5:-}" "$st"
 }
 
@@ -120,6 +120,7 @@ declare -A TARGET=(
   ["validate-package / dgst(source + package)"]="<= 0.6"
   ["verify / dgst(package)"]="<= 0.6"
   ["materialize / cp(output)"]="<= 1.1"
+  ["fetch / curl (same files, same server)"]=">= 0.9"
 )
 
 # ---------------------------------------------------------------- setup
@@ -303,12 +304,56 @@ bench_select94() {
   rm -rf "$pkg"
 }
 
+# fetch of the whole package from the local Hub stand-in (tests/hub, Node on
+# 127.0.0.1, LFS files redirected to its storage listener) into an empty
+# Hugging Face cache, SHA-256 verification included, against curl fetching
+# the same files from the same server with the same parallelism (4).
+bench_fetch() {
+  section "fetch (hf:// from the local Hub stand-in)"
+  local fig="fetch / curl (same files, same server)"
+  if ! has_cmd fetch; then skip_section fetch "$fig"; return 0; fi
+  if ((!WRITE_OK)); then note "skipped: needs a package from write-package"; row "$fig" - ">= 0.9" skipped; return 0; fi
+  if ! command -v node >/dev/null; then note "skipped: needs node"; row "$fig" - ">= 0.9" skipped; return 0; fi
+  local fifo=$WORK/hub.fifo out=$WORK/logs/hub.out ep commit i
+  rm -f "$fifo" && mkfifo "$fifo"
+  node tests/hub/hub_standin.mjs <"$fifo" >"$out" 2>"$WORK/logs/hub.err" &
+  exec 7>"$fifo"  # the stand-in exits when this shell closes fd 7
+  for ((i = 0; i < 100; i++)); do [ -s "$out" ] && break; sleep 0.1; done
+  ep=$(sed -n 's/.*"endpoint":"\([^"]*\)".*/\1/p' "$out")
+  commit=$(curl -sf -X POST "$ep/_admin/repos" -d "{\"repo\":\"bench/pkg\",\"dir\":\"$PKG\"}" |
+    sed -n 's/.*"commit":"\([0-9a-f]*\)".*/\1/p')
+  if [ -z "$commit" ]; then note "FAILED: the stand-in did not start"; row "$fig" failed ">= 0.9" MISS; return 0; fi
+  local hf=$WORK/hf curl_dir=$WORK/curl urls=() rel
+  for f in "${PKG_FILES[@]}"; do
+    rel=${f#"$PKG"/}
+    [ "$rel" = README.md ] && continue
+    urls+=(-o "$curl_dir/${rel//\//_}" "$ep/bench/pkg/resolve/$commit/$rel")
+  done
+  prep_hf() { rm -rf "$hf" "$SKIPPY_CACHE_DIR"; sync; }
+  prep_curl() { rm -rf "$curl_dir"; mkdir -p "$curl_dir"; sync; }
+  measure prep_hf env HF_ENDPOINT="$ep" HF_HUB_CACHE="$hf" HF_TOKEN= "$CLI" fetch "hf://bench/pkg@$commit" --json || {
+    row "$fig" failed ">= 0.9" MISS
+    exec 7>&-
+    return 0
+  }
+  local wall=$M_WALL rss=$M_RSS bytes r
+  measure prep_curl curl -sfL --no-progress-meter --parallel --parallel-max 4 "${urls[@]}"
+  bytes=$(bytes_of "$curl_dir"/*)
+  r=$(ratio "$M_WALL" "$wall")
+  note "fetch ${wall} s ($(awk -v b="$bytes" -v s="$wall" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }')), peak RSS $(mib "$rss"), verified;" \
+    "curl ${M_WALL} s for the same $(gib "$bytes"); fetch throughput / curl = $r"
+  check "$fig" "$r" ">=" 0.9
+  rm -rf "$hf" "$curl_dir"
+  exec 7>&-
+}
+
 bench_inspect
 bench_select94
 bench_write_package
 bench_validate_package
 bench_verify
 bench_materialize
+bench_fetch
 rm -rf "$PKG" "$SCRATCH" "$SKIPPY_CACHE_DIR"
 
 # ---------------------------------------------------------------- summary
