@@ -325,6 +325,18 @@ TEST_F(HubFetch, WrongBytesNeverReachAFinalName) {
   EXPECT_EQ(cli({"fetch", "hf://org/tiny-layers", "--layers", "5..6"}).exit_code, 0);
 }
 
+TEST_F(HubFetch, TheManifestIsCheckedAgainstItsGitBlobId) {
+  // The manifest is the trust root and has no SHA-256 to check against; its
+  // ETag (the git blob id) catches bytes damaged on the way.
+  hub_->fault({{"match", "model-package.json"}, {"listener", "hub"}, {"kind", "corrupt"}, {"offset", 100}, {"times", 10}});
+  const auto r = cli({"fetch", "hf://org/tiny-layers", "--layers", "0..1"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("model-package.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("git blob id"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(fs::symlink_status(snapshot() / "model-package.json")));
+  for (const auto& e : fs::directory_iterator(repo_dir() / "blobs")) ADD_FAILURE() << "left behind: " << e.path();
+}
+
 TEST_F(HubFetch, RateLimitAndServerErrorsAreRetried) {
   hub_->fault({{"match", "layer-00006"}, {"listener", "hub"}, {"kind", "status"}, {"status", 429},
                {"headers", {{"Retry-After", "0"}}}, {"times", 1}});

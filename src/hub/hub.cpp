@@ -1,6 +1,8 @@
 #include "skippy/hub.h"
 
 #include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/statvfs.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -82,6 +84,32 @@ struct FileMeta {
   uint64_t size = 0;
   std::string download_url;   // the storage URL for LFS files, else the resolve URL
   bool token_allowed = true;  // false when download_url is on another host
+};
+
+// git's blob id: SHA-1 over "blob <size>\0" and the contents.
+class GitBlobSha1 {
+ public:
+  explicit GitBlobSha1(uint64_t size) : ctx_(EVP_MD_CTX_new(), &EVP_MD_CTX_free) {
+    if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha1(), nullptr) != 1) throw std::bad_alloc();
+    const std::string header = "blob " + std::to_string(size);
+    EVP_DigestUpdate(ctx_.get(), header.c_str(), header.size() + 1);  // with its NUL
+  }
+  void update(std::span<const uint8_t> d) { EVP_DigestUpdate(ctx_.get(), d.data(), d.size()); }
+  std::string hex_digest() {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(ctx_.get(), md, &len);
+    static const char* hex = "0123456789abcdef";
+    std::string out;
+    for (unsigned i = 0; i < len; ++i) {
+      out += hex[md[i] >> 4];
+      out += hex[md[i] & 15];
+    }
+    return out;
+  }
+
+ private:
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx_;
 };
 
 class Fd {
@@ -308,6 +336,14 @@ struct HubRepo::Impl {
       if (::ftruncate(fd.get(), 0) != 0) throw_io(inc.string() + ": cannot truncate");
       have = 0;
     }
+    // Files outside LFS are named by their git blob id, SHA-1("blob <size>\0"
+    // + bytes): check it too, so a file the manifest cannot vouch for (the
+    // manifest itself) is still checked end to end.
+    std::optional<GitBlobSha1> git;
+    if (!want.sha256 && meta.etag.size() == 40) git.emplace(meta.size);
+    auto restart_git = [&] {
+      if (git) git.emplace(meta.size);
+    };
     if (have > 0) {  // resume: the prefix on disk goes into the digest first
       std::vector<uint8_t> buf(kHashChunk);
       for (uint64_t off = 0; off < have;) {
@@ -315,6 +351,7 @@ struct HubRepo::Impl {
                                static_cast<off_t>(off));
         if (n <= 0) throw_io(inc.string() + ": cannot read the partial download");
         hash.update({buf.data(), static_cast<size_t>(n)});
+        if (git) git->update({buf.data(), static_cast<size_t>(n)});
         off += static_cast<uint64_t>(n);
       }
       on_bytes(have);
@@ -341,6 +378,7 @@ struct HubRepo::Impl {
             return false;
           }
           hash = Sha256();
+          restart_git();
           have = 0;
         } else if (status == 206) {
           const auto it = h.find("content-range");
@@ -367,6 +405,7 @@ struct HubRepo::Impl {
           done += static_cast<size_t>(n);
         }
         hash.update(data);
+        if (git) git->update(data);
         have += data.size();
         on_bytes(data.size());
         return true;
@@ -390,6 +429,7 @@ struct HubRepo::Impl {
       if (r.status == 416) {  // our partial file is not a prefix the server recognises
         if (::ftruncate(fd.get(), 0) != 0) throw_io(inc.string() + ": cannot truncate");
         hash = Sha256();
+        restart_git();
         have = 0;
         failure = "HTTP 416 for a resumed range";
         continue;
@@ -418,6 +458,10 @@ struct HubRepo::Impl {
     }
     if (!want.sha256 && meta.etag.size() == 64 && !sha256_equal(digest, meta.etag)) {
       discard("the bytes served have SHA-256 " + digest + ", the Hub's ETag says " + meta.etag);
+    }
+    if (git) {
+      const auto id = git->hex_digest();
+      if (id != meta.etag) discard("the bytes served have git blob id " + id + ", the Hub's ETag says " + meta.etag);
     }
     if (::fsync(fd.get()) != 0) throw_io(inc.string() + ": cannot fsync");
     if (::rename(inc.c_str(), blob.c_str()) != 0) throw_io(blob.string() + ": cannot rename the finished download into place");
@@ -472,6 +516,9 @@ std::string HubRepo::resolve_commit(const std::string& revision, const std::stri
                     ") and HF_HUB_OFFLINE=1 forbids asking the Hub");
   }
   FileMeta m = impl_->head(revision, probe_path);
+  // Download from the commit, not the moving name: the bytes must be the
+  // ones this commit holds even if the branch moves in between.
+  if (m.token_allowed) m.download_url = impl_->resolve_url(m.commit, probe_path);
   impl_->cache.create_dirs();
   impl_->cache.write_ref(revision, m.commit);
   const std::string commit = m.commit;
@@ -522,6 +569,15 @@ std::vector<HubFileResult> HubRepo::ensure_files(const std::string& commit, cons
   for (const auto i : missing) {
     sizes.push_back(files[i].size.value_or(0));
     total += sizes.back();
+  }
+  struct statvfs vfs {};
+  if (::statvfs((c.repo_dir() / "blobs").c_str(), &vfs) == 0) {
+    const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    if (free_bytes < total) {
+      throw Error(ErrorKind::kIo, "hf://" + impl_->repo + ": " + std::to_string(total) + " bytes to download, only " +
+                                      std::to_string(free_bytes) + " free under " + c.root().string() +
+                                      " (set HF_HUB_CACHE to a larger disk)");
+    }
   }
   std::atomic<uint64_t> done{0};
   auto on_bytes = [&](uint64_t n) {

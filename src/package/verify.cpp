@@ -233,6 +233,21 @@ std::optional<VerifyReport> verify_if_required(const OpenedPackage& pkg, const s
     std::string msg = pkg.ref + ": SHA-256 verification failed for " + std::to_string(r.problems.size()) + " of " +
                       std::to_string(r.artifacts) + " artifact(s):";
     for (const auto& p : r.problems) msg += "\n  " + p;
+    if (pkg.source) {
+      // A damaged copy in a shared cache: say which file to remove so the
+      // next resolution downloads it again.
+      std::string damaged;
+      for (const auto& vp : r.parts) {
+        if (vp.ok) continue;
+        for (const auto& part : parts) {
+          if (part.rel_path == vp.rel_path) {
+            damaged += " " + part.path.string();
+            break;
+          }
+        }
+      }
+      if (!damaged.empty()) msg += "\nThe cached copy is damaged; remove it and fetch again:\n  rm" + damaged;
+    }
     throw_invalid(msg);
   }
   return r;
