@@ -34,6 +34,6 @@ fi
 
 # The independent GGUF reader used by the interop tests (npm registry).
 root="$(cd "$(dirname "$0")/.." && pwd)"
-if [ ! -d "$root/tests/js/node_modules/@huggingface/gguf" ]; then
+if [ ! -d "$root/tests/js/node_modules/@huggingface/gguf" ] || [ ! -d "$root/tests/js/node_modules/@huggingface/hub" ]; then
   (cd "$root/tests/js" && npm ci --no-audit --no-fund --loglevel=error)
 fi
