@@ -46,7 +46,8 @@ class HubFetch : public ::testing::Test {
   }
   void SetUp() override {
     hub_->clear_faults();
-    hub_->configure({{"token", "hf_test"}, {"url_ttl_secs", 3600}});
+    hub_->configure({{"token", "hf_test"}, {"url_ttl_secs", 3600}, {"reject_unknown_tokens", false},
+                     {"resolve_cache_redirect", false}});
     hub_->clear_log();
   }
 
@@ -159,6 +160,24 @@ TEST_F(HubFetch, StageDownloadsExactlyItsPartsIntoTheRealCacheLayout) {
     EXPECT_FALSE(e.path().string().ends_with(".incomplete")) << e.path();
   }
   EXPECT_TRUE(fs::is_directory(tmp_ / "hf" / ".locks" / "models--org--tiny-layers"));
+}
+
+TEST_F(HubFetch, FollowsTheHubsResolveCacheRedirectForSmallFiles) {
+  // huggingface.co answers non-LFS files with a relative 307 to
+  // /api/resolve-cache/...: followed on the same host, token kept.
+  hub_->configure({{"resolve_cache_redirect", true}});
+  const auto r = cli({"fetch", "hf://org/tiny-layers", "--layers", "0..1", "--json"}, {"HF_TOKEN=hf_test"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["verified"], true);
+  bool via_cache = false;
+  for (const auto& q : hub_->log()) {
+    if (q.path.find("/api/resolve-cache/") != std::string::npos) {
+      via_cache = true;
+      EXPECT_EQ(q.authorization, "Bearer hf_test");
+    }
+  }
+  EXPECT_TRUE(via_cache);
+  EXPECT_EQ(test::read_text(snapshot() / "model-package.json"), test::read_text(pkg_dir_->path() / "pkg" / "model-package.json"));
 }
 
 TEST_F(HubFetch, ACachedRevisionResolvesWithNoNetworkAndIsStillVerified) {

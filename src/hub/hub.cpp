@@ -35,6 +35,7 @@ using detail::HttpResponse;
 
 constexpr unsigned kMaxBackoffMs = 30'000;
 constexpr size_t kHashChunk = size_t{1} << 20;
+constexpr unsigned kMaxRedirects = 5;
 
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
@@ -257,7 +258,7 @@ struct HubRepo::Impl {
   FileMeta head(const std::string& rev, const std::string& path) const {
     std::string url = resolve_url(rev, path);
     const std::string origin = detail::url_origin(cfg.endpoint);
-    for (int hops = 0; hops < 5; ++hops) {
+    for (unsigned hops = 0; hops < kMaxRedirects; ++hops) {
       HttpRequest req;
       req.method = "HEAD";
       req.url = url;
@@ -358,6 +359,7 @@ struct HubRepo::Impl {
     }
     std::string failure;
     bool refreshed_url = false;
+    unsigned redirects = 0;
     for (unsigned attempt = 0; have < meta.size || attempt == 0; ++attempt) {
       if (attempt >= cfg.max_attempts) {
         throw Error(ErrorKind::kIo, what + ": download failed after " + std::to_string(cfg.max_attempts) +
@@ -432,6 +434,21 @@ struct HubRepo::Impl {
         restart_git();
         have = 0;
         failure = "HTTP 416 for a resumed range";
+        continue;
+      }
+      if (r.status == 301 || r.status == 302 || r.status == 303 || r.status == 307 || r.status == 308) {
+        // The Hub redirects small files to /api/resolve-cache/... on its own
+        // host (token kept) and LFS files to storage (token dropped).
+        const auto loc = r.header("location");
+        if (!loc || loc->empty() || ++redirects > kMaxRedirects) {
+          throw_invalid(what + ": " + (loc ? "too many redirects" : "a redirect without a Location") + " from " +
+                        meta.download_url);
+        }
+        const std::string origin = detail::url_origin(meta.download_url);
+        const std::string next = loc->starts_with('/') ? origin + *loc : *loc;
+        meta.token_allowed = meta.token_allowed && detail::url_origin(next) == origin;
+        meta.download_url = next;
+        --attempt;  // a redirect is not a failed attempt
         continue;
       }
       if ((r.status == 401 || r.status == 403 || r.status == 400) && !meta.token_allowed && !refreshed_url) {
