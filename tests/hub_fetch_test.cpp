@@ -422,6 +422,9 @@ TEST_F(HubFetch, GatedRepoWithATokenSendsItOnlyToTheHub) {
 }
 
 TEST_F(HubFetch, ConcurrentFetchesDownloadEachBlobOnce) {
+  // Every storage body trickles (about 0.4 s for a 760 KB layer), so the two
+  // processes are downloading at the same time and meet on the blob locks.
+  hub_->fault({{"listener", "storage"}, {"kind", "slow"}, {"bytes_per_sec", 2000000}, {"times", -1}});
   auto run = [&] { return cli({"fetch", "hf://org/tiny-layers", "--json"}); };
   auto a = std::async(std::launch::async, run);
   auto b = std::async(std::launch::async, run);
@@ -434,6 +437,15 @@ TEST_F(HubFetch, ConcurrentFetchesDownloadEachBlobOnce) {
   }
   EXPECT_EQ(storage_gets.size(), 11u) << "metadata, embeddings, output and 8 layers";
   for (const auto& [path, n] : storage_gets) EXPECT_EQ(n, 1) << path;
+  // Both processes found every part (one downloaded it, the other waited on its lock).
+  const auto ja = json::parse(ra.out), jb = json::parse(rb.out);
+  EXPECT_EQ(ja["verified"], true);
+  EXPECT_EQ(jb["verified"], true);
+  EXPECT_EQ(ja["parts"].size(), 11u);
+  std::set<std::string> all(ja["downloaded"].begin(), ja["downloaded"].end());
+  all.insert(jb["downloaded"].begin(), jb["downloaded"].end());
+  EXPECT_EQ(all.size(), 12u) << "the manifest and the 11 parts";
+  EXPECT_EQ(ja["downloaded"].size() + jb["downloaded"].size(), 12u) << "each by exactly one of the two processes";
 }
 
 TEST_F(HubFetch, WritePackageFromAHubCoordinate) {

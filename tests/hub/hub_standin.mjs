@@ -69,6 +69,8 @@
 //            kind "status":  status, headers?, body? (answer instead of the real handler)
 //            kind "cut":     after_bytes (send that many body bytes, then close the socket)
 //            kind "corrupt": offset (flip the body byte at that offset)
+//            kind "slow":    bytes_per_sec (throttle the body: keeps downloads in
+//                            flight long enough for concurrency tests)
 //          status rules are taken when a request arrives; cut/corrupt rules when
 //          a 2xx body starts. Rules are tried in order; the first match is used.
 //   GET    /_admin/faults, DELETE /_admin/faults
@@ -338,7 +340,7 @@ function takeFault(listener, entry, phase) {
 
 function validateFault(r) {
   if (!r || typeof r !== "object") throw new Error("a fault rule is an object");
-  if (!["status", "cut", "corrupt"].includes(r.kind)) throw new Error("kind must be status, cut or corrupt");
+  if (!["status", "cut", "corrupt", "slow"].includes(r.kind)) throw new Error("kind must be status, cut, corrupt or slow");
   if (r.listener !== undefined && !["hub", "storage"].includes(r.listener)) throw new Error("listener must be hub or storage");
   if (r.match !== undefined && typeof r.match !== "string") throw new Error("match must be a string");
   const times = r.times ?? 1;
@@ -352,6 +354,9 @@ function validateFault(r) {
   } else if (r.kind === "cut") {
     if (!Number.isInteger(r.after_bytes) || r.after_bytes < 0) throw new Error("after_bytes must be >= 0");
     rule.after_bytes = r.after_bytes;
+  } else if (r.kind === "slow") {
+    if (!Number.isInteger(r.bytes_per_sec) || r.bytes_per_sec <= 0) throw new Error("bytes_per_sec must be > 0");
+    rule.bytes_per_sec = r.bytes_per_sec;
   } else {
     if (!Number.isInteger(r.offset) || r.offset < 0) throw new Error("offset must be >= 0");
     rule.offset = r.offset;
@@ -425,9 +430,14 @@ async function sendBody(ctx, status, headers, source) {
     return;
   }
   const fault = status >= 200 && status < 300 ? takeFault(ctx.listener, entry, "body") : null;
+  const slow = fault?.kind === "slow" ? fault.bytes_per_sec : 0;
   const chunks = Buffer.isBuffer(source)
     ? [source]
-    : fs.createReadStream(source.abs, { start: source.start, end: source.end, highWaterMark: MiB });
+    : fs.createReadStream(source.abs, {
+        start: source.start,
+        end: source.end,
+        highWaterMark: slow ? Math.max(1, Math.min(MiB, Math.floor(slow / 20))) : MiB,
+      });
   let off = 0;
   try {
     for await (let chunk of chunks) {
@@ -448,6 +458,7 @@ async function sendBody(ctx, status, headers, source) {
         else res.destroy();
         return;
       }
+      if (slow) await new Promise((r) => setTimeout(r, (chunk.length / slow) * 1000));
       if (!(await writeChunk(res, chunk))) break;
       off += chunk.length;
       entry.bytes_sent += chunk.length;
