@@ -356,6 +356,103 @@ TEST_F(HubFetch, TheManifestIsCheckedAgainstItsGitBlobId) {
   for (const auto& e : fs::directory_iterator(repo_dir() / "blobs")) ADD_FAILURE() << "left behind: " << e.path();
 }
 
+TEST_F(HubFetch, AnEtagThatCannotBeCheckedIsRefused) {
+  // A short hex ETag names no digest: nothing could check the bytes.
+  hub_->fault({{"match", "model-package.json"}, {"listener", "hub"}, {"kind", "status"}, {"status", 200},
+               {"headers", {{"X-Repo-Commit", *commit_}, {"ETag", "\"abcd\""}}}, {"body", "{\"evil\": true}"},
+               {"times", 2}});
+  const auto r = cli({"fetch", "hf://org/tiny-layers@" + *commit_, "--layers", "0..1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("model-package.json has an unusable ETag \"abcd\""), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(fs::symlink_status(snapshot() / "model-package.json")));
+  EXPECT_FALSE(fs::exists(repo_dir() / "blobs" / "abcd"));
+}
+
+TEST_F(HubFetch, ABlobNameIsNeverTakenOnTheServersWord) {
+  // The Hub claims layer 2 is a git blob (40-hex etag, README's id): the
+  // bytes it then serves match the manifest's SHA-256 but not that name, so
+  // they must not become blobs/<that id> (huggingface_hub would link
+  // README.md to them).
+  const auto published = hub_->publish_json("org/etag-test", pkg_dir_->path() / "pkg");
+  const std::string commit = published["commit"];
+  std::string readme_oid;
+  for (const auto& f : published["files"]) {
+    if (f["path"] == "README.md") readme_oid = f["oid"];
+  }
+  ASSERT_EQ(readme_oid.size(), 40u);
+  const auto size = fs::file_size(pkg_dir_->path() / "pkg" / "layers" / "layer-00002.gguf");
+  hub_->fault({{"match", "layer-00002.gguf"}, {"listener", "hub"}, {"method", "HEAD"}, {"kind", "status"},
+               {"status", 200}, {"headers", {{"X-Repo-Commit", commit}, {"ETag", "\"" + readme_oid + "\""}}},
+               {"body", std::string(size, 'x')}, {"times", 1}});
+  const auto r = cli({"fetch", "hf://org/etag-test@" + commit, "--layers", "2..3"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("git blob id"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(repo_dir("org/etag-test") / "blobs" / readme_oid));
+}
+
+TEST_F(HubFetch, ExpiredStorageUrlsAreRefreshedOnceAndExplainedWhenTheyStayExpired) {
+  // One refusal (an expired link): ask the Hub for a fresh URL and finish.
+  const auto sha = sha_of("layers/layer-00001.gguf");
+  hub_->fault({{"match", sha}, {"listener", "storage"}, {"kind", "status"}, {"status", 403},
+               {"body", "<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>"}, {"times", 1}});
+  const auto ok = cli({"fetch", "hf://org/tiny-layers", "--layers", "1..2"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  int heads = 0;
+  for (const auto& q : hub_->log()) heads += q.method == "HEAD" && q.path.ends_with("layer-00001.gguf");
+  EXPECT_EQ(heads, 2) << "one HEAD, then one more for a fresh URL";
+
+  // Every URL already expired: a clear error naming the file and the storage's reason.
+  hub_->configure({{"url_ttl_secs", 0}});
+  const auto r = cli({"fetch", "hf://org/tiny-layers", "--layers", "3..4"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("layers/layer-00003.gguf"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("storage host"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("expired"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(repo_dir() / "blobs" / sha_of("layers/layer-00003.gguf")));
+}
+
+TEST_F(HubFetch, ADamagedPartialDownloadIsRedoneNotBlamedOnTheServer) {
+  const auto sha = sha_of("layers/layer-00004.gguf");
+  fs::create_directories(repo_dir() / "blobs");
+  test::write_file(repo_dir() / "blobs" / (sha + ".incomplete"), std::vector<uint8_t>(1000, 0xAB));
+  const auto r = cli({"fetch", "hf://org/tiny-layers", "--layers", "4..5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::optional<std::string>> ranges;
+  for (const auto& q : hub_->log()) {
+    if (q.listener == "storage" && q.path.ends_with(sha)) ranges.push_back(q.range);
+  }
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(ranges[0], "bytes=1000-") << "first it trusts the partial file";
+  EXPECT_FALSE(ranges[1]) << "then, the digest wrong, it starts over";
+  EXPECT_EQ(sha256_file(repo_dir() / "blobs" / sha), sha);
+}
+
+TEST_F(HubFetch, InspectAndPlanFetchLittleAndTrustNothingUnverified) {
+  const std::string ref = "hf://org/tiny-layers@" + *commit_;
+  const auto plan = cli({"plan", ref, "--stages", "2", "--json"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  auto got = served(hub_->log());
+  EXPECT_EQ(std::set<std::string>(got.begin(), got.end()),
+            (std::set<std::string>{"model-package.json", "shared/output.gguf"}))
+      << "a plan needs the manifest, and output.gguf to know whether the output is tied";
+
+  ASSERT_EQ(cli({"inspect", ref}).exit_code, 0);
+  const auto blob = repo_dir() / "blobs" / sha_of("shared/metadata.gguf");
+  auto bytes = test::read_file(blob);
+  bytes[bytes.size() - 1] ^= 0x01;
+  test::write_file(blob, bytes);
+  const auto r = cli({"inspect", ref});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("shared/metadata.gguf"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rm "), std::string::npos) << "names the damaged file to remove: " << r.err;
+}
+
+TEST_F(HubFetch, AnEndpointWithoutAnHttpSchemeIsAUsageError) {
+  const auto r = cli({"fetch", "hf://org/tiny-layers", "--layers", "0..1"}, {"HF_ENDPOINT=huggingface.co"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("HF_ENDPOINT"), std::string::npos) << r.err;
+}
+
 TEST_F(HubFetch, RateLimitAndServerErrorsAreRetried) {
   hub_->fault({{"match", "layer-00006"}, {"listener", "hub"}, {"kind", "status"}, {"status", 429},
                {"headers", {{"Retry-After", "0"}}}, {"times", 1}});

@@ -35,6 +35,14 @@ bool stderr_is_tty();
 // only) for hf:// packages, and the package's warnings on stderr.
 OpenedPackage open_package_for_cli(const std::string& ref);
 
+// The parts a command works on: the stage's (its projector included) when
+// `range` is set, else every artifact of the package. Notes explain choices.
+struct PartsToUse {
+  std::vector<StagePart> parts;
+  std::vector<std::string> notes;
+};
+PartsToUse parts_for(const OpenedPackage& pkg, const std::optional<LayerRange>& range, const SelectOptions& options);
+
 Command register_inspect(CLI::App& app);
 Command register_write_package(CLI::App& app);
 Command register_validate_package(CLI::App& app);

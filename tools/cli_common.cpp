@@ -38,4 +38,17 @@ OpenedPackage open_package_for_cli(const std::string& ref) {
   return pkg;
 }
 
+PartsToUse parts_for(const OpenedPackage& pkg, const std::optional<LayerRange>& range, const SelectOptions& options) {
+  PartsToUse out;
+  if (!range) {
+    out.parts = all_parts(pkg);
+    return out;
+  }
+  auto sel = select_stage(pkg, *range, options);
+  out.parts = std::move(sel.parts);
+  if (sel.projector) out.parts.push_back(std::move(*sel.projector));
+  out.notes = std::move(sel.notes);
+  return out;
+}
+
 }  // namespace skippy::cli

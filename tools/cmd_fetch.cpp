@@ -38,19 +38,10 @@ Command register_fetch(CLI::App& app) {
               throw Error(ErrorKind::kUsage, "--projector and --single-stage need --layers");
             }
             const auto pkg = open_package_for_cli(a->ref);
-            std::vector<StagePart> parts;
-            std::vector<std::string> notes;
-            if (range) {
-              SelectOptions so;
-              if (!a->projector.empty()) so.projector_path = a->projector;
-              so.single_stage = a->single_stage;
-              auto sel = select_stage(pkg, *range, so);
-              parts = std::move(sel.parts);
-              if (sel.projector) parts.push_back(std::move(*sel.projector));
-              notes = std::move(sel.notes);
-            } else {
-              parts = all_parts(pkg);
-            }
+            SelectOptions so;
+            if (!a->projector.empty()) so.projector_path = a->projector;
+            so.single_stage = a->single_stage;
+            const auto [parts, notes] = parts_for(pkg, range, so);
             const auto report = verify_if_required(pkg, parts);
             const auto downloaded = pkg.source ? pkg.source->fetched() : std::vector<std::string>{};
             const std::string source = downloaded.empty() ? "cache" : pkg.source->name();
@@ -81,7 +72,7 @@ Command register_fetch(CLI::App& app) {
             } else {
               for (const auto& n : notes) std::cerr << "note: " << n << "\n";
               std::cerr << "fetched " << parts.size() << " part(s), " << human_bytes(total) << " ("
-                        << downloaded.size() << " downloaded, the rest from the cache), verified\n";
+                        << downloaded.size() << " file(s) downloaded, the rest from the cache), verified\n";
               std::cout << pkg.root.string() << "\n";
             }
             return kExitOk;

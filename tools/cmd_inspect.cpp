@@ -5,6 +5,7 @@
 #include "skippy/gguf.h"
 #include "skippy/model_source.h"
 #include "skippy/stage.h"
+#include "skippy/verify.h"
 
 namespace skippy::cli {
 namespace {
@@ -78,7 +79,7 @@ bool is_package_ref(const std::string& arg) {
 // Metadata-only inspection of a package: the manifest and shared/metadata.gguf.
 int inspect_package(const std::string& ref, bool json) {
   const auto pkg = open_package_for_cli(ref);
-  check_metadata_only(pkg);
+  (void)verify_if_required(pkg, {check_metadata_only(pkg)});  // hf://: verified before it is read
   const auto& m = pkg.manifest;
   const auto meta = GgufFile::open(pkg.root / m.shared.metadata.path);
   uint64_t tensor_count = m.shared.metadata.tensor_count + m.shared.embeddings.tensor_count + m.shared.output.tensor_count;

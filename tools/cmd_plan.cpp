@@ -6,6 +6,7 @@
 #include "skippy/error.h"
 #include "skippy/plan.h"
 #include "skippy/stage.h"
+#include "skippy/verify.h"
 
 namespace skippy::cli {
 namespace {
@@ -133,10 +134,9 @@ Command register_plan(CLI::App& app) {
             // Tied output: ask selection what the final stage loads, so the
             // plan counts exactly what `select` would.
             if (o.stages >= 2 && o.stages <= layers) {
-              const auto last = select_stage(pkg, LayerRange{layers - 1, layers});
-              for (const auto& part : last.parts) {
-                if (part.role == PartRole::kEmbeddings) o.final_stage_needs_embeddings = true;
-              }
+              const auto tie = output_tie(pkg);
+              (void)verify_if_required(pkg, {tie.output});  // hf://: trust nothing unverified
+              o.final_stage_needs_embeddings = tie.tied;
             }
             const auto plan = plan_stages(pkg.manifest, o);
             if (a->json) {

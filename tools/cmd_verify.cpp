@@ -37,24 +37,14 @@ Command register_verify(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a]() {
             const auto pkg = open_package_for_cli(a->ref);
-            std::vector<StagePart> parts;
             std::optional<LayerRange> range;
-            std::vector<std::string> notes;
-            if (!a->layers.empty()) {
-              range = parse_layer_range(a->layers);
-              SelectOptions so;
-              if (!a->projector.empty()) so.projector_path = a->projector;
-              auto sel = select_stage(pkg, *range, so);
-              parts = std::move(sel.parts);
-              if (sel.projector) parts.push_back(std::move(*sel.projector));
-              notes = std::move(sel.notes);
-            } else {
-              if (!a->projector.empty()) {
-                throw skippy::Error(ErrorKind::kUsage,
-                                    "--projector needs --layers (without a range every projector is verified)");
-              }
-              parts = all_parts(pkg);
+            if (!a->layers.empty()) range = parse_layer_range(a->layers);
+            if (!range && !a->projector.empty()) {
+              throw skippy::Error(ErrorKind::kUsage, "--projector needs --layers (without a range every projector is verified)");
             }
+            SelectOptions so;
+            if (!a->projector.empty()) so.projector_path = a->projector;
+            auto [parts, notes] = parts_for(pkg, range, so);
             VerifyOptions o;
             o.threads = a->threads;
             o.use_cache = !a->no_cache;

@@ -64,13 +64,22 @@ class AtomicFile {
   // pwrite here). `same_bytes` must hold those bytes: it is written with
   // pwrite where the kernel cannot copy (another filesystem, old kernel).
   void copy_range(const MappedFile& src, uint64_t src_offset, uint64_t offset, std::span<const uint8_t> same_bytes);
-  void commit();
+  // Starts writing [offset, offset + len) back to disk without waiting for
+  // it (sync_file_range), so the fsync at commit has little left to do.
+  void start_writeback(uint64_t offset, uint64_t len) noexcept;
+  // fsync now (several files can sync on several threads); commit() then
+  // skips its own fsync.
+  void sync();
+  // fsync (unless sync() ran), rename into place, then fsync the directory
+  // unless the caller will do that once for many files.
+  void commit(bool sync_directory = true);
 
  private:
   std::filesystem::path final_;
   std::filesystem::path temp_;
   int fd_ = -1;
   bool committed_ = false;
+  bool synced_ = false;
 };
 
 // Whole small files (manifests, JSON): refuses files over `max_bytes`.

@@ -58,6 +58,13 @@ class HfRepoCache {
   std::filesystem::path locks_dir_;
 };
 
+// A lowercase 64-hex SHA-256 or 40-hex git blob SHA-1: the only etags that
+// may name a blob (each says how to check the bytes).
+bool is_blob_etag(std::string_view etag) noexcept;
+
+// Expands a leading "~" like huggingface_hub does for its path variables.
+std::filesystem::path expand_user(const std::string& path);
+
 // Normalises an ETag header value as huggingface_hub does: drops a weak
 // "W/" prefix and the surrounding quotes.
 std::string normalize_etag(std::string_view etag);

@@ -36,6 +36,7 @@ struct HubConfig {
   unsigned max_attempts = 5;     // per request, retries included
   unsigned backoff_ms = 1000;    // first retry delay; doubles, capped at 30 s
   unsigned parallel_downloads = 4;
+  // Throws Error(kUsage) for an HF_ENDPOINT that is not http(s)://.
   static HubConfig from_env();
 };
 
@@ -46,6 +47,7 @@ struct HubFileRequest {
   std::string path;                        // repo-relative
   std::optional<std::string> sha256;      // expected content digest
   std::optional<uint64_t> size;           // expected size
+  std::string expected_from = "the manifest";  // who declared them (for messages)
 };
 
 struct HubFileResult {
@@ -70,7 +72,8 @@ class HubRepo {
   // The commit `revision` names: from the cache when it is a commit hash or
   // refs/ has it (no network), else from the Hub (HEAD on `probe_path`,
   // which must exist at that revision), recording refs/<revision>.
-  std::string resolve_commit(const std::string& revision, const std::string& probe_path);
+  // *from_cache (when given) tells whether the answer came from the cache.
+  std::string resolve_commit(const std::string& revision, const std::string& probe_path, bool* from_cache = nullptr);
 
   // Brings the files into snapshots/<commit>/, several at once. Files
   // already there (or whose blob is, by expected SHA-256) need no network.

@@ -85,10 +85,6 @@ OpenedPackage open_package(std::string_view ref, const OpenOptions& options = {}
 // shared by every source). `boundary` is where artifact files must resolve.
 OpenedPackage open_package_dir(std::string ref, const std::filesystem::path& root, const std::filesystem::path& boundary);
 
-// Metadata-only inspection (inventory, identity, prepare): the manifest and
-// shared/metadata.gguf (safe path, regular file inside the boundary, size,
-// a parseable GGUF). Needs no layer range.
-void check_metadata_only(const OpenedPackage& pkg);
 
 struct StagePart {
   PartRole role;
@@ -100,6 +96,21 @@ struct StagePart {
   std::string sha256;                   // declared
   std::string reason;                   // why the stage needs it
 };
+
+// Metadata-only inspection (inventory, identity, prepare): the manifest and
+// shared/metadata.gguf (safe path, regular file inside the boundary, size,
+// a parseable GGUF). Needs no layer range. Returns the metadata part (to
+// verify before trusting what it says: see verify_if_required).
+StagePart check_metadata_only(const OpenedPackage& pkg);
+
+// Whether the model's output projection is tied to its token embeddings
+// (shared/output.gguf has no output.weight), so a final stage also loads
+// shared/embeddings.gguf. Fetches and checks only the output artifact.
+struct OutputTie {
+  bool tied = false;
+  StagePart output;
+};
+OutputTie output_tie(const OpenedPackage& pkg);
 
 struct SelectOptions {
   // An explicit projector for this stage: a path declared in the manifest's

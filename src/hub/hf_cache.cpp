@@ -14,10 +14,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
+}  // namespace
+
+// "~" and "~/..." as huggingface_hub expands them (os.path.expanduser).
+fs::path expand_user(const std::string& p) {
+  if (p == "~" || p.starts_with("~/")) {
+    if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / p.substr(p.size() > 1 ? 2 : 1);
+  }
+  return fs::path(p);
+}
+
+namespace {
+
 std::optional<fs::path> env_path(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return std::nullopt;
-  return fs::path(v);
+  return expand_user(v);
 }
 
 std::string repo_folder_name(std::string_view repo_id) {
@@ -32,12 +44,13 @@ std::string repo_folder_name(std::string_view repo_id) {
   return name;
 }
 
-// An etag names a file under blobs/: hex digits only (SHA-256 or SHA-1),
-// so a hostile server cannot steer it elsewhere.
+// An etag names a file under blobs/: a lowercase SHA-256 (LFS files) or
+// git blob SHA-1 (the rest) and nothing else, so a hostile server can
+// neither steer it elsewhere nor pick a name whose contents go unchecked.
 void check_etag(std::string_view etag) {
-  const bool ok = !etag.empty() && etag.size() <= 128 &&
-                  etag.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
-  if (!ok) throw_invalid("the Hub sent an unusable ETag \"" + std::string(etag) + "\" (expected a hex digest)");
+  if (!is_blob_etag(etag)) {
+    throw_invalid("\"" + std::string(etag) + "\" is not a blob etag (expected a lowercase SHA-256 or git blob SHA-1)");
+  }
 }
 
 }  // namespace
@@ -49,6 +62,10 @@ fs::path hf_hub_cache_dir() {
   if (auto p = env_path("XDG_CACHE_HOME"); p && p->is_absolute()) return *p / "huggingface" / "hub";
   if (auto p = env_path("HOME")) return *p / ".cache" / "huggingface" / "hub";
   return fs::temp_directory_path() / ("huggingface-hub-" + std::to_string(::getuid()));
+}
+
+bool is_blob_etag(std::string_view etag) noexcept {
+  return (etag.size() == 64 || etag.size() == 40) && etag.find_first_not_of("0123456789abcdef") == std::string_view::npos;
 }
 
 std::string normalize_etag(std::string_view etag) {

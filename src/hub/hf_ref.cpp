@@ -32,9 +32,9 @@ void check_repo_id(std::string_view id, std::string_view what) {
   if (slash == std::string_view::npos || id.find('/', slash + 1) != std::string_view::npos) {
     usage(what, "the repository must be namespace/repo (exactly one '/')");
   }
-  if (id.size() > kMaxRepoIdLength) usage(what, "repository id is longer than 96 characters");
   for (const auto part : {id.substr(0, slash), id.substr(slash + 1)}) {
     if (part.empty()) usage(what, "empty namespace or repository name");
+    if (part.size() > kMaxRepoIdLength) usage(what, "namespace or repository name longer than 96 characters");
     for (const char c : part) {
       if (!repo_char(c)) usage(what, "repository ids may contain only letters, digits, '-', '_' and '.'");
     }

@@ -12,6 +12,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -34,6 +35,7 @@ using detail::HttpRequest;
 using detail::HttpResponse;
 
 constexpr unsigned kMaxBackoffMs = 30'000;
+constexpr uint64_t kMaxRetryAfterMs = 300'000;  // the Hub's 429s may ask for minutes
 constexpr size_t kHashChunk = size_t{1} << 20;
 constexpr unsigned kMaxRedirects = 5;
 
@@ -72,6 +74,14 @@ std::optional<uint64_t> parse_u64(const std::optional<std::string>& s) {
   const auto [p, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
   if (ec != std::errc() || p != s->data() + s->size()) return std::nullopt;
   return v;
+}
+
+// " (<Message>)" from an S3-style XML error body, if there is one.
+std::string storage_message(const HttpResponse& r) {
+  const auto a = r.body.find("<Message>");
+  const auto b = r.body.find("</Message>");
+  if (a == std::string::npos || b == std::string::npos || b < a) return {};
+  return " (" + r.body.substr(a + 9, std::min<size_t>(b - a - 9, 200)) + ")";
 }
 
 void sleep_ms(unsigned ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
@@ -133,6 +143,10 @@ HubConfig HubConfig::from_env() {
   HubConfig c;
   if (auto e = env("HF_ENDPOINT")) c.endpoint = *e;
   while (c.endpoint.ends_with('/')) c.endpoint.pop_back();
+  if (!(c.endpoint.starts_with("https://") || c.endpoint.starts_with("http://")) || detail::url_origin(c.endpoint).size() < 9) {
+    // Without a scheme curl would fall back to plain http (token in clear).
+    throw Error(ErrorKind::kUsage, "HF_ENDPOINT=\"" + c.endpoint + "\" is not an http:// or https:// URL");
+  }
   if (auto t = env("HF_TOKEN")) {
     c.token = trim(*t);
   } else if (auto t2 = env("HUGGING_FACE_HUB_TOKEN")) {
@@ -140,9 +154,9 @@ HubConfig HubConfig::from_env() {
   } else {
     fs::path file;
     if (auto p = env("HF_TOKEN_PATH")) {
-      file = *p;
+      file = expand_user(*p);
     } else if (auto h = env("HF_HOME")) {
-      file = fs::path(*h) / "token";
+      file = expand_user(*h) / "token";
     } else if (auto x = env("XDG_CACHE_HOME"); x && fs::path(*x).is_absolute()) {
       file = fs::path(*x) / "huggingface" / "token";
     } else if (auto home = env("HOME")) {
@@ -187,11 +201,11 @@ struct HubRepo::Impl {
   }
 
   unsigned backoff(unsigned attempt, const HttpResponse* r) const {
-    uint64_t ms = uint64_t{cfg.backoff_ms} << std::min(attempt, 10u);
+    uint64_t ms = std::min<uint64_t>(uint64_t{cfg.backoff_ms} << std::min(attempt, 10u), kMaxBackoffMs);
     if (r) {
-      if (auto ra = parse_u64(r->header("retry-after"))) ms = std::max<uint64_t>(ms / 2, *ra * 1000);
+      if (auto ra = parse_u64(r->header("retry-after"))) ms = std::min<uint64_t>(std::max<uint64_t>(ms / 2, *ra * 1000), kMaxRetryAfterMs);
     }
-    return static_cast<unsigned>(std::min<uint64_t>(ms, kMaxBackoffMs));
+    return static_cast<unsigned>(ms);
   }
 
   [[noreturn]] void fail_status(const HttpResponse& r, const std::string& url, const std::string& rev,
@@ -238,7 +252,7 @@ struct HubRepo::Impl {
       auto res = detail::http_perform(req);
       if (res.error) {
         last = res.error->message;
-        if (!res.error->retryable) break;
+        if (!res.error->retryable) throw Error(ErrorKind::kIo, what + ": " + last + " (" + req.url + ")");
         if (attempt + 1 < cfg.max_attempts) sleep_ms(backoff(attempt, nullptr));
         continue;
       }
@@ -293,14 +307,22 @@ struct HubRepo::Impl {
       throw_invalid("hf://" + repo + "@" + rev + ": the Hub's answer for " + path +
                     " has no usable X-Repo-Commit header (is HF_ENDPOINT a Hugging Face Hub?)");
     }
+    const std::string where = "hf://" + repo + "@" + rev + ": the Hub's answer for " + path;
     auto etag = r.header("x-linked-etag");
-    if (!etag) etag = r.header("etag");
-    if (!etag) throw_invalid("hf://" + repo + "@" + rev + ": the Hub's answer for " + path + " has no ETag");
-    m.etag = normalize_etag(*etag);
-    (void)cache.blob_path(m.etag);  // validates it as a file name
     auto size = parse_u64(r.header("x-linked-size"));
+    if (!token_allowed && (!etag || !size)) {
+      // A redirect to storage describes the file only through X-Linked-*;
+      // the redirect's own ETag and Content-Length are not the file's.
+      throw_invalid(where + " redirects to another host without X-Linked-Etag and X-Linked-Size");
+    }
+    if (!etag) etag = r.header("etag");
+    if (!etag) throw_invalid(where + " has no ETag");
+    m.etag = normalize_etag(*etag);
+    if (!is_blob_etag(m.etag)) {
+      throw_invalid(where + " has an unusable ETag \"" + m.etag + "\" (expected a lowercase SHA-256 or git blob SHA-1)");
+    }
     if (!size) size = parse_u64(r.header("content-length"));
-    if (!size) throw_invalid("hf://" + repo + "@" + rev + ": the Hub's answer for " + path + " has no size");
+    if (!size) throw_invalid(where + " has no size");
     m.size = *size;
     m.download_url = url;
     m.token_allowed = token_allowed;
@@ -321,31 +343,35 @@ struct HubRepo::Impl {
   }
 
   // Streams meta.download_url into blobs/<etag>.incomplete (resuming what is
-  // there), checks size and SHA-256, then renames it to blobs/<etag>.
+  // there), checks size, the expected SHA-256 and the etag itself (SHA-256
+  // or git blob id), then renames it to blobs/<etag>. Bytes that fail a
+  // check never get a final name.
   void download(const std::string& commit, const HubFileRequest& want, FileMeta meta,
                 const std::function<void(uint64_t)>& on_bytes) {
     const fs::path inc = cache.incomplete_path(meta.etag);
     const fs::path blob = cache.blob_path(meta.etag);
     const std::string what = "hf://" + repo + "@" + commit + ": " + want.path;
-    Fd fd(::open(inc.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    Fd fd(::open(inc.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
     if (fd.get() < 0) throw_io(inc.string() + ": cannot open");
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) throw_io(inc.string() + ": cannot stat");
     uint64_t have = static_cast<uint64_t>(st.st_size);
     Sha256 hash;
-    if (have > meta.size) {
-      if (::ftruncate(fd.get(), 0) != 0) throw_io(inc.string() + ": cannot truncate");
-      have = 0;
-    }
     // Files outside LFS are named by their git blob id, SHA-1("blob <size>\0"
-    // + bytes): check it too, so a file the manifest cannot vouch for (the
-    // manifest itself) is still checked end to end.
+    // + bytes): checked too, so a file the manifest cannot vouch for (the
+    // manifest itself) is still checked end to end, and no blob name is
+    // ever taken on the server's word.
     std::optional<GitBlobSha1> git;
-    if (!want.sha256 && meta.etag.size() == 40) git.emplace(meta.size);
-    auto restart_git = [&] {
-      if (git) git.emplace(meta.size);
+    auto restart = [&] {  // drop what we have and start from byte 0
+      if (::ftruncate(fd.get(), 0) != 0) throw_io(inc.string() + ": cannot truncate");
+      hash = Sha256();
+      if (meta.etag.size() == 40) git.emplace(meta.size);
+      have = 0;
     };
-    if (have > 0) {  // resume: the prefix on disk goes into the digest first
+    if (meta.etag.size() == 40) git.emplace(meta.size);
+    if (have > meta.size) restart();
+    const bool resumed_from_disk = have > 0;
+    if (have > 0) {  // resume: the prefix on disk goes into the digests first
       std::vector<uint8_t> buf(kHashChunk);
       for (uint64_t off = 0; off < have;) {
         const auto n = ::pread(fd.get(), buf.data(), static_cast<size_t>(std::min<uint64_t>(buf.size(), have - off)),
@@ -357,128 +383,152 @@ struct HubRepo::Impl {
       }
       on_bytes(have);
     }
+
     std::string failure;
-    bool refreshed_url = false;
     unsigned redirects = 0;
-    for (unsigned attempt = 0; have < meta.size || attempt == 0; ++attempt) {
-      if (attempt >= cfg.max_attempts) {
-        throw Error(ErrorKind::kIo, what + ": download failed after " + std::to_string(cfg.max_attempts) +
-                                        " attempts: " + failure + " (" + std::to_string(have) + " of " +
-                                        std::to_string(meta.size) + " bytes kept in " + inc.string() +
-                                        "; the next run resumes)");
-      }
-      if (have == meta.size) break;  // complete already (resumed to the end)
-      HttpRequest req;
-      req.url = meta.download_url;
-      req.headers = headers(meta.token_allowed);
-      if (have > 0) req.headers.push_back("Range: bytes=" + std::to_string(have) + "-");
-      std::string abort_reason;
-      req.on_start = [&](long status, const std::map<std::string, std::string>& h) {
-        if (status == 200 && have > 0) {  // the server ignored Range: start over
-          if (::ftruncate(fd.get(), 0) != 0) {
-            abort_reason = "cannot truncate " + inc.string();
-            return false;
-          }
-          hash = Sha256();
-          restart_git();
-          have = 0;
-        } else if (status == 206) {
-          const auto it = h.find("content-range");
-          const std::string expect = "bytes " + std::to_string(have) + "-";
-          if (it == h.end() || !it->second.starts_with(expect)) {
-            abort_reason = "the server answered a different range (" + (it == h.end() ? std::string("none") : it->second) + ")";
-            return false;
-          }
-        }
-        return true;
-      };
-      req.sink = [&](std::span<const uint8_t> data) {
-        if (have + data.size() > meta.size) {
-          abort_reason = "the server sent more than the " + std::to_string(meta.size) + " bytes it declared";
-          return false;
-        }
-        size_t done = 0;
-        while (done < data.size()) {
-          const auto n = ::pwrite(fd.get(), data.data() + done, data.size() - done, static_cast<off_t>(have + done));
-          if (n <= 0) {
-            abort_reason = "cannot write " + inc.string();
-            return false;
-          }
-          done += static_cast<size_t>(n);
-        }
-        hash.update(data);
-        if (git) git->update(data);
-        have += data.size();
-        on_bytes(data.size());
-        return true;
-      };
-      auto res = detail::http_perform(req);
-      if (res.error) {
-        if (res.error->aborted_by_sink) throw_invalid(what + ": " + abort_reason);
-        failure = res.error->message;
-        if (!res.error->retryable) throw Error(ErrorKind::kIo, what + ": " + failure);
-        sleep_ms(backoff(attempt, nullptr));
-        continue;
-      }
-      const auto& r = *res.response;
-      if (r.status == 200 || r.status == 206) {
-        if (have < meta.size) {  // the connection closed early without an error
-          failure = "the transfer ended after " + std::to_string(have) + " of " + std::to_string(meta.size) + " bytes";
-          sleep_ms(backoff(attempt, nullptr));
-        }
-        continue;
-      }
-      if (r.status == 416) {  // our partial file is not a prefix the server recognises
-        if (::ftruncate(fd.get(), 0) != 0) throw_io(inc.string() + ": cannot truncate");
-        hash = Sha256();
-        restart_git();
-        have = 0;
-        failure = "HTTP 416 for a resumed range";
-        continue;
-      }
-      if (r.status == 301 || r.status == 302 || r.status == 303 || r.status == 307 || r.status == 308) {
-        // The Hub redirects small files to /api/resolve-cache/... on its own
-        // host (token kept) and LFS files to storage (token dropped).
-        const auto loc = r.header("location");
-        if (!loc || loc->empty() || ++redirects > kMaxRedirects) {
-          throw_invalid(what + ": " + (loc ? "too many redirects" : "a redirect without a Location") + " from " +
-                        meta.download_url);
-        }
-        const std::string origin = detail::url_origin(meta.download_url);
-        const std::string next = loc->starts_with('/') ? origin + *loc : *loc;
-        meta.token_allowed = meta.token_allowed && detail::url_origin(next) == origin;
-        meta.download_url = next;
-        --attempt;  // a redirect is not a failed attempt
-        continue;
-      }
-      if ((r.status == 401 || r.status == 403 || r.status == 400) && !meta.token_allowed && !refreshed_url) {
-        // A signed storage URL that expired (or was refused): ask the Hub again.
-        refreshed_url = true;
-        failure = "storage answered HTTP " + std::to_string(r.status);
-        meta = head(commit, want.path);
-        continue;
-      }
-      if (retry_status(r.status)) {
-        failure = "HTTP " + std::to_string(r.status);
-        sleep_ms(backoff(attempt, &r));
-        continue;
-      }
-      fail_status(r, meta.download_url, commit, want.path);
-    }
-    const std::string digest = hash.hex_digest();
-    auto discard = [&](const std::string& why) {
-      ::unlink(inc.c_str());
-      throw_invalid(what + ": " + why + "; the download was discarded (nothing was placed in the cache)");
+    uint64_t have_at_refresh = UINT64_MAX;  // a signed URL may be refreshed again once bytes were gained
+    auto pause = [&](unsigned attempt, const HttpResponse* r) {
+      if (attempt + 1 < cfg.max_attempts) sleep_ms(backoff(attempt, r));
     };
-    if (want.sha256 && !sha256_equal(digest, *want.sha256)) {
-      discard("the bytes served have SHA-256 " + digest + ", the manifest says " + *want.sha256);
+    auto transfer = [&] {
+      for (unsigned attempt = 0; have < meta.size; ++attempt) {
+        if (attempt >= cfg.max_attempts) {
+          throw Error(ErrorKind::kIo, what + ": download failed after " + std::to_string(cfg.max_attempts) +
+                                          " attempts: " + failure + " (" + std::to_string(have) + " of " +
+                                          std::to_string(meta.size) + " bytes kept in " + inc.string() +
+                                          "; the next run resumes)");
+        }
+        HttpRequest req;
+        req.url = meta.download_url;
+        req.headers = headers(meta.token_allowed);
+        if (have > 0) req.headers.push_back("Range: bytes=" + std::to_string(have) + "-");
+        std::string abort_reason;
+        bool bad_range = false;
+        req.on_start = [&](long status, const std::map<std::string, std::string>& h) {
+          if (status == 200 && have > 0) {  // the server ignored Range: start over
+            restart();
+          } else if (status == 206) {
+            const auto it = h.find("content-range");
+            const std::string expect = "bytes " + std::to_string(have) + "-";
+            if (it == h.end() || !it->second.starts_with(expect)) {
+              abort_reason = "the server answered a different range (" + (it == h.end() ? std::string("none") : it->second) + ")";
+              bad_range = true;
+              return false;
+            }
+          }
+          return true;
+        };
+        req.sink = [&](std::span<const uint8_t> data) {
+          if (have + data.size() > meta.size) {
+            abort_reason = "the server sent more than the " + std::to_string(meta.size) + " bytes it declared";
+            return false;
+          }
+          size_t done = 0;
+          while (done < data.size()) {
+            const auto n = ::pwrite(fd.get(), data.data() + done, data.size() - done, static_cast<off_t>(have + done));
+            if (n <= 0) {
+              abort_reason = "cannot write " + inc.string() + ": " + std::strerror(errno);
+              return false;
+            }
+            done += static_cast<size_t>(n);
+          }
+          hash.update(data);
+          if (git) git->update(data);
+          have += data.size();
+          on_bytes(data.size());
+          return true;
+        };
+        auto res = detail::http_perform(req);
+        if (res.error) {
+          if (bad_range) {  // our partial file is useless to this server: start over
+            failure = abort_reason;
+            restart();
+            continue;
+          }
+          if (res.error->aborted_by_sink) throw_invalid(what + ": " + abort_reason);
+          failure = res.error->message;
+          if (!res.error->retryable) throw Error(ErrorKind::kIo, what + ": " + failure);
+          pause(attempt, nullptr);
+          continue;
+        }
+        const auto& r = *res.response;
+        if (r.status == 200 || r.status == 206) {
+          if (have < meta.size) {  // the connection closed early without an error
+            failure = "the transfer ended after " + std::to_string(have) + " of " + std::to_string(meta.size) + " bytes";
+            pause(attempt, nullptr);
+          }
+          continue;
+        }
+        if (r.status == 416) {  // our partial file is not a prefix the server recognises
+          restart();
+          failure = "HTTP 416 for a resumed range";
+          continue;
+        }
+        if (r.status == 301 || r.status == 302 || r.status == 303 || r.status == 307 || r.status == 308) {
+          // The Hub redirects small files to /api/resolve-cache/... on its own
+          // host (token kept) and LFS files to storage (token dropped).
+          const auto loc = r.header("location");
+          if (!loc || loc->empty() || ++redirects > kMaxRedirects) {
+            throw_invalid(what + ": " + (loc ? "too many redirects" : "a redirect without a Location") + " from " +
+                          meta.download_url);
+          }
+          const std::string origin = detail::url_origin(meta.download_url);
+          const std::string next = loc->starts_with('/') ? origin + *loc : *loc;
+          meta.token_allowed = meta.token_allowed && detail::url_origin(next) == origin;
+          meta.download_url = next;
+          --attempt;  // a redirect is not a failed attempt
+          continue;
+        }
+        if ((r.status == 401 || r.status == 403 || r.status == 400) && !meta.token_allowed && have != have_at_refresh) {
+          // A signed storage URL that expired (or was refused): ask the Hub
+          // for a fresh one, which must describe the same bytes.
+          have_at_refresh = have;
+          failure = "storage answered HTTP " + std::to_string(r.status) + storage_message(r);
+          const FileMeta fresh = head(commit, want.path);
+          if (fresh.etag != meta.etag || fresh.size != meta.size || fresh.commit != meta.commit) {
+            throw_invalid(what + ": the Hub changed its answer during the download (etag " + meta.etag + " -> " +
+                          fresh.etag + ", " + std::to_string(meta.size) + " -> " + std::to_string(fresh.size) + " bytes)");
+          }
+          meta.download_url = fresh.download_url;
+          meta.token_allowed = fresh.token_allowed;
+          continue;
+        }
+        if (retry_status(r.status)) {
+          failure = "HTTP " + std::to_string(r.status);
+          pause(attempt, &r);
+          continue;
+        }
+        if (!meta.token_allowed) {
+          throw_invalid(what + ": the storage host " + detail::url_origin(meta.download_url) + " answered HTTP " +
+                        std::to_string(r.status) + storage_message(r));
+        }
+        fail_status(r, meta.download_url, commit, want.path);
+      }
+    };
+    auto expected = [&](const std::string& digest, const std::string& git_id) -> std::string {
+      if (want.sha256 && !sha256_equal(digest, *want.sha256)) {
+        return "the bytes have SHA-256 " + digest + ", " + want.expected_from + " says " + *want.sha256;
+      }
+      if (meta.etag.size() == 64 && digest != meta.etag) {
+        return "the bytes have SHA-256 " + digest + ", the Hub's etag says " + meta.etag;
+      }
+      if (meta.etag.size() == 40 && git_id != meta.etag) {
+        return "the bytes have git blob id " + git_id + ", the Hub's etag says " + meta.etag;
+      }
+      return {};
+    };
+    transfer();
+    std::string problem = expected(hash.hex_digest(), git ? git->hex_digest() : std::string());
+    if (!problem.empty() && resumed_from_disk) {
+      // The partial file left by an earlier run may be what is wrong: one
+      // more try from byte 0 before blaming the server.
+      restart();
+      transfer();
+      problem = expected(hash.hex_digest(), git ? git->hex_digest() : std::string());
     }
-    if (!want.sha256 && meta.etag.size() == 64 && !sha256_equal(digest, meta.etag)) {
-      discard("the bytes served have SHA-256 " + digest + ", the Hub's ETag says " + meta.etag);
-    }
-    if (git) {
-      const auto id = git->hex_digest();
-      if (id != meta.etag) discard("the bytes served have git blob id " + id + ", the Hub's ETag says " + meta.etag);
+    if (!problem.empty()) {
+      ::unlink(inc.c_str());
+      throw_invalid(what + ": " + problem + "; the download was discarded (nothing was placed in the cache)");
     }
     if (::fsync(fd.get()) != 0) throw_io(inc.string() + ": cannot fsync");
     if (::rename(inc.c_str(), blob.c_str()) != 0) throw_io(blob.string() + ": cannot rename the finished download into place");
@@ -493,14 +543,13 @@ struct HubRepo::Impl {
       throw_invalid(what + ": the Hub answered for commit " + meta.commit + " (asked for " + commit + ")");
     }
     if (want.size && meta.size != *want.size) {
-      throw_invalid(what + ": the Hub serves " + std::to_string(meta.size) + " bytes, the manifest says " +
-                    std::to_string(*want.size) + " (the repository does not match its manifest)");
+      throw_invalid(what + ": the Hub serves " + std::to_string(meta.size) + " bytes, " + want.expected_from + " says " +
+                    std::to_string(*want.size));
     }
     if (want.sha256 && meta.etag.size() == 64 && !sha256_equal(meta.etag, *want.sha256)) {
-      throw_invalid(what + ": the Hub serves SHA-256 " + meta.etag + ", the manifest says " + *want.sha256 +
-                    " (the repository does not match its manifest)");
+      throw_invalid(what + ": the Hub serves SHA-256 " + meta.etag + ", " + want.expected_from + " says " + *want.sha256);
     }
-    const auto lock = detail::FileLock::acquire(cache.lock_path(meta.etag), /*wait=*/true);
+    const auto lock = detail::FileLock::acquire(cache.lock_path(meta.etag), /*wait=*/true, /*mode=*/0666);
     std::error_code ec;
     if (!fs::is_regular_file(cache.blob_path(meta.etag), ec)) {
       download(commit, want, meta, on_bytes);
@@ -524,9 +573,11 @@ const HubConfig& HubRepo::config() const noexcept { return impl_->cfg; }
 const HfRepoCache& HubRepo::cache() const noexcept { return impl_->cache; }
 const std::string& HubRepo::repo_id() const noexcept { return impl_->repo; }
 
-std::string HubRepo::resolve_commit(const std::string& revision, const std::string& probe_path) {
+std::string HubRepo::resolve_commit(const std::string& revision, const std::string& probe_path, bool* from_cache) {
   check_revision(revision, "hf://" + impl_->repo + "@" + revision);
+  if (from_cache) *from_cache = true;
   if (auto c = impl_->cache.cached_commit(revision)) return *c;
+  if (from_cache) *from_cache = false;
   if (impl_->cfg.offline) {
     throw_not_found("hf://" + impl_->repo + "@" + revision + ": revision \"" + revision +
                     "\" is not in the Hugging Face cache (" + impl_->cache.repo_dir().string() +
@@ -617,8 +668,18 @@ HubRepo::RepoInfo HubRepo::info(const std::string& revision) {
   req.url = url;
   req.headers = im.headers(true);
   req.max_body = size_t{64} << 20;
-  const auto r = im.perform(req, "hf://" + im.repo + "@" + revision + ": repository listing");
-  if (r.status != 200) im.fail_status(r, url, revision, "");
+  auto r = im.perform(req, "hf://" + im.repo + "@" + revision + ": repository listing");
+  for (unsigned hops = 0; r.status >= 300 && r.status < 400 && hops < kMaxRedirects; ++hops) {
+    // A renamed repository answers with a redirect on the Hub's own host.
+    const auto loc = r.header("location");
+    if (!loc) break;
+    const std::string origin = detail::url_origin(im.cfg.endpoint);
+    const std::string next = loc->starts_with('/') ? origin + *loc : *loc;
+    if (detail::url_origin(next) != origin) break;  // never take the token elsewhere
+    req.url = next;
+    r = im.perform(req, "hf://" + im.repo + "@" + revision + ": repository listing");
+  }
+  if (r.status != 200) im.fail_status(r, req.url, revision, "");
   RepoInfo info;
   try {
     const auto j = nlohmann::json::parse(r.body);

@@ -125,7 +125,8 @@ HubModelSource fetch_model_source(const ModelCoordinate& coord, const std::funct
   std::vector<HubFileRequest> want;
   for (const auto& p : out.files) {
     const auto it = std::find_if(listing.begin(), listing.end(), [&](const auto& f) { return f.path == p; });
-    want.push_back({p, it->sha256, it->size ? std::optional<uint64_t>(it->size) : std::nullopt});
+    want.push_back({p, it->sha256, it->size ? std::optional<uint64_t>(it->size) : std::nullopt,
+                    repo.config().offline ? "the cached blob's name" : "the Hub's repository listing"});
   }
   if (!repo.config().offline && !is_commit_hash(coord.revision)) {
     repo.cache().create_dirs();

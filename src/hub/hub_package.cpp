@@ -55,7 +55,8 @@ class HubArtifactSource final : public ArtifactSource {
 OpenedPackage open_hf_package(const HfRef& ref, const OpenOptions& options) {
   auto repo = std::make_shared<HubRepo>(HubConfig::from_env(), ref.repo_id);
   const std::string manifest_name(kManifestFileName);
-  const std::string commit = repo->resolve_commit(ref.revision, manifest_name);
+  bool from_cache = false;
+  const std::string commit = repo->resolve_commit(ref.revision, manifest_name, &from_cache);
   auto source = std::make_shared<HubArtifactSource>(repo, commit, options.on_progress);
   const auto got = repo->ensure_files(commit, {{manifest_name, std::nullopt, std::nullopt}});
   std::error_code ec;
@@ -70,9 +71,10 @@ OpenedPackage open_hf_package(const HfRef& ref, const OpenOptions& options) {
     source->note_fetched(manifest_name);
   }
   if (!is_commit_hash(ref.revision)) {
-    pkg.warnings.push_back("hf://" + ref.repo_id + "@" + ref.revision + " names a moving revision (branch or tag \"" +
-                           ref.revision + "\"), now commit " + commit + "; production configs should pin hf://" +
-                           ref.repo_id + "@" + commit);
+    pkg.warnings.push_back("hf://" + ref.repo_id + "@" + ref.revision + " names a branch or tag, which can move; it " +
+                           (from_cache ? "resolved through the local cache (refs/" + ref.revision + ")"
+                                       : std::string("resolved on the Hub")) +
+                           " to commit " + commit + ". Production configs should pin hf://" + ref.repo_id + "@" + commit);
   }
   return pkg;
 }

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <set>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -16,6 +18,9 @@
 
 namespace skippy::detail {
 namespace {
+
+// fsyncs at the end run on this many threads: they wait on the device.
+constexpr size_t kSyncThreads = 8;
 
 struct Segment {
   size_t output;
@@ -69,6 +74,7 @@ class Pipeline {
       auto& f = *files_.back();
       f.preallocate(outputs[o].total_size);
       f.pwrite_all(0, outputs[o].header);
+      f.start_writeback(0, outputs[o].header.size());
       out_sha_[o].update(outputs[o].header);
     }
   }
@@ -171,6 +177,9 @@ class Pipeline {
         for (const auto& s : c->segments) {
           files_[s.output]->copy_range(*shards_[c->shard], c->offset + s.in_chunk, s.dst,
                                        {c->buf->data() + s.in_chunk, s.len});
+          // Writeback starts now, overlapping the rest of the stream, rather
+          // than all at the fsync before the renames.
+          files_[s.output]->start_writeback(s.dst, s.len);
         }
         break;
       case Job::kNone: break;
@@ -269,8 +278,34 @@ class Pipeline {
       r.output_sha256.push_back(out_sha_[o].hex_digest());
     }
     if (opt_.before_commit) opt_.before_commit(r);
-    // Every output is complete: make them durable, then give them their names.
-    for (auto& f : files_) f->commit();
+    // Every output is complete: make them durable (fsyncs in parallel: they
+    // wait on the disk, not a core), give them their names, then make the
+    // names durable with one fsync per directory.
+    {
+      std::atomic<size_t> next{0};
+      std::exception_ptr err;
+      std::mutex err_mu;
+      auto syncer = [&] {
+        for (size_t i; (i = next.fetch_add(1)) < files_.size();) {
+          try {
+            files_[i]->sync();
+          } catch (...) {
+            std::lock_guard g(err_mu);
+            if (!err) err = std::current_exception();
+          }
+        }
+      };
+      std::vector<std::thread> ts;
+      for (size_t t = 0; t < std::min<size_t>(kSyncThreads, files_.size()); ++t) ts.emplace_back(syncer);
+      for (auto& t : ts) t.join();
+      if (err) std::rethrow_exception(err);
+    }
+    std::set<std::filesystem::path> dirs;
+    for (auto& f : files_) {
+      f->commit(/*sync_directory=*/false);
+      dirs.insert(f->final_path().parent_path());
+    }
+    for (const auto& d : dirs) fsync_directory(d.empty() ? "." : d);
     return r;
   }
 

@@ -139,14 +139,29 @@ OpenedPackage open_package_dir(std::string ref, const fs::path& root, const fs::
   return pkg;
 }
 
-void check_metadata_only(const OpenedPackage& pkg) {
+StagePart check_metadata_only(const OpenedPackage& pkg) {
   provide(pkg, {&pkg.manifest.shared.metadata});
-  const auto part = make_part(pkg, pkg.manifest.shared.metadata, PartRole::kMetadata, std::nullopt, "metadata");
+  auto part = make_part(pkg, pkg.manifest.shared.metadata, PartRole::kMetadata, std::nullopt, "metadata");
   try {
     (void)GgufFile::open(part.path);
   } catch (const Error& e) {
     fail(pkg, part.rel_path + ": not a valid GGUF: " + e.what());
   }
+  return part;
+}
+
+OutputTie output_tie(const OpenedPackage& pkg) {
+  const auto& m = pkg.manifest;
+  provide(pkg, {&m.shared.output});
+  OutputTie t{false, make_part(pkg, m.shared.output, PartRole::kOutput, std::nullopt,
+                               "the stage owns the output boundary (range ends at layer_count)")};
+  try {
+    // A tied output projection (no output.weight) reads the token embeddings.
+    t.tied = GgufFile::open(t.output.path).find_tensor("output.weight") == nullptr;
+  } catch (const Error& e) {
+    fail(pkg, m.shared.output.path + ": not a valid GGUF: " + e.what());
+  }
+  return t;
 }
 
 StageSelection select_stage(const OpenedPackage& pkg, LayerRange range, const SelectOptions& options) {
@@ -197,16 +212,9 @@ StageSelection select_stage(const OpenedPackage& pkg, LayerRange range, const Se
     provide(pkg, wanted);
   }
   s.parts.push_back(make_part(pkg, m.shared.metadata, PartRole::kMetadata, std::nullopt, "every stage loads the metadata"));
-  bool tied = false;
-  if (owns_output) {
-    // A tied output projection (no output.weight) reads the token embeddings.
-    const fs::path out = check_artifact_file(pkg, m.shared.output, "output");
-    try {
-      tied = GgufFile::open(out).find_tensor("output.weight") == nullptr;
-    } catch (const Error& e) {
-      fail(pkg, m.shared.output.path + ": not a valid GGUF: " + e.what());
-    }
-  }
+  std::optional<OutputTie> tie;
+  if (owns_output) tie = output_tie(pkg);
+  const bool tied = tie && tie->tied;
   if (owns_input) {
     s.parts.push_back(make_part(pkg, m.shared.embeddings, PartRole::kEmbeddings, std::nullopt,
                                 "the stage owns the input boundary (range starts at 0)"));
@@ -220,10 +228,7 @@ StageSelection select_stage(const OpenedPackage& pkg, LayerRange range, const Se
   for (uint32_t l = range.start; l < range.end; ++l) {
     s.parts.push_back(make_part(pkg, m.layers[l], PartRole::kLayer, l, "layer in range"));
   }
-  if (owns_output) {
-    s.parts.push_back(make_part(pkg, m.shared.output, PartRole::kOutput, std::nullopt,
-                                "the stage owns the output boundary (range ends at layer_count)"));
-  }
+  if (tie) s.parts.push_back(tie->output);
   check_projectors(pkg);
   if (projector) s.projector = make_part(pkg, *projector, PartRole::kProjector, std::nullopt, projector_reason);
   return s;

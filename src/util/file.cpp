@@ -89,6 +89,7 @@ AtomicFile::~AtomicFile() {
 }
 
 void AtomicFile::write_all(std::span<const uint8_t> data) {
+  synced_ = false;
   size_t done = 0;
   while (done < data.size()) {
     const ssize_t n = ::write(fd_, data.data() + done, data.size() - done);
@@ -101,6 +102,7 @@ void AtomicFile::write_all(std::span<const uint8_t> data) {
 }
 
 void AtomicFile::pwrite_all(uint64_t offset, std::span<const uint8_t> data) {
+  synced_ = false;
   size_t done = 0;
   while (done < data.size()) {
     const ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done,
@@ -121,6 +123,7 @@ void AtomicFile::preallocate(uint64_t size) {
 
 void AtomicFile::copy_range(const MappedFile& src, uint64_t src_offset, uint64_t offset,
                             std::span<const uint8_t> same_bytes) {
+  synced_ = false;
   size_t done = 0;
   while (done < same_bytes.size()) {
     off64_t in = static_cast<off64_t>(src_offset + done);
@@ -138,8 +141,19 @@ void AtomicFile::copy_range(const MappedFile& src, uint64_t src_offset, uint64_t
   if (done < same_bytes.size()) pwrite_all(offset + done, same_bytes.subspan(done));
 }
 
-void AtomicFile::commit() {
+void AtomicFile::start_writeback(uint64_t offset, uint64_t len) noexcept {
+  if (len == 0) return;
+  // Errors surface at the fsync; this is only a head start.
+  (void)::sync_file_range(fd_, static_cast<off64_t>(offset), static_cast<off64_t>(len), SYNC_FILE_RANGE_WRITE);
+}
+
+void AtomicFile::sync() {
   if (::fsync(fd_) != 0) throw_io(temp_.string() + ": fsync failed");
+  synced_ = true;
+}
+
+void AtomicFile::commit(bool sync_directory) {
+  if (!synced_) sync();
   if (::close(fd_) != 0) {
     fd_ = -1;
     throw_io(temp_.string() + ": close failed");
@@ -147,7 +161,7 @@ void AtomicFile::commit() {
   fd_ = -1;
   if (::rename(temp_.c_str(), final_.c_str()) != 0) throw_io(final_.string() + ": rename failed");
   committed_ = true;
-  fsync_directory(final_.parent_path().empty() ? "." : final_.parent_path());
+  if (sync_directory) fsync_directory(final_.parent_path().empty() ? "." : final_.parent_path());
 }
 
 std::string read_small_file(const std::filesystem::path& path, uint64_t max_bytes) {

@@ -24,9 +24,11 @@ class FileLock {
  public:
   // Blocks until the lock is ours (wait) or returns nullopt when another
   // process holds it (!wait). Creates the lock file (not its directory).
-  static std::optional<FileLock> acquire(const std::filesystem::path& path, bool wait) {
+  // `mode` for a new lock file (before the umask): 0666 where other users'
+  // tools share the directory, as huggingface_hub's cache is shared.
+  static std::optional<FileLock> acquire(const std::filesystem::path& path, bool wait, mode_t mode = 0644) {
     for (;;) {
-      const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, mode);
       if (fd < 0) throw_io(path.string() + ": cannot open the lock file");
       FileLock lock(fd, path);
       int rc;
