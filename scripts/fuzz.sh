@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Fuzzes the GGUF reader with libFuzzer (Debian's clang; ASan + UBSan), seeded
-# with fuzz/corpus/ (made from the fixtures in tests/data) and fuzz/gguf.dict.
+# with fuzz/corpus/ (made from the fixtures in tests/data) and fuzz/gguf.dict,
+# then the package-level text parsers (manifest, hf:// refs, coordinates,
+# etags) seeded with fuzz/corpus-inputs/.
 #
-#   scripts/fuzz.sh --ci     about 60 s (CI); fails on any crash, leak,
+#   scripts/fuzz.sh --ci     about 60 + 30 s (CI); fails on any crash, leak,
 #                            oversized allocation or timeout
-#   scripts/fuzz.sh          the long run: FUZZ_RUNS executions (10,000,000)
+#   scripts/fuzz.sh          the long run: FUZZ_RUNS executions (10,000,000) of the
+#                            reader, FUZZ_INPUTS_RUNS (2,000,000) of the text parsers
 #   scripts/fuzz.sh --seeds  regenerates the committed seed corpus fuzz/corpus/
 #   scripts/fuzz.sh --coverage  replays fuzz/corpus and fuzz/corpus-work through
 #                            a source-coverage build (build-fuzz-cov/) and prints
@@ -55,8 +58,8 @@ if [ "$mode" = seeds ]; then
   exit 0
 fi
 
-cmake --build "$build" -j2 --target gguf_reader_fuzz
-mkdir -p fuzz/corpus-work "$build/artifacts"
+cmake --build "$build" -j2 --target gguf_reader_fuzz package_inputs_fuzz
+mkdir -p fuzz/corpus-work fuzz/corpus-inputs-work "$build/artifacts"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -71,11 +74,24 @@ flags=(
   -artifact_prefix="$build/artifacts/"
   -print_final_stats=1
 )
+inputs_flags=(
+  -max_len=65536
+  -timeout=10
+  -rss_limit_mb=2048
+  -malloc_limit_mb=64
+  -artifact_prefix="$build/artifacts/"
+  -print_final_stats=1
+)
 if [ "$mode" = ci ]; then
   flags+=(-max_total_time="${FUZZ_SECONDS:-60}")
+  inputs_flags+=(-max_total_time="${FUZZ_INPUTS_SECONDS:-30}")
 else
   flags+=(-runs="${FUZZ_RUNS:-10000000}")
+  inputs_flags+=(-runs="${FUZZ_INPUTS_RUNS:-2000000}")
 fi
-# The first corpus directory receives new inputs; fuzz/corpus only seeds.
+# The first corpus directory receives new inputs; fuzz/corpus* only seed.
 set -x
 "$build/bin/gguf_reader_fuzz" "${flags[@]}" "$@" fuzz/corpus-work fuzz/corpus
+# The package-level text parsers: model-package.json, hf:// refs, Hub
+# coordinates and file names, etags (fuzz/package_inputs_fuzz.cpp).
+"$build/bin/package_inputs_fuzz" "${inputs_flags[@]}" "$@" fuzz/corpus-inputs-work fuzz/corpus-inputs

@@ -728,6 +728,8 @@ TEST(ManifestParse, InvalidJsonIsRefusedWithTheParserPosition) {
   expect_refused_text("", "not valid UTF-8 JSON");
   expect_refused_text("{} {}", "not valid UTF-8 JSON");
   expect_refused_text("{\"a\": 1} // comment", "not valid UTF-8 JSON");
+  // A number no JSON number type holds (found by fuzz/package_inputs_fuzz).
+  expect_refused_text("{\"schema_version\": 88e5588030}", "not valid UTF-8 JSON: number overflow");
   // Not UTF-8: a Latin-1 byte inside a string, and a lone continuation byte.
   std::string latin1 = good;
   latin1.replace(latin1.find("org/model:Q4_K_M"), 3, "\xE9rg");

@@ -142,8 +142,9 @@ json parse_json_text(std::string_view text, const FieldReader& r) {
   try {
     return json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true,
                        /*ignore_comments=*/false);
-  } catch (const json::parse_error& e) {
-    // e.what() = "[json.exception.parse_error.101] parse error at line L, column C: ..."
+  } catch (const json::exception& e) {
+    // e.what() = "[json.exception.parse_error.101] parse error at line L, column C: ...";
+    // out_of_range.406 for a number too large for any JSON number type.
     std::string why = e.what();
     const size_t pos = why.find("] ");
     if (pos != std::string::npos) why.erase(0, pos + 2);

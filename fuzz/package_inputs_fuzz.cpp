@@ -1,0 +1,112 @@
+// libFuzzer target for the package-level parsers that read untrusted text:
+// model-package.json (from a peer or the Hub), hf:// references and
+// org/repo:distribution coordinates (from configs and command lines), the
+// Hub's file names (distribution matching) and etags (cache file names).
+// The first input byte picks the parser; the rest is its input. Each must
+// either succeed and keep its promises or throw skippy::Error; anything
+// else (another exception, a sanitizer report, a broken promise) is a crash.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "skippy/error.h"
+#include "skippy/hf_cache.h"
+#include "skippy/hf_ref.h"
+#include "skippy/hub_model.h"
+#include "skippy/manifest.h"
+
+namespace {
+
+[[noreturn]] void broken(const char* what) {
+  std::fprintf(stderr, "package_inputs_fuzz: broken promise: %s\n", what);
+  std::abort();
+}
+
+#define CHECK(cond)             \
+  do {                          \
+    if (!(cond)) broken(#cond); \
+  } while (0)
+
+bool path_like(std::string_view s) {
+  return s.find("..") != std::string_view::npos || s.starts_with('/') || s.find("//") != std::string_view::npos;
+}
+
+void manifest(std::string_view text) {
+  const auto m = skippy::parse_manifest(text, "fuzz.json");
+  // A manifest that parses serializes, and reads back as itself.
+  const auto again = skippy::parse_manifest(skippy::serialize_manifest(m), "fuzz-again.json");
+  CHECK(again == m);
+  for (const auto& l : m.layers) CHECK(skippy::is_safe_relative_path(l.path));
+}
+
+void hf_ref(std::string_view text) {
+  const auto r = skippy::parse_hf_ref(text);
+  CHECK(!path_like(r.repo_id) && !path_like(r.revision));
+  CHECK(r.revision.find('\\') == std::string::npos);
+  const auto again = skippy::parse_hf_ref(r.text());
+  CHECK(again.repo_id == r.repo_id && again.revision == r.revision);
+  // Cache paths built from it stay under the cache root.
+  skippy::HfRepoCache c("/cache", r.repo_id);
+  CHECK(c.repo_dir().parent_path() == "/cache");
+  (void)c.cached_commit(r.revision);
+}
+
+void coordinate(std::string_view text) {
+  const auto c = skippy::parse_model_coordinate(text);
+  CHECK(!path_like(c.repo_id) && !path_like(c.revision));
+  CHECK(c.distribution.find('/') == std::string::npos);
+}
+
+void distribution(std::string_view text) {
+  // First line: the tag; the rest: one repo path per line.
+  const auto nl = text.find('\n');
+  const auto tag = text.substr(0, nl);
+  std::vector<std::string> paths;
+  if (nl != std::string_view::npos) {
+    std::string_view rest = text.substr(nl + 1);
+    while (!rest.empty()) {
+      const auto e = rest.find('\n');
+      paths.emplace_back(rest.substr(0, e));
+      if (e == std::string_view::npos) break;
+      rest = rest.substr(e + 1);
+    }
+  }
+  const auto coord = skippy::parse_model_coordinate("org/m:" + std::string(tag));
+  const auto got = skippy::match_distribution(paths, coord);
+  CHECK(!got.empty());
+  for (const auto& g : got) {
+    bool listed = false;
+    for (const auto& p : paths) listed = listed || p == g;
+    CHECK(listed);
+  }
+}
+
+void etag(std::string_view text) {
+  const auto e = skippy::normalize_etag(text);
+  if (!skippy::is_blob_etag(e)) return;
+  skippy::HfRepoCache c("/cache", "org/repo");
+  CHECK(c.blob_path(e).parent_path() == c.repo_dir() / "blobs");
+  CHECK(c.lock_path(e).parent_path().parent_path() == "/cache/.locks");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
+  try {
+    switch (data[0] % 5) {
+      case 0: manifest(text); break;
+      case 1: hf_ref(text); break;
+      case 2: coordinate(text); break;
+      case 3: distribution(text); break;
+      default: etag(text); break;
+    }
+  } catch (const skippy::Error&) {
+    // A clear refusal is the expected outcome for most inputs.
+  }
+  return 0;
+}
