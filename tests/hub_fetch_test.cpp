@@ -189,6 +189,10 @@ TEST_F(HubFetch, ACachedRevisionResolvesWithNoNetworkAndIsStillVerified) {
   EXPECT_EQ(j["source"], "cache");
   EXPECT_TRUE(j["downloaded"].empty());
   EXPECT_EQ(j["verified"], true);
+  // The first fetch hashed the parts as they arrived and recorded that: the
+  // cache hit is verified through the verification cache, no byte re-read.
+  EXPECT_EQ(j["cache_hits"], 3);
+  EXPECT_EQ(j["hashed_bytes"], 0);
   EXPECT_EQ(hub_->log().size(), 0u) << "refs/main names the commit: no request at all";
 
   // Offline mode: the same, and a part that is not cached is a clear error, still with no request.

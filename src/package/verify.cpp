@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -122,6 +123,30 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+// Records parts the artifact source hashed while downloading them, so the
+// next resolution is a cache hit instead of a full re-hash. A file just
+// renamed into place is inside the racy window: wait it out (at most 50 ms,
+// once for all of them) and record only files whose identity did not move
+// meanwhile. Coarse-timestamp filesystems are not waited for.
+void record_fetched(VerificationCache& cache, const OpenedPackage& pkg, const std::vector<const StagePart*>& unique,
+                    const std::vector<std::pair<size_t, FileIdentity>>& fetched) {
+  int64_t wait_ns = 0;
+  for (const auto& [i, id] : fetched) {
+    if (id.ctime_ns % 1'000'000'000 == 0) continue;
+    wait_ns = std::max(wait_ns, id.ctime_ns + kRacyWindowNs - realtime_ns());
+  }
+  if (wait_ns > 0) {
+    struct timespec t {static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
+    ::nanosleep(&t, nullptr);
+  }
+  for (const auto& [i, id] : fetched) {
+    const StagePart& p = *unique[i];
+    struct stat now {};
+    if (::stat(p.path.c_str(), &now) != 0 || !(identity_of(now) == id) || racy(realtime_ns(), id.ctime_ns)) continue;
+    cache.store(verification_key(pkg.manifest_sha256, p.rel_path, p.sha256, p.bytes, id), lower(p.sha256), p.bytes);
+  }
+}
+
 }  // namespace
 
 VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>& parts,
@@ -142,6 +167,7 @@ VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>
   if (options.use_cache) cache.emplace(options.cache_dir.value_or(default_verification_cache_dir()));
 
   // Cache lookups first (a stat and a small read each), then hash the misses.
+  std::vector<std::pair<size_t, FileIdentity>> fetched;  // verified while downloading
   std::vector<size_t> todo;
   std::vector<uint64_t> sizes;
   for (size_t i = 0; i < n; ++i) {
@@ -161,6 +187,7 @@ VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>
         // Hashed as it was downloaded, against this manifest, moments ago.
         r.parts[i].verified_while_fetching = true;
         r.parts[i].ok = true;
+        fetched.push_back({i, identity_of(st)});
         continue;
       }
       if (cache) {
@@ -209,6 +236,7 @@ VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>
     }
   });
   for (const auto b : hashed) r.hashed_bytes += b;
+  if (cache && !fetched.empty()) record_fetched(*cache, pkg, unique, fetched);
   for (auto& p : problems) {
     if (!p.empty()) r.problems.push_back(std::move(p));
   }
