@@ -563,7 +563,8 @@ TEST_F(HubFetch, WritePackageFromAHubCoordinate) {
   hub_->clear_log();
 
   const auto out = tmp_ / "pkg";
-  const auto r = cli({"write-package", "org/Tiny-GGUF:Q4_0", "--out-dir", out.string(), "--json"});
+  const auto r = cli({"write-package", "org/Tiny-GGUF:Q4_0", "--out-dir", out.string(), "--json"},
+                     {"SOURCE_DATE_EPOCH=1700000000"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto m = json::parse(test::read_text(out / "model-package.json"));
   const auto& src = m["source_model"];
@@ -584,6 +585,15 @@ TEST_F(HubFetch, WritePackageFromAHubCoordinate) {
   const auto shard = repo_dir("org/Tiny-GGUF") / "snapshots" / commit / "Q4_0" / "Tiny-Q4_0-00002-of-00003.gguf";
   const auto v = cli({"validate-package", shard.string(), out.string(), "--json"});
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+
+  // Offline, the cached snapshot is the listing: the same package, no request.
+  hub_->clear_log();
+  const auto again = cli({"write-package", "org/Tiny-GGUF:Q4_0", "--out-dir", (tmp_ / "pkg2").string(), "--json"},
+                         {"HF_HUB_OFFLINE=1", "SOURCE_DATE_EPOCH=1700000000"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(test::read_text(tmp_ / "pkg2" / "model-package.json"), test::read_text(out / "model-package.json"))
+      << "same source, same flags: same manifest";
+  EXPECT_EQ(hub_->log().size(), 0u);
 
   const auto amb = cli({"write-package", "org/Tiny-GGUF:Q5_K", "--out-dir", (tmp_ / "x").string()});
   EXPECT_EQ(amb.exit_code, 1);
