@@ -315,12 +315,12 @@ bench_fetch() {
   if ((!WRITE_OK)); then note "skipped: needs a package from write-package"; row "$fig" - ">= 0.9" skipped; return 0; fi
   if ! command -v node >/dev/null; then note "skipped: needs node"; row "$fig" - ">= 0.9" skipped; return 0; fi
   local fifo=$WORK/hub.fifo out=$WORK/logs/hub.out ep commit i
-  rm -f "$fifo" && mkfifo "$fifo"
+  rm -f "$fifo" "$out" && mkfifo "$fifo"  # no stale endpoint from an earlier run
   node tests/hub/hub_standin.mjs <"$fifo" >"$out" 2>"$WORK/logs/hub.err" &
   exec 7>"$fifo"  # the stand-in exits when this shell closes fd 7
   for ((i = 0; i < 100; i++)); do [ -s "$out" ] && break; sleep 0.1; done
   ep=$(sed -n 's/.*"endpoint":"\([^"]*\)".*/\1/p' "$out")
-  commit=$(curl -sf -X POST "$ep/_admin/repos" -d "{\"repo\":\"bench/pkg\",\"dir\":\"$PKG\"}" |
+  commit=$({ curl -sf -X POST "$ep/_admin/repos" -d "{\"repo\":\"bench/pkg\",\"dir\":\"$PKG\"}" || true; } |
     sed -n 's/.*"commit":"\([0-9a-f]*\)".*/\1/p')
   if [ -z "$commit" ]; then note "FAILED: the stand-in did not start"; row "$fig" failed ">= 0.9" MISS; return 0; fi
   local hf=$WORK/hf curl_dir=$WORK/curl urls=() rel
@@ -337,7 +337,11 @@ bench_fetch() {
     return 0
   }
   local wall=$M_WALL rss=$M_RSS bytes r
-  measure prep_curl curl -sfL --no-progress-meter --parallel --parallel-max 4 "${urls[@]}"
+  measure prep_curl curl -sfL --no-progress-meter --parallel --parallel-max 4 "${urls[@]}" || {
+    row "$fig" "curl failed" ">= 0.9" MISS
+    exec 7>&-
+    return 0
+  }
   bytes=$(bytes_of "$curl_dir"/*)
   r=$(ratio "$M_WALL" "$wall")
   note "fetch ${wall} s ($(awk -v b="$bytes" -v s="$wall" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }')), peak RSS $(mib "$rss"), verified;" \
