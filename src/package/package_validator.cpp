@@ -14,6 +14,7 @@
 #include "skippy/model_source.h"
 #include "skippy/package_layout.h"
 #include "skippy/sha256.h"
+#include "util/mapped_read.h"
 #include "util/parallel.h"
 
 namespace skippy {
@@ -74,9 +75,29 @@ class Validator {
     }
   }
 
+  // SHA-256 of a whole file straight from its mapping (no copy into a
+  // buffer); nullopt if the file shrank while being read.
+  std::optional<std::string> hash_mapped(const MappedFile& file) {
+    const auto bytes = file.bytes();
+    Sha256 sha;
+    for (uint64_t pos = 0; pos < bytes.size(); pos += kChunk) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, bytes.size() - pos));
+      detail::prefetch_mapped(bytes, pos + kChunk, kChunk);
+      if (!detail::guarded([&] { sha.update(bytes.subspan(pos, n)); })) return std::nullopt;
+      detail::release_mapped(bytes, pos, n);
+      progress(n);
+    }
+    return sha.hex_digest();
+  }
+
   void check_shard(size_t i) {
     const auto& f = model_.shards()[i];
-    const auto sha = sha256_file(f.path(), [&](uint64_t n) { progress(n); });
+    const auto hashed = hash_mapped(*f.file());
+    if (!hashed) {
+      problem(f.name() + ": the file shrank while it was being read (changed by another process?)");
+      return;
+    }
+    const auto& sha = *hashed;
     if (i < m_.source_model.files.size()) {
       const auto& decl = m_.source_model.files[i];
       if (decl.size_bytes != f.file_size()) {
@@ -162,14 +183,20 @@ class Validator {
               [](const Compare& x, const Compare& y) { return x.frag->file_offset < y.frag->file_offset; });
     // One pass over the artifact: hash it, and compare each tensor's bytes
     // with the source as its chunk goes by.
+    // Straight from the mappings of both files: no copies, and resident
+    // memory stays flat (each chunk's pages are released once used).
     const auto& file = *g->file();
-    std::vector<uint8_t> buf(kChunk), src_buf;
+    const auto bytes = file.bytes();
     Sha256 sha;
     size_t first = 0;
     for (uint64_t pos = 0; pos < file.size();) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, file.size() - pos));
-      file.pread_exact(pos, {buf.data(), n});
-      sha.update({buf.data(), n});
+      detail::prefetch_mapped(bytes, pos + kChunk, kChunk);
+      if (!detail::guarded([&] { sha.update(bytes.subspan(pos, n)); })) {
+        problem(e.path + ": the file shrank while it was being read (changed by another process?)");
+        return;
+      }
+      const uint8_t* chunk = bytes.data() + pos;
       const uint64_t end = pos + n;
       while (first < compares.size() && compares[first].frag->file_offset + compares[first].frag->bytes <= pos) ++first;
       for (size_t i = first; i < compares.size() && compares[i].frag->file_offset < end; ++i) {
@@ -177,18 +204,28 @@ class Validator {
         const uint64_t lo = std::max(pos, c.frag->file_offset);
         const uint64_t hi = std::min(end, c.frag->file_offset + c.frag->bytes);
         if (lo >= hi || c.reported) continue;
-        src_buf.resize(static_cast<size_t>(hi - lo));
         const uint64_t rel = lo - c.frag->file_offset;
-        model_.shards()[c.src->shard].file()->pread_exact(c.src->info->file_offset + rel, src_buf);
-        const uint8_t* mine = buf.data() + (lo - pos);
-        if (std::memcmp(mine, src_buf.data(), src_buf.size()) != 0) {
-          size_t k = 0;
-          while (mine[k] == src_buf[k]) ++k;
+        const auto src_bytes = model_.shards()[c.src->shard].file()->bytes();
+        const uint8_t* theirs = src_bytes.data() + c.src->info->file_offset + rel;
+        const uint8_t* mine = chunk + (lo - pos);
+        const size_t len = static_cast<size_t>(hi - lo);
+        size_t k = len;  // first differing byte, len when equal
+        if (!detail::guarded([&] {
+              if (std::memcmp(mine, theirs, len) == 0) return;
+              k = 0;
+              while (mine[k] == theirs[k]) ++k;
+            })) {
+          problem(e.path + ": the source shrank while it was being read (changed by another process?)");
+          return;
+        }
+        detail::release_mapped(src_bytes, c.src->info->file_offset + rel, len);
+        if (k != len) {
           problem(e.path + ": tensor '" + std::string(c.frag->name) + "' differs from the source at byte " +
                   std::to_string(rel + k) + " of the tensor (file offset " + std::to_string(lo + k) + ")");
           c.reported = true;
         }
       }
+      detail::release_mapped(bytes, pos, n);
       pos = end;
       progress(n);
     }
