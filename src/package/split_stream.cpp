@@ -15,6 +15,7 @@
 
 #include "skippy/error.h"
 #include "skippy/sha256.h"
+#include "util/mapped_read.h"
 
 namespace skippy::detail {
 namespace {
@@ -36,7 +37,7 @@ struct Chunk {
   uint64_t offset = 0;
   size_t len = 0;
   bool last_of_shard = false;
-  std::vector<uint8_t>* buf = nullptr;
+  const uint8_t* buf = nullptr;  // into the shard's mapping; null once the chunk is done
   std::vector<Segment> segments;
   bool src_hashed = false, out_hashed = false, written = false;
   bool writing = false;
@@ -65,8 +66,7 @@ class Pipeline {
     std::sort(refs_.begin(), refs_.end(), [](const PieceRef& a, const PieceRef& b) {
       return a.shard != b.shard ? a.shard < b.shard : a.src < b.src;
     });
-    for (size_t i = 0; i < opt.buffers; ++i) pool_.emplace_back(opt.chunk_bytes);
-    for (auto& b : pool_) free_.push_back(&b);
+    slots_ = std::max<size_t>(1, opt.buffers);
     shard_sha_.resize(shards.size());
     out_sha_.resize(outputs.size());
     for (size_t o = 0; o < outputs.size(); ++o) {
@@ -109,7 +109,7 @@ class Pipeline {
         job = Job::kOutHash;
         c = chunks_[out_next_].get();
         out_busy_ = true;
-      } else if (!read_busy_ && !reading_done() && !free_.empty()) {
+      } else if (!read_busy_ && !reading_done() && slots_ > 0) {
         job = Job::kRead;
         read_busy_ = true;
       } else {
@@ -157,12 +157,12 @@ class Pipeline {
     switch (job) {
       case Job::kRead: read_next(); break;
       case Job::kSrcHash:
-        shard_sha_[c->shard].update({c->buf->data(), c->len});
+        if (!detail::guarded([&] { shard_sha_[c->shard].update({c->buf, c->len}); })) shrank(c->shard);
         break;
       case Job::kOutHash: {
         static const std::vector<uint8_t> kZeros(4096, 0);
         for (const auto& s : c->segments) {
-          out_sha_[s.output].update({c->buf->data() + s.in_chunk, s.len});
+          if (!detail::guarded([&] { out_sha_[s.output].update({c->buf + s.in_chunk, s.len}); })) shrank(c->shard);
           if (s.ends_piece) {
             for (uint64_t pad = outputs_[s.output].pieces[s.piece].pad_after; pad != 0;) {
               const size_t n = static_cast<size_t>(std::min<uint64_t>(pad, kZeros.size()));
@@ -175,8 +175,10 @@ class Pipeline {
       }
       case Job::kWrite:
         for (const auto& s : c->segments) {
+          // The in-kernel copy reads the shard itself; the bytes view is only
+          // for a pwrite fallback (EFAULT, not SIGBUS, if the file shrank).
           files_[s.output]->copy_range(*shards_[c->shard], c->offset + s.in_chunk, s.dst,
-                                       {c->buf->data() + s.in_chunk, s.len});
+                                       {c->buf + s.in_chunk, s.len});
           // Writeback starts now, overlapping the rest of the stream, rather
           // than all at the fsync before the renames.
           files_[s.output]->start_writeback(s.dst, s.len);
@@ -186,22 +188,24 @@ class Pipeline {
     }
   }
 
-  // Reads the next chunk of the current shard into a free buffer and maps
-  // the piece segments it holds. Runs outside the lock; only the reader
-  // touches shard_/pos_/ref_cursor_.
+  // Takes the next chunk of the current shard (a view into its mapping,
+  // with read-ahead asked for the one after) and maps the piece segments it
+  // holds. Runs outside the lock; only the reader touches
+  // shard_/pos_/ref_cursor_.
   void read_next() {
-    std::vector<uint8_t>* buf;
     {
       std::lock_guard g(mu_);
-      buf = free_.back();
-      free_.pop_back();
+      --slots_;
     }
     auto c = std::make_unique<Chunk>();
     const auto& f = *shards_[shard_];
+    const auto bytes = f.bytes();
+    if (bytes.size() != f.size()) throw_invalid(f.path().string() + ": cannot map the file");
     c->shard = shard_;
     c->offset = pos_;
     c->len = static_cast<size_t>(std::min<uint64_t>(opt_.chunk_bytes, f.size() - pos_));
-    f.pread_exact(pos_, {buf->data(), c->len});
+    detail::prefetch_mapped(bytes, pos_ + c->len, opt_.chunk_bytes);
+    const uint8_t* view = bytes.data() + pos_;
     const uint64_t end = pos_ + c->len;
     // Skip pieces that ended before this chunk (none should: pieces are
     // consumed in order), then collect overlaps.
@@ -228,7 +232,7 @@ class Pipeline {
       while (shard_ < shards_.size() && shards_[shard_]->size() == 0) ++shard_;  // empty files
     }
     std::lock_guard g(mu_);
-    c->buf = buf;
+    c->buf = view;
     chunks_.push_back(std::move(c));
   }
 
@@ -252,7 +256,10 @@ class Pipeline {
       case Job::kNone: break;
     }
     if (c && c->src_hashed && c->out_hashed && c->written && c->buf) {
-      free_.push_back(c->buf);
+      // Done with these pages: out of our page tables (resident memory stays
+      // flat), still in the page cache.
+      detail::release_mapped(shards_[c->shard]->bytes(), c->offset, c->len);
+      ++slots_;
       c->buf = nullptr;
       c->segments.clear();
       c->segments.shrink_to_fit();
@@ -262,6 +269,11 @@ class Pipeline {
            chunks_[first_live_]->written) {
       ++first_live_;
     }
+  }
+
+  [[noreturn]] void shrank(size_t shard) const {
+    throw_invalid(shards_[shard]->path().string() +
+                  ": the file shrank while it was being read (changed by another process?)");
   }
 
   StreamResult finish() {
@@ -319,8 +331,7 @@ class Pipeline {
   std::mutex mu_;
   std::condition_variable cv_;
   std::exception_ptr error_;
-  std::deque<std::vector<uint8_t>> pool_;
-  std::vector<std::vector<uint8_t>*> free_;
+  size_t slots_ = 0;  // chunks that may still be in flight
   std::deque<std::unique_ptr<Chunk>> chunks_;
   size_t first_live_ = 0;
   size_t src_next_ = 0, out_next_ = 0;
