@@ -180,6 +180,32 @@ TEST_F(HubFetch, FollowsTheHubsResolveCacheRedirectForSmallFiles) {
   EXPECT_EQ(test::read_text(snapshot() / "model-package.json"), test::read_text(pkg_dir_->path() / "pkg" / "model-package.json"));
 }
 
+TEST_F(HubFetch, ProjectorsComeOnlyWithTheStagesThatUseThem) {
+  TempDir work;
+  fs::copy_file(test::data_path("qwen3moe-tiny.gguf"), work / "mmproj-model-f16.gguf");  // any GGUF will do
+  ASSERT_EQ(test::write_pkg(test::data_path("llama-tiny-q8_0.gguf"), work / "pkg",
+                            {"--projector", (work / "mmproj-model-f16.gguf").string()})
+                .exit_code,
+            0);
+  const auto commit = hub_->publish("org/vision-layers", work / "pkg");
+  const std::string ref = "hf://org/vision-layers@" + commit;
+  auto fetched = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"fetch", ref, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto j = json::parse(r.out);
+    return std::set<std::string>(j["downloaded"].begin(), j["downloaded"].end());
+  };
+  EXPECT_FALSE(fetched({"--layers", "3..4"}).count("projectors/mmproj-model-f16.gguf")) << "a downstream stage";
+  EXPECT_TRUE(fetched({"--layers", "0..2"}).count("projectors/mmproj-model-f16.gguf")) << "stage 0 uses the mmproj";
+  EXPECT_FALSE(fs::exists(repo_dir("org/vision-layers") / "snapshots" / commit / "layers" / "layer-00005.gguf"));
+  // An unknown explicit projector is refused before anything is fetched for it.
+  const auto bad = cli({"fetch", ref, "--layers", "5..6", "--projector", "projectors/other.gguf"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("not declared in the manifest"), std::string::npos) << bad.err;
+}
+
 TEST_F(HubFetch, ACachedRevisionResolvesWithNoNetworkAndIsStillVerified) {
   ASSERT_EQ(cli({"fetch", "hf://org/tiny-layers", "--layers", "2..4"}).exit_code, 0);
   hub_->clear_log();
