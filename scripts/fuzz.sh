@@ -65,8 +65,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # -malloc_limit_mb: inputs are at most 64 KiB, so any single allocation over
 # 64 MiB means a count was trusted before it was checked.
-flags=(
-  -dict=fuzz/gguf.dict
+common=(
   -max_len=65536
   -timeout=10
   -rss_limit_mb=2048
@@ -74,14 +73,8 @@ flags=(
   -artifact_prefix="$build/artifacts/"
   -print_final_stats=1
 )
-inputs_flags=(
-  -max_len=65536
-  -timeout=10
-  -rss_limit_mb=2048
-  -malloc_limit_mb=64
-  -artifact_prefix="$build/artifacts/"
-  -print_final_stats=1
-)
+flags=(-dict=fuzz/gguf.dict "${common[@]}")
+inputs_flags=("${common[@]}")
 if [ "$mode" = ci ]; then
   flags+=(-max_total_time="${FUZZ_SECONDS:-60}")
   inputs_flags+=(-max_total_time="${FUZZ_INPUTS_SECONDS:-30}")
