@@ -89,7 +89,7 @@ const LFS_THRESHOLD = MiB;
 const config = { token: "hf_test", url_ttl_secs: 3600, reject_unknown_tokens: false, resolve_cache_redirect: false };
 const secret = crypto.randomBytes(32);
 const repos = new Map(); // "ns/name" -> Repo
-const blobs = new Map(); // sha256 -> { abs, size }
+const blobs = new Map(); // sha256 -> [{ abs, size }]: every published copy (content-addressed, like S3)
 let log = [];
 let faults = [];
 let pending = 0;
@@ -214,7 +214,10 @@ async function publish(body) {
       entry.pointerSize = ptr.length;
     }
     files.set(f.rel, entry);
-    blobs.set(sha256, { abs: f.abs, size: f.size });
+    // Storage is content-addressed: any published copy of these bytes serves.
+    const copies = blobs.get(sha256) ?? [];
+    copies.unshift({ abs: f.abs, size: f.size });
+    blobs.set(sha256, copies);
   }
 
   const trees = treeOids(files);
@@ -908,7 +911,8 @@ function storageHandler(req, res) {
   }
   if (!/^\d+$/.test(expires) || Number(expires) <= nowSecs()) return s3Error(ctx, 403, "AccessDenied", "Request has expired");
   const sha = url.pathname.split("/").pop();
-  const blob = blobs.get(sha);
+  // A copy whose directory a test has since removed no longer serves.
+  const blob = (blobs.get(sha) ?? []).find((b) => fs.existsSync(b.abs));
   if (!blob) return s3Error(ctx, 404, "NoSuchKey", "The specified key does not exist.");
   const headers = {
     "Content-Type": "application/octet-stream",
