@@ -121,7 +121,7 @@ HttpResult http_perform(const HttpRequest& req) {
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, req.connect_timeout_secs);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, req.stall_timeout_secs);
-  curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L * 1024L);
+  curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 2L * 1024L * 1024L);  // fewer, larger writes
   curl_easy_setopt(c, CURLOPT_USERAGENT, "skippy-model-package/0.1.0");
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);

@@ -38,7 +38,7 @@ constexpr unsigned kMaxBackoffMs = 30'000;
 constexpr uint64_t kMaxRetryAfterMs = 300'000;  // the Hub's 429s may ask for minutes
 constexpr size_t kHashChunk = size_t{1} << 20;
 constexpr unsigned kMaxRedirects = 5;
-constexpr size_t kWriteChunk = size_t{4} << 20;
+constexpr uint64_t kWritebackChunk = uint64_t{4} << 20;
 
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
@@ -363,43 +363,20 @@ struct HubRepo::Impl {
     // manifest itself) is still checked end to end, and no blob name is
     // ever taken on the server's word.
     std::optional<GitBlobSha1> git;
-    // Received bytes are hashed at once and written in large pieces, each
-    // piece's writeback started right away (the fsync before the rename then
-    // has little left to wait for). `have` counts bytes received and hashed,
-    // `written` those on disk; they are equal whenever a request starts.
-    std::vector<uint8_t> pending;
-    pending.reserve(kWriteChunk);
-    uint64_t written = 0;
+    // Received bytes are hashed and written as they arrive; every 4 MiB the
+    // writeback of what was written starts right away, so the fsync before
+    // the rename has little left to wait for.
+    uint64_t flushed = 0;  // bytes whose writeback was started
     auto restart = [&] {  // drop what we have and start from byte 0
       if (::ftruncate(fd.get(), 0) != 0) throw_io(inc.string() + ": cannot truncate");
       hash = Sha256();
       if (meta.etag.size() == 40) git.emplace(meta.size);
       have = 0;
-      written = 0;
-      pending.clear();
-    };
-    std::string write_error;
-    auto flush = [&]() -> bool {
-      size_t done = 0;
-      while (done < pending.size()) {
-        const auto n = ::pwrite(fd.get(), pending.data() + done, pending.size() - done, static_cast<off_t>(written + done));
-        if (n <= 0) {
-          write_error = "cannot write " + inc.string() + ": " + std::strerror(errno);
-          return false;
-        }
-        done += static_cast<size_t>(n);
-      }
-      if (!pending.empty()) {
-        (void)::sync_file_range(fd.get(), static_cast<off64_t>(written), static_cast<off64_t>(pending.size()),
-                                SYNC_FILE_RANGE_WRITE);
-      }
-      written += pending.size();
-      pending.clear();
-      return true;
+      flushed = 0;
     };
     if (meta.etag.size() == 40) git.emplace(meta.size);
     if (have > meta.size) restart();
-    written = have;
+    flushed = have;
     // Reserve the blocks (without changing the size resuming relies on).
     (void)::fallocate(fd.get(), FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(meta.size));
     const bool resumed_from_disk = have > 0;
@@ -455,19 +432,27 @@ struct HubRepo::Impl {
             abort_reason = "the server sent more than the " + std::to_string(meta.size) + " bytes it declared";
             return false;
           }
+          size_t done = 0;
+          while (done < data.size()) {
+            const auto n = ::pwrite(fd.get(), data.data() + done, data.size() - done, static_cast<off_t>(have + done));
+            if (n <= 0) {
+              abort_reason = "cannot write " + inc.string() + ": " + std::strerror(errno);
+              return false;
+            }
+            done += static_cast<size_t>(n);
+          }
           hash.update(data);
           if (git) git->update(data);
-          pending.insert(pending.end(), data.begin(), data.end());
           have += data.size();
           on_bytes(data.size());
-          if (pending.size() >= kWriteChunk && !flush()) {
-            abort_reason = write_error;
-            return false;
+          if (have - flushed >= kWritebackChunk) {
+            (void)::sync_file_range(fd.get(), static_cast<off64_t>(flushed), static_cast<off64_t>(have - flushed),
+                                    SYNC_FILE_RANGE_WRITE);
+            flushed = have;
           }
           return true;
         };
         auto res = detail::http_perform(req);
-        if (!flush()) throw Error(ErrorKind::kIo, what + ": " + write_error);
         if (res.error) {
           if (bad_range) {  // our partial file is useless to this server: start over
             failure = abort_reason;
@@ -560,8 +545,10 @@ struct HubRepo::Impl {
       throw_invalid(what + ": " + problem + "; the download was discarded (nothing was placed in the cache)");
     }
     if (::fsync(fd.get()) != 0) throw_io(inc.string() + ": cannot fsync");
+    // The bytes are durable before they get their name; the name itself is
+    // not fsynced (a crash may lose it, never point it at other bytes: the
+    // next run downloads again), as huggingface_hub does not either.
     if (::rename(inc.c_str(), blob.c_str()) != 0) throw_io(blob.string() + ": cannot rename the finished download into place");
-    fsync_directory(blob.parent_path());
   }
 
   HubFileResult fetch_one(const std::string& commit, const HubFileRequest& want, const std::function<void(uint64_t)>& on_bytes) {
