@@ -267,6 +267,27 @@ TEST_F(HubFetch, PinnedCommitNeedsNoRefAndMovingBranchWarns) {
   EXPECT_NE(moving.err.find("pin hf://org/tiny-layers@" + *commit_), std::string::npos) << moving.err;
 }
 
+TEST_F(HubFetch, RefreshFollowsABranchThatMoved) {
+  TempDir work;
+  ASSERT_EQ(test::write_pkg(test::data_path("llama-tiny-q8_0.gguf"), work / "v1").exit_code, 0);
+  ASSERT_EQ(test::write_pkg(test::data_path("llama-tiny-f16.gguf"), work / "v2").exit_code, 0);
+  const auto c1 = hub_->publish("org/moving-layers", work / "v1");
+  ASSERT_EQ(cli({"fetch", "hf://org/moving-layers", "--layers", "0..1"}).exit_code, 0);
+  const auto c2 = hub_->publish("org/moving-layers", work / "v2");  // main moves
+  ASSERT_NE(c1, c2);
+  auto commit_of = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"fetch", "hf://org/moving-layers", "--layers", "0..1", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out)["commit"].get<std::string>();
+  };
+  EXPECT_EQ(commit_of({}), c1) << "the cached ref answers, with no network";
+  EXPECT_EQ(commit_of({"--refresh"}), c2) << "--refresh asks the Hub";
+  EXPECT_EQ(test::read_text(repo_dir("org/moving-layers") / "refs" / "main"), c2);
+  EXPECT_EQ(commit_of({}), c2) << "and the cache now says so";
+}
+
 TEST_F(HubFetch, SelectVerifyMaterializeAndInspectTakeHfRefs) {
   const std::string ref = "hf://org/tiny-layers@" + *commit_;
   const auto sel = cli({"select", ref, "--layers", "0..2", "--json"});

@@ -33,7 +33,7 @@ bool stderr_is_tty();
 
 // open_package for the commands: a download progress display (terminal
 // only) for hf:// packages, and the package's warnings on stderr.
-OpenedPackage open_package_for_cli(const std::string& ref);
+OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision = false);
 
 // The parts a command works on: the stage's (its projector included) when
 // `range` is set, else every artifact of the package. Notes explain choices.

@@ -29,8 +29,9 @@ std::string human_bytes(uint64_t n) {
 
 bool stderr_is_tty() { return ::isatty(2) == 1; }
 
-OpenedPackage open_package_for_cli(const std::string& ref) {
+OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision) {
   OpenOptions o;
+  o.refresh_revision = refresh_revision;
   auto progress = std::make_shared<Progress>("download");
   o.on_progress = [progress](uint64_t done, uint64_t total) { progress->update(done, total); };
   auto pkg = open_package(ref, o);

@@ -19,13 +19,16 @@ Command register_fetch(CLI::App& app) {
       "Environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE=1 (cache only, no network).");
   struct Args {
     std::string ref, layers, projector;
-    bool json = false, single_stage = false;
+    bool json = false, single_stage = false, refresh = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("package", a->ref, "hf://ns/repo, hf://ns/repo:rev or hf://ns/repo@rev")->required();
   cmd->add_option("--layers", a->layers, "Stage layer range START..END (half-open); default: the whole package");
   cmd->add_option("--projector", a->projector, "With --layers: the declared projector the stage uses");
   cmd->add_flag("--single-stage", a->single_stage, "Single-stage serving: the stage also gets the default projector");
+  cmd->add_flag("--refresh", a->refresh,
+                "For a branch or tag: ask the Hub what it names now (default: a ref already in the cache answers, "
+                "with no network)");
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a]() {
             if (!is_hf_ref(a->ref)) {
@@ -37,7 +40,7 @@ Command register_fetch(CLI::App& app) {
             if (!range && (!a->projector.empty() || a->single_stage)) {
               throw Error(ErrorKind::kUsage, "--projector and --single-stage need --layers");
             }
-            const auto pkg = open_package_for_cli(a->ref);
+            const auto pkg = open_package_for_cli(a->ref, a->refresh);
             SelectOptions so;
             if (!a->projector.empty()) so.projector_path = a->projector;
             so.single_stage = a->single_stage;

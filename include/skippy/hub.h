@@ -73,7 +73,10 @@ class HubRepo {
   // refs/ has it (no network), else from the Hub (HEAD on `probe_path`,
   // which must exist at that revision), recording refs/<revision>.
   // *from_cache (when given) tells whether the answer came from the cache.
-  std::string resolve_commit(const std::string& revision, const std::string& probe_path, bool* from_cache = nullptr);
+  // `refresh`: a branch or tag is asked of the Hub even when refs/ has it
+  // (ignored offline, where the cached ref is the answer).
+  std::string resolve_commit(const std::string& revision, const std::string& probe_path, bool* from_cache = nullptr,
+                             bool refresh = false);
 
   // Brings the files into snapshots/<commit>/, several at once. Files
   // already there (or whose blob is, by expected SHA-256) need no network.

@@ -68,6 +68,9 @@ struct OpenedPackage {
 struct OpenOptions {
   // Download progress (bytes done, bytes to fetch) for hf:// packages.
   std::function<void(uint64_t, uint64_t)> on_progress;
+  // hf:// with a branch or tag: ask the Hub what it names now instead of
+  // answering from refs/ in the cache (no effect offline or for a commit).
+  bool refresh_revision = false;
 };
 
 // Resolves `ref` and validates the manifest: schema version 1, format, ABI

@@ -589,10 +589,13 @@ const HubConfig& HubRepo::config() const noexcept { return impl_->cfg; }
 const HfRepoCache& HubRepo::cache() const noexcept { return impl_->cache; }
 const std::string& HubRepo::repo_id() const noexcept { return impl_->repo; }
 
-std::string HubRepo::resolve_commit(const std::string& revision, const std::string& probe_path, bool* from_cache) {
+std::string HubRepo::resolve_commit(const std::string& revision, const std::string& probe_path, bool* from_cache,
+                                    bool refresh) {
   check_revision(revision, "hf://" + impl_->repo + "@" + revision);
   if (from_cache) *from_cache = true;
-  if (auto c = impl_->cache.cached_commit(revision)) return *c;
+  if (!refresh || impl_->cfg.offline || is_commit_hash(revision)) {
+    if (auto c = impl_->cache.cached_commit(revision)) return *c;
+  }
   if (from_cache) *from_cache = false;
   if (impl_->cfg.offline) {
     throw_not_found("hf://" + impl_->repo + "@" + revision + ": revision \"" + revision +

@@ -56,7 +56,7 @@ OpenedPackage open_hf_package(const HfRef& ref, const OpenOptions& options) {
   auto repo = std::make_shared<HubRepo>(HubConfig::from_env(), ref.repo_id);
   const std::string manifest_name(kManifestFileName);
   bool from_cache = false;
-  const std::string commit = repo->resolve_commit(ref.revision, manifest_name, &from_cache);
+  const std::string commit = repo->resolve_commit(ref.revision, manifest_name, &from_cache, options.refresh_revision);
   auto source = std::make_shared<HubArtifactSource>(repo, commit, options.on_progress);
   const auto got = repo->ensure_files(commit, {{manifest_name, std::nullopt, std::nullopt}});
   std::error_code ec;
