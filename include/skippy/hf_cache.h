@@ -26,7 +26,7 @@ std::filesystem::path hf_hub_cache_dir();
 
 class HfRepoCache {
  public:
-  HfRepoCache(std::filesystem::path cache_root, std::string repo_id);
+  HfRepoCache(std::filesystem::path cache_root, const std::string& repo_id);
 
   const std::filesystem::path& root() const noexcept { return root_; }
   const std::filesystem::path& repo_dir() const noexcept { return repo_dir_; }

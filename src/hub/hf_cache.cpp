@@ -74,7 +74,7 @@ std::string normalize_etag(std::string_view etag) {
   return std::string(etag);
 }
 
-HfRepoCache::HfRepoCache(fs::path cache_root, std::string repo_id)
+HfRepoCache::HfRepoCache(fs::path cache_root, const std::string& repo_id)
     : root_(std::move(cache_root)),
       repo_dir_(root_ / repo_folder_name(repo_id)),
       locks_dir_(root_ / ".locks" / repo_folder_name(repo_id)) {}

@@ -247,7 +247,7 @@ struct HubRepo::Impl {
   }
 
   // One request with retries for transport errors, 429 and 5xx.
-  HttpResponse perform(HttpRequest req, const std::string& what) const {
+  HttpResponse perform(const HttpRequest& req, const std::string& what) const {
     std::string last;
     for (unsigned attempt = 0; attempt < cfg.max_attempts; ++attempt) {
       auto res = detail::http_perform(req);
