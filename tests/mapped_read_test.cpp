@@ -8,6 +8,7 @@
 #include "skippy/file.h"
 #include "skippy/sha256.h"
 #include "test_util.h"
+#include "package/split_stream.h"
 #include "util/mapped_read.h"
 
 namespace skippy {
@@ -42,9 +43,33 @@ TEST(MappedRead, ReleasingPagesKeepsTheBytes) {
   const auto f = MappedFile::open(path);
   const auto bytes = f->bytes();
   detail::prefetch_mapped(bytes, 0, bytes.size());
-  detail::release_mapped(bytes, 100, 5000);
-  detail::release_mapped(bytes, 3 * 4096, 100);
+  EXPECT_TRUE(detail::release_mapped(bytes, 100, 5000)) << "an unaligned start is rounded to its page";
+  EXPECT_TRUE(detail::release_mapped(bytes, 3 * 4096, 1u << 30)) << "a length past the end stops at the file's end";
+  EXPECT_TRUE(detail::release_mapped(bytes, bytes.size(), 10)) << "nothing to do past the end";
   EXPECT_EQ(std::memcmp(bytes.data(), data.data(), data.size()), 0);
+}
+
+TEST(SplitStream, AnEmptyFirstShardNeitherHangsNorBreaksTheHashes) {
+  // Regression: a zero-byte shard yielded a chunk that no job would take.
+  test::TempDir t;
+  test::write_file(t / "a.bin", {});
+  std::vector<uint8_t> data(10000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i);
+  test::write_file(t / "b.bin", data);
+  const std::vector<std::shared_ptr<const MappedFile>> shards = {MappedFile::open(t / "a.bin"), MappedFile::open(t / "b.bin")};
+  detail::StreamOutput out;
+  out.final_path = t / "out.bin";
+  out.header = {'H', 'D'};
+  out.total_size = 2 + 5000;
+  out.pieces.push_back({1, 1000, 5000, 2, 0});
+  const auto r = detail::stream_split(shards, {out}, {});
+  ASSERT_EQ(r.shard_sha256.size(), 2u);
+  EXPECT_EQ(r.shard_sha256[0], sha256_hex(std::string_view()));
+  EXPECT_EQ(r.shard_sha256[1], sha256_hex(std::span<const uint8_t>(data)));
+  auto expect = std::vector<uint8_t>{'H', 'D'};
+  expect.insert(expect.end(), data.begin() + 1000, data.begin() + 6000);
+  EXPECT_EQ(test::read_file(t / "out.bin"), expect);
+  EXPECT_EQ(r.output_sha256[0], sha256_hex(std::span<const uint8_t>(expect)));
 }
 
 }  // namespace

@@ -377,8 +377,6 @@ struct HubRepo::Impl {
     if (meta.etag.size() == 40) git.emplace(meta.size);
     if (have > meta.size) restart();
     flushed = have;
-    // Reserve the blocks (without changing the size resuming relies on).
-    (void)::fallocate(fd.get(), FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(meta.size));
     const bool resumed_from_disk = have > 0;
     if (have > 0) {  // resume: the prefix on disk goes into the digests first
       std::vector<uint8_t> buf(kHashChunk);
@@ -413,6 +411,7 @@ struct HubRepo::Impl {
         if (have > 0) req.headers.push_back("Range: bytes=" + std::to_string(have) + "-");
         std::string abort_reason;
         bool bad_range = false;
+        bool write_failed = false;
         req.on_start = [&](long status, const std::map<std::string, std::string>& h) {
           if (status == 200 && have > 0) {  // the server ignored Range: start over
             restart();
@@ -436,7 +435,8 @@ struct HubRepo::Impl {
           while (done < data.size()) {
             const auto n = ::pwrite(fd.get(), data.data() + done, data.size() - done, static_cast<off_t>(have + done));
             if (n <= 0) {
-              abort_reason = "cannot write " + inc.string() + ": " + std::strerror(errno);
+              abort_reason = "cannot write " + inc.string() + ": " + std::strerror(n < 0 ? errno : ENOSPC);
+              write_failed = true;
               return false;
             }
             done += static_cast<size_t>(n);
@@ -459,7 +459,10 @@ struct HubRepo::Impl {
             restart();
             continue;
           }
-          if (res.error->aborted_by_sink) throw_invalid(what + ": " + abort_reason);
+          if (res.error->aborted_by_sink) {
+            if (write_failed) throw Error(ErrorKind::kIo, what + ": " + abort_reason);  // disk full, ...
+            throw_invalid(what + ": " + abort_reason);
+          }
           failure = res.error->message;
           if (!res.error->retryable) throw Error(ErrorKind::kIo, what + ": " + failure);
           pause(attempt, nullptr);
@@ -652,15 +655,21 @@ std::vector<HubFileResult> HubRepo::ensure_files(const std::string& commit, cons
   }
   c.create_dirs();
   std::vector<uint64_t> sizes;
-  uint64_t total = 0;
+  uint64_t total = 0, partial = 0;
   for (const auto i : missing) {
     sizes.push_back(files[i].size.value_or(0));
     total += sizes.back();
+    // Bytes a resumable partial download already holds need no new space.
+    if (files[i].sha256 && is_blob_etag(*files[i].sha256)) {
+      std::error_code ec;
+      const auto have = fs::file_size(c.incomplete_path(*files[i].sha256), ec);
+      if (!ec) partial += std::min<uint64_t>(have, sizes.back());
+    }
   }
   struct statvfs vfs {};
   if (::statvfs((c.repo_dir() / "blobs").c_str(), &vfs) == 0) {
     const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-    if (free_bytes < total) {
+    if (free_bytes + partial < total) {
       throw Error(ErrorKind::kIo, "hf://" + impl_->repo + ": " + std::to_string(total) + " bytes to download, only " +
                                       std::to_string(free_bytes) + " free under " + c.root().string() +
                                       " (set HF_HUB_CACHE to a larger disk)");

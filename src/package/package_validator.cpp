@@ -210,13 +210,20 @@ class Validator {
         const uint8_t* mine = chunk + (lo - pos);
         const size_t len = static_cast<size_t>(hi - lo);
         size_t k = len;  // first differing byte, len when equal
+        bool moved = false;  // differed, then no longer: changed while read
         if (!detail::guarded([&] {
               if (std::memcmp(mine, theirs, len) == 0) return;
               k = 0;
-              while (mine[k] == theirs[k]) ++k;
+              while (k < len && mine[k] == theirs[k]) ++k;
+              moved = k == len;
             })) {
-          problem(e.path + ": the source shrank while it was being read (changed by another process?)");
+          problem(e.path + ": it or the source shrank while being read (changed by another process?)");
           return;
+        }
+        if (moved) {
+          problem(e.path + ": tensor '" + std::string(c.frag->name) +
+                  "' changed while it was being compared (changed by another process?)");
+          c.reported = true;
         }
         detail::release_mapped(src_bytes, c.src->info->file_offset + rel, len);
         if (k != len) {

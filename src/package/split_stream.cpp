@@ -37,7 +37,8 @@ struct Chunk {
   uint64_t offset = 0;
   size_t len = 0;
   bool last_of_shard = false;
-  const uint8_t* buf = nullptr;  // into the shard's mapping; null once the chunk is done
+  const uint8_t* buf = nullptr;  // into the shard's mapping
+  bool live = false;             // defined and not yet finished by every job
   std::vector<Segment> segments;
   bool src_hashed = false, out_hashed = false, written = false;
   bool writing = false;
@@ -67,6 +68,7 @@ class Pipeline {
       return a.shard != b.shard ? a.shard < b.shard : a.src < b.src;
     });
     slots_ = std::max<size_t>(1, opt.buffers);
+    while (shard_ < shards_.size() && shards_[shard_]->size() == 0) ++shard_;  // empty files yield no chunk
     shard_sha_.resize(shards.size());
     out_sha_.resize(outputs.size());
     for (size_t o = 0; o < outputs.size(); ++o) {
@@ -101,11 +103,11 @@ class Pipeline {
       Job job = Job::kNone;
       Chunk* c = nullptr;
       // Ordered hash chains first (they bound throughput), then writes, then reads.
-      if (!src_busy_ && src_next_ < chunks_.size() && chunks_[src_next_]->buf) {
+      if (!src_busy_ && src_next_ < chunks_.size() && chunks_[src_next_]->live) {
         job = Job::kSrcHash;
         c = chunks_[src_next_].get();
         src_busy_ = true;
-      } else if (!out_busy_ && out_next_ < chunks_.size() && chunks_[out_next_]->buf) {
+      } else if (!out_busy_ && out_next_ < chunks_.size() && chunks_[out_next_]->live) {
         job = Job::kOutHash;
         c = chunks_[out_next_].get();
         out_busy_ = true;
@@ -115,7 +117,7 @@ class Pipeline {
       } else {
         for (size_t i = first_live_; i < chunks_.size(); ++i) {
           auto& ch = *chunks_[i];
-          if (ch.buf && !ch.written && !ch.writing) {
+          if (ch.live && !ch.written && !ch.writing) {
             job = Job::kWrite;
             c = &ch;
             ch.writing = true;
@@ -200,7 +202,6 @@ class Pipeline {
     auto c = std::make_unique<Chunk>();
     const auto& f = *shards_[shard_];
     const auto bytes = f.bytes();
-    if (bytes.size() != f.size()) throw_invalid(f.path().string() + ": cannot map the file");
     c->shard = shard_;
     c->offset = pos_;
     c->len = static_cast<size_t>(std::min<uint64_t>(opt_.chunk_bytes, f.size() - pos_));
@@ -233,6 +234,7 @@ class Pipeline {
     }
     std::lock_guard g(mu_);
     c->buf = view;
+    c->live = true;
     chunks_.push_back(std::move(c));
   }
 
@@ -255,17 +257,18 @@ class Pipeline {
         break;
       case Job::kNone: break;
     }
-    if (c && c->src_hashed && c->out_hashed && c->written && c->buf) {
+    if (c && c->src_hashed && c->out_hashed && c->written && c->live) {
       // Done with these pages: out of our page tables (resident memory stays
       // flat), still in the page cache.
       detail::release_mapped(shards_[c->shard]->bytes(), c->offset, c->len);
       ++slots_;
+      c->live = false;
       c->buf = nullptr;
       c->segments.clear();
       c->segments.shrink_to_fit();
       if (opt_.on_bytes) opt_.on_bytes(c->len);
     }
-    while (first_live_ < chunks_.size() && chunks_[first_live_]->buf == nullptr &&
+    while (first_live_ < chunks_.size() && !chunks_[first_live_]->live &&
            chunks_[first_live_]->written) {
       ++first_live_;
     }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <type_traits>
 
@@ -16,7 +17,8 @@ thread_local sigjmp_buf* t_env = nullptr;
 struct sigaction g_previous {};
 
 void on_sigbus(int sig, siginfo_t* info, void* ctx) {
-  if (t_env != nullptr) siglongjmp(*t_env, 1);  // a guarded read: back to run_guarded
+  // A guarded read of a page past the end of its file: back to run_guarded.
+  if (t_env != nullptr && info != nullptr && info->si_code == BUS_ADRERR) siglongjmp(*t_env, 1);
   // Not ours: whoever handled SIGBUS before us, else the default (core dump).
   if ((g_previous.sa_flags & SA_SIGINFO) != 0 && g_previous.sa_sigaction != nullptr) {
     g_previous.sa_sigaction(sig, info, ctx);
@@ -26,8 +28,10 @@ void on_sigbus(int sig, siginfo_t* info, void* ctx) {
     g_previous.sa_handler(sig);
     return;
   }
+  // Default action: return with SIG_DFL so the faulting access repeats and
+  // the core dump shows it (a sent signal is raised again).
   ::signal(sig, SIG_DFL);
-  ::raise(sig);
+  if (info == nullptr || info->si_code <= 0) ::raise(sig);
 }
 
 void install() {
@@ -41,7 +45,13 @@ void install() {
   });
 }
 
-constexpr uint64_t kPage = 4096;
+uint64_t page_size() noexcept {
+  static const uint64_t size = [] {
+    const long p = ::sysconf(_SC_PAGESIZE);
+    return p > 0 ? static_cast<uint64_t>(p) : uint64_t{4096};
+  }();
+  return size;
+}
 
 }  // namespace
 
@@ -53,25 +63,29 @@ bool run_guarded(void (*fn)(void*), void* arg) noexcept {
     return false;
   }
   t_env = &env;
+  // Keep the compiler from moving the reads fn does outside the window in
+  // which the handler sees t_env (it may inline fn under LTO).
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   fn(arg);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   t_env = nullptr;
   return true;
 }
 
-void release_mapped(std::span<const uint8_t> whole, uint64_t offset, uint64_t len) noexcept {
+bool release_mapped(std::span<const uint8_t> whole, uint64_t offset, uint64_t len) noexcept {
   // Dropping a page that another reader still uses is harmless for a shared
   // read-only file mapping: it faults back in from the page cache.
-  if (offset >= whole.size()) return;
+  if (offset >= whole.size() || len == 0) return true;
   const auto base = reinterpret_cast<uintptr_t>(whole.data());  // page-aligned (mmap)
-  const uint64_t a = (base + offset) & ~(kPage - 1);
+  const uint64_t a = (base + offset) & ~(page_size() - 1);
   const uint64_t b = base + std::min<uint64_t>(offset + len, whole.size());
-  ::madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+  return ::madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED) == 0;
 }
 
 void prefetch_mapped(std::span<const uint8_t> whole, uint64_t offset, uint64_t len) noexcept {
   if (offset >= whole.size()) return;
   const auto base = reinterpret_cast<uintptr_t>(whole.data());
-  const uint64_t a = (base + offset) & ~(kPage - 1);
+  const uint64_t a = (base + offset) & ~(page_size() - 1);
   const uint64_t b = base + std::min<uint64_t>(offset + len, whole.size());
   ::madvise(reinterpret_cast<void*>(a), b - a, MADV_WILLNEED);
 }

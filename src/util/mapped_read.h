@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 
 namespace skippy::detail {
 
@@ -24,8 +25,10 @@ bool guarded(F&& f) noexcept {
 
 // Tells the kernel we are done with [offset, offset + len) of a mapping:
 // the pages leave our page tables (resident memory stays flat as a file
-// streams through) but stay in the page cache.
-void release_mapped(std::span<const uint8_t> whole, uint64_t offset, uint64_t len) noexcept;
+// streams through) but stay in the page cache. `whole` must be a complete
+// MappedFile::bytes() (it is rounded to pages, and only a shared read-only
+// file mapping may lose pages harmlessly). Returns madvise's success.
+bool release_mapped(std::span<const uint8_t> whole, uint64_t offset, uint64_t len) noexcept;
 // Asks for read-ahead of a mapped range (sequential streaming).
 void prefetch_mapped(std::span<const uint8_t> whole, uint64_t offset, uint64_t len) noexcept;
 
