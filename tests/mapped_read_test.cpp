@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/sha256.h"
 #include "test_util.h"
@@ -70,6 +71,35 @@ TEST(SplitStream, AnEmptyFirstShardNeitherHangsNorBreaksTheHashes) {
   expect.insert(expect.end(), data.begin() + 1000, data.begin() + 6000);
   EXPECT_EQ(test::read_file(t / "out.bin"), expect);
   EXPECT_EQ(r.output_sha256[0], sha256_hex(std::span<const uint8_t>(expect)));
+}
+
+TEST(SplitStream, ASourceTruncatedMidStreamIsAnErrorNotACrash) {
+  // 96 MiB: more 8 MiB chunks than the pipeline keeps in flight, so the
+  // chunks after the first ones are read only after the truncation below.
+  test::TempDir t;
+  const auto src = t / "src.bin";
+  test::write_file(src, std::vector<uint8_t>(96u << 20, 0x11));
+  const std::vector<std::shared_ptr<const MappedFile>> shards = {MappedFile::open(src)};
+  detail::StreamOutput out;
+  out.final_path = t / "out.bin";
+  out.total_size = 96u << 20;
+  out.pieces.push_back({0, 0, 96u << 20, 0, 0});
+  detail::StreamOptions o;
+  bool truncated = false;
+  o.on_bytes = [&](uint64_t) {  // called under the pipeline's lock
+    if (!truncated) {
+      EXPECT_EQ(::truncate(src.c_str(), 4096), 0);  // another process cuts the file
+      truncated = true;
+    }
+  };
+  try {
+    (void)detail::stream_split(shards, {out}, o);
+    ADD_FAILURE() << "a source that shrank mid-stream was accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_TRUE(what.find("shrank") != std::string::npos || what.find("write failed") != std::string::npos) << what;
+  }
+  EXPECT_FALSE(std::filesystem::exists(t / "out.bin")) << "nothing under the final name";
 }
 
 }  // namespace
