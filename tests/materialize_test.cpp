@@ -43,23 +43,6 @@ const fs::path& package_of(const fs::path& src) {
   return made.emplace(src, out).first->second;
 }
 
-std::set<std::string> expected_tensors(const ModelSource& model, uint32_t a, uint32_t b) {
-  const uint32_t layers = model.layer_count();
-  const bool tied = model.find_tensor("output.weight") == nullptr;
-  std::set<std::string> out;
-  for (const auto& t : model.tensors()) {
-    bool in = false;
-    switch (t.placement.role) {
-      case TensorRole::kGlobal: in = true; break;
-      case TensorRole::kEmbeddings: in = a == 0 || (b == layers && tied); break;
-      case TensorRole::kLayer: in = t.placement.layer >= a && t.placement.layer < b; break;
-      case TensorRole::kOutput: in = b == layers; break;
-    }
-    if (in) out.insert(std::string(t.info->name));
-  }
-  return out;
-}
-
 uint64_t pad(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 
 // Checks a materialized file against the source model for range a..b:
@@ -82,7 +65,7 @@ void check_materialized(const fs::path& file, const ModelSource& model, uint32_t
     next = pad(t.offset + t.bytes, g.alignment());
   }
   EXPECT_EQ(names.size(), g.tensors().size());
-  EXPECT_EQ(names, expected_tensors(model, a, b));
+  EXPECT_EQ(names, test::expected_stage_tensors(model, a, b));
   EXPECT_EQ(g.file_size(), g.data_offset() + next);
   EXPECT_EQ(g.alignment(), model.primary().alignment());
   size_t source_kvs = 0;
@@ -152,7 +135,7 @@ TEST(Materialize, EveryRangeOfEveryFixtureHoldsExactlyItsTensorsByteIdentical) {
         EXPECT_EQ(r.path, fs::absolute(tmp / "stage.gguf"));
         EXPECT_EQ(r.bytes, fs::file_size(r.path));
         EXPECT_EQ(r.sha256, o.hash ? sha256_file(r.path) : "");
-        EXPECT_EQ(r.tensor_count, expected_tensors(model, a, b).size());
+        EXPECT_EQ(r.tensor_count, test::expected_stage_tensors(model, a, b).size());
         EXPECT_EQ(last_done, r.bytes);
         EXPECT_EQ(last_total, r.bytes);
         check_materialized(r.path, model, a, b, pkg.manifest_sha256);

@@ -39,24 +39,6 @@ void expect_refused(F&& fn, const std::vector<std::string>& needles) {
   }
 }
 
-// The tensors a stage a..b of `model` must hold (spec: "Layer Selection").
-std::set<std::string> expected_tensors(const ModelSource& model, uint32_t a, uint32_t b) {
-  const uint32_t layers = model.layer_count();
-  const bool tied = model.find_tensor("output.weight") == nullptr;
-  std::set<std::string> out;
-  for (const auto& t : model.tensors()) {
-    bool in = false;
-    switch (t.placement.role) {
-      case TensorRole::kGlobal: in = true; break;
-      case TensorRole::kEmbeddings: in = a == 0 || (b == layers && tied); break;
-      case TensorRole::kLayer: in = t.placement.layer >= a && t.placement.layer < b; break;
-      case TensorRole::kOutput: in = b == layers; break;
-    }
-    if (in) out.insert(std::string(t.info->name));
-  }
-  return out;
-}
-
 // Replaces a fragment of an unpacked package with one built by `fill` (KVs
 // and tensors), and updates its manifest entry so consumer validation
 // (sizes) passes: only StageView's own rules are left to catch it.
@@ -124,7 +106,7 @@ TEST(StageView, EveryRangeOfEveryFixtureIsOneTableOfExactlyItsTensors) {
             EXPECT_EQ(view.part_of(t).layer_index, s->placement.layer);
           }
         }
-        EXPECT_EQ(names, expected_tensors(model, a, b));
+        EXPECT_EQ(names, test::expected_stage_tensors(model, a, b));
         EXPECT_EQ(names.size(), view.tensors().size());
         EXPECT_EQ(view.tensor_bytes(), bytes);
         EXPECT_EQ(view.find_tensor("no.such.tensor"), nullptr);

@@ -13,9 +13,28 @@
 #include <stdexcept>
 #include <thread>
 
+#include "skippy/model_source.h"
+
 extern char** environ;
 
 namespace skippy::test {
+
+std::set<std::string> expected_stage_tensors(const ModelSource& model, uint32_t a, uint32_t b) {
+  const uint32_t layers = model.layer_count();
+  const bool tied = model.find_tensor("output.weight") == nullptr;
+  std::set<std::string> out;
+  for (const auto& t : model.tensors()) {
+    bool in = false;
+    switch (t.placement.role) {
+      case TensorRole::kGlobal: in = true; break;
+      case TensorRole::kEmbeddings: in = a == 0 || (b == layers && tied); break;
+      case TensorRole::kLayer: in = t.placement.layer >= a && t.placement.layer < b; break;
+      case TensorRole::kOutput: in = b == layers; break;
+    }
+    if (in) out.insert(std::string(t.info->name));
+  }
+  return out;
+}
 
 std::filesystem::path data_path(const std::string& name) {
   return std::filesystem::path(SKIPPY_TEST_DATA_DIR) / name;

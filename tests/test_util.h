@@ -4,10 +4,19 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
+namespace skippy {
+class ModelSource;
+}
+
 namespace skippy::test {
+
+// The tensor names a stage a..b of `model` must hold (spec: "Layer
+// Selection"; a tied output also pulls in the embeddings).
+std::set<std::string> expected_stage_tensors(const ModelSource& model, uint32_t a, uint32_t b);
 
 // tests/data/<name> (copies of ../shared/fixtures, so a clone tests fully).
 std::filesystem::path data_path(const std::string& name);

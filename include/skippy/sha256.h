@@ -11,14 +11,16 @@
 
 namespace skippy {
 
-class Sha256 {
+// An OpenSSL message digest, fed incrementally.
+class Digest {
  public:
-  Sha256();
-  ~Sha256();
-  Sha256(Sha256&&) noexcept;
-  Sha256& operator=(Sha256&&) noexcept;
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
+  enum class Algorithm { kSha256, kSha1 };
+  explicit Digest(Algorithm algorithm);
+  ~Digest();
+  Digest(Digest&&) noexcept;
+  Digest& operator=(Digest&&) noexcept;
+  Digest(const Digest&) = delete;
+  Digest& operator=(const Digest&) = delete;
 
   void update(std::span<const uint8_t> data);
   void update(std::string_view data) {
@@ -29,6 +31,18 @@ class Sha256 {
 
  private:
   void* ctx_;
+};
+
+class Sha256 : public Digest {
+ public:
+  Sha256() : Digest(Algorithm::kSha256) {}
+};
+
+// git's blob id: SHA-1 over "blob <size>\0" and the contents. The Hub names
+// files outside LFS by it (their ETag).
+class GitBlobId : public Digest {
+ public:
+  explicit GitBlobId(uint64_t size);
 };
 
 std::string sha256_hex(std::span<const uint8_t> data);

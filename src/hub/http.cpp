@@ -150,6 +150,14 @@ std::string url_origin(const std::string& url) {
   return o;
 }
 
+Redirect follow_location(const std::string& from, const std::string& location) {
+  const std::string origin = url_origin(from);
+  Redirect r;
+  r.url = location.starts_with('/') ? origin + location : location;
+  r.same_origin = !origin.empty() && url_origin(r.url) == origin;
+  return r;
+}
+
 std::string url_encode(std::string_view s, bool keep_slash) {
   static const char* hex = "0123456789ABCDEF";
   std::string out;

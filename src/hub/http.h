@@ -55,6 +55,14 @@ HttpResult http_perform(const HttpRequest& request);
 
 // "scheme://host[:port]" of an absolute URL (lower-cased), or "" if not absolute.
 std::string url_origin(const std::string& url);
+// Where a redirect from `from` to a Location header value leads: a relative
+// Location ("/...") stays on `from`'s origin. same_origin tells whether a
+// token sent to `from` may go there too.
+struct Redirect {
+  std::string url;
+  bool same_origin = false;
+};
+Redirect follow_location(const std::string& from, const std::string& location);
 // Percent-encodes every byte outside [A-Za-z0-9-._~] (and '/' when keep_slash).
 std::string url_encode(std::string_view s, bool keep_slash);
 

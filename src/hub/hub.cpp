@@ -1,7 +1,6 @@
 #include "skippy/hub.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/statvfs.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -96,32 +95,6 @@ struct FileMeta {
   uint64_t size = 0;
   std::string download_url;   // the storage URL for LFS files, else the resolve URL
   bool token_allowed = true;  // false when download_url is on another host
-};
-
-// git's blob id: SHA-1 over "blob <size>\0" and the contents.
-class GitBlobSha1 {
- public:
-  explicit GitBlobSha1(uint64_t size) : ctx_(EVP_MD_CTX_new(), &EVP_MD_CTX_free) {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha1(), nullptr) != 1) throw std::bad_alloc();
-    const std::string header = "blob " + std::to_string(size);
-    EVP_DigestUpdate(ctx_.get(), header.c_str(), header.size() + 1);  // with its NUL
-  }
-  void update(std::span<const uint8_t> d) { EVP_DigestUpdate(ctx_.get(), d.data(), d.size()); }
-  std::string hex_digest() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(ctx_.get(), md, &len);
-    static const char* hex = "0123456789abcdef";
-    std::string out;
-    for (unsigned i = 0; i < len; ++i) {
-      out += hex[md[i] >> 4];
-      out += hex[md[i] & 15];
-    }
-    return out;
-  }
-
- private:
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx_;
 };
 
 class Fd {
@@ -272,7 +245,6 @@ struct HubRepo::Impl {
   // and stopping at a redirect to another host (LFS storage).
   FileMeta head(const std::string& rev, const std::string& path) const {
     std::string url = resolve_url(rev, path);
-    const std::string origin = detail::url_origin(cfg.endpoint);
     for (unsigned hops = 0; hops < kMaxRedirects; ++hops) {
       HttpRequest req;
       req.method = "HEAD";
@@ -282,17 +254,16 @@ struct HubRepo::Impl {
       if (r.status >= 300 && r.status < 400) {
         auto loc = r.header("location");
         if (!loc || loc->empty()) throw_invalid("hf://" + repo + ": redirect without a Location for " + path);
-        const bool relative = loc->starts_with('/');
-        const std::string next = relative ? origin + *loc : *loc;
-        if (relative || detail::url_origin(next) == origin) {
+        const auto next = detail::follow_location(url, *loc);
+        if (next.same_origin) {
           if (r.header("x-linked-etag")) {
             // An LFS answer served from the Hub's own host: download there.
-            return meta_from(r, rev, path, next, true);
+            return meta_from(r, rev, path, next.url, true);
           }
-          url = next;
+          url = next.url;
           continue;
         }
-        return meta_from(r, rev, path, next, false);
+        return meta_from(r, rev, path, next.url, false);
       }
       if (r.status != 200) fail_status(r, url, rev, path);
       return meta_from(r, rev, path, url, true);
@@ -362,7 +333,7 @@ struct HubRepo::Impl {
     // + bytes): checked too, so a file the manifest cannot vouch for (the
     // manifest itself) is still checked end to end, and no blob name is
     // ever taken on the server's word.
-    std::optional<GitBlobSha1> git;
+    std::optional<GitBlobId> git;
     // Received bytes are hashed and written as they arrive; every 4 MiB the
     // writeback of what was written starts right away, so the fsync before
     // the rename has little left to wait for.
@@ -489,10 +460,9 @@ struct HubRepo::Impl {
             throw_invalid(what + ": " + (loc ? "too many redirects" : "a redirect without a Location") + " from " +
                           meta.download_url);
           }
-          const std::string origin = detail::url_origin(meta.download_url);
-          const std::string next = loc->starts_with('/') ? origin + *loc : *loc;
-          meta.token_allowed = meta.token_allowed && detail::url_origin(next) == origin;
-          meta.download_url = next;
+          const auto next = detail::follow_location(meta.download_url, *loc);
+          meta.token_allowed = meta.token_allowed && next.same_origin;
+          meta.download_url = next.url;
           --attempt;  // a redirect is not a failed attempt
           continue;
         }
@@ -701,10 +671,9 @@ HubRepo::RepoInfo HubRepo::info(const std::string& revision) {
     // A renamed repository answers with a redirect on the Hub's own host.
     const auto loc = r.header("location");
     if (!loc) break;
-    const std::string origin = detail::url_origin(im.cfg.endpoint);
-    const std::string next = loc->starts_with('/') ? origin + *loc : *loc;
-    if (detail::url_origin(next) != origin) break;  // never take the token elsewhere
-    req.url = next;
+    const auto next = detail::follow_location(req.url, *loc);
+    if (!next.same_origin) break;  // never take the token elsewhere
+    req.url = next.url;
     r = im.perform(req, "hf://" + im.repo + "@" + revision + ": repository listing");
   }
   if (r.status != 200) im.fail_status(r, req.url, revision, "");

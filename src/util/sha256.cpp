@@ -17,16 +17,17 @@ namespace {
 EVP_MD_CTX* ctx_of(void* p) { return static_cast<EVP_MD_CTX*>(p); }
 }  // namespace
 
-Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
-  if (ctx_ == nullptr || EVP_DigestInit_ex(ctx_of(ctx_), EVP_sha256(), nullptr) != 1) {
-    throw Error(ErrorKind::kIo, "OpenSSL: cannot initialise SHA-256");
+Digest::Digest(Algorithm algorithm) : ctx_(EVP_MD_CTX_new()) {
+  const EVP_MD* md = algorithm == Algorithm::kSha1 ? EVP_sha1() : EVP_sha256();
+  if (ctx_ == nullptr || EVP_DigestInit_ex(ctx_of(ctx_), md, nullptr) != 1) {
+    throw Error(ErrorKind::kIo, "OpenSSL: cannot initialise the digest");
   }
 }
 
-Sha256::~Sha256() { EVP_MD_CTX_free(ctx_of(ctx_)); }
+Digest::~Digest() { EVP_MD_CTX_free(ctx_of(ctx_)); }
 
-Sha256::Sha256(Sha256&& o) noexcept : ctx_(o.ctx_) { o.ctx_ = nullptr; }
-Sha256& Sha256::operator=(Sha256&& o) noexcept {
+Digest::Digest(Digest&& o) noexcept : ctx_(o.ctx_) { o.ctx_ = nullptr; }
+Digest& Digest::operator=(Digest&& o) noexcept {
   if (this != &o) {
     EVP_MD_CTX_free(ctx_of(ctx_));
     ctx_ = o.ctx_;
@@ -35,11 +36,11 @@ Sha256& Sha256::operator=(Sha256&& o) noexcept {
   return *this;
 }
 
-void Sha256::update(std::span<const uint8_t> data) {
+void Digest::update(std::span<const uint8_t> data) {
   if (!data.empty()) EVP_DigestUpdate(ctx_of(ctx_), data.data(), data.size());
 }
 
-std::string Sha256::hex_digest() {
+std::string Digest::hex_digest() {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx_of(ctx_), md, &len);
@@ -50,6 +51,11 @@ std::string Sha256::hex_digest() {
     out[2 * i + 1] = kHex[md[i] & 15];
   }
   return out;
+}
+
+GitBlobId::GitBlobId(uint64_t size) : Digest(Algorithm::kSha1) {
+  const std::string header = "blob " + std::to_string(size);
+  update({reinterpret_cast<const uint8_t*>(header.c_str()), header.size() + 1});  // with its NUL
 }
 
 std::string sha256_hex(std::span<const uint8_t> data) {
