@@ -15,7 +15,7 @@
 #include "skippy/error.h"
 #include "skippy/hf_cache.h"
 #include "skippy/hf_ref.h"
-#include "skippy/hub_model.h"
+#include "skippy/source.h"
 #include "skippy/manifest.h"
 
 namespace {

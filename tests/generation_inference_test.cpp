@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "package/generation_inference.h"
+#include "publish/generation_inference.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/gguf_writer.h"

@@ -5,10 +5,11 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "skippy/env.h"
 #include "skippy/error.h"
 #include "skippy/hf_cache.h"
 #include "skippy/hf_ref.h"
-#include "skippy/hub_model.h"
+#include "skippy/source.h"
 #include "test_util.h"
 
 namespace skippy {
@@ -103,13 +104,13 @@ class EnvGuard {
 TEST(HfCache, DirectoryFollowsHuggingfaceHubRules) {
   EnvGuard g({"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "HOME"});
   ::setenv("HOME", "/home/u", 1);
-  EXPECT_EQ(hf_hub_cache_dir(), fs::path("/home/u/.cache/huggingface/hub"));
+  EXPECT_EQ(env::hf_hub_cache_dir(), fs::path("/home/u/.cache/huggingface/hub"));
   ::setenv("XDG_CACHE_HOME", "/xdg", 1);
-  EXPECT_EQ(hf_hub_cache_dir(), fs::path("/xdg/huggingface/hub"));
+  EXPECT_EQ(env::hf_hub_cache_dir(), fs::path("/xdg/huggingface/hub"));
   ::setenv("HF_HOME", "/hfhome", 1);
-  EXPECT_EQ(hf_hub_cache_dir(), fs::path("/hfhome/hub"));
+  EXPECT_EQ(env::hf_hub_cache_dir(), fs::path("/hfhome/hub"));
   ::setenv("HF_HUB_CACHE", "/hubcache", 1);
-  EXPECT_EQ(hf_hub_cache_dir(), fs::path("/hubcache"));
+  EXPECT_EQ(env::hf_hub_cache_dir(), fs::path("/hubcache"));
 }
 
 TEST(HfCache, LayoutRefsAndRelativeSymlinks) {

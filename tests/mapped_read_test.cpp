@@ -9,7 +9,7 @@
 #include "skippy/file.h"
 #include "skippy/sha256.h"
 #include "test_util.h"
-#include "package/split_stream.h"
+#include "publish/split_stream.h"
 #include "util/mapped_read.h"
 
 namespace skippy {

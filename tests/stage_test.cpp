@@ -59,7 +59,7 @@ void expect_refused(F&& fn, const std::string& needle) {
 }
 
 // Breaks the manifest with `edit`, then checks open+select refuse it with
-// `needle` both in the library and through the CLI (exit 1, nothing on stdout).
+// `needle` both in the library and through the CLI (exit 1, a JSON error document).
 template <typename Edit>
 void manifest_rule(const std::string& needle, Edit&& edit, const std::string& range = "0..2") {
   test::TempDir tmp;
@@ -67,11 +67,9 @@ void manifest_rule(const std::string& needle, Edit&& edit, const std::string& ra
   auto j = read_manifest(pkg);
   edit(j);
   write_manifest(pkg, j);
-  expect_refused([&] { select_stage(open_package(pkg.string()), parse_layer_range(range)); }, needle);
+  expect_refused([&] { select_stage(open_local_package(pkg.string()), parse_layer_range(range)); }, needle);
   const auto r = run_cli({"select", pkg.string(), "--layers", range, "--json"});
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_TRUE(r.out.empty()) << r.out;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  test::expect_json_error(r, "invalid_input", needle);
 }
 
 TEST(ConsumerValidation, SchemaVersionMustBe1) {
@@ -92,7 +90,7 @@ TEST(ConsumerValidation, OlderPatchIsAccepted) {
   auto j = read_manifest(pkg);
   j["skippy_abi_version"] = "1.0.9";
   write_manifest(pkg, j);
-  EXPECT_NO_THROW(select_stage(open_package(pkg.string()), {0, 2}));
+  EXPECT_NO_THROW(select_stage(open_local_package(pkg.string()), {0, 2}));
 }
 TEST(ConsumerValidation, ModelIdMustBeNonEmpty) {
   manifest_rule("model_id", [](auto& j) { j["model_id"] = ""; });
@@ -131,11 +129,11 @@ TEST(ConsumerValidation, UnknownProjectorKindIsRefused) {
 }
 
 TEST(ConsumerValidation, EmptyRangeIsRefused) {
-  const auto pkg = open_package(package_of("llama-tiny-q8_0.gguf").string());
+  const auto pkg = open_local_package(package_of("llama-tiny-q8_0.gguf").string());
   expect_refused([&] { select_stage(pkg, {3, 3}); }, "is empty");
 }
 TEST(ConsumerValidation, RangeBeyondLayerCountIsRefused) {
-  const auto pkg = open_package(package_of("llama-tiny-q8_0.gguf").string());
+  const auto pkg = open_local_package(package_of("llama-tiny-q8_0.gguf").string());
   expect_refused([&] { select_stage(pkg, {4, 9}); }, "outside the package's 8 layers");
   const auto r = run_cli({"select", package_of("llama-tiny-q8_0.gguf").string(), "--layers", "0..9"});
   EXPECT_EQ(r.exit_code, 1);
@@ -153,23 +151,23 @@ TEST(ConsumerValidation, TruncatedArtifactIsRefused) {
   test::TempDir tmp;
   const auto pkg = copy_package("llama-tiny-q8_0.gguf", tmp);
   fs::resize_file(pkg / "layers/layer-00001.gguf", 1000);
-  expect_refused([&] { select_stage(open_package(pkg.string()), {0, 2}); },
+  expect_refused([&] { select_stage(open_local_package(pkg.string()), {0, 2}); },
                  "layers/layer-00001.gguf: 1000 bytes, manifest says artifact_bytes");
   // A stage that does not select it is not affected.
-  EXPECT_NO_THROW(select_stage(open_package(pkg.string()), {2, 4}));
+  EXPECT_NO_THROW(select_stage(open_local_package(pkg.string()), {2, 4}));
 }
 TEST(ConsumerValidation, MissingArtifactIsRefused) {
   test::TempDir tmp;
   const auto pkg = copy_package("llama-tiny-q8_0.gguf", tmp);
   fs::remove(pkg / "shared/embeddings.gguf");
-  expect_refused([&] { select_stage(open_package(pkg.string()), {0, 2}); }, "shared/embeddings.gguf: missing");
+  expect_refused([&] { select_stage(open_local_package(pkg.string()), {0, 2}); }, "shared/embeddings.gguf: missing");
 }
 TEST(ConsumerValidation, DirectoryInsteadOfFileIsRefused) {
   test::TempDir tmp;
   const auto pkg = copy_package("llama-tiny-q8_0.gguf", tmp);
   fs::remove(pkg / "layers/layer-00000.gguf");
   fs::create_directory(pkg / "layers/layer-00000.gguf");
-  expect_refused([&] { select_stage(open_package(pkg.string()), {0, 2}); }, "not a regular file");
+  expect_refused([&] { select_stage(open_local_package(pkg.string()), {0, 2}); }, "not a regular file");
 }
 TEST(ConsumerValidation, SymlinkEscapingThePackageIsRefused) {
   test::TempDir tmp;
@@ -177,10 +175,10 @@ TEST(ConsumerValidation, SymlinkEscapingThePackageIsRefused) {
   // Same bytes, but outside the package: still refused.
   fs::rename(pkg / "layers/layer-00002.gguf", tmp / "outside.gguf");
   fs::create_symlink(tmp / "outside.gguf", pkg / "layers/layer-00002.gguf");
-  expect_refused([&] { select_stage(open_package(pkg.string()), {2, 3}); }, "outside the package");
+  expect_refused([&] { select_stage(open_local_package(pkg.string()), {2, 3}); }, "outside the package");
   fs::remove(pkg / "layers/layer-00002.gguf");
   fs::create_symlink("../../outside.gguf", pkg / "layers/layer-00002.gguf");
-  expect_refused([&] { select_stage(open_package(pkg.string()), {2, 3}); }, "outside the package");
+  expect_refused([&] { select_stage(open_local_package(pkg.string()), {2, 3}); }, "outside the package");
 }
 TEST(ConsumerValidation, SymlinkInsideThePackageIsAccepted) {
   // Hugging Face snapshots are links into the repo's blobs/: links that stay
@@ -190,7 +188,7 @@ TEST(ConsumerValidation, SymlinkInsideThePackageIsAccepted) {
   fs::create_directory(pkg / "blobs");
   fs::rename(pkg / "layers/layer-00002.gguf", pkg / "blobs/abc");
   fs::create_symlink("../blobs/abc", pkg / "layers/layer-00002.gguf");
-  const auto s = select_stage(open_package(pkg.string()), {2, 3});
+  const auto s = select_stage(open_local_package(pkg.string()), {2, 3});
   EXPECT_EQ(s.parts[1].path.filename(), "abc");
 }
 TEST(ConsumerValidation, DanglingSymlinkIsRefused) {
@@ -198,7 +196,7 @@ TEST(ConsumerValidation, DanglingSymlinkIsRefused) {
   const auto pkg = copy_package("llama-tiny-q8_0.gguf", tmp);
   fs::remove(pkg / "layers/layer-00002.gguf");
   fs::create_symlink("nowhere.gguf", pkg / "layers/layer-00002.gguf");
-  expect_refused([&] { select_stage(open_package(pkg.string()), {2, 3}); }, "dangling symlink");
+  expect_refused([&] { select_stage(open_local_package(pkg.string()), {2, 3}); }, "dangling symlink");
 }
 TEST(ConsumerValidation, DeclaredProjectorMustExistWithItsSize) {
   test::TempDir tmp;
@@ -208,22 +206,22 @@ TEST(ConsumerValidation, DeclaredProjectorMustExistWithItsSize) {
                       {"tensor_bytes", 4}, {"artifact_bytes", 100}, {"sha256", std::string(64, 'a')}}};
   write_manifest(pkg, j);
   // Declared projectors are checked for every stage, even one that does not use them.
-  expect_refused([&] { select_stage(open_package(pkg.string()), {2, 4}); }, "projectors/mmproj.gguf: missing");
+  expect_refused([&] { select_stage(open_local_package(pkg.string()), {2, 4}); }, "projectors/mmproj.gguf: missing");
   fs::create_directories(pkg / "projectors");
   test::write_file(pkg / "projectors/mmproj.gguf", std::vector<uint8_t>(99, 0));
-  expect_refused([&] { select_stage(open_package(pkg.string()), {2, 4}); },
+  expect_refused([&] { select_stage(open_local_package(pkg.string()), {2, 4}); },
                  "projectors/mmproj.gguf: 99 bytes, manifest says artifact_bytes 100");
 }
 TEST(ConsumerValidation, NotAPackageDirectory) {
   test::TempDir tmp;
-  expect_refused([&] { open_package((tmp / "nope").string()); }, "no such package directory");
-  expect_refused([&] { open_package(tmp.path().string()); }, "no model-package.json");
+  expect_refused([&] { open_local_package((tmp / "nope").string()); }, "no such package directory");
+  expect_refused([&] { open_local_package(tmp.path().string()); }, "no model-package.json");
   test::write_file(tmp / "model-package.json", {'{', 'x'});
-  expect_refused([&] { open_package(tmp.path().string()); }, "model-package.json");
+  expect_refused([&] { open_local_package(tmp.path().string()); }, "model-package.json");
 }
 
 TEST(LayerSelection, SpecOrderMetadataEmbeddingsLayersOutput) {
-  const auto pkg = open_package(package_of("qwen3moe-tiny.gguf").string());
+  const auto pkg = open_local_package(package_of("qwen3moe-tiny.gguf").string());
   const auto all = select_stage(pkg, {0, 4});
   std::vector<std::string> got;
   for (const auto& p : all.parts) got.push_back(p.rel_path);
@@ -242,7 +240,7 @@ TEST(LayerSelection, SpecOrderMetadataEmbeddingsLayersOutput) {
   EXPECT_TRUE(last.notes.empty());
 }
 TEST(LayerSelection, TiedOutputFinalStageAlsoLoadsEmbeddings) {
-  const auto pkg = open_package(package_of("llama-tiny-f16.gguf").string());
+  const auto pkg = open_local_package(package_of("llama-tiny-f16.gguf").string());
   const auto last = select_stage(pkg, {4, 8});
   ASSERT_EQ(last.parts.size(), 7u);
   EXPECT_EQ(last.parts[1].role, PartRole::kEmbeddings);
@@ -261,7 +259,7 @@ TEST(LayerSelection, ProjectorChoice) {
                      "--projector", (tmp / "mmproj-b.gguf").string()})
                 .exit_code,
             0);
-  const auto pkg = open_package(out.string());
+  const auto pkg = open_local_package(out.string());
   // Stage 0 gets the first declared mmproj.
   auto s = select_stage(pkg, {0, 4});
   ASSERT_TRUE(s.projector);
@@ -304,14 +302,10 @@ TEST(MetadataOnly, NeedsNoRangeAndChecksOnlyTheManifestAndMetadata) {
   test::TempDir tmp;
   const auto pkg = copy_package("llama-tiny-q8_0.gguf", tmp);
   fs::remove(pkg / "layers/layer-00004.gguf");  // a stage would fail; inventory does not care
-  EXPECT_NO_THROW(check_metadata_only(open_package(pkg.string())));
+  EXPECT_NO_THROW(check_metadata_only(open_local_package(pkg.string())));
   test::write_file(pkg / "shared/metadata.gguf", std::vector<uint8_t>(10, 0));
-  expect_refused([&] { check_metadata_only(open_package(pkg.string())); }, "shared/metadata.gguf");
+  expect_refused([&] { check_metadata_only(open_local_package(pkg.string())); }, "shared/metadata.gguf");
 }
-TEST(ConsumerValidation, HfRefsAreRefusedClearlyUntilSupported) {
-  expect_refused([] { open_package("hf://org/repo@main"); }, "hf://");
-}
-
 }  // namespace
 }  // namespace skippy
 

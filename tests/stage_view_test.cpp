@@ -84,7 +84,7 @@ TEST(StageView, EveryRangeOfEveryFixtureIsOneTableOfExactlyItsTensors) {
     const auto dir = tmp / src.stem().string();
     ASSERT_EQ(write_pkg(src, dir).exit_code, 0);
     const auto model = ModelSource::open(src);
-    const auto pkg = open_package(dir.string());
+    const auto pkg = open_local_package(dir.string());
     const uint32_t layers = model.layer_count();
     for (uint32_t a = 0; a < layers; ++a) {
       for (uint32_t b = a + 1; b <= layers; ++b) {
@@ -131,7 +131,7 @@ TEST(StageView, RefusesATensorThatAppearsInTwoParts) {
     for (const auto& t : l2.tensors()) w.add_tensor_from(l2, t);
     w.add_tensor_from(l3, *l3.find_tensor("blk.3.attn_q.weight"));
   });
-  const auto pkg = open_package(dir.string());
+  const auto pkg = open_local_package(dir.string());
   expect_refused([&] { (void)StageView::open(select_stage(pkg, {2, 4})); },
                  {"blk.3.attn_q.weight", "appears in both", "layers/layer-00002.gguf", "layers/layer-00003.gguf"});
   // Alone, layer 2's fragment still holds a tensor that is not its own.
@@ -152,7 +152,7 @@ TEST(StageView, RefusesATensorRepeatedAcrossSharedParts) {
     copy_kvs(w, meta, "metadata", std::nullopt);
     w.add_tensor_from(emb, *emb.find_tensor("token_embd.weight"));
   });
-  const auto pkg = open_package(dir.string());
+  const auto pkg = open_local_package(dir.string());
   expect_refused([&] { (void)StageView::open(select_stage(pkg, {0, 1})); },
                  {"token_embd.weight", "shared/metadata.gguf", "shared/embeddings.gguf"});
 }
@@ -163,7 +163,7 @@ TEST(StageView, RefusesALayerInRangeWithNoTensors) {
   ASSERT_EQ(write_pkg(data_path("llama-tiny-f16.gguf"), dir).exit_code, 0);
   const auto l1 = GgufFile::open(dir / "layers/layer-00001.gguf");
   replace_fragment(dir, "layers/layer-00001.gguf", [&](GgufWriter& w) { copy_kvs(w, l1, "layer", 1); });
-  const auto pkg = open_package(dir.string());
+  const auto pkg = open_local_package(dir.string());
   expect_refused([&] { (void)StageView::open(select_stage(pkg, {0, 3})); },
                  {"layers/layer-00001.gguf", "layer 1 is in range 0..3", "no tensors"});
   EXPECT_NO_THROW((void)StageView::open(select_stage(pkg, {2, 4})));
@@ -185,7 +185,7 @@ TEST(StageView, RefusesAFragmentWhoseRoleKeysDisagreeWithItsPart) {
     copy_kvs(w, out, "embeddings", std::nullopt);
     for (const auto& t : out.tensors()) w.add_tensor_from(out, t);
   });
-  const auto pkg = open_package(dir.string());
+  const auto pkg = open_local_package(dir.string());
   expect_refused([&] { (void)StageView::open(select_stage(pkg, {4, 5})); },
                  {"layers/layer-00004.gguf", "skippy.package.layer_start is 5, expected 4"});
   const uint32_t n = pkg.manifest.layer_count;
@@ -201,7 +201,7 @@ TEST(StageView, RefusesAFragmentWhoseTensorCountDisagreesWithTheManifest) {
   auto m = parse_manifest(test::read_text(dir / "model-package.json"), "model-package.json");
   m.layers[0].tensor_count += 1;
   write_file_atomic(dir / "model-package.json", serialize_manifest(m));
-  const auto pkg = open_package(dir.string());
+  const auto pkg = open_local_package(dir.string());
   expect_refused([&] { (void)StageView::open(select_stage(pkg, {0, 1})); },
                  {"layers/layer-00000.gguf", "the manifest says tensor_count"});
 }
@@ -213,7 +213,7 @@ TEST(StageView, ProjectorIsNeverMergedIntoTheView) {
   ASSERT_EQ(write_pkg(data_path("llama-tiny-q8_0.gguf"), dir, {"--projector", (tmp / "mmproj-model-f16.gguf").string()})
                 .exit_code,
             0);
-  const auto pkg = open_package(dir.string());
+  const auto pkg = open_local_package(dir.string());
   const auto sel = select_stage(pkg, {0, pkg.manifest.layer_count});
   ASSERT_TRUE(sel.projector);
   const auto view = StageView::open(sel);
@@ -233,7 +233,7 @@ TEST(StageView, ProjectorIsNeverMergedIntoTheView) {
 TEST(StageView, MovesKeepTheTableValid) {
   test::TempDir tmp;
   ASSERT_EQ(write_pkg(data_path("glm4moe-mtp-tiny.gguf"), tmp / "p").exit_code, 0);
-  const auto pkg = open_package((tmp / "p").string());
+  const auto pkg = open_local_package((tmp / "p").string());
   std::vector<StageView> views;
   for (uint32_t l = 0; l < pkg.manifest.layer_count; ++l) views.push_back(StageView::open(select_stage(pkg, {l, l + 1})));
   for (const auto& v : views) {

@@ -13,6 +13,10 @@
 #include <stdexcept>
 #include <thread>
 
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
 #include "skippy/model_source.h"
 
 extern char** environ;
@@ -159,6 +163,23 @@ CliResult run_program(const std::string& program, const std::vector<std::string>
   ::waitpid(pid, &status, 0);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+void expect_json_error(const CliResult& r, const std::string& kind, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, kind == "usage" ? 2 : 1) << r.out << r.err;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(r.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "stdout is not one JSON document (" << e.what() << "): " << r.out;
+    return;
+  }
+  ASSERT_TRUE(j.is_object() && j.size() == 1 && j.contains("error")) << r.out;
+  const auto& e = j["error"];
+  EXPECT_EQ(e.value("kind", ""), kind) << r.out;
+  const std::string message = e.value("message", "");
+  EXPECT_NE(message.find(needle), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("error: " + message), std::string::npos) << "stderr says the same: " << r.err;
 }
 
 }  // namespace skippy::test

@@ -53,6 +53,10 @@ CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::s
 // org/tiny:Q8_0, revision 0123abc, source file = SRC's name) and --json.
 CliResult write_pkg(const std::filesystem::path& src, const std::filesystem::path& out,
                     const std::vector<std::string>& extra = {}, const std::vector<std::string>& env = {});
+// A command run with --json that failed: stdout holds exactly one document
+// {"error": {"kind": `kind`, "message": ...}} whose message contains
+// `needle` and equals the "error: ..." line on stderr.
+void expect_json_error(const CliResult& r, const std::string& kind, const std::string& needle);
 // Runs any program (looked up on PATH) the same way.
 CliResult run_program(const std::string& program, const std::vector<std::string>& args,
                       const std::vector<std::string>& env = {});

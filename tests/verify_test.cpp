@@ -13,7 +13,8 @@
 #include <optional>
 #include <thread>
 
-#include "package/verification_cache.h"
+#include "consume/verification_cache.h"
+#include "skippy/env.h"
 #include "skippy/error.h"
 #include "skippy/sha256.h"
 #include "skippy/stage.h"
@@ -84,7 +85,7 @@ class VerifyTest : public ::testing::Test {
     ASSERT_EQ(w.exit_code, 0) << w.err;
     // Files changed in the last moments are not recorded (racy-clean rule).
     std::this_thread::sleep_for(std::chrono::milliseconds(120));
-    pkg_ = open_package(pkg_dir_.string());
+    pkg_ = open_local_package(pkg_dir_.string());
     for (const auto& p : all_parts(pkg_)) {
       total_bytes_ += p.bytes;
       sizes_[p.rel_path] = p.bytes;
@@ -104,7 +105,7 @@ class VerifyTest : public ::testing::Test {
   static std::vector<std::string> rehashed(const json& j) {
     std::vector<std::string> out;
     for (const auto& p : j["parts"]) {
-      if (!p["cache_hit"].get<bool>()) out.push_back(p["rel_path"].get<std::string>());
+      if (!p["cache_hit"].get<bool>()) out.push_back(p["relative_path"].get<std::string>());
     }
     return out;
   }
@@ -212,7 +213,7 @@ TEST_F(VerifyTest, LayerRangeVerifiesMetadataAndThoseLayersOnly) {
   EXPECT_EQ(j["layer_start"], 2);
   EXPECT_EQ(j["layer_end"], 4);
   std::vector<std::string> paths;
-  for (const auto& p : j["parts"]) paths.push_back(p["rel_path"]);
+  for (const auto& p : j["parts"]) paths.push_back(p["relative_path"]);
   EXPECT_EQ(paths, (std::vector<std::string>{pkg_.manifest.shared.metadata.path, layer_rel(2), layer_rel(3)}));
   EXPECT_EQ(j["parts"][0]["role"], "metadata");
   EXPECT_TRUE(j["parts"][0]["layer_index"].is_null());
@@ -376,7 +377,7 @@ TEST_F(VerifyProjectorTest, StageThatUsesTheProjectorVerifiesIt) {
   const auto first = verify({"--layers", "0..2"});
   EXPECT_TRUE(first["verified"].get<bool>());
   EXPECT_EQ(first["artifacts"], 5);  // metadata, embeddings, 2 layers, projector
-  EXPECT_EQ(first["parts"].back()["rel_path"], "projectors/mmproj-model-f16.gguf");
+  EXPECT_EQ(first["parts"].back()["relative_path"], "projectors/mmproj-model-f16.gguf");
   const auto middle = verify({"--layers", "2..4"});
   EXPECT_EQ(middle["artifacts"], 3);  // no projector for a middle stage
   const auto all = verify();
@@ -416,7 +417,7 @@ TEST(VerifyCacheDir, SkippyThenXdgThenHome) {
   ScopedEnv s("SKIPPY_CACHE_DIR", "/x/skippy-cache");
   ScopedEnv x("XDG_CACHE_HOME", "/x/xdg");
   ScopedEnv h("HOME", "/x/home");
-  EXPECT_EQ(skippy_cache_dir(), fs::path("/x/skippy-cache"));
+  EXPECT_EQ(env::skippy_cache_dir(), fs::path("/x/skippy-cache"));
   EXPECT_EQ(default_verification_cache_dir(), fs::path("/x/skippy-cache/verified"));
   ::unsetenv("SKIPPY_CACHE_DIR");
   EXPECT_EQ(default_verification_cache_dir(), fs::path("/x/xdg/skippy/verified"));

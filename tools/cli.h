@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "skippy/error.h"
+#include "skippy/source.h"
 #include "skippy/stage.h"
 
 namespace skippy::cli {
@@ -23,6 +25,15 @@ struct Command {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInvalid = 1;
 inline constexpr int kExitUsage = 2;
+// The one mapping from error kinds to exit codes: usage errors exit 2, every
+// other failure (invalid input, a failed check, not found, offline, refused,
+// integrity, transport, I/O) exits 1.
+int exit_code_for(ErrorKind kind) noexcept;
+
+// Reports a failure: "error: <message>" on stderr and, when the command was
+// run with --json, {"error": {"kind": "<kind>", "message": "<message>"}} on
+// stdout. Returns the exit code.
+int report_error(ErrorKind kind, const std::string& message, bool json);
 
 // Prints one JSON document on stdout.
 void print_json(const nlohmann::json& doc);
@@ -31,9 +42,11 @@ std::string human_bytes(uint64_t n);
 // True when stderr is a terminal (progress bars only then).
 bool stderr_is_tty();
 
-// open_package for the commands: a download progress display (terminal
-// only) for hf:// packages, and the package's warnings on stderr.
-OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision = false);
+// open_package for the commands, with default_sources() (the Hugging Face
+// cache, then the Hub) unless `sources` is given: a download progress
+// display (terminal only), and the package's warnings on stderr.
+OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision = false,
+                                   const std::optional<Sources>& sources = std::nullopt);
 
 // The parts a command works on: the stage's (its projector included) when
 // `range` is set, else every artifact of the package. Notes explain choices.

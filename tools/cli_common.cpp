@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "skippy/hub.h"
 
 namespace skippy::cli {
 
@@ -29,12 +30,20 @@ std::string human_bytes(uint64_t n) {
 
 bool stderr_is_tty() { return ::isatty(2) == 1; }
 
-OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision) {
+int exit_code_for(ErrorKind kind) noexcept { return kind == ErrorKind::kUsage ? kExitUsage : kExitInvalid; }
+
+int report_error(ErrorKind kind, const std::string& message, bool json) {
+  std::cerr << "error: " << message << "\n";
+  if (json) print_json({{"error", {{"kind", std::string(error_kind_name(kind))}, {"message", message}}}});
+  return exit_code_for(kind);
+}
+
+OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision, const std::optional<Sources>& sources) {
   OpenOptions o;
   o.refresh_revision = refresh_revision;
   auto progress = std::make_shared<Progress>("download");
   o.on_progress = [progress](uint64_t done, uint64_t total) { progress->update(done, total); };
-  auto pkg = open_package(ref, o);
+  auto pkg = open_package(ref, sources ? *sources : default_sources(), o);
   for (const auto& w : pkg.warnings) std::cerr << "warning: " << w << "\n";
   return pkg;
 }

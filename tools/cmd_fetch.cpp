@@ -1,4 +1,5 @@
 #include <iostream>
+#include <map>
 
 #include "cli.h"
 #include "skippy/error.h"
@@ -47,7 +48,20 @@ Command register_fetch(CLI::App& app) {
             const auto [parts, notes] = parts_for(pkg, range, so);
             const auto report = verify_if_required(pkg, parts);
             const auto downloaded = pkg.source ? pkg.source->fetched() : std::vector<std::string>{};
-            const std::string source = downloaded.empty() ? "cache" : pkg.source->name();
+            const auto origins = pkg.source ? pkg.source->origins() : std::map<std::string, std::string>{};
+            // The farthest place anything came from: cache, then peer, then hub.
+            std::string source = "cache";
+            for (const auto& [path, origin] : origins) {
+              if (origin == "hub" || (origin == "peer" && source == "cache")) source = origin;
+            }
+            nlohmann::json sources = nlohmann::json::object();
+            for (const auto& p : parts) {
+              const auto it = origins.find(p.rel_path);
+              sources[p.rel_path] = it == origins.end() ? "cache" : it->second;
+            }
+            if (pkg.source) {
+              for (const auto& n : pkg.source->notes()) std::cerr << "note: " << n << "\n";
+            }
             uint64_t total = 0;
             for (const auto& p : parts) total += p.bytes;
             if (a->json) {
@@ -59,6 +73,7 @@ Command register_fetch(CLI::App& app) {
                                     {"manifest_sha256", pkg.manifest_sha256},
                                     {"snapshot_dir", pkg.root.string()},
                                     {"source", source},
+                                    {"sources", sources},
                                     {"downloaded", downloaded},
                                     {"parts", jp},
                                     {"total_bytes", total},

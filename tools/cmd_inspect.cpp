@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "skippy/gguf.h"
+#include "skippy/hf_ref.h"
 #include "skippy/model_source.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
@@ -73,7 +74,7 @@ void print_human(const std::string& file, const ModelSummary& s) {
 }
 
 bool is_package_ref(const std::string& arg) {
-  return arg.starts_with("hf://") || std::filesystem::is_directory(arg);
+  return is_hf_ref(arg) || std::filesystem::is_directory(arg);
 }
 
 // Metadata-only inspection of a package: the manifest and shared/metadata.gguf.

@@ -59,7 +59,7 @@ Command register_verify(CLI::App& app) {
               for (const auto& vp : r.parts) {
                 jparts.push_back({{"role", part_role_name(vp.role)},
                                   {"layer_index", vp.layer_index ? nlohmann::json(*vp.layer_index) : nlohmann::json()},
-                                  {"rel_path", vp.rel_path},
+                                  {"relative_path", vp.rel_path},
                                   {"cache_hit", vp.cache_hit},
                                   {"ok", vp.ok}});
               }

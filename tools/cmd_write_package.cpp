@@ -4,7 +4,8 @@
 #include "cli.h"
 #include "progress.h"
 #include "skippy/error.h"
-#include "skippy/hub_model.h"
+#include "skippy/hub.h"
+#include "skippy/source.h"
 #include "skippy/package_writer.h"
 
 namespace skippy::cli {
@@ -40,25 +41,11 @@ Command register_write_package(CLI::App& app) {
   return {cmd, [a]() {
             WritePackageOptions o;
             o.out_dir = a->out_dir;
-            std::error_code ec;
-            if (!std::filesystem::exists(a->source, ec) && looks_like_model_coordinate(a->source)) {
-              // A Hub source: the Hub's answers are the provenance.
-              if (!a->model_id.empty() || !a->source_file.empty()) {
-                throw Error(ErrorKind::kUsage, "--model-id and --source-file are for local sources; a Hub source (" +
-                                                   a->source + ") takes them from the Hub");
-              }
-              auto coord = parse_model_coordinate(a->source);
-              if (!a->revision.empty()) coord.revision = a->revision;
-              Progress download("download");
-              const auto src = fetch_model_source(coord, [&](uint64_t d, uint64_t t) { download.update(d, t); });
-              o.source = src.local;
-              o.provenance = src.provenance;
-            } else {
-              o.source = a->source;
-              o.provenance.model_id = a->model_id;
-              o.provenance.revision = a->revision;
-              o.provenance.primary_file = a->source_file;
-            }
+            Progress download("download");
+            const auto src = open_model_source({a->source, a->model_id, a->revision, a->source_file}, default_sources(),
+                                               [&](uint64_t d, uint64_t t) { download.update(d, t); });
+            o.source = src.local;
+            o.provenance = src.provenance;
             for (const auto& p : a->projectors) o.projectors.emplace_back(p);
             o.force = a->force;
             o.threads = a->threads;

@@ -2,6 +2,7 @@
 // them. Thin: parses flags, calls the library, prints.
 #include <cstdio>
 #include <iostream>
+#include <string_view>
 #include <vector>
 
 #include "cli.h"
@@ -9,6 +10,10 @@
 
 int main(int argc, char** argv) {
   using namespace skippy::cli;
+  // --json anywhere on the line: failures are reported as JSON too, even
+  // when the flags themselves do not parse.
+  bool json = false;
+  for (int i = 1; i < argc; ++i) json = json || std::string_view(argv[i]) == "--json";
   CLI::App app{"skippy-model-package: layer packages for GGUF models (Layer Package Repository spec, schema 1)",
                "skippy-model-package"};
   app.require_subcommand(1);
@@ -33,6 +38,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    if (json) return report_error(skippy::ErrorKind::kUsage, e.what(), true);
     app.exit(e);
     return kExitUsage;
   }
@@ -41,11 +47,9 @@ int main(int argc, char** argv) {
       if (c.app->parsed()) return c.run();
     }
   } catch (const skippy::Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return e.kind() == skippy::ErrorKind::kUsage ? kExitUsage : kExitInvalid;
+    return report_error(e.kind(), e.what(), json);
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return kExitInvalid;
+    return report_error(skippy::ErrorKind::kInvalidInput, e.what(), json);
   }
   return kExitUsage;
 }

@@ -1,6 +1,9 @@
-// Files as the library touches them: read-only maps for headers, positional
-// reads for streaming model bytes (so resident memory stays flat), and
-// atomic output (temporary name, fsync, rename).
+// Files as the library touches them: one owning descriptor type, opening
+// that refuses anything but a regular file before it can block (a FIFO in
+// place of a manifest or a model must fail, not hang), read-only maps for
+// headers, positional reads for streaming model bytes (so resident memory
+// stays flat), and one atomic writer (temporary name, optional fsync,
+// rename) with one temporary-name rule.
 #pragma once
 
 #include <cstdint>
@@ -8,14 +11,60 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace skippy {
+
+// An owned file descriptor: closed when destroyed (or reset), movable.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) noexcept : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+
+  int get() const noexcept { return fd_; }
+  explicit operator bool() const noexcept { return fd_ >= 0; }
+  int release() noexcept { return std::exchange(fd_, -1); }
+  void reset(int fd = -1) noexcept;
+  // close(2) with its error reported (data written through the fd may fail
+  // only here on some filesystems). Throws Error(kIo) naming `path`.
+  void close(const std::filesystem::path& path);
+
+ private:
+  int fd_ = -1;
+};
+
+// Opens an existing file read-only and makes sure it is a regular file
+// without ever blocking on it: the open is non-blocking, the type is checked
+// with fstat, then the descriptor is made blocking again. Follows symlinks.
+// Throws Error(kNotFound) when it does not exist, Error(kInvalidInput) when
+// it is not a regular file (a directory, FIFO, socket or device), Error(kIo)
+// otherwise; each names the path.
+Fd open_regular_file(const std::filesystem::path& path);
+
+// The one rule for temporary names: ".<final name>.partial-<12 hex>" beside
+// the final path, so a rename is atomic and no reader trusts the file.
+std::filesystem::path temporary_path_for(const std::filesystem::path& final_path);
+// True for a file name temporary_path_for() makes, or an earlier version
+// made (".<name>.partial-<hex>"): leftovers of a crash.
+bool is_temporary_name(std::string_view file_name) noexcept;
 
 // A whole file opened read-only: an fd for pread() plus a lazy mmap for
 // random access to headers. Pages are faulted in only where touched.
 class MappedFile {
  public:
-  // Throws Error(kIo / kNotFound) naming the path.
+  // Throws open_regular_file's errors, or Error(kIo) naming the path.
   static std::shared_ptr<const MappedFile> open(const std::filesystem::path& path);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
@@ -23,7 +72,7 @@ class MappedFile {
 
   const std::filesystem::path& path() const noexcept { return path_; }
   uint64_t size() const noexcept { return size_; }
-  int fd() const noexcept { return fd_; }
+  int fd() const noexcept { return fd_.get(); }
   std::span<const uint8_t> bytes() const noexcept {
     return {static_cast<const uint8_t*>(data_), static_cast<size_t>(size_)};
   }
@@ -35,22 +84,34 @@ class MappedFile {
  private:
   MappedFile() = default;
   std::filesystem::path path_;
-  int fd_ = -1;
+  Fd fd_;
   void* data_ = nullptr;
   uint64_t size_ = 0;
 };
 
-// Writes a file under a temporary name beside its final path; commit()
-// fsyncs and renames it into place (and fsyncs the directory). Destroying an
-// uncommitted AtomicFile removes the temporary.
+// How much an AtomicFile promises once commit() returns.
+enum class Durability {
+  // The bytes are on disk before the rename and the rename is on disk after
+  // it: a crash leaves the old file or the whole new one.
+  kDurable,
+  // What cp promises: a reader never sees a partial file under the final
+  // name; the bytes reach the disk with the kernel's writeback. A crash may
+  // leave an empty or torn file under the final name on some filesystems,
+  // so only for derived data that is checked before use.
+  kRenameOnly,
+};
+
+// Writes a file under temporary_path_for(final_path); commit() (fsyncs per
+// the durability and) renames it into place. Destroying an uncommitted
+// AtomicFile removes the temporary.
 class AtomicFile {
  public:
-  explicit AtomicFile(std::filesystem::path final_path);
+  explicit AtomicFile(std::filesystem::path final_path, Durability durability = Durability::kDurable);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
-  int fd() const noexcept { return fd_; }
+  int fd() const noexcept { return fd_.get(); }
   const std::filesystem::path& temp_path() const noexcept { return temp_; }
   const std::filesystem::path& final_path() const noexcept { return final_; }
   void write_all(std::span<const uint8_t> data);
@@ -70,21 +131,25 @@ class AtomicFile {
   // fsync now (several files can sync on several threads); commit() then
   // skips its own fsync.
   void sync();
-  // fsync (unless sync() ran), rename into place, then fsync the directory
-  // unless the caller will do that once for many files.
+  // kDurable: fsync (unless sync() ran), rename into place, then fsync the
+  // directory unless the caller will do that once for many files.
+  // kRenameOnly: close and rename.
   void commit(bool sync_directory = true);
 
  private:
   std::filesystem::path final_;
   std::filesystem::path temp_;
-  int fd_ = -1;
+  Fd fd_;
+  Durability durability_;
   bool committed_ = false;
   bool synced_ = false;
 };
 
-// Whole small files (manifests, JSON): refuses files over `max_bytes`.
+// Whole small files (manifests, JSON): refuses files over `max_bytes` and
+// anything that is not a regular file (open_regular_file's errors).
 std::string read_small_file(const std::filesystem::path& path, uint64_t max_bytes);
-void write_file_atomic(const std::filesystem::path& path, std::string_view contents);
+void write_file_atomic(const std::filesystem::path& path, std::string_view contents,
+                       Durability durability = Durability::kDurable);
 void fsync_directory(const std::filesystem::path& dir);
 
 }  // namespace skippy

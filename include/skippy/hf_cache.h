@@ -11,7 +11,7 @@
 //                                   trailing newline
 //   <cache>/.locks/models--<ns>--<repo>/<etag>.lock   flock(2) per blob
 //
-// <cache> is $HF_HUB_CACHE, else $HF_HOME/hub, else
+// <cache> is env::hf_hub_cache_dir(): $HF_HUB_CACHE, else $HF_HOME/hub, else
 // $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
 #pragma once
 
@@ -22,12 +22,12 @@
 
 namespace skippy {
 
-std::filesystem::path hf_hub_cache_dir();
-
 class HfRepoCache {
  public:
+  // `repo_id` must already satisfy check_repo_id (hf_ref.h).
   HfRepoCache(std::filesystem::path cache_root, const std::string& repo_id);
 
+  const std::string& repo_id() const noexcept { return repo_id_; }
   const std::filesystem::path& root() const noexcept { return root_; }
   const std::filesystem::path& repo_dir() const noexcept { return repo_dir_; }
   std::filesystem::path blob_path(std::string_view etag) const;
@@ -53,6 +53,7 @@ class HfRepoCache {
   void create_dirs() const;
 
  private:
+  std::string repo_id_;
   std::filesystem::path root_;
   std::filesystem::path repo_dir_;
   std::filesystem::path locks_dir_;
@@ -61,9 +62,6 @@ class HfRepoCache {
 // A lowercase 64-hex SHA-256 or 40-hex git blob SHA-1: the only etags that
 // may name a blob (each says how to check the bytes).
 bool is_blob_etag(std::string_view etag) noexcept;
-
-// Expands a leading "~" like huggingface_hub does for its path variables.
-std::filesystem::path expand_user(const std::string& path);
 
 // Normalises an ETag header value as huggingface_hub does: drops a weak
 // "W/" prefix and the surrounding quotes.

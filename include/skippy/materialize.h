@@ -45,7 +45,7 @@ inline constexpr std::string_view kMaterializedLayerEndKey = "skippy.materialize
 inline constexpr std::string_view kMaterializedManifestKey = "skippy.materialized.manifest_sha256";      // string
 inline constexpr std::string_view kMaterializedModelIdKey = "skippy.materialized.model_id";              // string
 
-// skippy_cache_dir() / "stages".
+// env::skippy_cache_dir() / "stages".
 std::filesystem::path default_stage_cache_dir();
 
 struct MaterializeOptions {

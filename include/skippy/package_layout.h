@@ -1,5 +1,6 @@
-// Where things live in a layer package (spec: "Repository Layout") and the
-// GGUF keys that name a fragment's role.
+// Where things live in a layer package (spec: "Repository Layout"), the
+// GGUF keys that name a fragment's role, and the layer ranges stages own
+// (spec: "Layer Selection").
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,21 @@ std::string layer_artifact_path(uint32_t layer_index);
 inline constexpr std::string_view kRoleKey = "skippy.package.role";            // string
 inline constexpr std::string_view kLayerStartKey = "skippy.package.layer_start";  // u32
 inline constexpr std::string_view kLayerEndKey = "skippy.package.layer_end";      // u32, exclusive
+
+// A half-open layer range START..END, as the CLI writes it ("0..4" is layers
+// 0, 1, 2, 3). A stage whose range starts at 0 owns the input boundary; one
+// whose range ends at layer_count owns the output boundary.
+struct LayerRange {
+  uint32_t start = 0;
+  uint32_t end = 0;
+  bool empty() const noexcept { return end <= start; }
+  uint32_t size() const noexcept { return empty() ? 0 : end - start; }
+  bool operator==(const LayerRange&) const = default;
+};
+// "A..B" with decimal A, B. Throws Error(kUsage) on anything else (B < A
+// included; an empty A..A parses and is refused by selection).
+LayerRange parse_layer_range(std::string_view text);
+std::string format_layer_range(LayerRange r);
 
 // Parts of a package, in the order a stage loads them.
 enum class PartRole { kMetadata, kEmbeddings, kLayer, kOutput, kProjector };

@@ -1,16 +1,17 @@
 // The consumer side of a layer package (spec: "Layer Selection", "Consumer
-// Validation", "Compatibility"): open a package reference, validate it for a
-// stage's layer range, and list the parts that stage loads.
+// Validation", "Compatibility"): validate a package for a stage's layer
+// range and list the parts that stage loads.
 //
-// Every artifact source (a local directory today; the Hugging Face cache, a
-// peer or the Hub next) resolves to an OpenedPackage — a directory plus the
-// boundary its files must stay inside — and then goes through the same
-// validation and selection here.
+// Every source of packages (skippy/source.h: a local directory, the Hugging
+// Face cache, a peer, the Hub) resolves to an OpenedPackage — a directory
+// plus the boundary its files must stay inside, and possibly an
+// ArtifactSource that brings missing files — and then goes through the same
+// validation and selection here. Nothing here knows where files come from.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
-#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,71 +23,50 @@
 
 namespace skippy {
 
-// A half-open layer range START..END, as the CLI writes it ("0..4" is layers
-// 0, 1, 2, 3). A stage whose range starts at 0 owns the input boundary; one
-// whose range ends at layer_count owns the output boundary.
-struct LayerRange {
-  uint32_t start = 0;
-  uint32_t end = 0;
-  bool empty() const noexcept { return end <= start; }
-  uint32_t size() const noexcept { return empty() ? 0 : end - start; }
-  bool operator==(const LayerRange&) const = default;
-};
-// "A..B" with decimal A, B. Throws Error(kUsage) on anything else (B < A
-// included; an empty A..A parses and is refused by selection).
-LayerRange parse_layer_range(std::string_view text);
-std::string format_layer_range(LayerRange r);
-
 // Where the artifacts of a package that are not on disk yet come from (the
-// Hub, a peer). select_stage / all_parts / check_metadata_only ask it for
-// exactly the entries they are about to check, in one batch, before
-// checking them; it places each at root/<path>.
+// source layer's cache and remotes). select_stage / all_parts /
+// check_metadata_only ask it for exactly the entries they are about to
+// check, in one batch, before checking them; it places each at root/<path>
+// or throws. Thread-safe.
 class ArtifactSource {
  public:
   virtual ~ArtifactSource() = default;
   virtual void provide(const std::vector<const ArtifactEntry*>& entries) = 0;
   // Relative paths brought in by this object (in the order they finished).
   virtual std::vector<std::string> fetched() const = 0;
+  // Where each path provided so far came from: "cache", or the name of the
+  // remote that delivered it ("peer", "hub").
+  virtual std::map<std::string, std::string> origins() const = 0;
   // True when `rel_path` was downloaded by this object and its SHA-256
   // matched the manifest while it was written (no need to hash it again).
   virtual bool verified_while_fetching(const std::string& rel_path) const = 0;
-  virtual std::string name() const = 0;  // "hub", "peer"
+  // Decisions worth telling a person: a remote that could not deliver a
+  // file, and why, before the next one was asked.
+  virtual std::vector<std::string> notes() const = 0;
 };
 
 struct OpenedPackage {
   std::string ref;                  // as the user wrote it
   std::filesystem::path root;       // the directory holding model-package.json
   std::filesystem::path boundary;   // resolved files must stay inside (canonical)
-  bool always_verify = false;       // hf:// packages: SHA-256 on every resolution
+  bool always_verify = false;       // SHA-256 on every resolution (the spec's rule for hf:// packages)
   PackageManifest manifest;
   std::string manifest_sha256;      // of the manifest bytes as read
-  std::optional<std::string> commit;        // hf://: the commit the revision resolved to
-  std::shared_ptr<ArtifactSource> source;   // hf://: fetches missing artifacts; null for local dirs
+  std::optional<std::string> commit;        // the commit a revision resolved to, for repository packages
+  std::shared_ptr<ArtifactSource> source;   // brings missing artifacts; null when every file is on disk (local dirs)
   std::vector<std::string> warnings;        // worth telling a person (moving branch, ...)
 };
 
-struct OpenOptions {
-  // Download progress (bytes done, bytes to fetch) for hf:// packages.
-  std::function<void(uint64_t, uint64_t)> on_progress;
-  // hf:// with a branch or tag: ask the Hub what it names now instead of
-  // answering from refs/ in the cache (no effect offline or for a commit).
-  bool refresh_revision = false;
-};
-
-// Resolves `ref` and validates the manifest: schema version 1, format, ABI
-// compatibility with this runtime, identity fields. Throws
-// Error(kInvalidInput / kNotFound) naming the ref.
-//   - a local package directory is read in place;
-//   - hf://ns/repo[@rev|:rev] resolves the revision to a commit (cache
-//     first: a commit or a cached ref needs no network), brings
-//     model-package.json into the Hugging Face cache and returns its
-//     snapshot directory, with an ArtifactSource that fetches only the
-//     artifacts a selection asks for; always_verify is set.
-OpenedPackage open_package(std::string_view ref, const OpenOptions& options = {});
-
-// Reads and validates the manifest in `root` (open_package's second half,
-// shared by every source). `boundary` is where artifact files must resolve.
+// Reads and validates the manifest in `root`: schema version 1, format, ABI
+// compatibility with this runtime, identity fields (every source ends
+// here). `boundary` is where artifact files must resolve. Throws
+// Error(kNotFound) without a manifest, Error(kInvalidInput) naming the
+// manifest and the rule otherwise.
 OpenedPackage open_package_dir(std::string ref, const std::filesystem::path& root, const std::filesystem::path& boundary);
+
+// A local package directory, read in place (root and boundary are the
+// directory). Throws Error(kNotFound / kInvalidInput) naming `dir`.
+OpenedPackage open_local_package(const std::filesystem::path& dir);
 
 
 struct StagePart {

@@ -12,7 +12,7 @@
 // bytes (same file identity and metadata) were hashed and matched before.
 //
 // The verification cache (spec: "Implementations MAY cache successful
-// checksum verification results"). Directory: skippy_cache_dir()/verified.
+// checksum verification results"). Directory: env::skippy_cache_dir()/verified.
 // One record per verified file, named by a key: the SHA-256 of a canonical
 // string of the manifest's SHA-256, the artifact's relative path, its
 // declared SHA-256 and size, and the resolved file's st_dev, st_ino,
@@ -39,12 +39,11 @@
 #include <string>
 #include <vector>
 
-#include "skippy/cache_dir.h"
 #include "skippy/stage.h"
 
 namespace skippy {
 
-// skippy_cache_dir() / "verified".
+// env::skippy_cache_dir() / "verified".
 std::filesystem::path default_verification_cache_dir();
 
 struct VerifyOptions {

@@ -1,4 +1,4 @@
-#include "http.h"
+#include "hub/http.h"
 
 #include <curl/curl.h>
 

@@ -13,26 +13,74 @@
 
 namespace skippy {
 
-void throw_invalid(const std::string& message) { throw Error(ErrorKind::kInvalidInput, message); }
-void throw_not_found(const std::string& message) { throw Error(ErrorKind::kNotFound, message); }
-void throw_io(const std::string& message) {
-  throw Error(ErrorKind::kIo, message + ": " + std::strerror(errno));
+namespace fs = std::filesystem;
+
+void Fd::reset(int fd) noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
 }
 
-std::shared_ptr<const MappedFile> MappedFile::open(const std::filesystem::path& path) {
-  std::shared_ptr<MappedFile> f(new MappedFile());
-  f->path_ = path;
-  f->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (f->fd_ < 0) {
+void Fd::close(const fs::path& path) {
+  const int fd = std::exchange(fd_, -1);
+  if (fd >= 0 && ::close(fd) != 0 && errno != EINTR) throw_io(path.string() + ": close failed");
+}
+
+Fd open_regular_file(const fs::path& path) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!fd) {
     if (errno == ENOENT) throw_not_found(path.string() + ": no such file");
+    if (errno == ENXIO) throw_invalid(path.string() + ": not a regular file");
     throw_io(path.string() + ": cannot open");
   }
   struct stat st {};
-  if (::fstat(f->fd_, &st) != 0) throw_io(path.string() + ": cannot stat");
-  if (!S_ISREG(st.st_mode)) throw_invalid(path.string() + ": not a regular file");
+  if (::fstat(fd.get(), &st) != 0) throw_io(path.string() + ": cannot stat");
+  if (!S_ISREG(st.st_mode)) {
+    throw_invalid(path.string() + ": not a regular file" +
+                  (S_ISDIR(st.st_mode) ? " (a directory)" : S_ISFIFO(st.st_mode) ? " (a FIFO)" : ""));
+  }
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) throw_io(path.string() + ": cannot set flags");
+  return fd;
+}
+
+namespace {
+
+constexpr std::string_view kTemporaryMarker = ".partial-";
+constexpr size_t kTemporarySuffixLength = 12;
+
+std::string random_suffix() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s(kTemporarySuffixLength, '0');
+  for (auto& c : s) c = kHex[rng() & 15];
+  return s;
+}
+
+}  // namespace
+
+fs::path temporary_path_for(const fs::path& final_path) {
+  return final_path.parent_path() /
+         ("." + final_path.filename().string() + std::string(kTemporaryMarker) + random_suffix());
+}
+
+bool is_temporary_name(std::string_view name) noexcept {
+  const auto at = name.rfind(kTemporaryMarker);
+  if (!name.starts_with('.') || at == std::string_view::npos || at < 2) return false;
+  const auto suffix = name.substr(at + kTemporaryMarker.size());
+  // Any hex suffix up to 32 digits: earlier versions used 16.
+  return !suffix.empty() && suffix.size() <= 32 && suffix.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+std::shared_ptr<const MappedFile> MappedFile::open(const fs::path& path) {
+  std::shared_ptr<MappedFile> f(new MappedFile());
+  f->path_ = path;
+  f->fd_ = open_regular_file(path);
+  struct stat st {};
+  if (::fstat(f->fd_.get(), &st) != 0) throw_io(path.string() + ": cannot stat");
   f->size_ = static_cast<uint64_t>(st.st_size);
   if (f->size_ > 0) {
-    void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_SHARED, f->fd_, 0);
+    void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_SHARED, f->fd_.get(), 0);
     if (p == MAP_FAILED) throw_io(path.string() + ": cannot map");
     f->data_ = p;
   }
@@ -41,50 +89,38 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::filesystem::path& 
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(data_, size_);
-  if (fd_ >= 0) ::close(fd_);
 }
 
 void MappedFile::pread_exact(uint64_t offset, std::span<uint8_t> buf) const {
   size_t done = 0;
   while (done < buf.size()) {
-    const ssize_t n = ::pread(fd_, buf.data() + done, buf.size() - done,
-                              static_cast<off_t>(offset + done));
+    const ssize_t n = ::pread(fd_.get(), buf.data() + done, buf.size() - done, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
       throw_io(path_.string() + ": read failed at byte " + std::to_string(offset + done));
     }
     if (n == 0) {
-      throw_invalid(path_.string() + ": unexpected end of file at byte " +
-                    std::to_string(offset + done) + " (file changed while reading?)");
+      throw_invalid(path_.string() + ": unexpected end of file at byte " + std::to_string(offset + done) +
+                    " (file changed while reading?)");
     }
     done += static_cast<size_t>(n);
   }
 }
 
-void MappedFile::advise_sequential() const noexcept {
-  ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
-}
+void MappedFile::advise_sequential() const noexcept { ::posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL); }
 
-namespace {
-std::string random_suffix() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string s(12, '0');
-  for (auto& c : s) c = kHex[rng() & 15];
-  return s;
-}
-}  // namespace
-
-AtomicFile::AtomicFile(std::filesystem::path final_path) : final_(std::move(final_path)) {
-  // Hidden partial name in the same directory, so rename() is atomic and no
-  // reader ever trusts it.
-  temp_ = final_.parent_path() / ("." + final_.filename().string() + ".partial-" + random_suffix());
-  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw_io(temp_.string() + ": cannot create");
+AtomicFile::AtomicFile(fs::path final_path, Durability durability)
+    : final_(std::move(final_path)), durability_(durability) {
+  for (int attempt = 0;; ++attempt) {
+    temp_ = temporary_path_for(final_);
+    fd_.reset(::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    if (fd_) return;
+    if (errno != EEXIST || attempt >= 8) throw_io(temp_.string() + ": cannot create");
+  }
 }
 
 AtomicFile::~AtomicFile() {
-  if (fd_ >= 0) ::close(fd_);
+  fd_.reset();
   if (!committed_) ::unlink(temp_.c_str());
 }
 
@@ -92,7 +128,7 @@ void AtomicFile::write_all(std::span<const uint8_t> data) {
   synced_ = false;
   size_t done = 0;
   while (done < data.size()) {
-    const ssize_t n = ::write(fd_, data.data() + done, data.size() - done);
+    const ssize_t n = ::write(fd_.get(), data.data() + done, data.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw_io(temp_.string() + ": write failed");
@@ -105,8 +141,7 @@ void AtomicFile::pwrite_all(uint64_t offset, std::span<const uint8_t> data) {
   synced_ = false;
   size_t done = 0;
   while (done < data.size()) {
-    const ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done,
-                               static_cast<off_t>(offset + done));
+    const ssize_t n = ::pwrite(fd_.get(), data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
       throw_io(temp_.string() + ": write failed");
@@ -117,8 +152,9 @@ void AtomicFile::pwrite_all(uint64_t offset, std::span<const uint8_t> data) {
 
 void AtomicFile::preallocate(uint64_t size) {
   if (size == 0) return;
-  if (::fallocate(fd_, 0, 0, static_cast<off_t>(size)) == 0) return;
-  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) throw_io(temp_.string() + ": cannot size to " + std::to_string(size));
+  if (::fallocate(fd_.get(), 0, 0, static_cast<off_t>(size)) == 0) return;
+  if (errno == ENOSPC) throw_io(temp_.string() + ": cannot reserve " + std::to_string(size) + " bytes");
+  if (::ftruncate(fd_.get(), static_cast<off_t>(size)) != 0) throw_io(temp_.string() + ": cannot size to " + std::to_string(size));
 }
 
 void AtomicFile::copy_range(const MappedFile& src, uint64_t src_offset, uint64_t offset,
@@ -128,7 +164,7 @@ void AtomicFile::copy_range(const MappedFile& src, uint64_t src_offset, uint64_t
   while (done < same_bytes.size()) {
     off64_t in = static_cast<off64_t>(src_offset + done);
     off64_t out = static_cast<off64_t>(offset + done);
-    const ssize_t n = ::copy_file_range(src.fd(), &in, fd_, &out, same_bytes.size() - done, 0);
+    const ssize_t n = ::copy_file_range(src.fd(), &in, fd_.get(), &out, same_bytes.size() - done, 0);
     if (n > 0) {
       done += static_cast<size_t>(n);
       continue;
@@ -144,73 +180,58 @@ void AtomicFile::copy_range(const MappedFile& src, uint64_t src_offset, uint64_t
 void AtomicFile::start_writeback(uint64_t offset, uint64_t len) noexcept {
   if (len == 0) return;
   // Errors surface at the fsync; this is only a head start.
-  (void)::sync_file_range(fd_, static_cast<off64_t>(offset), static_cast<off64_t>(len), SYNC_FILE_RANGE_WRITE);
+  (void)::sync_file_range(fd_.get(), static_cast<off64_t>(offset), static_cast<off64_t>(len), SYNC_FILE_RANGE_WRITE);
 }
 
 void AtomicFile::sync() {
-  if (::fsync(fd_) != 0) throw_io(temp_.string() + ": fsync failed");
+  if (::fsync(fd_.get()) != 0) throw_io(temp_.string() + ": fsync failed");
   synced_ = true;
 }
 
 void AtomicFile::commit(bool sync_directory) {
-  if (!synced_) sync();
-  if (::close(fd_) != 0) {
-    fd_ = -1;
-    throw_io(temp_.string() + ": close failed");
-  }
-  fd_ = -1;
+  const bool durable = durability_ == Durability::kDurable;
+  if (durable && !synced_) sync();
+  fd_.close(temp_);
   if (::rename(temp_.c_str(), final_.c_str()) != 0) throw_io(final_.string() + ": rename failed");
   committed_ = true;
-  if (sync_directory) fsync_directory(final_.parent_path().empty() ? "." : final_.parent_path());
+  if (durable && sync_directory) fsync_directory(final_.parent_path().empty() ? "." : final_.parent_path());
 }
 
-std::string read_small_file(const std::filesystem::path& path, uint64_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) throw_not_found(path.string() + ": no such file");
-    throw_io(path.string() + ": cannot open");
-  }
-  std::string out;
+std::string read_small_file(const fs::path& path, uint64_t max_bytes) {
+  const Fd fd = open_regular_file(path);
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw_invalid(path.string() + ": not a regular file");
-  }
+  if (::fstat(fd.get(), &st) != 0) throw_io(path.string() + ": cannot stat");
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
-    ::close(fd);
     throw_invalid(path.string() + ": " + std::to_string(st.st_size) + " bytes exceeds the limit of " +
                   std::to_string(max_bytes));
   }
+  std::string out;
   char buf[65536];
   for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      ::close(fd);
       throw_io(path.string() + ": read failed");
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
     if (out.size() > max_bytes) {
-      ::close(fd);
       throw_invalid(path.string() + ": grew past the limit of " + std::to_string(max_bytes) + " bytes");
     }
   }
-  ::close(fd);
   return out;
 }
 
-void write_file_atomic(const std::filesystem::path& path, std::string_view contents) {
-  AtomicFile f(path);
+void write_file_atomic(const fs::path& path, std::string_view contents, Durability durability) {
+  AtomicFile f(path, durability);
   f.write_all({reinterpret_cast<const uint8_t*>(contents.data()), contents.size()});
   f.commit();
 }
 
-void fsync_directory(const std::filesystem::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;  // best effort: some filesystems refuse directory fds
-  ::fsync(fd);
-  ::close(fd);
+void fsync_directory(const fs::path& dir) {
+  const Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return;  // best effort: some filesystems refuse directory fds
+  ::fsync(fd.get());
 }
 
 }  // namespace skippy

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "skippy/error.h"
+#include "skippy/file.h"
 
 namespace skippy {
 
@@ -71,29 +72,21 @@ std::string sha256_hex(std::string_view data) {
 }
 
 std::string sha256_file(const std::filesystem::path& path, const std::function<void(uint64_t)>& on_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) throw_not_found(path.string() + ": no such file");
-    throw_io(path.string() + ": cannot open");
-  }
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  const Fd fd = open_regular_file(path);
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   constexpr size_t kChunk = 4u << 20;
   std::unique_ptr<uint8_t[]> buf(new uint8_t[kChunk]);
   Sha256 h;
   for (;;) {
-    const ssize_t n = ::read(fd, buf.get(), kChunk);
+    const ssize_t n = ::read(fd.get(), buf.get(), kChunk);
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int saved = errno;
-      ::close(fd);
-      errno = saved;
       throw_io(path.string() + ": read failed");
     }
     if (n == 0) break;
     h.update({buf.get(), static_cast<size_t>(n)});
     if (on_bytes) on_bytes(static_cast<uint64_t>(n));
   }
-  ::close(fd);
   return h.hex_digest();
 }
 

@@ -1,4 +1,4 @@
-#include "generation_inference.h"
+#include "publish/generation_inference.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "verification_cache.h"
+#include "consume/verification_cache.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "skippy/cache_dir.h"
+#include "skippy/env.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/sha256.h"
@@ -21,30 +21,7 @@ namespace skippy {
 
 namespace fs = std::filesystem;
 
-namespace {
-const char* env_nonempty(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? v : nullptr;
-}
-}  // namespace
-
-fs::path skippy_cache_dir() {
-  if (const char* d = env_nonempty("SKIPPY_CACHE_DIR")) return fs::path(d);
-  // The XDG spec: a relative XDG_CACHE_HOME is invalid and ignored.
-  if (const char* x = env_nonempty("XDG_CACHE_HOME"); x != nullptr && x[0] == '/') return fs::path(x) / "skippy";
-  if (const char* h = env_nonempty("HOME")) return fs::path(h) / ".cache" / "skippy";
-  struct passwd pw {};
-  struct passwd* found = nullptr;
-  char buf[4096];
-  if (::getpwuid_r(::getuid(), &pw, buf, sizeof buf, &found) == 0 && found != nullptr && found->pw_dir != nullptr &&
-      found->pw_dir[0] == '/') {
-    return fs::path(found->pw_dir) / ".cache" / "skippy";
-  }
-  std::error_code ec;
-  return fs::temp_directory_path(ec) / ("skippy-cache-" + std::to_string(::getuid()));
-}
-
-fs::path default_verification_cache_dir() { return skippy_cache_dir() / "verified"; }
+fs::path default_verification_cache_dir() { return env::skippy_cache_dir() / "verified"; }
 
 namespace detail {
 
@@ -73,14 +50,6 @@ void field(std::string& out, std::string_view name, std::string_view value) {
   out += ':';
   out += value;
   out += '\n';
-}
-
-std::string temp_suffix() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string s(16, '0');
-  for (auto& c : s) c = kHex[rng() & 15];
-  return s;
 }
 
 }  // namespace
@@ -162,26 +131,11 @@ void VerificationCache::store(const std::string& key, std::string_view sha256, u
   const std::string text = record.dump() + "\n";
   // Atomic (temporary name, then rename) but not fsynced: a record lost or
   // torn by a crash is unreadable or incomplete JSON, which is a miss.
-  const fs::path final_path = dir_ / key;
-  const fs::path temp = dir_ / ("." + key + ".partial-" + temp_suffix());
   std::string why;
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    why = std::strerror(errno);
-  } else {
-    size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        why = n < 0 ? std::strerror(errno) : "short write";
-        break;
-      }
-      done += static_cast<size_t>(n);
-    }
-    if (::close(fd) != 0 && why.empty()) why = std::strerror(errno);
-    if (why.empty() && ::rename(temp.c_str(), final_path.c_str()) != 0) why = std::strerror(errno);
-    if (!why.empty()) ::unlink(temp.c_str());
+  try {
+    write_file_atomic(dir_ / key, text, Durability::kRenameOnly);
+  } catch (const Error& e) {
+    why = e.what();
   }
   if (!why.empty()) {
     std::lock_guard g(mu_);

@@ -1,13 +1,14 @@
-#include "skippy/hub_model.h"
-
+// write-package's sources: a local GGUF, or an org/repo:distribution
+// coordinate resolved through the cache and the remotes (skippy/source.h).
 #include <algorithm>
 #include <cctype>
 #include <map>
 
 #include "skippy/error.h"
 #include "skippy/gguf.h"
-#include "skippy/hub.h"
 #include "skippy/sha256.h"
+#include "skippy/source.h"
+#include "source/fetch_chain.h"
 
 namespace skippy {
 namespace {
@@ -89,61 +90,48 @@ std::vector<std::string> match_distribution(const std::vector<std::string>& path
   return out;
 }
 
-HubModelSource fetch_model_source(const ModelCoordinate& coord, const std::function<void(uint64_t, uint64_t)>& on_progress) {
-  HubRepo repo(HubConfig::from_env(), coord.repo_id);
-  std::string commit;
-  std::vector<HubRepo::RepoFile> listing;
-  if (repo.config().offline) {
-    // The cache's snapshot of the revision is the listing; LFS blobs are
-    // named by their SHA-256.
-    const auto c = repo.cache().cached_commit(coord.revision);
-    if (!c) {
-      throw_not_found(coord.text() + ": revision \"" + coord.revision +
-                      "\" is not in the Hugging Face cache and HF_HUB_OFFLINE=1 forbids asking the Hub");
+ResolvedModelSource open_model_source(const ModelSourceRequest& req, const Sources& sources, const ProgressFn& on_progress) {
+  ResolvedModelSource out;
+  std::error_code ec;
+  if (fs::exists(req.source, ec) || !looks_like_model_coordinate(req.source)) {
+    if (req.model_id.empty() || req.revision.empty() || req.source_file.empty()) {
+      throw Error(ErrorKind::kUsage, "a local source needs explicit provenance: --model-id, --source-revision and --source-file");
     }
-    commit = *c;
-    const fs::path snap = repo.cache().snapshot_dir(commit);
-    std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(snap, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (!it->is_regular_file(ec)) continue;
-      HubRepo::RepoFile f;
-      f.path = it->path().lexically_relative(snap).generic_string();
-      f.size = it->file_size(ec);
-      const auto target = fs::read_symlink(it->path(), ec).filename().string();
-      if (is_sha256_hex(target)) f.sha256 = target;
-      listing.push_back(std::move(f));
-    }
-  } else {
-    auto info = repo.info(coord.revision);
-    commit = info.commit;
-    listing = std::move(info.files);
+    out.local = req.source;
+    out.provenance.model_id = req.model_id;
+    out.provenance.revision = req.revision;
+    out.provenance.primary_file = req.source_file;
+    return out;
   }
+  // A Hub source: the remote's answers are the provenance.
+  if (!req.model_id.empty() || !req.source_file.empty()) {
+    throw Error(ErrorKind::kUsage, "--model-id and --source-file are for local sources; a Hub source (" + req.source +
+                                       ") takes them from the Hub");
+  }
+  auto coord = parse_model_coordinate(req.source);
+  if (!req.revision.empty()) coord.revision = req.revision;
+  detail::FetchChain chain(sources, coord.repo_id);
+  std::string declared_by;
+  const RemoteListing listing = chain.list(coord.revision, &declared_by);
   std::vector<std::string> paths;
-  for (const auto& f : listing) paths.push_back(f.path);
-  HubModelSource out;
-  out.files = match_distribution(paths, coord);
-  std::vector<HubFileRequest> want;
-  for (const auto& p : out.files) {
-    const auto it = std::find_if(listing.begin(), listing.end(), [&](const auto& f) { return f.path == p; });
-    want.push_back({p, it->sha256, it->size ? std::optional<uint64_t>(it->size) : std::nullopt,
-                    repo.config().offline ? "the cached blob's name" : "the Hub's repository listing"});
+  for (const auto& f : listing.files) paths.push_back(f.path);
+  const auto files = match_distribution(paths, coord);
+  std::vector<RemoteFile> want;
+  for (const auto& p : files) {
+    const auto it = std::find_if(listing.files.begin(), listing.files.end(), [&](const auto& f) { return f.path == p; });
+    want.push_back({p, it->sha256, it->size ? std::optional<uint64_t>(it->size) : std::nullopt, declared_by});
   }
-  if (!repo.config().offline && !is_commit_hash(coord.revision)) {
-    repo.cache().create_dirs();
-    repo.cache().write_ref(coord.revision, commit);
-  }
-  const auto got = repo.ensure_files(commit, want, on_progress);
-  for (const auto& g : got) {
-    if (g.downloaded) out.downloaded.push_back(g.path);
-  }
-  out.local = got.front().local;
+  const auto local = chain.bring(listing.commit, want, on_progress);
+  out.downloaded = chain.fetched();
+  out.local = local.front();
+  out.from_hub = true;
   auto& p = out.provenance;
   p.model_id = coord.text();
   p.repo = coord.repo_id;
   p.distribution_id = coord.distribution;
-  p.revision = commit;
-  p.primary_file = out.files.front();
-  p.file_paths = out.files;
+  p.revision = listing.commit;
+  p.primary_file = files.front();
+  p.file_paths = files;
   for (const auto& w : want) p.expected_sha256.push_back(w.sha256.value_or(""));
   return out;
 }

@@ -13,10 +13,12 @@
 #include <memory>
 #include <set>
 
+#include "skippy/env.h"
 #include "skippy/error.h"
+#include "skippy/file.h"
 #include "skippy/sha256.h"
 #include "util/parallel.h"
-#include "verification_cache.h"
+#include "consume/verification_cache.h"
 
 namespace skippy {
 namespace {
@@ -49,20 +51,6 @@ bool racy(int64_t started_ns, int64_t ctime_ns) noexcept {
   return started_ns - ctime_ns < window;
 }
 
-class Fd {
- public:
-  explicit Fd(int fd) noexcept : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const noexcept { return fd_; }
-
- private:
-  int fd_;
-};
-
 struct Hashed {
   std::string digest;
   uint64_t bytes = 0;  // read and hashed
@@ -78,18 +66,17 @@ std::string errno_text() { return std::strerror(errno); }
 Hashed hash_one(const fs::path& path, const std::function<void(uint64_t)>& on_bytes) {
   Hashed h;
   const int64_t started = realtime_ns();
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    h.error = (errno == ENOENT ? std::string("missing") : "cannot open: " + errno_text());
+  Fd fd;
+  try {
+    fd = open_regular_file(path);
+  } catch (const Error& e) {
+    h.error = e.kind() == ErrorKind::kNotFound ? "missing" : e.kind() == ErrorKind::kInvalidInput ? "not a regular file"
+                                                                                                   : e.what();
     return h;
   }
   struct stat before {};
   if (::fstat(fd.get(), &before) != 0) {
     h.error = "cannot stat: " + errno_text();
-    return h;
-  }
-  if (!S_ISREG(before.st_mode)) {
-    h.error = "not a regular file";
     return h;
   }
   h.id = identity_of(before);
@@ -249,8 +236,7 @@ VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>
 
 bool verify_required(const OpenedPackage& pkg) {
   if (pkg.always_verify) return true;
-  const char* v = std::getenv("SKIPPY_VERIFY_PACKAGE_SHA");
-  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+  return env::verify_package_sha();
 }
 
 std::optional<VerifyReport> verify_if_required(const OpenedPackage& pkg, const std::vector<StagePart>& parts,

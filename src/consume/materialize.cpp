@@ -13,7 +13,7 @@
 #include <random>
 #include <nlohmann/json.hpp>
 
-#include "skippy/cache_dir.h"
+#include "skippy/env.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/gguf.h"
@@ -129,44 +129,6 @@ void stream_pieces(const std::vector<Piece>& pieces, int fd, const fs::path& nam
   }
 }
 
-// Like AtomicFile (a hidden partial name beside the target, renamed into
-// place, removed on failure) but without fsync: what `--out` promises is
-// what cp promises — a reader never sees a partial file under the name; the
-// bytes reach the disk with the kernel's writeback (or `sync`).
-class UnsyncedStagedFile {
- public:
-  explicit UnsyncedStagedFile(fs::path final_path) : final_(std::move(final_path)) {
-    std::random_device rd;
-    for (int attempt = 0;; ++attempt) {
-      char suffix[17];
-      std::snprintf(suffix, sizeof suffix, "%08x%08x", rd(), rd());
-      temp_ = final_.parent_path() / ("." + final_.filename().string() + ".partial-" + suffix);
-      fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-      if (fd_ >= 0) return;
-      if (errno != EEXIST || attempt >= 8) throw_io(temp_.string() + ": cannot create");
-    }
-  }
-  ~UnsyncedStagedFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(temp_.c_str());
-  }
-  UnsyncedStagedFile(const UnsyncedStagedFile&) = delete;
-  UnsyncedStagedFile& operator=(const UnsyncedStagedFile&) = delete;
-  int fd() const noexcept { return fd_; }
-  const fs::path& temp_path() const noexcept { return temp_; }
-  void commit() {
-    const int fd = std::exchange(fd_, -1);
-    if (::close(fd) != 0) throw_io(temp_.string() + ": close failed");
-    if (::rename(temp_.c_str(), final_.c_str()) != 0) throw_io(final_.string() + ": rename failed");
-    committed_ = true;
-  }
-
- private:
-  fs::path final_, temp_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
-
 // Copies the stage's bytes into the staged file `fd` with stream_pieces().
 // Blocks are allocated up front (ext4 writes into them markedly faster than
 // into a growing file, and a full disk fails here, not midway).
@@ -223,25 +185,21 @@ std::string write_stage_file(const GgufWriter& w, const fs::path& final_path, bo
       options.on_progress(done, total);
     };
   }
-  if (options.hash || durable) {
-    AtomicFile out(final_path);
-    std::string sha;
-    if (options.hash) {
-      sha = w.write(out, on_bytes);
-      // The writer does not report padding bytes: finish the count.
-      if (options.on_progress && done != total) options.on_progress(total, total);
-    } else {
-      stream_stage(w, out.fd(), out.temp_path(), /*start_writeback=*/true, on_bytes);
-    }
-    check_staged(w, out.fd(), out.temp_path());
-    out.commit();
-    return sha;
+  // --out promises what cp promises (a reader never sees a partial file);
+  // cache entries and hashed files are fsynced before the rename.
+  const bool fsynced = options.hash || durable;
+  AtomicFile out(final_path, fsynced ? Durability::kDurable : Durability::kRenameOnly);
+  std::string sha;
+  if (options.hash) {
+    sha = w.write(out, on_bytes);
+    // The writer does not report padding bytes: finish the count.
+    if (options.on_progress && done != total) options.on_progress(total, total);
+  } else {
+    stream_stage(w, out.fd(), out.temp_path(), /*start_writeback=*/fsynced, on_bytes);
   }
-  UnsyncedStagedFile out(final_path);
-  stream_stage(w, out.fd(), out.temp_path(), /*start_writeback=*/false, on_bytes);
   check_staged(w, out.fd(), out.temp_path());
   out.commit();
-  return "";
+  return sha;
 }
 
 // A cached file holds exactly what materializing would write now: the same
@@ -384,13 +342,12 @@ std::optional<LayerRange> parse_cache_key(std::string_view name) {
 }
 
 // The entry a cache file belongs to: "<key>.gguf|.json|.lock" or a hidden
-// partial ".<key>.gguf.partial-XXXX" / ".<key>.json.partial-XXXX".
+// temporary of one (temporary_path_for's names).
 std::optional<std::string> entry_of(const std::string& file) {
   std::string_view f = file;
   if (f.starts_with(".")) {
-    const auto pos = f.find(".partial-");
-    if (pos == std::string_view::npos) return std::nullopt;
-    f = f.substr(1, pos - 1);
+    if (!is_temporary_name(f)) return std::nullopt;
+    f = f.substr(1, f.rfind(".partial-") - 1);
   }
   for (std::string_view ext : {".gguf", ".json", ".lock"}) {
     if (f.size() > ext.size() && f.ends_with(ext)) {
@@ -414,7 +371,7 @@ std::map<std::string, std::vector<fs::path>> scan_cache(const fs::path& dir) {
 
 }  // namespace
 
-fs::path default_stage_cache_dir() { return skippy_cache_dir() / "stages"; }
+fs::path default_stage_cache_dir() { return env::skippy_cache_dir() / "stages"; }
 
 std::string stage_cache_key(std::string_view manifest_sha256, LayerRange range) {
   std::string prefix(manifest_sha256.substr(0, 16));

@@ -1,4 +1,4 @@
-#include "split_stream.h"
+#include "publish/split_stream.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <set>
 
-#include "package/manifest_json.h"
+#include "format/manifest_json.h"
 #include "skippy/error.h"
 #include "skippy/manifest.h"
 

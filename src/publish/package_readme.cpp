@@ -1,4 +1,4 @@
-#include "package_readme.h"
+#include "publish/package_readme.h"
 
 #include <sstream>
 

@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "package/manifest_json.h"
+#include "format/manifest_json.h"
 #include "skippy/error.h"
 
 namespace skippy {

@@ -1,5 +1,5 @@
 // Strict typed reads from parsed manifest JSON (see manifest_json.h).
-#include "package/manifest_json.h"
+#include "format/manifest_json.h"
 
 #include <algorithm>
 #include <limits>

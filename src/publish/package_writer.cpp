@@ -9,15 +9,16 @@
 #include <ctime>
 #include <set>
 
-#include "generation_inference.h"
-#include "package_readme.h"
+#include "publish/generation_inference.h"
+#include "publish/package_readme.h"
+#include "skippy/env.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/gguf_writer.h"
 #include "skippy/model_source.h"
 #include "skippy/package_layout.h"
 #include "skippy/sha256.h"
-#include "split_stream.h"
+#include "publish/split_stream.h"
 
 namespace skippy {
 namespace {
@@ -37,13 +38,7 @@ struct Fragment {
 
 int64_t resolve_created_at(const WritePackageOptions& opt) {
   if (opt.created_at_unix_secs) return *opt.created_at_unix_secs;
-  if (const char* e = std::getenv("SOURCE_DATE_EPOCH"); e && *e) {
-    char* end = nullptr;
-    errno = 0;
-    const long long v = std::strtoll(e, &end, 10);
-    if (errno != 0 || *end != '\0' || v < 0) throw_invalid("SOURCE_DATE_EPOCH='" + std::string(e) + "' is not a non-negative integer");
-    return v;
-  }
+  if (auto e = env::source_date_epoch()) return *e;
   return static_cast<int64_t>(std::time(nullptr));
 }
 

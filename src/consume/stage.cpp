@@ -6,9 +6,7 @@
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/gguf.h"
-#include "skippy/hf_ref.h"
 #include "skippy/sha256.h"
-#include "hub/hub_package.h"
 
 namespace skippy {
 namespace {
@@ -85,32 +83,9 @@ void provide(const OpenedPackage& pkg, std::vector<const ArtifactEntry*> entries
 
 }  // namespace
 
-LayerRange parse_layer_range(std::string_view text) {
-  const auto dots = text.find("..");
-  auto bad = [&]() -> LayerRange {
-    throw Error(ErrorKind::kUsage, "layer range \"" + std::string(text) + "\" is not START..END (half-open, e.g. 0..4)");
-  };
-  if (dots == std::string_view::npos) return bad();
-  auto num = [&](std::string_view s, uint32_t& out) {
-    if (s.empty() || s.size() > 9) return false;
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc() && p == s.data() + s.size();
-  };
-  LayerRange r;
-  if (!num(text.substr(0, dots), r.start) || !num(text.substr(dots + 2), r.end)) return bad();
-  if (r.end < r.start) {
-    throw Error(ErrorKind::kUsage, "layer range " + std::string(text) + " ends before it starts");
-  }
-  return r;
-}
-
-std::string format_layer_range(LayerRange r) { return std::to_string(r.start) + ".." + std::to_string(r.end); }
-
-OpenedPackage open_package(std::string_view ref, const OpenOptions& options) {
-  if (is_hf_ref(ref)) return detail::open_hf_package(parse_hf_ref(ref), options);
-  const std::string name(ref);
+OpenedPackage open_local_package(const fs::path& root) {
+  const std::string name = root.string();
   std::error_code ec;
-  const fs::path root(ref);
   if (!fs::exists(root, ec)) throw_not_found(name + ": no such package directory");
   if (!fs::is_directory(root, ec)) throw_invalid(name + ": not a package directory");
   const fs::path boundary = fs::canonical(root, ec);
@@ -145,7 +120,7 @@ StagePart check_metadata_only(const OpenedPackage& pkg) {
   try {
     (void)GgufFile::open(part.path);
   } catch (const Error& e) {
-    fail(pkg, part.rel_path + ": not a valid GGUF: " + e.what());
+    throw e.with_context(pkg.ref + ": " + part.rel_path);
   }
   return part;
 }
@@ -159,7 +134,7 @@ OutputTie output_tie(const OpenedPackage& pkg) {
     // A tied output projection (no output.weight) reads the token embeddings.
     t.tied = GgufFile::open(t.output.path).find_tensor("output.weight") == nullptr;
   } catch (const Error& e) {
-    fail(pkg, m.shared.output.path + ": not a valid GGUF: " + e.what());
+    throw e.with_context(pkg.ref + ": " + m.shared.output.path);
   }
   return t;
 }

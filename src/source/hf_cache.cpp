@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 
 #include "skippy/error.h"
@@ -13,24 +12,6 @@ namespace skippy {
 namespace {
 
 namespace fs = std::filesystem;
-
-}  // namespace
-
-// "~" and "~/..." as huggingface_hub expands them (os.path.expanduser).
-fs::path expand_user(const std::string& p) {
-  if (p == "~" || p.starts_with("~/")) {
-    if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / p.substr(p.size() > 1 ? 2 : 1);
-  }
-  return fs::path(p);
-}
-
-namespace {
-
-std::optional<fs::path> env_path(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return std::nullopt;
-  return expand_user(v);
-}
 
 std::string repo_folder_name(std::string_view repo_id) {
   std::string name = "models--";
@@ -55,15 +36,6 @@ void check_etag(std::string_view etag) {
 
 }  // namespace
 
-fs::path hf_hub_cache_dir() {
-  if (auto p = env_path("HF_HUB_CACHE")) return *p;
-  if (auto p = env_path("HUGGINGFACE_HUB_CACHE")) return *p;  // legacy name huggingface_hub still honours
-  if (auto p = env_path("HF_HOME")) return *p / "hub";
-  if (auto p = env_path("XDG_CACHE_HOME"); p && p->is_absolute()) return *p / "huggingface" / "hub";
-  if (auto p = env_path("HOME")) return *p / ".cache" / "huggingface" / "hub";
-  return fs::temp_directory_path() / ("huggingface-hub-" + std::to_string(::getuid()));
-}
-
 bool is_blob_etag(std::string_view etag) noexcept {
   return (etag.size() == 64 || etag.size() == 40) && etag.find_first_not_of("0123456789abcdef") == std::string_view::npos;
 }
@@ -75,7 +47,8 @@ std::string normalize_etag(std::string_view etag) {
 }
 
 HfRepoCache::HfRepoCache(fs::path cache_root, const std::string& repo_id)
-    : root_(std::move(cache_root)),
+    : repo_id_(repo_id),
+      root_(std::move(cache_root)),
       repo_dir_(root_ / repo_folder_name(repo_id)),
       locks_dir_(root_ / ".locks" / repo_folder_name(repo_id)) {}
 
@@ -149,10 +122,7 @@ fs::path HfRepoCache::link(std::string_view commit, std::string_view rel_path, s
   fs::create_directories(file.parent_path(), ec);
   if (ec) throw Error(ErrorKind::kIo, file.parent_path().string() + ": cannot create: " + ec.message());
   const fs::path target = blob.lexically_relative(file.parent_path());
-  static std::atomic<uint64_t> counter{0};
-  const fs::path tmp = file.parent_path() / ("." + file.filename().string() + ".link-" + std::to_string(::getpid()) +
-                                             "-" + std::to_string(counter.fetch_add(1)));
-  fs::remove(tmp, ec);
+  const fs::path tmp = temporary_path_for(file);
   fs::create_symlink(target, tmp, ec);
   if (ec) throw Error(ErrorKind::kIo, tmp.string() + ": cannot create the snapshot symlink: " + ec.message());
   fs::rename(tmp, file, ec);

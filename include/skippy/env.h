@@ -1,0 +1,86 @@
+// Every environment variable the library reads, each with its rule, in one
+// place (as huggingface_hub's constants module does). Nothing else in the
+// library calls getenv. An empty variable counts as unset everywhere.
+//
+//   variable                    rule
+//   HOME                        the home directory; else the password database's
+//   XDG_CACHE_HOME              cache root when absolute (after "~" expansion; a
+//                               relative value is ignored, as the XDG spec says),
+//                               else ~/.cache
+//   SKIPPY_CACHE_DIR            skippy's derived caches (verification records,
+//                               materialized stages); else <cache root>/skippy
+//   HF_HOME                     else <cache root>/huggingface
+//   HF_HUB_CACHE                the Hugging Face cache; else the legacy
+//   HUGGINGFACE_HUB_CACHE         HUGGINGFACE_HUB_CACHE; else $HF_HOME/hub
+//   HF_ENDPOINT                 the Hub, http:// or https:// (default https://huggingface.co)
+//   HF_TOKEN                    the token; else HUGGING_FACE_HUB_TOKEN; else the
+//   HUGGING_FACE_HUB_TOKEN        token file $HF_TOKEN_PATH, else $HF_HOME/token
+//   HF_TOKEN_PATH                 (surrounding whitespace dropped)
+//   HF_HUB_OFFLINE              1/ON/YES/TRUE (any case): never touch the Hub
+//   SKIPPY_VERIFY_PACKAGE_SHA   non-empty and not "0": local packages are
+//                               SHA-256-verified on load (hf:// always are)
+//   SKIPPY_HF_DOWNLOADS         files downloaded at once (default 4, >= 1)
+//   SKIPPY_HF_MAX_ATTEMPTS      attempts per Hub request, retries included (default 5, >= 1)
+//   SKIPPY_HF_BACKOFF_MS        first retry delay in ms, doubling (default 1000)
+//   SOURCE_DATE_EPOCH           created_at_unix_secs of written packages
+//                               (reproducible builds); a non-negative integer
+//
+// "~" and "~/..." are expanded in the path variables, as huggingface_hub
+// does (os.path.expanduser).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace skippy::env {
+
+// ------------------------------------------------------------- raw access
+
+// The variable's value; nullopt when unset or empty.
+std::optional<std::string> get(const char* name);
+// huggingface_hub's truthy rule: 1, ON, YES or TRUE, any case.
+bool flag(const char* name);
+// A decimal unsigned value; `fallback` when unset, not a number or out of range.
+unsigned unsigned_or(const char* name, unsigned fallback);
+// "~" or "~/rest" with the home directory; anything else unchanged.
+std::filesystem::path expand_user(std::string_view path);
+
+// ---------------------------------------------------------------- places
+
+// $HOME, else the password database's home directory; nullopt when neither.
+std::optional<std::filesystem::path> home_dir();
+// $XDG_CACHE_HOME when absolute, else <home>/.cache, else
+// <temp dir>/cache-<uid> (a machine with no home directory at all).
+std::filesystem::path cache_home();
+// $SKIPPY_CACHE_DIR, else cache_home()/skippy. Not created here.
+std::filesystem::path skippy_cache_dir();
+// $HF_HOME, else cache_home()/huggingface.
+std::filesystem::path hf_home();
+// $HF_HUB_CACHE, else $HUGGINGFACE_HUB_CACHE, else hf_home()/hub.
+std::filesystem::path hf_hub_cache_dir();
+
+// ------------------------------------------------------- the Hugging Face Hub
+
+// $HF_ENDPOINT without trailing '/', default "https://huggingface.co".
+// Throws Error(kUsage) when it is not an http:// or https:// URL (without a
+// scheme curl would fall back to plain http and send the token in clear).
+std::string hf_endpoint();
+// HF_TOKEN, else HUGGING_FACE_HUB_TOKEN, else the token file ($HF_TOKEN_PATH,
+// else hf_home()/token; unreadable counts as absent). nullopt when none.
+std::optional<std::string> hf_token();
+bool hf_hub_offline();
+unsigned hf_parallel_downloads();  // SKIPPY_HF_DOWNLOADS, default 4
+unsigned hf_max_attempts();        // SKIPPY_HF_MAX_ATTEMPTS, default 5
+unsigned hf_backoff_ms();          // SKIPPY_HF_BACKOFF_MS, default 1000
+
+// ------------------------------------------------------------------ others
+
+bool verify_package_sha();  // SKIPPY_VERIFY_PACKAGE_SHA
+// SOURCE_DATE_EPOCH; nullopt when unset. Throws Error(kUsage) when it is not
+// a non-negative decimal integer.
+std::optional<int64_t> source_date_epoch();
+
+}  // namespace skippy::env

@@ -1,0 +1,122 @@
+/* skippy.h: the C API of libskippy for runtimes that load a stage of a
+ * layer package (spec: "Consumer Validation", "Layer Selection"). C99; no
+ * exception crosses it; every call that can fail returns a skippy_status
+ * and leaves a message for skippy_last_error().
+ *
+ *   skippy_package* pkg;
+ *   if (skippy_package_open("hf://ns/repo@<commit>", &pkg) != SKIPPY_OK) {
+ *     fprintf(stderr, "%s\n", skippy_last_error());
+ *     return 1;
+ *   }
+ *   skippy_stage* stage;
+ *   skippy_stage_select(pkg, 0, 12, NULL, &stage);     // layers 0..12, half-open
+ *   skippy_stage_verify(stage, 1, NULL);               // SHA-256, verification cache
+ *   for (size_t i = 0; i < skippy_stage_part_count(stage); ++i) {
+ *     skippy_part part;
+ *     skippy_stage_part(stage, i, &part);              // load order: metadata, embeddings, layers, output
+ *     load(part.path, part.bytes);
+ *   }
+ *   skippy_stage_free(stage);
+ *   skippy_package_close(pkg);
+ *
+ * Threads: distinct handles may be used from distinct threads at once; one
+ * handle from one thread at a time. skippy_last_error() is per thread.
+ * Strings returned by getters belong to the handle and stay valid until it
+ * is freed.
+ */
+#ifndef SKIPPY_SKIPPY_H
+#define SKIPPY_SKIPPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What went wrong; the same kinds as the C++ skippy::ErrorKind. */
+typedef enum skippy_status {
+  SKIPPY_OK = 0,
+  SKIPPY_ERR_USAGE = 1,         /* a bad argument (NULL handle, malformed reference, empty range) */
+  SKIPPY_ERR_INVALID_INPUT = 2, /* a file, manifest or reference breaks a rule */
+  SKIPPY_ERR_NOT_FOUND = 3,     /* a package, repository, revision or part does not exist */
+  SKIPPY_ERR_OFFLINE = 4,       /* needs the network and HF_HUB_OFFLINE=1 forbids it */
+  SKIPPY_ERR_UNAUTHORIZED = 5,  /* a token was refused, or a gated repository needs access */
+  SKIPPY_ERR_INTEGRITY = 6,     /* bytes do not match their declared size or SHA-256 */
+  SKIPPY_ERR_TRANSPORT = 7,     /* the network failed */
+  SKIPPY_ERR_IO = 8,            /* the operating system refused */
+  SKIPPY_ERR_INTERNAL = 9       /* a bug: please report the message */
+} skippy_status;
+
+typedef struct skippy_package skippy_package; /* an opened, manifest-validated package */
+typedef struct skippy_stage skippy_stage;     /* a validated layer range of a package */
+
+/* One part a stage loads, in load order. */
+typedef struct skippy_part {
+  const char* role;       /* "metadata", "embeddings", "layer", "output" or "projector" */
+  int64_t layer_index;    /* the layer for role "layer", else -1 */
+  const char* rel_path;   /* as the manifest declares it */
+  const char* path;       /* absolute path of the file to read */
+  uint64_t bytes;         /* artifact_bytes (the file's size, checked) */
+  const char* sha256;     /* declared SHA-256, lowercase or uppercase hex */
+} skippy_part;
+
+/* The library's version, "MAJOR.MINOR.PATCH". */
+const char* skippy_version(void);
+/* The skippy runtime ABI this library reads and writes ("MAJOR.MINOR.PATCH"). */
+const char* skippy_runtime_abi_version(void);
+/* "ok", "usage", "invalid_input", "not_found", "offline", "unauthorized",
+ * "integrity", "transport", "io", "internal". */
+const char* skippy_status_name(skippy_status status);
+/* The message of the last failed call on this thread ("" if none). */
+const char* skippy_last_error(void);
+
+/* Opens a local package directory or hf://ns/repo[@rev|:rev] (through the
+ * Hugging Face cache and the Hub, as HF_ENDPOINT / HF_TOKEN /
+ * HF_HUB_OFFLINE say) and validates its manifest. *out is NULL on failure. */
+skippy_status skippy_package_open(const char* ref, skippy_package** out);
+void skippy_package_close(skippy_package* package);
+
+/* Identity fields of the manifest. */
+const char* skippy_package_model_id(const skippy_package* package);
+const char* skippy_package_manifest_sha256(const skippy_package* package);
+const char* skippy_package_abi_version(const skippy_package* package);
+const char* skippy_package_source_repo(const skippy_package* package);
+const char* skippy_package_source_revision(const skippy_package* package);
+const char* skippy_package_source_file(const skippy_package* package);
+uint32_t skippy_package_layer_count(const skippy_package* package);
+/* activation_width, or 0 when the manifest does not declare it. */
+uint64_t skippy_package_activation_width(const skippy_package* package);
+/* The directory holding model-package.json. */
+const char* skippy_package_root(const skippy_package* package);
+/* The commit an hf:// revision resolved to; NULL for a local directory. */
+const char* skippy_package_commit(const skippy_package* package);
+
+/* Consumer validation of layers [layer_start, layer_end) and the parts
+ * they load (fetching them first for hf://). projector_path: NULL for the
+ * default choice (stage 0 gets the first declared mmproj), else a
+ * projector path declared in the manifest. *out is NULL on failure. */
+skippy_status skippy_stage_select(skippy_package* package, uint32_t layer_start, uint32_t layer_end,
+                                  const char* projector_path, skippy_stage** out);
+void skippy_stage_free(skippy_stage* stage);
+
+/* Parts in load order (the stage's projector last, when it has one). */
+size_t skippy_stage_part_count(const skippy_stage* stage);
+skippy_status skippy_stage_part(const skippy_stage* stage, size_t index, skippy_part* out);
+
+/* SHA-256 of every part against the manifest; use_cache != 0 consults and
+ * updates the verification cache. SKIPPY_ERR_INTEGRITY when a part does
+ * not match (the message lists them). hashed_bytes may be NULL. */
+skippy_status skippy_stage_verify(skippy_stage* stage, int use_cache, uint64_t* hashed_bytes);
+
+/* Writes the stage as one GGUF (derived cache): to out_path when not NULL,
+ * else into the stage cache (reused when valid). The file's path is then
+ * skippy_stage_materialized_path(). */
+skippy_status skippy_stage_materialize(skippy_stage* stage, const char* out_path);
+const char* skippy_stage_materialized_path(const skippy_stage* stage);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SKIPPY_SKIPPY_H */

@@ -1,0 +1,162 @@
+// Where packages and models come from (spec: "Repository Identity", the
+// runtime's package references; "Peer Cache Transfer": a peer is asked
+// before normal resolution). This layer turns a reference into files on disk
+// and hands them to the consumer (skippy/stage.h), which validates them the
+// same way whatever their origin.
+//
+//   a local package directory      read in place
+//   hf://ns/repo[@rev|:rev]        the revision becomes a commit (the cache
+//                                  answers a commit or a ref it holds; else
+//                                  the first remote that can resolve names);
+//                                  model-package.json and then exactly the
+//                                  artifacts a selection asks for come from
+//                                  the Hugging Face cache, else from each
+//                                  Remote in order (a peer, then the Hub),
+//                                  file by file: a file one remote cannot
+//                                  deliver is asked of the next, and the
+//                                  reason is kept as a note.
+//
+// Every remote writes through one blob writer into the Hugging Face cache
+// (huggingface_hub's layout, skippy/hf_cache.h): bytes land in
+// blobs/<etag>.incomplete, are checked against their size and digests, and
+// only then get their final name and a snapshot link.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "skippy/error.h"
+#include "skippy/hf_cache.h"
+#include "skippy/hf_ref.h"
+#include "skippy/package_writer.h"
+#include "skippy/stage.h"
+
+namespace skippy {
+
+// Bytes done and bytes to do over a batch; may be called from several
+// threads at once.
+using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
+
+// One file wanted from a repository at a commit. For package artifacts the
+// manifest declares the SHA-256 and size: the bytes must match both before
+// they get a final name.
+struct RemoteFile {
+  std::string path;                        // repository-relative, safe
+  std::optional<std::string> sha256;       // expected content digest
+  std::optional<uint64_t> size;            // expected size
+  std::string declared_by = "the manifest";  // who declared them (for messages)
+};
+
+// What a remote did with one RemoteFile.
+struct RemoteOutcome {
+  bool delivered = false;   // now in snapshots/<commit>/<path>
+  bool received = false;    // its bytes came through this call (false: another process brought it meanwhile)
+  bool verified = false;    // its SHA-256 was checked against RemoteFile::sha256 while it was written
+  std::optional<Error> error;  // why not, when not delivered
+};
+
+// A repository's files at a revision, as a remote lists them.
+struct RemoteListing {
+  struct File {
+    std::string path;
+    uint64_t size = 0;
+    std::optional<std::string> sha256;  // LFS files
+  };
+  std::string commit;
+  std::vector<File> files;
+};
+
+// A place that brings files of a Hugging Face repository into the cache
+// (the Hub, a peer). Implementations are thread-compatible: the source layer
+// calls one method at a time.
+class Remote {
+ public:
+  virtual ~Remote() = default;
+  // "hub", "peer": what `fetch --json` reports per file.
+  virtual std::string name() const = 0;
+  // The commit `revision` names now (asked of the remote, recording nothing);
+  // nullopt when this remote does not resolve names (a peer serves commits
+  // only). `probe_path` is a file that must exist at that revision.
+  virtual std::optional<std::string> resolve_commit(const HfRepoCache& cache, const std::string& revision,
+                                                    const std::string& probe_path) = 0;
+  // Every file at `revision`; nullopt when this remote cannot list.
+  virtual std::optional<RemoteListing> list(const HfRepoCache& cache, const std::string& revision) = 0;
+  // Brings the files (none of them in the cache yet) into
+  // snapshots/<commit>/, reporting bytes received through on_bytes. One
+  // outcome per file, in order. Throws only for what stops the whole batch
+  // (the remote is unusable); the caller then asks the next remote.
+  virtual std::vector<RemoteOutcome> fetch(const HfRepoCache& cache, const std::string& commit,
+                                           const std::vector<RemoteFile>& files,
+                                           const std::function<void(uint64_t)>& on_bytes) = 0;
+};
+
+// The sources an open_package or open_model_source call may use.
+struct Sources {
+  std::filesystem::path hf_cache;  // the Hugging Face cache root (env::hf_hub_cache_dir())
+  // Asked in order for what the cache lacks; empty = the cache only.
+  std::vector<std::shared_ptr<Remote>> remotes;
+  // HF_HUB_OFFLINE=1 kept the Hub out of `remotes`: what the cache lacks is
+  // then Error(kOffline), and messages say why.
+  bool offline = false;
+};
+
+struct OpenOptions {
+  ProgressFn on_progress;  // downloads of an hf:// package
+  // hf:// with a branch or tag: ask a remote what it names now instead of
+  // answering from refs/ in the cache (no effect for a commit or without remotes).
+  bool refresh_revision = false;
+};
+
+// Resolves `ref` (a local package directory or an hf:// reference) and
+// validates the manifest (open_package_dir's checks). For hf://, the
+// returned package's ArtifactSource brings exactly the artifacts a selection
+// asks for, and always_verify is set; a moving revision adds a warning
+// naming the commit to pin. Throws Error with the kind of what failed
+// (kUsage for a malformed reference, kNotFound, kOffline, kUnauthorized,
+// kIntegrity, kTransport, kIo, kInvalidInput), naming the reference.
+OpenedPackage open_package(std::string_view ref, const Sources& sources, const OpenOptions& options = {});
+
+// ------------------------------------------------ write-package's sources
+
+// write-package's SOURCE argument: a local GGUF (any shard of a split model)
+// or an "org/repo:distribution" coordinate whose GGUF file(s) are brought
+// into the Hugging Face cache (every shard) and described with the remote's
+// own answers.
+struct ModelSourceRequest {
+  std::string source;                    // as the user wrote it
+  // Local sources: the spec's explicit provenance (all three required).
+  // Coordinates: only `revision` may be given (default "main"); the others
+  // come from the Hub.
+  std::string model_id, revision, source_file;
+};
+
+struct ResolvedModelSource {
+  std::filesystem::path local;          // the file to read (first shard)
+  SourceProvenance provenance;
+  bool from_hub = false;
+  std::vector<std::string> downloaded;  // repository paths not cached before
+};
+
+// Local path first (an existing file wins over a coordinate of the same
+// shape); then a coordinate, listed by the first remote that can list (else
+// from the cache's snapshot of the revision) and fetched like package
+// artifacts. Checks every provenance rule before any work: throws
+// Error(kUsage) for a flag that does not fit the source kind, a missing
+// provenance flag or a malformed coordinate.
+ResolvedModelSource open_model_source(const ModelSourceRequest& request, const Sources& sources,
+                                      const ProgressFn& on_progress = {});
+
+// The GGUF files of `coord.distribution` among `paths`: names containing
+// the tag (case-insensitive) bounded by '-', '.', '/' or the ends, not
+// projectors (mmproj*). Exactly one model must match (one file, or every
+// shard of one split model, returned in shard order); otherwise
+// Error(kNotFound / kInvalidInput) lists what was found.
+std::vector<std::string> match_distribution(const std::vector<std::string>& paths, const ModelCoordinate& coord);
+
+}  // namespace skippy

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The one-way rule between the concept libraries (README "Architecture"):
+# a file may include headers of its own library and of the libraries below
+# it, never above. Run by ctest (Layering.NoIncludeRunsAgainstTheDataFlow).
+# Every public header must be owned by a library in the table below, so a
+# new header cannot slip past the rule.
+#   usage: scripts/check-layering.sh [SOURCE_DIR]
+set -euo pipefail
+root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
+cd "$root"
+
+# library -> the libraries it may use (everything below it in the data flow)
+declare -A allowed=(
+  [util]=""
+  [gguf]="util"
+  [format]="util"
+  [publish]="format gguf util"
+  [consume]="format gguf util"
+  [plan]="consume format gguf util"
+  [generation]="format util"
+  [source]="consume publish format gguf util"
+  [hub]="source consume publish format gguf util"
+  [peer]="source consume publish format gguf util"
+  [capi]="hub peer source generation plan consume publish format gguf util"
+)
+
+# public header -> owning library
+declare -A owner=(
+  [error.h]=util [env.h]=util [file.h]=util [sha256.h]=util
+  [ggml_types.h]=gguf [gguf.h]=gguf [gguf_writer.h]=gguf [model_source.h]=gguf
+  [manifest.h]=format [package_layout.h]=format
+  [package_writer.h]=publish [package_validator.h]=publish
+  [stage.h]=consume [verify.h]=consume [stage_view.h]=consume [materialize.h]=consume
+  [plan.h]=plan
+  [source.h]=source [hf_ref.h]=source [hf_cache.h]=source
+  [hub.h]=hub
+  [skippy.h]=capi
+)
+
+fail=0
+owner_of_include() {  # "skippy/x.h" or "<lib>/x.h" -> library, or "" when not ours
+  local inc="$1"
+  case "$inc" in
+    skippy/*)
+      local h="${inc#skippy/}"
+      if [ -n "${owner[$h]:-}" ]; then echo "${owner[$h]}"; else echo "?"; fi ;;
+    */*)
+      local d="${inc%%/*}"
+      if [ -n "${allowed[$d]+x}" ]; then echo "$d"; else echo ""; fi ;;
+    *) echo "" ;;
+  esac
+}
+
+check_file() {  # file library
+  local file="$1" lib="$2" inc dep
+  while IFS= read -r inc; do
+    dep="$(owner_of_include "$inc")"
+    [ -z "$dep" ] && continue
+    if [ "$dep" = "?" ]; then
+      echo "$file: includes \"$inc\", a public header no library owns (add it to scripts/check-layering.sh)"
+      fail=1
+      continue
+    fi
+    [ "$dep" = "$lib" ] && continue
+    if [[ " ${allowed[$lib]} " != *" $dep "* ]]; then
+      echo "$file: the $lib library includes \"$inc\" of the $dep library, which sits above it (data walks one way)"
+      fail=1
+    fi
+  done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$file")
+}
+
+for dir in src/*/; do
+  lib="$(basename "$dir")"
+  if [ -z "${allowed[$lib]+x}" ]; then
+    echo "src/$lib: a folder that is not a library in scripts/check-layering.sh"
+    fail=1
+    continue
+  fi
+  while IFS= read -r -d '' f; do check_file "$f" "$lib"; done < <(find "$dir" \( -name '*.cpp' -o -name '*.h' \) -print0)
+done
+for f in include/skippy/*.h; do
+  h="$(basename "$f")"
+  if [ -z "${owner[$h]:-}" ]; then
+    echo "$f: a public header no library owns (add it to scripts/check-layering.sh)"
+    fail=1
+    continue
+  fi
+  check_file "$f" "${owner[$h]}"
+done
+
+if [ "$fail" -ne 0 ]; then
+  echo "layering: FAILED"
+  exit 1
+fi
+echo "layering: every include follows the data flow"

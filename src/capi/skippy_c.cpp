@@ -1,0 +1,206 @@
+// The C API (include/skippy/skippy.h) over the C++ library: every entry
+// point catches everything, turns it into a status and a per-thread message.
+#include "skippy/skippy.h"
+
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "skippy/error.h"
+#include "skippy/hub.h"
+#include "skippy/manifest.h"
+#include "skippy/materialize.h"
+#include "skippy/source.h"
+#include "skippy/stage.h"
+#include "skippy/verify.h"
+
+struct skippy_package {
+  skippy::OpenedPackage pkg;
+  std::string abi, activation, commit;
+};
+
+struct skippy_stage {
+  skippy_package* package = nullptr;
+  skippy::StageSelection selection;
+  std::vector<skippy::StagePart> parts;  // selection.parts + projector
+  std::vector<std::string> paths;        // parts[i].path as strings (stable c_str)
+  std::string materialized;
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+skippy_status status_of(skippy::ErrorKind k) {
+  using skippy::ErrorKind;
+  switch (k) {
+    case ErrorKind::kUsage: return SKIPPY_ERR_USAGE;
+    case ErrorKind::kInvalidInput: return SKIPPY_ERR_INVALID_INPUT;
+    case ErrorKind::kNotFound: return SKIPPY_ERR_NOT_FOUND;
+    case ErrorKind::kOffline: return SKIPPY_ERR_OFFLINE;
+    case ErrorKind::kUnauthorized: return SKIPPY_ERR_UNAUTHORIZED;
+    case ErrorKind::kIntegrity: return SKIPPY_ERR_INTEGRITY;
+    case ErrorKind::kTransport: return SKIPPY_ERR_TRANSPORT;
+    case ErrorKind::kIo: return SKIPPY_ERR_IO;
+  }
+  return SKIPPY_ERR_INTERNAL;
+}
+
+skippy_status fail(skippy_status s, std::string message) {
+  g_last_error = std::move(message);
+  return s;
+}
+
+// Runs `f`, mapping every exception to a status; clears the message on success.
+template <class F>
+skippy_status guarded(F&& f) noexcept {
+  try {
+    f();
+    g_last_error.clear();
+    return SKIPPY_OK;
+  } catch (const skippy::Error& e) {
+    return fail(status_of(e.kind()), e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(SKIPPY_ERR_IO, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(SKIPPY_ERR_INTERNAL, e.what());
+  } catch (...) {
+    return fail(SKIPPY_ERR_INTERNAL, "unknown exception");
+  }
+}
+
+const char* or_empty(const skippy_package* p, const std::string skippy::SourceModel::*field) {
+  return p ? (p->pkg.manifest.source_model.*field).c_str() : "";
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* skippy_version(void) { return SKIPPY_VERSION; }
+
+const char* skippy_runtime_abi_version(void) {
+  static const std::string v = skippy::format_abi_version(skippy::kRuntimeAbiVersion);
+  return v.c_str();
+}
+
+const char* skippy_status_name(skippy_status status) {
+  switch (status) {
+    case SKIPPY_OK: return "ok";
+    case SKIPPY_ERR_USAGE: return "usage";
+    case SKIPPY_ERR_INVALID_INPUT: return "invalid_input";
+    case SKIPPY_ERR_NOT_FOUND: return "not_found";
+    case SKIPPY_ERR_OFFLINE: return "offline";
+    case SKIPPY_ERR_UNAUTHORIZED: return "unauthorized";
+    case SKIPPY_ERR_INTEGRITY: return "integrity";
+    case SKIPPY_ERR_TRANSPORT: return "transport";
+    case SKIPPY_ERR_IO: return "io";
+    case SKIPPY_ERR_INTERNAL: return "internal";
+  }
+  return "internal";
+}
+
+const char* skippy_last_error(void) { return g_last_error.c_str(); }
+
+skippy_status skippy_package_open(const char* ref, skippy_package** out) {
+  if (out == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_package_open: out is NULL");
+  *out = nullptr;
+  if (ref == nullptr || *ref == '\0') return fail(SKIPPY_ERR_USAGE, "skippy_package_open: empty package reference");
+  return guarded([&] {
+    auto p = std::make_unique<skippy_package>();
+    p->pkg = skippy::open_package(ref, skippy::default_sources());
+    p->abi = p->pkg.manifest.skippy_abi_version;
+    p->commit = p->pkg.commit.value_or("");
+    *out = p.release();
+  });
+}
+
+void skippy_package_close(skippy_package* package) { delete package; }
+
+const char* skippy_package_model_id(const skippy_package* p) { return p ? p->pkg.manifest.model_id.c_str() : ""; }
+const char* skippy_package_manifest_sha256(const skippy_package* p) { return p ? p->pkg.manifest_sha256.c_str() : ""; }
+const char* skippy_package_abi_version(const skippy_package* p) { return p ? p->abi.c_str() : ""; }
+const char* skippy_package_source_repo(const skippy_package* p) { return or_empty(p, &skippy::SourceModel::repo); }
+const char* skippy_package_source_revision(const skippy_package* p) { return or_empty(p, &skippy::SourceModel::revision); }
+const char* skippy_package_source_file(const skippy_package* p) { return or_empty(p, &skippy::SourceModel::primary_file); }
+uint32_t skippy_package_layer_count(const skippy_package* p) { return p ? p->pkg.manifest.layer_count : 0; }
+uint64_t skippy_package_activation_width(const skippy_package* p) {
+  return p ? p->pkg.manifest.activation_width.value_or(0) : 0;
+}
+const char* skippy_package_root(const skippy_package* p) { return p ? p->pkg.root.c_str() : ""; }
+const char* skippy_package_commit(const skippy_package* p) { return p && p->pkg.commit ? p->commit.c_str() : nullptr; }
+
+skippy_status skippy_stage_select(skippy_package* package, uint32_t layer_start, uint32_t layer_end,
+                                  const char* projector_path, skippy_stage** out) {
+  if (out == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_stage_select: out is NULL");
+  *out = nullptr;
+  if (package == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_stage_select: package is NULL");
+  if (layer_end <= layer_start) {
+    return fail(SKIPPY_ERR_USAGE, "skippy_stage_select: layer range " + std::to_string(layer_start) + ".." +
+                                      std::to_string(layer_end) + " is empty (half-open START..END)");
+  }
+  return guarded([&] {
+    auto s = std::make_unique<skippy_stage>();
+    s->package = package;
+    skippy::SelectOptions o;
+    if (projector_path != nullptr) o.projector_path = projector_path;
+    s->selection = skippy::select_stage(package->pkg, {layer_start, layer_end}, o);
+    s->parts = s->selection.parts;
+    if (s->selection.projector) s->parts.push_back(*s->selection.projector);
+    for (const auto& part : s->parts) s->paths.push_back(part.path.string());
+    *out = s.release();
+  });
+}
+
+void skippy_stage_free(skippy_stage* stage) { delete stage; }
+
+size_t skippy_stage_part_count(const skippy_stage* stage) { return stage ? stage->parts.size() : 0; }
+
+skippy_status skippy_stage_part(const skippy_stage* stage, size_t index, skippy_part* out) {
+  if (stage == nullptr || out == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_stage_part: NULL argument");
+  if (index >= stage->parts.size()) {
+    return fail(SKIPPY_ERR_USAGE, "skippy_stage_part: index " + std::to_string(index) + " is past the stage's " +
+                                      std::to_string(stage->parts.size()) + " parts");
+  }
+  const auto& p = stage->parts[index];
+  out->role = skippy::part_role_name(p.role).data();  // string_views of literals: NUL-terminated
+  out->layer_index = p.layer_index ? static_cast<int64_t>(*p.layer_index) : -1;
+  out->rel_path = p.rel_path.c_str();
+  out->path = stage->paths[index].c_str();
+  out->bytes = p.bytes;
+  out->sha256 = p.sha256.c_str();
+  g_last_error.clear();
+  return SKIPPY_OK;
+}
+
+skippy_status skippy_stage_verify(skippy_stage* stage, int use_cache, uint64_t* hashed_bytes) {
+  if (stage == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_stage_verify: stage is NULL");
+  return guarded([&] {
+    skippy::VerifyOptions o;
+    o.use_cache = use_cache != 0;
+    const auto r = skippy::verify_parts(stage->package->pkg, stage->parts, o);
+    if (hashed_bytes != nullptr) *hashed_bytes = r.hashed_bytes;
+    if (!r.verified) {
+      std::string msg = stage->package->pkg.ref + ": SHA-256 verification failed:";
+      for (const auto& problem : r.problems) msg += "\n  " + problem;
+      throw skippy::Error(skippy::ErrorKind::kIntegrity, msg);
+    }
+  });
+}
+
+skippy_status skippy_stage_materialize(skippy_stage* stage, const char* out_path) {
+  if (stage == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_stage_materialize: stage is NULL");
+  return guarded([&] {
+    skippy::MaterializeOptions o;
+    if (out_path != nullptr) o.out = out_path;
+    stage->materialized = skippy::materialize_stage(stage->package->pkg, stage->selection, o).path.string();
+  });
+}
+
+const char* skippy_stage_materialized_path(const skippy_stage* stage) {
+  return stage && !stage->materialized.empty() ? stage->materialized.c_str() : nullptr;
+}
+
+}  // extern "C"

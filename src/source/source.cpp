@@ -1,0 +1,76 @@
+// open_package: a local directory in place, or an hf:// repository through
+// the Hugging Face cache and the remotes in order (see skippy/source.h).
+#include "skippy/source.h"
+
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <mutex>
+#include <set>
+
+#include "skippy/manifest.h"
+#include "skippy/sha256.h"
+#include "source/fetch_chain.h"
+
+namespace skippy {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The ArtifactSource of a repository package: what select_stage asks for
+// comes from the cache, else from the remotes.
+class RepoArtifactSource final : public ArtifactSource {
+ public:
+  RepoArtifactSource(std::shared_ptr<detail::FetchChain> chain, std::string commit, ProgressFn progress)
+      : chain_(std::move(chain)), commit_(std::move(commit)), progress_(std::move(progress)) {}
+
+  void provide(const std::vector<const ArtifactEntry*>& entries) override {
+    std::vector<RemoteFile> want;
+    want.reserve(entries.size());
+    for (const auto* e : entries) want.push_back({e->path, e->sha256, e->artifact_bytes, "the manifest"});
+    chain_->bring(commit_, want, progress_);
+  }
+  std::vector<std::string> fetched() const override { return chain_->fetched(); }
+  std::map<std::string, std::string> origins() const override { return chain_->origins(); }
+  bool verified_while_fetching(const std::string& rel_path) const override { return chain_->verified(rel_path); }
+  std::vector<std::string> notes() const override { return chain_->notes(); }
+
+ private:
+  std::shared_ptr<detail::FetchChain> chain_;
+  std::string commit_;
+  ProgressFn progress_;
+};
+
+OpenedPackage open_repo_package(const HfRef& ref, const Sources& sources, const OpenOptions& options) {
+  auto chain = std::make_shared<detail::FetchChain>(sources, ref.repo_id);
+  const std::string manifest_name(kManifestFileName);
+  bool from_cache = false;
+  const std::string commit = chain->resolve_commit(ref.revision, manifest_name, options.refresh_revision, &from_cache);
+  chain->bring(commit, {{manifest_name, std::nullopt, std::nullopt, "the manifest"}}, {});
+  const auto& cache = chain->cache();
+  std::error_code ec;
+  const fs::path boundary = fs::canonical(cache.repo_dir(), ec);
+  if (ec) throw Error(ErrorKind::kIo, cache.repo_dir().string() + ": cannot resolve: " + ec.message());
+  OpenedPackage pkg = open_package_dir(ref.text(), cache.snapshot_dir(commit), boundary);
+  pkg.always_verify = true;
+  pkg.commit = commit;
+  pkg.source = std::make_shared<RepoArtifactSource>(chain, commit, options.on_progress);
+  if (!is_commit_hash(ref.revision)) {
+    pkg.warnings.push_back("hf://" + ref.repo_id + "@" + ref.revision + " names a branch or tag, which can move; it " +
+                           (from_cache ? "resolved through the local cache (refs/" + ref.revision + ")"
+                                       : std::string("resolved on the Hub")) +
+                           " to commit " + commit + ". Production configs should pin hf://" + ref.repo_id + "@" + commit);
+  }
+  return pkg;
+}
+
+}  // namespace
+
+OpenedPackage open_package(std::string_view ref, const Sources& sources, const OpenOptions& options) {
+  if (is_hf_ref(ref)) return open_repo_package(parse_hf_ref(ref), sources, options);
+  return open_local_package(fs::path(ref));
+}
+
+}  // namespace skippy

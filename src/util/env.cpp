@@ -1,0 +1,149 @@
+// The one home of getenv (see include/skippy/env.h for every rule).
+#include "skippy/env.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+
+#include "skippy/error.h"
+#include "skippy/file.h"
+
+namespace skippy::env {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return s.substr(i);
+}
+
+std::optional<fs::path> path_var(const char* name) {
+  if (auto v = get(name)) return expand_user(*v);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> get(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+bool flag(const char* name) {
+  auto v = get(name);
+  if (!v) return false;
+  std::string s = *v;
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return s == "1" || s == "ON" || s == "YES" || s == "TRUE";
+}
+
+unsigned unsigned_or(const char* name, unsigned fallback) {
+  auto v = get(name);
+  if (!v) return fallback;
+  unsigned out = 0;
+  const auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+  return ec == std::errc() && p == v->data() + v->size() ? out : fallback;
+}
+
+fs::path expand_user(std::string_view p) {
+  if (p == "~" || p.starts_with("~/")) {
+    if (auto home = home_dir()) return p.size() > 2 ? *home / p.substr(2) : *home;
+  }
+  return fs::path(p);
+}
+
+std::optional<fs::path> home_dir() {
+  if (auto h = get("HOME")) return fs::path(*h);
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  char buf[4096];
+  if (::getpwuid_r(::getuid(), &pw, buf, sizeof buf, &found) == 0 && found != nullptr && found->pw_dir != nullptr &&
+      found->pw_dir[0] == '/') {
+    return fs::path(found->pw_dir);
+  }
+  return std::nullopt;
+}
+
+fs::path cache_home() {
+  if (auto x = path_var("XDG_CACHE_HOME"); x && x->is_absolute()) return *x;
+  if (auto h = home_dir()) return *h / ".cache";
+  std::error_code ec;
+  return fs::temp_directory_path(ec) / ("cache-" + std::to_string(::getuid()));
+}
+
+fs::path skippy_cache_dir() {
+  if (auto d = path_var("SKIPPY_CACHE_DIR")) return *d;
+  return cache_home() / "skippy";
+}
+
+fs::path hf_home() {
+  if (auto d = path_var("HF_HOME")) return *d;
+  return cache_home() / "huggingface";
+}
+
+fs::path hf_hub_cache_dir() {
+  if (auto d = path_var("HF_HUB_CACHE")) return *d;
+  if (auto d = path_var("HUGGINGFACE_HUB_CACHE")) return *d;  // the legacy name huggingface_hub still honours
+  return hf_home() / "hub";
+}
+
+std::string hf_endpoint() {
+  std::string e = get("HF_ENDPOINT").value_or("https://huggingface.co");
+  while (e.ends_with('/')) e.pop_back();
+  const bool https = e.starts_with("https://"), http = e.starts_with("http://");
+  const size_t host_at = https ? 8 : 7;
+  if ((!https && !http) || e.size() <= host_at || e[host_at] == '/') {
+    throw Error(ErrorKind::kUsage, "HF_ENDPOINT=\"" + e + "\" is not an http:// or https:// URL");
+  }
+  return e;
+}
+
+std::optional<std::string> hf_token() {
+  std::optional<std::string> t;
+  if (auto a = get("HF_TOKEN")) {
+    t = trim(*a);
+  } else if (auto b = get("HUGGING_FACE_HUB_TOKEN")) {
+    t = trim(*b);
+  } else {
+    const fs::path file = path_var("HF_TOKEN_PATH").value_or(hf_home() / "token");
+    try {
+      t = trim(read_small_file(file, 4096));
+    } catch (const Error&) {
+      // Absent or unreadable is the same as no token: public repos still work.
+    }
+  }
+  if (t && t->empty()) t.reset();
+  return t;
+}
+
+bool hf_hub_offline() { return flag("HF_HUB_OFFLINE"); }
+unsigned hf_parallel_downloads() { return std::max(1u, unsigned_or("SKIPPY_HF_DOWNLOADS", 4)); }
+unsigned hf_max_attempts() { return std::max(1u, unsigned_or("SKIPPY_HF_MAX_ATTEMPTS", 5)); }
+unsigned hf_backoff_ms() { return unsigned_or("SKIPPY_HF_BACKOFF_MS", 1000); }
+
+bool verify_package_sha() {
+  auto v = get("SKIPPY_VERIFY_PACKAGE_SHA");
+  return v && *v != "0";
+}
+
+std::optional<int64_t> source_date_epoch() {
+  auto v = get("SOURCE_DATE_EPOCH");
+  if (!v) return std::nullopt;
+  int64_t out = 0;
+  const auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+  if (ec != std::errc() || p != v->data() + v->size() || out < 0) {
+    throw Error(ErrorKind::kUsage, "SOURCE_DATE_EPOCH=\"" + *v + "\" is not a non-negative integer");
+  }
+  return out;
+}
+
+}  // namespace skippy::env

@@ -1,0 +1,90 @@
+// The C API, driven by a program written in C (tests/capi_test.c) against a
+// real package, compared with what the C++ API says of the same stage.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "skippy/gguf.h"
+#include "skippy/source.h"
+#include "skippy/stage.h"
+#include "test_util.h"
+
+namespace skippy {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+
+test::CliResult run_c(const std::vector<std::string>& args) {
+  return test::run_program(SKIPPY_CAPI_TEST_PATH, args, {"HF_HUB_OFFLINE=1", "SKIPPY_CACHE_DIR=/nonexistent-skippy"});
+}
+
+std::vector<std::string> lines_starting(const std::string& out, const std::string& prefix) {
+  std::vector<std::string> v;
+  std::istringstream in(out);
+  for (std::string l; std::getline(in, l);) {
+    if (l.starts_with(prefix)) v.push_back(l.substr(prefix.size()));
+  }
+  return v;
+}
+
+TEST(CApi, AProgramInCLoadsAStageInLoadOrderVerifiesAndMaterializesIt) {
+  TempDir tmp;
+  const auto src = test::data_path("llama-tiny-q8_0.gguf");
+  ASSERT_EQ(test::write_pkg(src, tmp / "pkg").exit_code, 0);
+  const auto out = tmp / "stage.gguf";
+  const auto r = run_c({(tmp / "pkg").string(), "0", "3", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(lines_starting(r.out, "model_id "), std::vector<std::string>{"org/tiny:Q8_0"});
+  EXPECT_EQ(lines_starting(r.out, "layer_count "), std::vector<std::string>{"8"});
+  EXPECT_EQ(lines_starting(r.out, "commit "), std::vector<std::string>{"(none)"});
+
+  // The same parts, in the same order, as the C++ consumer selects.
+  const auto pkg = open_local_package(tmp / "pkg");
+  const auto sel = select_stage(pkg, {0, 3});
+  const auto parts = lines_starting(r.out, "part ");
+  ASSERT_EQ(parts.size(), sel.parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const auto& p = sel.parts[i];
+    std::ostringstream want;
+    want << part_role_name(p.role) << " " << (p.layer_index ? static_cast<int64_t>(*p.layer_index) : -1) << " "
+         << p.rel_path << " " << p.bytes << " " << p.sha256 << " " << p.path.string();
+    EXPECT_EQ(parts[i], want.str());
+  }
+  EXPECT_EQ(lines_starting(r.out, "manifest_sha256 "), std::vector<std::string>{pkg.manifest_sha256});
+  uint64_t total = 0;
+  for (const auto& p : sel.parts) total += p.bytes;
+  EXPECT_EQ(lines_starting(r.out, "verified hashed_bytes "), std::vector<std::string>{std::to_string(total)});
+  ASSERT_EQ(lines_starting(r.out, "materialized "), std::vector<std::string>{out.string()});
+  EXPECT_GT(GgufFile::open(out).tensors().size(), 0u);
+}
+
+TEST(CApi, ADamagedPartIsAnIntegrityStatusWithAMessage) {
+  TempDir tmp;
+  ASSERT_EQ(test::write_pkg(test::data_path("llama-tiny-q8_0.gguf"), tmp / "pkg").exit_code, 0);
+  auto bytes = test::read_file(tmp / "pkg" / "layers" / "layer-00001.gguf");
+  bytes[bytes.size() - 1] ^= 0x55;
+  test::write_file(tmp / "pkg" / "layers" / "layer-00001.gguf", bytes);
+  const auto r = run_c({(tmp / "pkg").string(), "1", "2"});
+  EXPECT_EQ(r.exit_code, 1);
+  const auto err = lines_starting(r.out, "error verify integrity: ");
+  ASSERT_EQ(err.size(), 1u) << r.out;
+  EXPECT_NE(err[0].find("SHA-256 verification failed"), std::string::npos) << err[0];
+}
+
+TEST(CApi, EveryMisuseIsAStatusNeverACrash) {
+  TempDir tmp;
+  ASSERT_EQ(test::write_pkg(test::data_path("llama-tiny-q8_0.gguf"), tmp / "pkg").exit_code, 0);
+  const auto r = run_c({"--errors", (tmp / "pkg").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(lines_starting(r.out, "open-missing "), std::vector<std::string>{"not_found message null=1"});
+  EXPECT_EQ(lines_starting(r.out, "open-bad-ref "), std::vector<std::string>{"usage"});
+  EXPECT_EQ(lines_starting(r.out, "open-null "), std::vector<std::string>{"usage"});
+  EXPECT_EQ(lines_starting(r.out, "select-empty "), std::vector<std::string>{"usage null=1"});
+  EXPECT_EQ(lines_starting(r.out, "select-past-end "), std::vector<std::string>{"invalid_input"});
+  EXPECT_EQ(lines_starting(r.out, "select-undeclared-projector "), std::vector<std::string>{"invalid_input"});
+  EXPECT_EQ(lines_starting(r.out, "part-out-of-range "), std::vector<std::string>{"usage"});
+}
+
+}  // namespace
+}  // namespace skippy
