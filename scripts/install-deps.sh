@@ -11,7 +11,6 @@ PKGS=(
   libssl-dev                          # SHA-256 (SHA-NI via OpenSSL), TLS
   libcurl4-openssl-dev                # HTTP for hf://
   libcli11-dev                        # command line
-  libfmt-dev                          # formatting
   libgtest-dev libgmock-dev           # tests
   libbenchmark-dev                    # benchmarks
   openssl coreutils time              # benchmark yardsticks (openssl dgst, cp, /usr/bin/time)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # README command 2: install dependencies, build with warnings as errors, run
-# every test. Usage: scripts/test.sh [--sanitize]   (ASan + UBSan build in build-asan/)
+# every test, then install into a scratch prefix and build a C and a C++
+# program against it. Usage: scripts/test.sh [--sanitize]   (ASan + UBSan
+# build in build-asan/, tests only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -16,3 +18,6 @@ fi
 cmake -S . -B "$build" -G Ninja "${flags[@]}" >/dev/null
 cmake --build "$build" -j2
 ctest --test-dir "$build" --output-on-failure -j2
+if [ "$build" = build ]; then
+  bash scripts/test-install.sh "$build"
+fi

@@ -687,3 +687,38 @@ TEST_F(HubInterop, ASnapshotHuggingfaceHubJsDownloadedResolvesOfflineWithZeroReq
 
 }  // namespace
 }  // namespace skippy
+
+namespace skippy {
+namespace {
+
+TEST_F(HubFetch, AResumedDownloadWhoseKeptBytesAreWrongIsRedoneFromByteZero) {
+  // An earlier run left a partial file whose bytes are not the blob's (a
+  // disk fault, another tool): the resumed download completes, fails its
+  // check, and is received once more from byte 0 in the same run.
+  const auto sha = sha_of("layers/layer-00004.gguf");
+  fs::create_directories(repo_dir() / "blobs");
+  test::write_file(repo_dir() / "blobs" / (sha + ".incomplete"), std::vector<uint8_t>(50000, 0x5a));
+  const auto r = cli({"fetch", "hf://org/tiny-layers", "--layers", "4..5", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["verified"], true);
+  EXPECT_EQ(sha256_file(repo_dir() / "blobs" / sha), sha);
+  EXPECT_FALSE(fs::exists(repo_dir() / "blobs" / (sha + ".incomplete")));
+  std::vector<std::optional<std::string>> ranges;
+  for (const auto& q : hub_->log()) {
+    if (q.listener == "storage" && q.path.ends_with(sha)) ranges.push_back(q.range);
+  }
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(ranges[0], "bytes=50000-") << "first it trusted the partial file";
+  EXPECT_FALSE(ranges[1]) << "then it started over from byte 0";
+}
+
+TEST_F(HubFetch, ErrorKindsReachTheJsonErrorDocument) {
+  // Offline and missing: kind "offline"; a revision the Hub does not have: "not_found".
+  const auto offline = cli({"fetch", "hf://org/tiny-layers", "--layers", "4..5", "--json"}, {"HF_HUB_OFFLINE=1"});
+  test::expect_json_error(offline, "offline", "HF_HUB_OFFLINE=1");
+  const auto missing = cli({"fetch", "hf://org/tiny-layers@no-such-branch", "--layers", "0..1", "--json"});
+  test::expect_json_error(missing, "not_found", "no-such-branch");
+}
+
+}  // namespace
+}  // namespace skippy

@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   CLI::App app{"skippy-model-package: layer packages for GGUF models (Layer Package Repository spec, schema 1)",
                "skippy-model-package"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "skippy-model-package 0.1.0");
+  app.set_version_flag("--version", "skippy-model-package " SKIPPY_VERSION);
   const std::vector<Command> commands = {
       register_inspect(app),
       register_write_package(app),

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "skippy/error.h"
+#include "skippy/file.h"
 
 namespace skippy::detail {
 
@@ -28,38 +29,36 @@ class FileLock {
   // tools share the directory, as huggingface_hub's cache is shared.
   static std::optional<FileLock> acquire(const std::filesystem::path& path, bool wait, mode_t mode = 0644) {
     for (;;) {
-      const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, mode);
-      if (fd < 0) throw_io(path.string() + ": cannot open the lock file");
-      FileLock lock(fd, path);
+      Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, mode));
+      if (!fd) throw_io(path.string() + ": cannot open the lock file");
+      FileLock lock(std::move(fd), path);
       int rc;
       do {
-        rc = ::flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB));
+        rc = ::flock(lock.fd_.get(), LOCK_EX | (wait ? 0 : LOCK_NB));
       } while (rc != 0 && errno == EINTR);
       if (rc != 0) {
         if (!wait && errno == EWOULDBLOCK) return std::nullopt;
         throw_io(path.string() + ": cannot lock");
       }
       struct stat held {}, named {};
-      if (::fstat(fd, &held) != 0) throw_io(path.string() + ": cannot stat the lock file");
+      if (::fstat(lock.fd_.get(), &held) != 0) throw_io(path.string() + ": cannot stat the lock file");
       if (::stat(path.c_str(), &named) == 0 && named.st_dev == held.st_dev && named.st_ino == held.st_ino) {
         return lock;
       }
       // Unlinked while we waited: lock the new file instead.
     }
   }
-  FileLock(FileLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)), path_(std::move(o.path_)) {}
+  FileLock(FileLock&&) noexcept = default;
   FileLock& operator=(FileLock&&) = delete;
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
-  ~FileLock() {
-    if (fd_ >= 0) ::close(fd_);  // releases the flock
-  }
+  ~FileLock() = default;  // closing the descriptor releases the flock
   // Removes the lock file while still holding it (prune).
   void unlink_file() noexcept { ::unlink(path_.c_str()); }
 
  private:
-  FileLock(int fd, std::filesystem::path path) : fd_(fd), path_(std::move(path)) {}
-  int fd_;
+  FileLock(Fd fd, std::filesystem::path path) : fd_(std::move(fd)), path_(std::move(path)) {}
+  Fd fd_;
   std::filesystem::path path_;
 };
 
