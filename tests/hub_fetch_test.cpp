@@ -722,3 +722,30 @@ TEST_F(HubFetch, ErrorKindsReachTheJsonErrorDocument) {
 
 }  // namespace
 }  // namespace skippy
+
+namespace skippy {
+namespace {
+
+TEST_F(HubFetch, ADroppedDownloadResumedInTheSameRunWithWrongBytesIsRedoneFromByteZero) {
+  // The first request is cut after 100000 bytes; the resumed one (Range)
+  // brings a damaged byte. The finished blob fails its check, and since it
+  // was not received in one stream, it is received once more from byte 0
+  // instead of failing the run.
+  const auto sha = sha_of("layers/layer-00006.gguf");
+  hub_->fault({{"match", sha}, {"listener", "storage"}, {"kind", "cut"}, {"after_bytes", 100000}, {"times", 1}});
+  hub_->fault({{"match", sha}, {"listener", "storage"}, {"kind", "corrupt"}, {"offset", 10}, {"times", 1}});
+  const auto r = cli({"fetch", "hf://org/tiny-layers", "--layers", "6..7", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(sha256_file(repo_dir() / "blobs" / sha), sha);
+  std::vector<std::optional<std::string>> ranges;
+  for (const auto& q : hub_->log()) {
+    if (q.listener == "storage" && q.path.ends_with(sha)) ranges.push_back(q.range);
+  }
+  ASSERT_EQ(ranges.size(), 3u);
+  EXPECT_FALSE(ranges[0]);
+  EXPECT_EQ(ranges[1], "bytes=100000-");
+  EXPECT_FALSE(ranges[2]) << "redone from byte 0";
+}
+
+}  // namespace
+}  // namespace skippy

@@ -244,7 +244,10 @@ class HubRepo {
       HttpRequest req;
       req.url = meta.download_url;
       req.headers = headers(meta.token_allowed);
-      if (w.have() > 0) req.headers.push_back("Range: bytes=" + std::to_string(w.have()) + "-");
+      if (w.have() > 0) {
+        req.headers.push_back("Range: bytes=" + std::to_string(w.have()) + "-");
+        w.mark_resumed();
+      }
       std::string bad_range;
       std::optional<Error> sink_error;
       req.on_start = [&](long status, const std::map<std::string, std::string>& h) {

@@ -10,9 +10,10 @@
 //   3. check the size, the declared SHA-256 and the etag itself (a SHA-256,
 //      or a git blob id for files outside LFS): no blob is ever named on a
 //      server's word;
-//   4. when the check fails and the prefix came from disk, drop it and
-//      receive once more from byte 0 (the earlier run may be what was
-//      wrong); when it fails again, delete the partial file and throw
+//   4. when the check fails and the bytes were not received in one stream
+//      from byte 0 (a partial file of an earlier run, a resumed request),
+//      drop them and receive once more from byte 0 (the prefix may be what
+//      was wrong); when it fails again, delete the partial file and throw
 //      Error(kIntegrity): wrong bytes never get a final name;
 //   5. fsync, rename to blobs/<etag>, link snapshots/<commit>/<path>.
 //
@@ -57,6 +58,11 @@ class BlobWriter {
   bool complete() const noexcept { return have_ == spec_.size; }
   // Drops everything received; the next byte is byte 0.
   void restart();
+  // Says the bytes that follow continue a prefix received earlier (a Range
+  // request after a dropped connection, a peer's resume offset): should the
+  // finished blob fail its check, it is then received once more from byte 0,
+  // since the prefix may be what was wrong. No effect at have() == 0.
+  void mark_resumed() noexcept { resumed_ = resumed_ || have_ > 0; }
   // Appends at have(). Throws Error(kIntegrity) when the bytes would go past
   // the declared size (nothing is written then), Error(kIo) when the disk
   // refuses (disk full).
@@ -76,7 +82,7 @@ class BlobWriter {
   Fd fd_;
   uint64_t have_ = 0;
   uint64_t flushed_ = 0;   // bytes whose writeback was started
-  bool resumed_ = false;   // the current prefix came from an earlier run
+  bool resumed_ = false;   // the bytes were not received in one stream from byte 0
   Sha256 sha_;
   std::optional<GitBlobId> git_;
 };
