@@ -34,7 +34,10 @@ static int errors(const char* ref) {
   printf("select-past-end %s\n", skippy_status_name(s));
   s = skippy_stage_select(pkg, 0, 1, "projectors/none.gguf", &stage);
   printf("select-undeclared-projector %s\n", skippy_status_name(s));
-  if (check(skippy_stage_select(pkg, 0, 1, NULL, &stage), "select")) return 1;
+  if (check(skippy_stage_select(pkg, 0, 1, NULL, &stage), "select")) {
+    skippy_package_close(pkg);
+    return 1;
+  }
   skippy_part part;
   s = skippy_stage_part(stage, 1000, &part);
   printf("part-out-of-range %s\n", skippy_status_name(s));
@@ -52,8 +55,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   printf("version %s abi %s\n", skippy_version(), skippy_runtime_abi_version());
+  int rc = 1;
   skippy_package* pkg = NULL;
-  if (check(skippy_package_open(argv[1], &pkg), "open")) return 1;
+  skippy_stage* stage = NULL;
+  if (check(skippy_package_open(argv[1], &pkg), "open")) goto done;
   printf("model_id %s\n", skippy_package_model_id(pkg));
   printf("manifest_sha256 %s\n", skippy_package_manifest_sha256(pkg));
   printf("layer_count %u\n", (unsigned)skippy_package_layer_count(pkg));
@@ -62,22 +67,24 @@ int main(int argc, char** argv) {
   printf("source %s %s %s\n", skippy_package_source_repo(pkg), skippy_package_source_revision(pkg),
          skippy_package_source_file(pkg));
   printf("commit %s\n", skippy_package_commit(pkg) ? skippy_package_commit(pkg) : "(none)");
-  skippy_stage* stage = NULL;
-  if (check(skippy_stage_select(pkg, (uint32_t)atoi(argv[2]), (uint32_t)atoi(argv[3]), NULL, &stage), "select")) return 1;
+  if (check(skippy_stage_select(pkg, (uint32_t)atoi(argv[2]), (uint32_t)atoi(argv[3]), NULL, &stage), "select")) goto done;
   for (size_t i = 0; i < skippy_stage_part_count(stage); ++i) {
     skippy_part part;
-    if (check(skippy_stage_part(stage, i, &part), "part")) return 1;
+    if (check(skippy_stage_part(stage, i, &part), "part")) goto done;
     printf("part %s %lld %s %llu %s %s\n", part.role, (long long)part.layer_index, part.rel_path,
            (unsigned long long)part.bytes, part.sha256, part.path);
   }
   uint64_t hashed = 0;
-  if (check(skippy_stage_verify(stage, 0, &hashed), "verify")) return 1;
+  if (check(skippy_stage_verify(stage, 0, &hashed), "verify")) goto done;
   printf("verified hashed_bytes %llu\n", (unsigned long long)hashed);
   if (argc > 4) {
-    if (check(skippy_stage_materialize(stage, argv[4]), "materialize")) return 1;
+    if (check(skippy_stage_materialize(stage, argv[4]), "materialize")) goto done;
     printf("materialized %s\n", skippy_stage_materialized_path(stage));
   }
+  rc = 0;
+done:
+  /* Both accept NULL: one cleanup path, leak-free under LeakSanitizer. */
   skippy_stage_free(stage);
   skippy_package_close(pkg);
-  return 0;
+  return rc;
 }

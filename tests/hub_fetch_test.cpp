@@ -182,7 +182,7 @@ TEST_F(HubFetch, FollowsTheHubsResolveCacheRedirectForSmallFiles) {
 
 TEST_F(HubFetch, ProjectorsComeOnlyWithTheStagesThatUseThem) {
   TempDir work;
-  fs::copy_file(test::data_path("qwen3moe-tiny.gguf"), work / "mmproj-model-f16.gguf");  // any GGUF will do
+  test::make_projector(work / "mmproj-model-f16.gguf");
   ASSERT_EQ(test::write_pkg(test::data_path("llama-tiny-q8_0.gguf"), work / "pkg",
                             {"--projector", (work / "mmproj-model-f16.gguf").string()})
                 .exit_code,
@@ -324,10 +324,10 @@ TEST_F(HubFetch, SelectVerifyMaterializeAndInspectTakeHfRefs) {
 }
 
 TEST_F(HubFetch, InterruptedDownloadResumesWithRange) {
-  // The connection drops after 100000 bytes of layer 2, every time: the run
+  // The connection drops after 10000 bytes of layer 2, every time: the run
   // fails, keeping the partial blob (and nothing under a final name).
   const auto sha = sha_of("layers/layer-00002.gguf");
-  hub_->fault({{"match", sha}, {"listener", "storage"}, {"kind", "cut"}, {"after_bytes", 100000}, {"times", 2}});
+  hub_->fault({{"match", sha}, {"listener", "storage"}, {"kind", "cut"}, {"after_bytes", 10000}, {"times", 2}});
   const auto cut = cli({"fetch", "hf://org/tiny-layers", "--layers", "2..3"}, {"SKIPPY_HF_MAX_ATTEMPTS=2"});
   ASSERT_EQ(cut.exit_code, 1) << cut.err;
   EXPECT_NE(cut.err.find("layers/layer-00002.gguf"), std::string::npos) << cut.err;
@@ -343,9 +343,9 @@ TEST_F(HubFetch, InterruptedDownloadResumesWithRange) {
   }
   ASSERT_EQ(ranges.size(), 2u);
   EXPECT_FALSE(ranges[0]);
-  EXPECT_EQ(ranges[1], "bytes=100000-");
+  EXPECT_EQ(ranges[1], "bytes=10000-");
   const auto kept = fs::file_size(repo_dir() / "blobs" / (sha + ".incomplete"));
-  EXPECT_EQ(kept, 200000u);
+  EXPECT_EQ(kept, 20000u);
 
   // The next run picks up from the partial file with a Range request.
   hub_->clear_log();
@@ -697,7 +697,7 @@ TEST_F(HubFetch, AResumedDownloadWhoseKeptBytesAreWrongIsRedoneFromByteZero) {
   // check, and is received once more from byte 0 in the same run.
   const auto sha = sha_of("layers/layer-00004.gguf");
   fs::create_directories(repo_dir() / "blobs");
-  test::write_file(repo_dir() / "blobs" / (sha + ".incomplete"), std::vector<uint8_t>(50000, 0x5a));
+  test::write_file(repo_dir() / "blobs" / (sha + ".incomplete"), std::vector<uint8_t>(20000, 0x5a));
   const auto r = cli({"fetch", "hf://org/tiny-layers", "--layers", "4..5", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["verified"], true);
@@ -708,7 +708,7 @@ TEST_F(HubFetch, AResumedDownloadWhoseKeptBytesAreWrongIsRedoneFromByteZero) {
     if (q.listener == "storage" && q.path.ends_with(sha)) ranges.push_back(q.range);
   }
   ASSERT_EQ(ranges.size(), 2u);
-  EXPECT_EQ(ranges[0], "bytes=50000-") << "first it trusted the partial file";
+  EXPECT_EQ(ranges[0], "bytes=20000-") << "first it trusted the partial file";
   EXPECT_FALSE(ranges[1]) << "then it started over from byte 0";
 }
 
@@ -727,12 +727,12 @@ namespace skippy {
 namespace {
 
 TEST_F(HubFetch, ADroppedDownloadResumedInTheSameRunWithWrongBytesIsRedoneFromByteZero) {
-  // The first request is cut after 100000 bytes; the resumed one (Range)
+  // The first request is cut after 10000 bytes; the resumed one (Range)
   // brings a damaged byte. The finished blob fails its check, and since it
   // was not received in one stream, it is received once more from byte 0
   // instead of failing the run.
   const auto sha = sha_of("layers/layer-00006.gguf");
-  hub_->fault({{"match", sha}, {"listener", "storage"}, {"kind", "cut"}, {"after_bytes", 100000}, {"times", 1}});
+  hub_->fault({{"match", sha}, {"listener", "storage"}, {"kind", "cut"}, {"after_bytes", 10000}, {"times", 1}});
   hub_->fault({{"match", sha}, {"listener", "storage"}, {"kind", "corrupt"}, {"offset", 10}, {"times", 1}});
   const auto r = cli({"fetch", "hf://org/tiny-layers", "--layers", "6..7", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -743,7 +743,7 @@ TEST_F(HubFetch, ADroppedDownloadResumedInTheSameRunWithWrongBytesIsRedoneFromBy
   }
   ASSERT_EQ(ranges.size(), 3u);
   EXPECT_FALSE(ranges[0]);
-  EXPECT_EQ(ranges[1], "bytes=100000-");
+  EXPECT_EQ(ranges[1], "bytes=10000-");
   EXPECT_FALSE(ranges[2]) << "redone from byte 0";
 }
 

@@ -608,12 +608,18 @@ TEST(ManifestParse, ProjectorsAreOptionalAndMmprojIsAccepted) {
   EXPECT_EQ(m.projectors[1].path, "projectors/mmproj-2.gguf");
 }
 
-TEST(ManifestParse, UnknownProjectorKindMustBeRejected) {
+TEST(ManifestParse, UnknownProjectorKindIsKeptForTheConsumerToDecide) {
   json p = artifact("projectors/audio.gguf", 3);
   p["kind"] = "audio-encoder";
   json j = minimal();
   j["projectors"] = {p};
-  expect_refused(j, "projectors[0].kind: unknown projector kind \"audio-encoder\"");
+  const auto m = parse(j);
+  ASSERT_EQ(m.projectors.size(), 1u);
+  EXPECT_EQ(m.projectors[0].kind, "audio-encoder");
+  EXPECT_FALSE(is_known_projector_kind("audio-encoder"));
+  EXPECT_TRUE(is_known_projector_kind("mmproj"));
+  j["projectors"][0]["kind"] = "";
+  expect_refused(j, "projectors[0].kind: must be a non-empty projector kind");
   j["projectors"][0].erase("kind");
   expect_refused(j, "projectors[0].kind: missing required field");
 }

@@ -395,7 +395,7 @@ TEST(Materialize, BadInvocationsAreUsageErrors) {
 TEST(Materialize, ProjectorIsNotMerged) {
   test::TempDir tmp;
   const auto src = data_path("llama-tiny-q8_0.gguf");
-  fs::copy_file(data_path("qwen3moe-tiny.gguf"), tmp / "mmproj-model-f16.gguf");
+  test::make_projector(tmp / "mmproj-model-f16.gguf");
   ASSERT_EQ(write_pkg(src, tmp / "p", {"--projector", (tmp / "mmproj-model-f16.gguf").string()}).exit_code, 0);
   const auto model = ModelSource::open(src);
   const auto j = materialize_json(tmp / "p", "0.." + std::to_string(model.layer_count()), tmp / "c");

@@ -62,7 +62,26 @@ TEST(WritePackage, EveryFixturePackagesAndValidates) {
     for (const auto& art : all_artifacts(out, m)) {
       const auto g = GgufFile::open(art);
       EXPECT_FALSE(g.find_kv("split.no")) << art;
-      EXPECT_TRUE(g.find_kv("tokenizer.ggml.tokens")) << art << " must carry the tokenizer";
+      // Only the metadata fragment carries the tokenizer and the rest of the
+      // source's metadata; the others just what reading their tensors needs.
+      const bool is_metadata = art.filename() == "metadata.gguf";
+      for (const auto& kv : g.kvs()) {
+        if (!is_metadata) {
+          EXPECT_FALSE(kv.key.starts_with("tokenizer.")) << art << ": " << kv.key;
+          EXPECT_TRUE(kv.key == "general.architecture" || kv.key == "general.alignment" ||
+                      kv.key.starts_with(std::string(model.primary().architecture()) + ".") ||
+                      kv.key.starts_with("skippy.package."))
+              << art << ": " << kv.key;
+        }
+      }
+      if (is_metadata) {
+        EXPECT_TRUE(g.find_kv("tokenizer.ggml.tokens")) << art;
+        EXPECT_EQ(g.kvs().size(), model.primary().kvs().size() - (model.shards().size() > 1 ? 3 : 0) + 1)
+            << "every source KV but split.*, plus the role";
+      } else {
+        EXPECT_TRUE(g.find_kv("general.architecture")) << art;
+        EXPECT_TRUE(g.find_kv(std::string(model.primary().architecture()) + ".block_count")) << art;
+      }
       EXPECT_TRUE(g.get_string(kRoleKey)) << art;
       for (const auto& t : g.tensors()) {
         const auto* s = model.find_tensor(t.name);
@@ -301,15 +320,15 @@ TEST(WritePackage, ProjectorsAreCopiedAndDeclared) {
   test::TempDir tmp;
   const auto src = data_path("llama-tiny-q8_0.gguf");
   // Any valid GGUF serves as a stand-in projector.
-  fs::copy_file(data_path("qwen3moe-tiny.gguf"), tmp / "mmproj-model-f16.gguf");
+  const size_t projector_tensors = test::make_projector(tmp / "mmproj-model-f16.gguf");
   const auto r = write_pkg(src, tmp / "p", {"--projector", (tmp / "mmproj-model-f16.gguf").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto m = load_manifest(tmp / "p");
   ASSERT_EQ(m.projectors.size(), 1u);
   EXPECT_EQ(m.projectors[0].kind, "mmproj");
   EXPECT_EQ(m.projectors[0].path, "projectors/mmproj-model-f16.gguf");
-  EXPECT_EQ(m.projectors[0].sha256, sha256_file(data_path("qwen3moe-tiny.gguf")));
-  EXPECT_EQ(m.projectors[0].tensor_count, 51u);
+  EXPECT_EQ(m.projectors[0].sha256, sha256_file(tmp / "mmproj-model-f16.gguf"));
+  EXPECT_EQ(m.projectors[0].tensor_count, projector_tensors);
   EXPECT_EQ(nlohmann::json::parse(r.out)["artifact_count"], 12);
   EXPECT_TRUE(validate_json(src, tmp / "p", 0)["valid"].get<bool>());
   const auto readme = test::read_text(tmp / "p" / "README.md");
@@ -318,6 +337,12 @@ TEST(WritePackage, ProjectorsAreCopiedAndDeclared) {
   test::write_file(tmp / "bad.gguf", {'n', 'o'});
   EXPECT_EQ(write_pkg(src, tmp / "q", {"--projector", (tmp / "bad.gguf").string()}).exit_code, 1);
   EXPECT_FALSE(fs::exists(tmp / "q" / "model-package.json"));
+  // So is a GGUF that is not a projector (a language model), before any work.
+  fs::copy_file(data_path("qwen3moe-tiny.gguf"), tmp / "mmproj-fake.gguf");
+  const auto fake = write_pkg(src, tmp / "f", {"--projector", (tmp / "mmproj-fake.gguf").string()});
+  EXPECT_EQ(fake.exit_code, 1);
+  EXPECT_NE(fake.err.find("not a projector GGUF (general.architecture is \"qwen3moe\""), std::string::npos) << fake.err;
+  EXPECT_FALSE(fs::exists(tmp / "f" / "model-package.json"));
 }
 
 TEST(WritePackage, ReadmeListsThePublishingItems) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "skippy/error.h"
+#include "skippy/sha256.h"
 #include "skippy/stage.h"
 #include "test_util.h"
 
@@ -119,13 +120,36 @@ TEST(ConsumerValidation, DriveLetterPathIsRefused) {
 TEST(ConsumerValidation, NulInPathIsRefused) {
   manifest_rule("layers[1].path", [](auto& j) { j["layers"][1]["path"] = std::string("layers/a\0b.gguf", 15); });
 }
-TEST(ConsumerValidation, UnknownProjectorKindIsRefused) {
-  manifest_rule("kind", [](auto& j) {
-    j["projectors"] = nlohmann::json::array({j["layers"][0]});
-    j["projectors"][0].erase("layer_index");
-    j["projectors"][0]["path"] = "projectors/p.gguf";
-    j["projectors"][0]["kind"] = "audio-encoder";
-  });
+TEST(ConsumerValidation, UnknownProjectorKindServesTextStagesAndRefusesToSelectIt) {
+  test::TempDir tmp;
+  const auto pkg = copy_package("llama-tiny-q8_0.gguf", tmp);
+  // A projector of a kind from a later schema, declared and present.
+  fs::create_directories(pkg / "projectors");
+  test::make_projector(pkg / "projectors" / "audio.gguf");
+  auto j = read_manifest(pkg);
+  const auto bytes = test::read_file(pkg / "projectors" / "audio.gguf");
+  j["projectors"] = {{{"kind", "audio-encoder"},
+                      {"path", "projectors/audio.gguf"},
+                      {"tensor_count", 3},
+                      {"tensor_bytes", 1},
+                      {"artifact_bytes", bytes.size()},
+                      {"sha256", sha256_hex(bytes)}}};
+  write_manifest(pkg, j);
+  const auto opened = open_local_package(pkg);
+  ASSERT_EQ(opened.warnings.size(), 1u);
+  EXPECT_NE(opened.warnings[0].find("projector kind \"audio-encoder\" is not supported"), std::string::npos);
+  // Stage 0 and single-stage serving get no projector: the default is the first mmproj.
+  const auto s0 = select_stage(opened, {0, 2});
+  EXPECT_FALSE(s0.projector);
+  EXPECT_FALSE(select_stage(opened, {0, 8}, {.projector_path = std::nullopt, .single_stage = true}).projector);
+  // Asking for it is refused, naming the kind.
+  expect_refused([&] { select_stage(opened, {0, 2}, {.projector_path = "projectors/audio.gguf"}); },
+                 "has kind \"audio-encoder\", which this runtime does not support");
+  const auto cli = run_cli({"select", pkg.string(), "--layers", "0..2", "--json"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_NE(cli.err.find("audio-encoder"), std::string::npos) << "the warning reaches the user: " << cli.err;
+  const auto asked = run_cli({"select", pkg.string(), "--layers", "0..2", "--projector", "projectors/audio.gguf", "--json"});
+  test::expect_json_error(asked, "invalid_input", "audio-encoder");
 }
 
 TEST(ConsumerValidation, EmptyRangeIsRefused) {
@@ -251,8 +275,8 @@ TEST(LayerSelection, TiedOutputFinalStageAlsoLoadsEmbeddings) {
 TEST(LayerSelection, ProjectorChoice) {
   test::TempDir tmp;
   const auto src = data_path("llama-tiny-q8_0.gguf");
-  fs::copy_file(data_path("ggml-vocab-gpt-2.gguf"), tmp / "mmproj-a.gguf");
-  fs::copy_file(data_path("ggml-vocab-llama-spm.gguf"), tmp / "mmproj-b.gguf");
+  test::make_projector(tmp / "mmproj-a.gguf", 1);
+  test::make_projector(tmp / "mmproj-b.gguf", 2);
   const auto out = tmp / "p";
   ASSERT_EQ(run_cli({"write-package", src.string(), "--out-dir", out.string(), "--model-id", "org/m:Q8_0",
                      "--source-revision", "r1", "--source-file", "m.gguf", "--projector", (tmp / "mmproj-a.gguf").string(),

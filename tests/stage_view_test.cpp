@@ -209,7 +209,7 @@ TEST(StageView, RefusesAFragmentWhoseTensorCountDisagreesWithTheManifest) {
 TEST(StageView, ProjectorIsNeverMergedIntoTheView) {
   test::TempDir tmp;
   const auto dir = tmp / "p";
-  fs::copy_file(data_path("qwen3moe-tiny.gguf"), tmp / "mmproj-model-f16.gguf");
+  test::make_projector(tmp / "mmproj-model-f16.gguf");
   ASSERT_EQ(write_pkg(data_path("llama-tiny-q8_0.gguf"), dir, {"--projector", (tmp / "mmproj-model-f16.gguf").string()})
                 .exit_code,
             0);

@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "skippy/file.h"
+#include "skippy/gguf_writer.h"
 #include "skippy/model_source.h"
 
 extern char** environ;
@@ -163,6 +165,29 @@ CliResult run_program(const std::string& program, const std::vector<std::string>
   ::waitpid(pid, &status, 0);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+size_t make_projector(const std::filesystem::path& path, uint8_t seed) {
+  // The payload: deterministic bytes in a scratch file the writer reads from.
+  const auto payload_path = path.parent_path() / (".payload-" + path.filename().string());
+  std::vector<uint8_t> payload(64 * 64 * 4 + 64 * 4 + 16 * 64 * 2);
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>((i * 31 + seed * 7) & 0x7f);
+  write_file(payload_path, payload);
+  const auto src = MappedFile::open(payload_path);
+  GgufWriter w;
+  w.add_string("general.architecture", "clip");
+  w.add_string("general.name", "tiny-mmproj");
+  w.add_bool("clip.has_vision_encoder", true);
+  w.add_string("clip.projector_type", "mlp");
+  w.add_u32("clip.vision.embedding_length", 64);
+  w.add_tensor("mm.0.weight", 0 /* F32 */, {64, 64}, src, 0);
+  w.add_tensor("mm.0.bias", 0 /* F32 */, {64}, src, 64 * 64 * 4);
+  w.add_tensor("v.patch_embd.weight", 1 /* F16 */, {16, 64}, src, 64 * 64 * 4 + 64 * 4);
+  AtomicFile out(path);
+  (void)w.write(out);
+  out.commit();
+  std::filesystem::remove(payload_path);
+  return w.tensors().size();
 }
 
 void expect_json_error(const CliResult& r, const std::string& kind, const std::string& needle) {

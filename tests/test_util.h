@@ -38,6 +38,12 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// Writes a small multimodal projector GGUF as llama.cpp's converters do
+// (general.architecture "clip", clip.* keys, v.* and mm.* tensors) to `path`;
+// `seed` varies the tensor bytes so two projectors differ. Returns its
+// tensor count.
+size_t make_projector(const std::filesystem::path& path, uint8_t seed = 1);
+
 std::vector<uint8_t> read_file(const std::filesystem::path& p);
 void write_file(const std::filesystem::path& p, const std::vector<uint8_t>& bytes);
 std::string read_text(const std::filesystem::path& p);

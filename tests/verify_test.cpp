@@ -368,7 +368,7 @@ class VerifyProjectorTest : public VerifyTest {
  protected:
   std::vector<std::string> extra_write_args() override {
     // Any valid GGUF serves as a stand-in projector.
-    fs::copy_file(data_path("qwen3moe-tiny.gguf"), tmp_ / "mmproj-model-f16.gguf");
+    test::make_projector(tmp_ / "mmproj-model-f16.gguf");
     return {"--projector", (tmp_ / "mmproj-model-f16.gguf").string()};
   }
 };

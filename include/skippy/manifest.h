@@ -60,9 +60,15 @@ struct LayerEntry : ArtifactEntry {
 };
 
 inline constexpr std::string_view kProjectorKindMmproj = "mmproj";
+// The projector kinds this runtime can serve.
+bool is_known_projector_kind(std::string_view kind) noexcept;
 
-// kind must be a known projector kind ("mmproj"); the spec says consumers
-// MUST reject unknown kinds, so parse does.
+// kind is a non-empty string, kept as written. Only "mmproj" is defined
+// today; a package may declare a kind from a later schema (an
+// "audio-encoder"). The spec says consumers MUST reject unknown kinds unless
+// they support them, and that runtimes may still serve text stages: so
+// parse keeps them, open_package_dir warns, the default projector choice
+// never picks one, and select_stage refuses a stage that asks for one.
 struct ProjectorEntry : ArtifactEntry {
   std::string kind;
   bool operator==(const ProjectorEntry&) const = default;

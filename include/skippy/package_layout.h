@@ -20,6 +20,25 @@ inline constexpr std::string_view kProjectorsDir = "projectors";
 // "layers/layer-00007.gguf" (five digits, wider only past 99999 layers).
 std::string layer_artifact_path(uint32_t layer_index);
 
+// Parts of a package, in the order a stage loads them.
+enum class PartRole { kMetadata, kEmbeddings, kLayer, kOutput, kProjector };
+std::string_view part_role_name(PartRole r) noexcept;
+
+// Which of the source's KVs a fragment carries (spec: "Shared metadata and
+// tokenizer values may be repeated only where the GGUF writer requires them
+// to keep each fragment loadable"):
+//   shared/metadata.gguf      every source KV but split.*, tokenizer included:
+//                             the KV set a stage loads (a runtime takes KVs
+//                             from its first part) and materialize writes;
+//   embeddings, output, layers  general.architecture, general.alignment and
+//                             the architecture's own "<arch>." hyper-parameters:
+//                             what a reader of that fragment's tensors needs
+//                             (the alignment to find them, the architecture and
+//                             its shapes to interpret them); never tokenizer.*
+//                             or the rest of general.*.
+// Every fragment then ends with the role keys below.
+bool fragment_keeps_kv(PartRole role, std::string_view key, std::string_view architecture) noexcept;
+
 // Keys every fragment carries besides the source's own metadata.
 inline constexpr std::string_view kRoleKey = "skippy.package.role";            // string
 inline constexpr std::string_view kLayerStartKey = "skippy.package.layer_start";  // u32
@@ -40,8 +59,6 @@ struct LayerRange {
 LayerRange parse_layer_range(std::string_view text);
 std::string format_layer_range(LayerRange r);
 
-// Parts of a package, in the order a stage loads them.
-enum class PartRole { kMetadata, kEmbeddings, kLayer, kOutput, kProjector };
-std::string_view part_role_name(PartRole r) noexcept;
+
 
 }  // namespace skippy

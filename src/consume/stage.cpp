@@ -104,6 +104,13 @@ OpenedPackage open_package_dir(std::string ref, const fs::path& root, const fs::
   const std::string text = read_small_file(manifest_path, kManifestMaxBytes);
   pkg.manifest = parse_manifest(text, manifest_path.string());
   pkg.manifest_sha256 = sha256_hex(text);
+  for (const auto& p : pkg.manifest.projectors) {
+    if (!is_known_projector_kind(p.kind)) {
+      pkg.warnings.push_back(p.path + ": projector kind \"" + p.kind +
+                             "\" is not supported by this runtime; text stages ignore it, and a stage that asks for "
+                             "it is refused");
+    }
+  }
   const auto abi = parse_abi_version(pkg.manifest.skippy_abi_version);
   if (!abi || !abi_compatible(*abi, kRuntimeAbiVersion)) {
     throw_invalid(manifest_path.string() + ": skippy_abi_version " + pkg.manifest.skippy_abi_version +
@@ -165,6 +172,10 @@ StageSelection select_stage(const OpenedPackage& pkg, LayerRange range, const Se
     if (!projector) {
       fail(pkg, "projector \"" + *options.projector_path +
                     "\" is not declared in the manifest (projectors are never inferred from file names)");
+    }
+    if (!is_known_projector_kind(projector->kind)) {
+      fail(pkg, "projector \"" + projector->path + "\" has kind \"" + projector->kind +
+                    "\", which this runtime does not support; refusing to serve a stage that needs it");
     }
     projector_reason = "explicit projector path";
   } else if (owns_input || options.single_stage) {

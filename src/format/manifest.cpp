@@ -322,6 +322,12 @@ void parse_layers(const json& j, PackageManifest& m, const FieldReader& r) {
                 " is required)");
 }
 
+}  // namespace
+
+bool is_known_projector_kind(std::string_view kind) noexcept { return kind == kProjectorKindMmproj; }
+
+namespace {
+
 void parse_projectors(const json& j, PackageManifest& m, const FieldReader& r) {
   const std::string p = "projectors";
   r.expect_array(j, p);
@@ -330,10 +336,7 @@ void parse_projectors(const json& j, PackageManifest& m, const FieldReader& r) {
     r.expect_object(j[i], ep);
     ProjectorEntry e;
     e.kind = r.string(r.require(j[i], "kind", ep), field_path(ep, "kind"));
-    if (e.kind != kProjectorKindMmproj) {
-      r.fail(field_path(ep, "kind"), "unknown projector kind " + quote(e.kind) +
-                                         "; this runtime supports \"mmproj\" only");
-    }
+    if (e.kind.empty()) r.fail(field_path(ep, "kind"), "must be a non-empty projector kind such as \"mmproj\"");
     static_cast<ArtifactEntry&>(e) = parse_artifact_fields(j[i], ep, r);
     m.projectors.push_back(std::move(e));
   }

@@ -24,6 +24,14 @@ std::string_view part_role_name(PartRole r) noexcept {
   return "metadata";
 }
 
+bool fragment_keeps_kv(PartRole role, std::string_view key, std::string_view architecture) noexcept {
+  if (key.starts_with("split.")) return false;
+  if (role == PartRole::kMetadata) return true;
+  if (key == "general.architecture" || key == "general.alignment") return true;
+  return !architecture.empty() && key.size() > architecture.size() + 1 && key.starts_with(architecture) &&
+         key[architecture.size()] == '.';
+}
+
 LayerRange parse_layer_range(std::string_view text) {
   const auto dots = text.find("..");
   auto bad = [&]() -> LayerRange {

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 
+#include "publish/projector_check.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/ggml_types.h"
@@ -21,6 +22,8 @@ namespace skippy {
 namespace {
 
 namespace fs = std::filesystem;
+using detail::describe_projector;
+using detail::is_projector_gguf;
 constexpr size_t kChunk = 8u << 20;
 
 struct Artifact {
@@ -55,6 +58,23 @@ std::string dims(const std::vector<int64_t>& ne) {
   for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
   return s + "]";
 }
+
+bool same_value(const GgufValue& a, const GgufValue& b) {
+  return a.type() == b.type() && std::ranges::equal(a.encoded(), b.encoded());
+}
+
+std::string describe(const GgufValue& v) {
+  std::string s(gguf_type_name(v.type()));
+  if (v.is_array()) return s + " of " + std::to_string(v.array_size()) + " " + std::string(gguf_type_name(v.array_type()));
+  if (auto t = v.as_string()) return s + " \"" + std::string(t->substr(0, 60)) + (t->size() > 60 ? "...\"" : "\"");
+  if (auto u = v.as_uint()) return s + " " + std::to_string(*u);
+  if (auto i = v.as_int()) return s + " " + std::to_string(*i);
+  if (auto f = v.as_float()) return s + " " + std::to_string(*f);
+  if (auto b = v.as_bool()) return s + (*b ? " true" : " false");
+  return s;
+}
+
+bool is_role_key(std::string_view key) { return key == kRoleKey || key == kLayerStartKey || key == kLayerEndKey; }
 
 class Validator {
  public:
@@ -150,11 +170,13 @@ class Validator {
       bool reported = false;
     };
     std::vector<Compare> compares;
-    if (a.role != PartRole::kProjector) {
-      if (const auto role = g->get_string(kRoleKey); role && *role != part_role_name(a.role)) {
-        problem(e.path + ": " + std::string(kRoleKey) + " is '" + std::string(*role) + "', expected '" +
-                std::string(part_role_name(a.role)) + "'");
+    if (a.role == PartRole::kProjector) {
+      const auto& p = static_cast<const ProjectorEntry&>(e);
+      if (p.kind == kProjectorKindMmproj && !is_projector_gguf(*g)) {
+        problem(e.path + ": declared as an mmproj projector but is not one (" + describe_projector(*g) + ")");
       }
+    } else {
+      check_kvs(a, *g);
       for (const auto& t : g->tensors()) {
         const SourceTensor* src = model_.find_tensor(t.name);
         if (src == nullptr) {
@@ -238,6 +260,49 @@ class Validator {
     }
     const auto digest = sha.hex_digest();
     if (!sha256_equal(digest, e.sha256)) problem(e.path + ": SHA-256 is " + digest + ", manifest says " + e.sha256);
+  }
+
+  // The fragment's KVs are exactly the source's that fragment_keeps_kv()
+  // keeps for its role (same keys, types and values), plus the role keys.
+  void check_kvs(const Artifact& a, const GgufFile& g) {
+    const auto& path = a.entry->path;
+    const auto& src = model_.primary();
+    for (const auto& kv : src.kvs()) {
+      if (!fragment_keeps_kv(a.role, kv.key, src.architecture())) continue;
+      const auto* mine = g.find_kv(kv.key);
+      if (mine == nullptr) {
+        problem(path + ": KV '" + std::string(kv.key) + "' of the source is missing");
+      } else if (!same_value(mine->value, kv.value)) {
+        problem(path + ": KV '" + std::string(kv.key) + "' is " + describe(mine->value) + ", the source has " +
+                describe(kv.value));
+      }
+    }
+    for (const auto& kv : g.kvs()) {
+      if (is_role_key(kv.key)) continue;
+      const auto* theirs = src.find_kv(kv.key);
+      if (theirs == nullptr) {
+        problem(path + ": KV '" + std::string(kv.key) + "' is not in the source");
+      } else if (!fragment_keeps_kv(a.role, kv.key, src.architecture())) {
+        problem(path + ": KV '" + std::string(kv.key) + "' does not belong in a " + std::string(part_role_name(a.role)) +
+                " fragment (only shared/metadata.gguf carries it)");
+      }
+    }
+    const auto role = g.get_string(kRoleKey);
+    if (!role) {
+      problem(path + ": KV '" + std::string(kRoleKey) + "' is missing");
+    } else if (*role != part_role_name(a.role)) {
+      problem(path + ": KV '" + std::string(kRoleKey) + "' is \"" + std::string(*role) + "\", expected \"" +
+              std::string(part_role_name(a.role)) + "\"");
+    }
+    for (const auto& [key, want] : {std::pair{kLayerStartKey, uint64_t{a.layer}}, std::pair{kLayerEndKey, uint64_t{a.layer} + 1}}) {
+      const auto* kv = g.find_kv(key);
+      if (a.role != PartRole::kLayer) {
+        if (kv) problem(path + ": KV '" + std::string(key) + "' belongs only in layer fragments");
+      } else if (!kv || kv->value.type() != GgufType::kUint32 || kv->value.as_uint() != want) {
+        problem(path + ": KV '" + std::string(key) + "' must be u32 " + std::to_string(want) +
+                (kv ? ", it is " + describe(kv->value) : std::string(", it is missing")));
+      }
+    }
   }
 
   ValidationReport run() {

@@ -11,6 +11,7 @@
 
 #include "publish/generation_inference.h"
 #include "publish/package_readme.h"
+#include "publish/projector_check.h"
 #include "skippy/env.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
@@ -42,31 +43,51 @@ int64_t resolve_created_at(const WritePackageOptions& opt) {
   return static_cast<int64_t>(std::time(nullptr));
 }
 
-bool dir_is_empty(const fs::path& dir) {
+// True when `dir` holds nothing, or only what a killed write-package run
+// leaves before its marker exists: hidden temporaries (the marker's own
+// included). Such a directory is ours to redo without --force.
+bool empty_or_only_leftovers(const fs::path& dir) {
   std::error_code ec;
-  return fs::directory_iterator(dir, ec) == fs::directory_iterator();
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (!is_temporary_name(it->path().filename().string())) return false;
+  }
+  return true;
 }
 
-// Makes out_dir ready: created, empty, or ours to redo. Removes a previous
-// manifest before anything else so no reader trusts it meanwhile.
+// Makes out_dir ready: created, empty, or ours to redo (a run that did not
+// finish left its marker). Removes a previous manifest before anything else
+// so no reader trusts it meanwhile, and every leftover of an interrupted run
+// (staged fragments, README and manifest temporaries) so a finished package
+// never keeps one.
 void prepare_out_dir(const fs::path& dir, bool force) {
   std::error_code ec;
   if (fs::exists(dir, ec)) {
     if (!fs::is_directory(dir, ec)) throw_invalid(dir.string() + ": exists and is not a directory");
     const bool resumable = fs::exists(dir / kInProgressMarker, ec);
-    if (!dir_is_empty(dir) && !force && !resumable) {
+    if (!force && !resumable && !empty_or_only_leftovers(dir)) {
       throw_invalid(dir.string() + ": output directory is not empty (use --force to replace its package)");
     }
     fs::remove(dir / std::string(kManifestFileName), ec);
     fsync_directory(dir);
     for (const char* sub : {"shared", "layers", "projectors"}) fs::remove_all(dir / sub, ec);
     fs::remove(dir / std::string(kPackageReadme), ec);
+    std::vector<fs::path> leftovers;
+    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      if (is_temporary_name(it->path().filename().string())) leftovers.push_back(it->path());
+    }
+    for (const auto& p : leftovers) fs::remove(p, ec);
   } else {
     fs::create_directories(dir, ec);
     if (ec) throw Error(ErrorKind::kIo, dir.string() + ": cannot create: " + ec.message());
   }
-  // Probe writability early with the marker itself.
-  write_file_atomic(dir / kInProgressMarker, "write-package in progress\n");
+  // The marker is created in place (its content does not matter): a kill
+  // at any moment leaves either no marker in a directory of leftovers, or
+  // the marker; both are redone by the next run.
+  {
+    Fd marker(::open((dir / kInProgressMarker).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    if (!marker) throw_io((dir / kInProgressMarker).string() + ": cannot create (is the directory writable?)");
+  }
+  fsync_directory(dir);
   for (const char* sub : {"shared", "layers"}) {
     fs::create_directories(dir / sub, ec);
     if (ec) throw Error(ErrorKind::kIo, (dir / sub).string() + ": cannot create: " + ec.message());
@@ -106,8 +127,7 @@ GgufWriter fragment_writer(const ModelSource& model, const Fragment& f) {
   const auto& primary = model.primary();
   GgufWriter w(primary.alignment());
   for (const auto& kv : primary.kvs()) {
-    if (kv.key.starts_with("split.")) continue;
-    w.add_kv(std::string(kv.key), kv.value);
+    if (fragment_keeps_kv(f.role, kv.key, primary.architecture())) w.add_kv(std::string(kv.key), kv.value);
   }
   w.add_string(std::string(kRoleKey), part_role_name(f.role));
   if (f.role == PartRole::kLayer) {
@@ -135,33 +155,51 @@ detail::StreamOutput stream_output(const ModelSource& model, const Fragment& f, 
   return o;
 }
 
-// Copies a projector into the package while hashing it; returns its entry.
-ProjectorEntry copy_projector(const fs::path& src, const fs::path& out_dir,
-                              const std::function<void(uint64_t)>& on_bytes) {
+// A --projector, checked before any work: a projector GGUF, with a safe
+// name no other --projector has. Its SHA-256 is computed while it is copied.
+struct PlannedProjector {
+  fs::path source;
+  ProjectorEntry entry;  // sha256 filled by copy_projector
+};
+
+PlannedProjector plan_projector(const fs::path& src) {
   const auto gguf = GgufFile::open(src);  // must be a valid GGUF
-  const std::string rel = std::string(kProjectorsDir) + "/" + src.filename().string();
-  check_safe_relative_path(rel, "--projector " + src.string());
+  if (!detail::is_projector_gguf(gguf)) {
+    throw_invalid("--projector " + src.string() + ": not a projector GGUF (" + detail::describe_projector(gguf) + ")");
+  }
+  PlannedProjector p;
+  p.source = src;
+  p.entry.kind = std::string(kProjectorKindMmproj);
+  p.entry.path = std::string(kProjectorsDir) + "/" + src.filename().string();
+  check_safe_relative_path(p.entry.path, "--projector " + src.string());
+  p.entry.tensor_count = gguf.tensors().size();
+  p.entry.tensor_bytes = gguf.tensor_bytes_total();
+  p.entry.artifact_bytes = gguf.file_size();
+  return p;
+}
+
+// Copies a planned projector into the package while hashing it.
+ProjectorEntry copy_projector(const PlannedProjector& p, const fs::path& out_dir,
+                              const std::function<void(uint64_t)>& on_bytes) {
+  const auto file = MappedFile::open(p.source);
+  if (file->size() != p.entry.artifact_bytes) {
+    throw_invalid("--projector " + p.source.string() + ": changed while the package was written");
+  }
   std::error_code ec;
   fs::create_directories(out_dir / kProjectorsDir, ec);
-  AtomicFile out(out_dir / rel);
+  AtomicFile out(out_dir / p.entry.path);
   Sha256 sha;
   constexpr size_t kChunk = 8u << 20;
   std::vector<uint8_t> buf(kChunk);
-  const auto& file = *gguf.file();
-  for (uint64_t pos = 0; pos < file.size();) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, file.size() - pos));
-    file.pread_exact(pos, {buf.data(), n});
+  for (uint64_t pos = 0; pos < file->size();) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, file->size() - pos));
+    file->pread_exact(pos, {buf.data(), n});
     out.write_all({buf.data(), n});
     sha.update({buf.data(), n});
     pos += n;
     if (on_bytes) on_bytes(n);
   }
-  ProjectorEntry e;
-  e.kind = std::string(kProjectorKindMmproj);
-  e.path = rel;
-  e.tensor_count = gguf.tensors().size();
-  e.tensor_bytes = gguf.tensor_bytes_total();
-  e.artifact_bytes = file.size();
+  ProjectorEntry e = p.entry;
   e.sha256 = sha.hex_digest();
   out.commit();
   return e;
@@ -171,9 +209,10 @@ SourceModel source_identity(const WritePackageOptions& opt, const ModelSource& m
                             const std::vector<std::string>& shard_sha) {
   const auto& p = opt.provenance;
   SourceModel s;
-  std::error_code ec;
-  const auto abs = fs::absolute(model.primary().path(), ec);
-  s.path = (ec ? model.primary().path() : abs).string();
+  // The file's name in its repository: never a local directory of the
+  // publisher (private, and it would make the same model written from
+  // another folder hash differently).
+  s.path = p.primary_file;
   s.sha256 = shard_sha.front();
   const auto colon = p.model_id.find(':');
   s.repo = !p.repo.empty() ? p.repo : p.model_id.substr(0, colon);
@@ -216,8 +255,20 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   writers.reserve(frags.size());
   for (const auto& f : frags) writers.push_back(fragment_writer(model, f));
 
-  // Everything the manifest will say is known except hashes: check it now,
-  // before touching the output directory.
+  std::vector<PlannedProjector> projectors;
+  std::set<std::string> projector_names;
+  for (const auto& p : opt.projectors) {
+    if (!projector_names.insert(p.filename().string()).second) {
+      throw Error(ErrorKind::kUsage, "--projector " + p.string() + ": another --projector has the same file name");
+    }
+    projectors.push_back(plan_projector(p));
+  }
+
+  // Everything the manifest will say is known except the digests: build it
+  // with placeholders and check every rule now (model id, provenance, paths,
+  // generation), before the output directory is touched — not after hours
+  // of writing.
+  const std::string placeholder(64, '0');
   PackageManifest m;
   m.model_id = opt.provenance.model_id;
   m.layer_count = layer_count;
@@ -225,15 +276,40 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   m.generation = generation.generation;
   m.skippy_abi_version = format_abi_version(kRuntimeAbiVersion);
   m.created_at_unix_secs = resolve_created_at(opt);
+  m.source_model = source_identity(opt, model, std::vector<std::string>(model.shards().size(), placeholder));
+  auto entry = [&](size_t i, const std::string& sha) {
+    ArtifactEntry e;
+    e.path = frags[i].rel_path;
+    e.tensor_count = frags[i].tensors.size();
+    e.tensor_bytes = writers[i].tensor_bytes();
+    e.artifact_bytes = writers[i].total_size();
+    e.sha256 = sha;
+    return e;
+  };
+  auto fill_artifacts = [&](const std::vector<std::string>& sha) {
+    m.shared.metadata = entry(0, sha[0]);
+    m.shared.embeddings = entry(1, sha[1]);
+    m.shared.output = entry(2, sha[2]);
+    m.layers.clear();
+    for (uint32_t l = 0; l < layer_count; ++l) {
+      LayerEntry le;
+      static_cast<ArtifactEntry&>(le) = entry(3 + l, sha[3 + l]);
+      le.layer_index = l;
+      m.layers.push_back(std::move(le));
+    }
+  };
+  fill_artifacts(std::vector<std::string>(frags.size(), placeholder));
+  for (const auto& p : projectors) {
+    m.projectors.push_back(p.entry);
+    m.projectors.back().sha256 = placeholder;
+  }
+  (void)serialize_manifest(m);  // throws naming the field that breaks a rule
 
   prepare_out_dir(opt.out_dir, opt.force);
 
   uint64_t total = 0, done = 0;
   for (const auto& s : model.shards()) total += s.file_size();
-  for (const auto& p : opt.projectors) {
-    std::error_code ec;
-    total += fs::file_size(p, ec);
-  }
+  for (const auto& p : projectors) total += p.entry.artifact_bytes;
   auto on_bytes = [&](uint64_t n) {
     done += n;
     if (opt.on_progress) opt.on_progress(done, total);
@@ -254,41 +330,19 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
     const auto& expected = opt.provenance.expected_sha256;
     for (size_t i = 0; i < expected.size() && i < r.shard_sha256.size(); ++i) {
       if (!expected[i].empty() && !sha256_equal(expected[i], r.shard_sha256[i])) {
-        throw_invalid(model.shards()[i].name() + ": SHA-256 " + r.shard_sha256[i] + " does not match the " +
-                      expected[i] + " the source declared");
+        throw_integrity(model.shards()[i].name() + ": SHA-256 " + r.shard_sha256[i] + " does not match the " +
+                        expected[i] + " the source declared");
       }
     }
   };
   const auto hashes = detail::stream_split(shard_files, outputs, so);
 
   m.source_model = source_identity(opt, model, hashes.shard_sha256);
-  auto entry = [&](size_t i) {
-    ArtifactEntry e;
-    e.path = frags[i].rel_path;
-    e.tensor_count = frags[i].tensors.size();
-    e.tensor_bytes = writers[i].tensor_bytes();
-    e.artifact_bytes = outputs[i].total_size;
-    e.sha256 = hashes.output_sha256[i];
-    return e;
-  };
-  m.shared.metadata = entry(0);
-  m.shared.embeddings = entry(1);
-  m.shared.output = entry(2);
-  for (uint32_t l = 0; l < layer_count; ++l) {
-    LayerEntry le;
-    static_cast<ArtifactEntry&>(le) = entry(3 + l);
-    le.layer_index = l;
-    m.layers.push_back(std::move(le));
-  }
-  std::set<std::string> projector_names;
-  for (const auto& p : opt.projectors) {
-    if (!projector_names.insert(p.filename().string()).second) {
-      throw_invalid(p.string() + ": another --projector has the same file name");
-    }
-    m.projectors.push_back(copy_projector(p, opt.out_dir, on_bytes));
-  }
+  fill_artifacts(hashes.output_sha256);
+  m.projectors.clear();
+  for (const auto& p : projectors) m.projectors.push_back(copy_projector(p, opt.out_dir, on_bytes));
 
-  const std::string manifest_text = serialize_manifest(m);  // validates every rule
+  const std::string manifest_text = serialize_manifest(m);
   WritePackageResult r;
   r.package_dir = opt.out_dir;
   r.manifest_sha256 = sha256_hex(manifest_text);
