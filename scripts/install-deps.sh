@@ -12,6 +12,7 @@ PKGS=(
   libcurl4-openssl-dev                # HTTP for hf://
   libcli11-dev                        # command line
   libfmt-dev                          # formatting
+  libtomlplusplus-dev                 # config.toml (speculative decoding defaults)
   libgtest-dev libgmock-dev           # tests
   libbenchmark-dev                    # benchmarks
   openssl coreutils time              # benchmark yardsticks (openssl dgst, cp, /usr/bin/time)
