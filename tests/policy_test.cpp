@@ -498,6 +498,32 @@ TEST(PolicyCli, LongPrefillAt128kSelectsSparseChunkedWithTheMaskBytesAvoided) {
   }
 }
 
+// The glm-dsa-v1 phase table of the spec ("Policy Resolution"), row by row.
+TEST(PolicyCli, GlmDsaV1PhaseTable) {
+  test::TempDir tmp;
+  const auto pkg = dsa_package(tmp.path());
+  struct Row {
+    std::vector<std::string> args;
+    const char* phase;
+    const char* path;
+  };
+  const Row rows[] = {
+      {{"--phase", "decode", "--n-tokens", "1", "--n-kv", "257", "--top-k", "64"}, "decode", "compact-flash"},
+      {{"--phase", "prefill", "--n-tokens", "16", "--n-kv", "16"}, "short_prefill", "dense"},
+      {{"--phase", "prefill", "--n-tokens", "2049", "--n-kv", "4096"}, "long_prefill", "sparse-chunked"},
+      {{"--phase", "verify", "--n-tokens", "2", "--n-kv", "1024"}, "verify", "dense"},
+  };
+  for (const auto& row : rows) {
+    auto args = row.args;
+    args.insert(args.end(), {"--indexshare-role", "shared"});
+    const auto j = policy_json(pkg, args);
+    EXPECT_EQ(j["phase"], row.phase);
+    EXPECT_EQ(j["selected_path"], row.path) << row.phase;
+    EXPECT_EQ(j["indexshare"], "reuse") << "indexshare required: Shared layers reuse the Full layer's top-k";
+    EXPECT_EQ(j["package_recommendation_used"], true);
+  }
+}
+
 TEST(PolicyCli, BackendWithoutCompactFlashLogsTheFallbackOnStderr) {
   test::TempDir tmp;
   const auto pkg = dsa_package(tmp.path());

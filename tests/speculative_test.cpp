@@ -161,8 +161,16 @@ TEST(SpeculativeRules, CompositeIsANativeMtpPrimaryAndAnNgramExtender) {
   EXPECT_EQ(p.ngram->max_proposal_tokens, 10u);
   EXPECT_EQ(p.extension->max_tokens, 8u);
   EXPECT_EQ(p.verify_window->max_tokens, 9u) << "one MTP token plus the tail, verified in one window";
-  // The shape itself (an N-gram primary is refused) is parse_manifest's rule:
-  // SpeculativeCli.ManifestRulesRefuseBeforeAnyPlan.
+  // The shape itself is parse_manifest's rule (SpeculativeCli.
+  // ManifestRulesRefuseBeforeAnyPlan); a hand-built struct is refused too.
+  auto bad = menu();
+  bad.strategies["mtp-cache"].primary = "cache";
+  expect_refused(resolve_speculative(package(&bad), cli({})), "composite_shape", "native-mtp");
+  bad = menu();
+  bad.strategies["mtp-cache"].extender = "mtp";
+  expect_refused(resolve_speculative(package(&bad), cli({})), "composite_shape", "N-gram");
+  bad.strategies["mtp-cache"].extender = "undeclared";
+  expect_refused(resolve_speculative(package(&bad), cli({})), "composite_shape");
 }
 
 TEST(SpeculativeRules, PipelineDepthIs1To64) {

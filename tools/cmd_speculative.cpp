@@ -54,8 +54,10 @@ bool has_nextn(auto find_tensor, uint32_t layer) {
 }
 
 // The package layers its native-mtp proposers and strategies name, opened
-// (consumer-validated, verified when required) to see which hold NextN tensors.
-std::set<uint32_t> package_nextn_layers(const OpenedPackage& pkg) {
+// (consumer-validated, verified when required) to see which hold NextN
+// tensors. An hf:// package's layer that is not in the cache yet is not
+// downloaded for this: the check is then skipped (nullopt), and the plan says so.
+std::optional<std::set<uint32_t>> package_nextn_layers(const OpenedPackage& pkg) {
   std::set<uint32_t> named;
   const auto& gen = pkg.manifest.generation;
   if (gen && gen->speculative_decoding) {
@@ -68,6 +70,10 @@ std::set<uint32_t> package_nextn_layers(const OpenedPackage& pkg) {
   }
   std::set<uint32_t> found;
   for (const uint32_t l : named) {
+    if (pkg.source && !std::filesystem::exists(pkg.root / pkg.manifest.layers[l].path)) {
+      std::cerr << "note: layer " << l << " is not in the cache: NextN tensors not checked\n";
+      return std::nullopt;
+    }
     const auto sel = select_stage(pkg, LayerRange{l, l + 1});
     for (const auto& part : sel.parts) {
       if (part.role != PartRole::kLayer) continue;

@@ -188,7 +188,8 @@ struct SpeculativeResolution {
   std::map<std::string, std::string> field_sources;  // plan field -> "cli" | "model" | "defaults" | "package" | "runtime"
 };
 
-// Never throws for a bad package or setting: those are refusals.
+// Never throws for a bad package or setting: those are refusals (a
+// hand-built SpeculativeDecoding that breaks parse_manifest's rules included).
 SpeculativeResolution resolve_speculative(const SpeculativeModel& model, const LayeredSettings& settings);
 
 // Every rule the spec's table sets for the package's declared proposers and

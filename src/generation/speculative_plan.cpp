@@ -224,9 +224,20 @@ SpeculativePlan Planner::declared(const std::string& id, std::string origin) {
     if (*ref) entries.insert("proposers." + **ref);
   }
   refuse_selected_problems(entries);
-  const auto& proposers = m_.package->proposers;
+  // parse_manifest guarantees these references; a hand-built struct gets a
+  // refusal rather than an exception.
+  auto proposer = [&](const std::optional<std::string>& ref, std::initializer_list<std::string_view> types,
+                      const char* what) -> const Proposer& {
+    const auto it = ref ? m_.package->proposers.find(*ref) : m_.package->proposers.end();
+    if (it == m_.package->proposers.end() ||
+        std::find(types.begin(), types.end(), it->second.type) == types.end()) {
+      refuse("composite_shape", "strategy " + in_quotes(id) + ": " + what);
+    }
+    return it->second;
+  };
   auto fields_of = [&](const std::optional<std::string>& ref) -> const ProposerFields& {
-    return ref ? static_cast<const ProposerFields&>(proposers.at(*ref)) : static_cast<const ProposerFields&>(st);
+    if (!ref) return st;
+    return proposer(ref, {st.type}, "its proposer must be a declared proposer of the same type");
   };
   uint64_t capacity = 1;
   if (st.type == kNativeMtp) {
@@ -235,8 +246,10 @@ SpeculativePlan Planner::declared(const std::string& id, std::string origin) {
     capacity = p.native_mtp->prediction_depth;
   } else if (st.type == kComposite) {
     p.kind = PlanKind::kMtpWithNgram;
-    const Proposer& ext = proposers.at(*st.extender);
-    p.native_mtp = native_from(proposers.at(*st.primary), *st.primary);
+    const Proposer& primary = proposer(st.primary, {kNativeMtp}, "a composite primary must be a native-mtp proposer");
+    const Proposer& ext = proposer(st.extender, {kNgramCache, kNgramSuffix},
+                                   "a composite extender must be an N-gram proposer (ngram-cache or ngram-suffix)");
+    p.native_mtp = native_from(primary, *st.primary);
     p.ngram = ngram_from(ext, ext.type, *st.extender);
     ExtensionPlan e;
     const ExtensionPolicy pol = st.extension_policy.value_or(ExtensionPolicy{});
