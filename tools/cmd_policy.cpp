@@ -64,7 +64,8 @@ Command register_policy(CLI::App& app) {
   cmd->add_option("--n-tokens", a->n_tokens, "Tokens in the batch (decode: 1)")->required();
   cmd->add_option("--n-kv", a->n_kv, "Visible KV rows, the batch included")->required();
   cmd->add_option("--backend", a->backend, "reference, cpu, cuda, metal, or a backend description file");
-  cmd->add_option("--override", a->overrides, "FIELD=VALUE runtime override (repeatable), e.g. decode=dense");
+  cmd->add_option("--override", a->overrides, "FIELD=VALUE runtime override (repeatable), e.g. decode=dense")
+      ->allow_extra_args(false);  // one value per --override, so a following argument is not swallowed
   a->top_k_opt = cmd->add_option("--top-k", a->top_k, "IndexShare top-k width (default: <arch>.attention.indexer.top_k)");
   cmd->add_option("--indexshare-role", a->role, "IndexShare role of the layer: full or shared")
       ->check(CLI::IsMember({"full", "shared"}));
