@@ -32,6 +32,7 @@ declare -A owner=(
   [package_writer.h]=publish [package_validator.h]=publish
   [stage.h]=consume [verify.h]=consume [stage_view.h]=consume [materialize.h]=consume
   [plan.h]=plan
+  [policy.h]=generation [speculative.h]=generation [ngram.h]=generation
   [source.h]=source [hf_ref.h]=source [hf_cache.h]=source
   [hub.h]=hub
   [skippy.h]=capi

@@ -11,6 +11,7 @@ PKGS=(
   libssl-dev                          # SHA-256 (SHA-NI via OpenSSL), TLS
   libcurl4-openssl-dev                # HTTP for hf://
   libcli11-dev                        # command line
+  libtomlplusplus-dev                 # config.toml (speculative decoding defaults)
   libgtest-dev libgmock-dev           # tests
   libbenchmark-dev                    # benchmarks
   openssl coreutils time              # benchmark yardsticks (openssl dgst, cp, /usr/bin/time)

@@ -46,14 +46,21 @@ void expect_valid_native_mtp(const GenerationDefaults& g, uint32_t layer_count, 
   ASSERT_TRUE(g.speculative_decoding);
   const auto& sd = *g.speculative_decoding;
   EXPECT_EQ(sd.default_strategy, "mtp");
-  EXPECT_TRUE(sd.proposers.empty());
+  // New packages name the native MTP source under proposers (spec:
+  // "Speculative Decoding") and the strategy refers to it.
+  ASSERT_EQ(sd.proposers.size(), 1u);
+  const auto& p = sd.proposers.at("mtp");
+  EXPECT_EQ(p.type, "native-mtp");
+  EXPECT_EQ(p.prediction_depth, 1u);
+  ASSERT_TRUE(p.layer_indices);
+  EXPECT_EQ(*p.layer_indices, layers);
+  for (const auto l : *p.layer_indices) EXPECT_LT(l, layer_count);
   ASSERT_EQ(sd.strategies.size(), 1u);
   const auto& s = sd.strategies.at("mtp");
   EXPECT_EQ(s.type, "native-mtp");
-  EXPECT_EQ(s.prediction_depth, 1u);
-  ASSERT_TRUE(s.layer_indices);
-  EXPECT_EQ(*s.layer_indices, layers);
-  for (const auto l : *s.layer_indices) EXPECT_LT(l, layer_count);
+  EXPECT_EQ(s.proposer, "mtp");
+  EXPECT_FALSE(s.prediction_depth) << "not repeated inline";
+  EXPECT_FALSE(s.layer_indices) << "not repeated inline";
   ASSERT_TRUE(s.window_policy);
   EXPECT_EQ(s.window_policy->default_mode, "fixed");
   EXPECT_EQ(s.window_policy->initial_window, 1u);

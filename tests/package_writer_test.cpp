@@ -156,8 +156,9 @@ TEST(WritePackage, MtpDeclaredOnlyWithNextnTensors) {
   EXPECT_EQ(sd.default_strategy, "mtp");
   const auto& mtp = sd.strategies.at("mtp");
   EXPECT_EQ(mtp.type, "native-mtp");
-  EXPECT_EQ(mtp.prediction_depth, 1u);
-  EXPECT_EQ(mtp.layer_indices, (std::vector<uint32_t>{3}));
+  EXPECT_EQ(mtp.proposer, "mtp");  // the native MTP source is declared under proposers
+  EXPECT_EQ(sd.proposers.at("mtp").prediction_depth, 1u);
+  EXPECT_EQ(sd.proposers.at("mtp").layer_indices, (std::vector<uint32_t>{3}));
   EXPECT_FALSE(m.generation->policy);  // glm4moe is not glm-dsa
   ASSERT_EQ(write_pkg(data_path("llama-tiny-f16.gguf"), tmp / "llama").exit_code, 0);
   EXPECT_FALSE(load_manifest(tmp / "llama").generation);

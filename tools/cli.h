@@ -64,5 +64,7 @@ Command register_plan(CLI::App& app);
 Command register_verify(CLI::App& app);
 Command register_materialize(CLI::App& app);
 Command register_fetch(CLI::App& app);
+Command register_policy(CLI::App& app);
+Command register_speculative(CLI::App& app);
 
 }  // namespace skippy::cli

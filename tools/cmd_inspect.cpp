@@ -5,6 +5,7 @@
 #include "skippy/gguf.h"
 #include "skippy/hf_ref.h"
 #include "skippy/model_source.h"
+#include "skippy/policy.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
 
@@ -82,6 +83,9 @@ int inspect_package(const std::string& ref, bool json) {
   const auto pkg = open_package_for_cli(ref);
   (void)verify_if_required(pkg, {check_metadata_only(pkg)});  // hf://: verified before it is read
   const auto& m = pkg.manifest;
+  // Unknown policy values / an unservable default strategy are never passed over in silence.
+  const auto warnings = generation_warnings(m.generation);
+  for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
   const auto meta = GgufFile::open(pkg.root / m.shared.metadata.path);
   uint64_t tensor_count = m.shared.metadata.tensor_count + m.shared.embeddings.tensor_count + m.shared.output.tensor_count;
   uint64_t tensor_bytes = m.shared.metadata.tensor_bytes + m.shared.embeddings.tensor_bytes + m.shared.output.tensor_bytes;
@@ -119,6 +123,7 @@ int inspect_package(const std::string& ref, bool json) {
       {"layers", layers},
       {"projectors", projectors},
       {"generation", m.generation.has_value()},
+      {"warnings", warnings},
   };
   if (json) {
     print_json(j);

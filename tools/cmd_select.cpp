@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "skippy/policy.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
 
@@ -36,6 +37,8 @@ Command register_select(CLI::App& app) {
   return {cmd, [a]() {
             const auto range = parse_layer_range(a->layers);
             const auto pkg = open_package_for_cli(a->ref);
+            const auto warnings = generation_warnings(pkg.manifest.generation);
+            for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
             SelectOptions o;
             if (!a->projector.empty()) o.projector_path = a->projector;
             o.single_stage = a->single_stage;
@@ -59,7 +62,8 @@ Command register_select(CLI::App& app) {
                           {"parts", jp},
                           {"total_bytes", total},
                           {"verified", verified.has_value()},
-                          {"notes", s.notes}});
+                          {"notes", s.notes},
+                          {"warnings", warnings}});
             } else {
               std::cout << pkg.manifest.model_id << " layers " << format_layer_range(range) << " of "
                         << pkg.manifest.layer_count << ": " << parts.size() << " parts, " << human_bytes(total) << "\n";

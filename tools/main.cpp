@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
       register_verify(app),
       register_materialize(app),
       register_fetch(app),
+      register_policy(app),
+      register_speculative(app),
   };
 
   try {

@@ -207,16 +207,23 @@ MtpFinding find_native_mtp(const ModelSource& model, uint32_t layer_count) {
     evidence = "; " + key + " = " + std::to_string(n) + " agrees";
   }
   f.declare = true;
-  f.note = "native MTP declared: strategy \"mtp\" (native-mtp, prediction_depth 1, fixed window 1) on " +
+  f.note = "native MTP declared: proposer \"mtp\" (native-mtp, prediction_depth 1) and strategy \"mtp\" "
+           "(fixed window 1) on " +
            layer_list(f.layers) + ", carrying nextn.eh_proj, nextn.enorm and nextn.hnorm" + evidence;
   return f;
 }
 
+// The spec asks new packages to name the native MTP source under
+// `proposers` and reference it from the strategy, so an N-gram sidecar can
+// be added later without touching the MTP source.
 SpeculativeDecoding mtp_strategy(const std::vector<uint32_t>& layers) {
+  Proposer p;
+  p.type = std::string(kNativeMtp);
+  p.prediction_depth = 1;
+  p.layer_indices = layers;
   Strategy s;
   s.type = std::string(kNativeMtp);
-  s.prediction_depth = 1;
-  s.layer_indices = layers;
+  s.proposer = "mtp";
   WindowPolicy w;
   w.default_mode = "fixed";
   w.initial_window = 1;
@@ -226,6 +233,7 @@ SpeculativeDecoding mtp_strategy(const std::vector<uint32_t>& layers) {
   s.window_policy = std::move(w);
   SpeculativeDecoding sd;
   sd.default_strategy = "mtp";
+  sd.proposers.emplace("mtp", std::move(p));
   sd.strategies.emplace("mtp", std::move(s));
   return sd;
 }

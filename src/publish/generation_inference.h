@@ -21,8 +21,9 @@ struct GenerationInference {
   std::vector<std::string> notes;
 };
 
-// - Native MTP: declared (strategy "mtp", type native-mtp, prediction_depth
-//   1, layer_indices, window_policy fixed 1) only when every layer that
+// - Native MTP: declared (proposer "mtp": native-mtp, prediction_depth 1,
+//   layer_indices; strategy "mtp": native-mtp referring to that proposer,
+//   window_policy fixed 1; default "mtp") only when every layer that
 //   carries blk.N.nextn.* tensors has the required prediction tensors
 //   (nextn.eh_proj, nextn.enorm, nextn.hnorm) and agrees with
 //   <arch>.nextn_predict_layers when that key exists.

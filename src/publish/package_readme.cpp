@@ -44,8 +44,18 @@ std::string package_readme(const PackageManifest& m, const std::string& manifest
   if (policy && policy->profile) o << "- Execution policy profile: `" << *policy->profile << "`\n";
   if (spec) {
     if (spec->default_strategy) o << "- Default speculative strategy: `" << *spec->default_strategy << "`\n";
+    for (const auto& [id, pr] : spec->proposers) {
+      o << "- Proposer `" << id << "`: type `" << pr.type << "`";
+      if (pr.prediction_depth) o << ", prediction depth " << *pr.prediction_depth;
+      if (pr.layer_indices) {
+        o << ", layers";
+        for (auto l : *pr.layer_indices) o << " " << l;
+      }
+      o << "\n";
+    }
     for (const auto& [id, st] : spec->strategies) {
       o << "- Strategy `" << id << "`: type `" << st.type << "`";
+      if (st.proposer) o << ", proposer `" << *st.proposer << "`";
       if (st.prediction_depth) o << ", prediction depth " << *st.prediction_depth;
       if (st.layer_indices) {
         o << ", layers";

@@ -1,0 +1,198 @@
+// speculative: the speculative-decoding plan for a package (or a direct
+// GGUF) under the operator's settings, or the rule that refuses it (spec:
+// "Speculative Decoding").
+#include <filesystem>
+#include <iostream>
+
+#include "cli.h"
+#include "skippy/gguf.h"
+#include "skippy/model_source.h"
+#include "skippy/policy.h"
+#include "skippy/speculative.h"
+#include "skippy/stage.h"
+#include "skippy/verify.h"
+
+namespace skippy::cli {
+namespace {
+
+constexpr std::string_view kNextnTensors[] = {"nextn.eh_proj.weight", "nextn.enorm.weight", "nextn.hnorm.weight"};
+
+struct IntFlag {
+  const char* flag;
+  const char* help;
+  std::optional<uint64_t> SpeculativeSettings::*member;
+  uint64_t value = 0;
+  CLI::Option* opt = nullptr;
+};
+
+struct SpeculativeArgs {
+  std::string target, strategy, config, model, ngram_proposer;
+  bool json = false;
+  std::vector<IntFlag> ints = {
+      {"--ngram-min", "Shortest historical match", &SpeculativeSettings::ngram_min},
+      {"--ngram-max", "Longest historical match", &SpeculativeSettings::ngram_max},
+      {"--ngram-max-proposal-tokens", "N-gram output budget", &SpeculativeSettings::ngram_max_proposal_tokens},
+      {"--extension-initial-tokens", "Composite tail to start with", &SpeculativeSettings::extension_initial_tokens},
+      {"--extension-max-tokens", "Composite tail bound", &SpeculativeSettings::extension_max_tokens},
+      {"--extension-tail-backoff-proposals", "Proposals without a tail after an unhelpful one",
+       &SpeculativeSettings::extension_tail_backoff_proposals},
+      {"--native-mtp-reject-cooldown-tokens", "Native MTP cooldown after a rejection",
+       &SpeculativeSettings::native_mtp_reject_cooldown_tokens},
+      {"--verify-window-min-tokens", "VerifyWindow minimum", &SpeculativeSettings::verify_window_min_tokens},
+      {"--verify-window-max-tokens", "VerifyWindow maximum", &SpeculativeSettings::verify_window_max_tokens},
+      {"--verify-window-pipeline-depth", "In-flight VerifyWindows per request",
+       &SpeculativeSettings::verify_window_pipeline_depth},
+  };
+};
+
+bool has_nextn(auto find_tensor, uint32_t layer) {
+  for (const auto s : kNextnTensors) {
+    if (!find_tensor("blk." + std::to_string(layer) + "." + std::string(s))) return false;
+  }
+  return true;
+}
+
+// The package layers its native-mtp proposers and strategies name, opened
+// (consumer-validated, verified when required) to see which hold NextN
+// tensors. An hf:// package's layer that is not in the cache yet is not
+// downloaded for this: the check is then skipped (nullopt), and the plan says so.
+std::optional<std::set<uint32_t>> package_nextn_layers(const OpenedPackage& pkg) {
+  std::set<uint32_t> named;
+  const auto& gen = pkg.manifest.generation;
+  if (gen && gen->speculative_decoding) {
+    const auto& sd = *gen->speculative_decoding;
+    auto add = [&](const ProposerFields& f) {
+      if (f.layer_indices) named.insert(f.layer_indices->begin(), f.layer_indices->end());
+    };
+    for (const auto& [id, p] : sd.proposers) add(p);
+    for (const auto& [id, s] : sd.strategies) add(s);
+  }
+  std::set<uint32_t> found;
+  for (const uint32_t l : named) {
+    if (pkg.source && !std::filesystem::exists(pkg.root / pkg.manifest.layers[l].path)) {
+      std::cerr << "note: layer " << l << " is not in the cache: NextN tensors not checked\n";
+      return std::nullopt;
+    }
+    const auto sel = select_stage(pkg, LayerRange{l, l + 1});
+    for (const auto& part : sel.parts) {
+      if (part.role != PartRole::kLayer) continue;
+      (void)verify_if_required(pkg, {part});
+      const auto f = GgufFile::open(part.path);
+      if (has_nextn([&](const std::string& n) { return f.find_tensor(n) != nullptr; }, l)) found.insert(l);
+    }
+  }
+  return found;
+}
+
+void print_human(const SpeculativeResolution& r) {
+  auto& o = std::cout;
+  if (!r.plan) return;
+  const SpeculativePlan& p = *r.plan;
+  o << "strategy        " << p.strategy << " (" << plan_kind_name(p.kind) << ", " << p.origin << ")\n";
+  if (p.native_mtp) {
+    o << "native MTP      proposer " << p.native_mtp->proposer << ", depth " << p.native_mtp->prediction_depth
+      << ", layers";
+    for (const auto l : p.native_mtp->layer_indices) o << " " << l;
+    o << "\n";
+  }
+  if (p.ngram) {
+    o << "n-gram          " << p.ngram->type << " (" << p.ngram->proposer << "): match " << p.ngram->ngram_min << ".."
+      << p.ngram->ngram_max << ", up to " << p.ngram->max_proposal_tokens << " tokens, history "
+      << p.ngram->history_scope << "\n";
+  }
+  if (p.extension) {
+    o << "extension       tail " << p.extension->initial_tokens << " -> " << p.extension->max_tokens << " tokens, backoff "
+      << p.extension->tail_backoff_proposals << " proposals\n";
+  }
+  if (p.verify_window) {
+    o << "verify window   " << p.verify_window->min_tokens << ".." << p.verify_window->max_tokens
+      << " tokens, pipeline depth " << p.verify_window->pipeline_depth << "\n";
+  }
+}
+
+}  // namespace
+
+Command register_speculative(CLI::App& app) {
+  auto* cmd = app.add_subcommand("speculative", "The resolved speculative-decoding plan, or why it was refused");
+  cmd->footer(
+      "Examples:\n"
+      "  skippy-model-package speculative ./model-package --json\n"
+      "  skippy-model-package speculative ./model-package --strategy mtp-cache --config config.toml\n"
+      "  skippy-model-package speculative model.gguf --strategy ngram-suffix --ngram-min 4 --ngram-max 32\n"
+      "--strategy: auto (package default, else disabled), mtp, disabled, a strategy the package declares,\n"
+      "native-mtp-n1 (= mtp); for a direct GGUF also ngram-cache / ngram-suffix with --ngram-min/--ngram-max.\n"
+      "Each setting comes from its flag, else the [[models]] entry of --model (default: the package's\n"
+      "model_id) in --config, else [defaults.speculative]. Settings tighten package bounds, never widen them.\n"
+      "A refusal exits 1 and names the rule.");
+  auto a = std::make_shared<SpeculativeArgs>();
+  cmd->add_option("target", a->target, "Package directory (or hf://ns/repo[@rev]), or a GGUF for direct operation")
+      ->required();
+  cmd->add_option("--strategy", a->strategy, "auto, mtp, disabled, native-mtp-n1, a package strategy id, ...");
+  cmd->add_option("--config", a->config, "config.toml with [defaults.speculative] and [[models]]");
+  cmd->add_option("--model", a->model, "The [[models]] entry to use (default: the package's model_id)");
+  cmd->add_option("--ngram-proposer", a->ngram_proposer, "cache or suffix")->check(CLI::IsMember({"cache", "suffix"}));
+  for (auto& f : a->ints) f.opt = cmd->add_option(f.flag, f.value, f.help);
+  cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
+  return {cmd, [a]() {
+              SpeculativeSettings flags;
+              if (!a->strategy.empty()) flags.strategy = a->strategy;
+              if (!a->ngram_proposer.empty()) flags.ngram_proposer = a->ngram_proposer;
+              for (const auto& f : a->ints) {
+                if (f.opt->count() > 0) flags.*(f.member) = f.value;
+              }
+              OperatorConfig cfg;
+              if (!a->config.empty()) cfg = load_operator_config(a->config);
+              for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
+
+              SpeculativeModel model;
+              std::optional<OpenedPackage> pkg;
+              std::string model_id = a->model;
+              const bool gguf = std::filesystem::is_regular_file(a->target);
+              if (gguf) {
+                const auto src = ModelSource::open(a->target);
+                model.direct_gguf = true;
+                model.layer_count = src.layer_count();
+                std::set<uint32_t> nextn;
+                for (uint32_t l = 0; l < model.layer_count; ++l) {
+                  if (has_nextn([&](const std::string& n) { return src.find_tensor(n) != nullptr; }, l)) nextn.insert(l);
+                }
+                model.nextn_layers = std::move(nextn);
+              } else {
+                pkg = open_package_for_cli(a->target);
+                const auto& gen = pkg->manifest.generation;
+                for (const auto& w : generation_warnings(gen)) std::cerr << "warning: " << w << "\n";
+                if (gen && gen->speculative_decoding) model.package = &*gen->speculative_decoding;
+                model.layer_count = pkg->manifest.layer_count;
+                model.nextn_layers = package_nextn_layers(*pkg);
+                if (model_id.empty()) model_id = pkg->manifest.model_id;
+              }
+              const SpeculativeSettings* entry = nullptr;
+              if (auto it = cfg.models.find(model_id); it != cfg.models.end()) entry = &it->second;
+              if (!a->model.empty() && !entry && !a->config.empty()) {
+                std::cerr << "warning: " << a->config << ": no [[models]] entry for \"" << a->model
+                          << "\": global defaults only\n";
+              }
+              const auto r = resolve_speculative(model, layer_settings(flags, entry, cfg.defaults));
+              for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
+              for (const auto& n : r.notes) std::cerr << "note: " << n << "\n";
+              if (a->json) {
+                auto doc = speculative_resolution_json(r);
+                doc["target"] = a->target;
+                doc["model"] = model_id.empty() ? nlohmann::json() : nlohmann::json(model_id);
+                if (r.refusal) {
+                  doc["error"] = {{"kind", "refused"}, {"rule", r.refusal->rule}, {"message", r.refusal->message}};
+                }
+                print_json(doc);
+              } else {
+                print_human(r);
+              }
+              if (r.refusal) {
+                std::cerr << "error: speculative decoding refused (rule " << r.refusal->rule << "): "
+                          << r.refusal->message << "\n";
+                return kExitInvalid;
+              }
+              return kExitOk;
+          }};
+}
+
+}  // namespace skippy::cli
