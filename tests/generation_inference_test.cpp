@@ -28,9 +28,12 @@ using test::TempDir;
 
 GenerationInference infer(const ModelSource& m) { return infer_generation(m, m.layer_count()); }
 
+// Notes and details alike (details: why nothing was declared).
 bool any_note_contains(const GenerationInference& r, const std::string& text) {
-  for (const auto& n : r.notes) {
-    if (n.find(text) != std::string::npos) return true;
+  for (const auto* list : {&r.notes, &r.details}) {
+    for (const auto& n : *list) {
+      if (n.find(text) != std::string::npos) return true;
+    }
   }
   return false;
 }
@@ -38,6 +41,7 @@ bool any_note_contains(const GenerationInference& r, const std::string& text) {
 std::string all_notes(const GenerationInference& r) {
   std::string s;
   for (const auto& n : r.notes) s += n + "\n";
+  for (const auto& n : r.details) s += "(detail) " + n + "\n";
   return s;
 }
 
@@ -147,7 +151,8 @@ TEST(GenerationInferenceFixtures, Glm4moeNextnLayer3DeclaresNativeMtp) {
   EXPECT_TRUE(any_note_contains(r, "native MTP declared")) << all_notes(r);
   EXPECT_TRUE(any_note_contains(r, "glm4moe.nextn_predict_layers = 1 agrees")) << all_notes(r);
   EXPECT_TRUE(any_note_contains(r, "no execution policy declared")) << all_notes(r);
-  EXPECT_EQ(r.notes.size(), 2u) << "one line per decision";
+  EXPECT_EQ(r.notes.size(), 1u) << "one line per decision";
+  EXPECT_EQ(r.details, std::vector<std::string>{r.details.at(0)}) << "no profile for glm4moe: a detail, not a note";
   expect_manifest_round_trip(*r.generation, 4);
 }
 
@@ -158,6 +163,7 @@ TEST(GenerationInferenceFixtures, ModelsWithoutNextnDeclareNothing) {
     const auto r = infer(m);
     EXPECT_FALSE(r.generation);
     EXPECT_TRUE(any_note_contains(r, "no NextN/MTP tensors: no speculative decoding declared")) << all_notes(r);
+    EXPECT_TRUE(r.notes.empty()) << "nothing worth a README line: " << all_notes(r);
   }
 }
 

@@ -20,12 +20,20 @@ Command register_write_package(CLI::App& app) {
       "  skippy-model-package write-package org/Model-GGUF:Q4_K_M --out-dir model-package/\n"
       "      (the Hub's GGUF file(s) whose names carry that tag, every shard, fetched into the Hugging Face\n"
       "       cache; --source-revision picks a revision other than main; provenance comes from the Hub)\n"
-      "A local source needs --model-id, --source-revision and --source-file (the spec's provenance rule).\n"
+      "A local source needs its provenance (the spec's rule), all three checked before anything is written:\n"
+      "  --model-id ID          the model coordinate the package is named after, org/repo:DISTRIBUTION\n"
+      "                         (e.g. Qwen/Qwen3-8B-GGUF:Q4_K_M), not a file name\n"
+      "  --source-revision REV  the commit of that repository the file came from\n"
+      "  --source-file NAME     the file's path in that repository (the first shard of a split model)\n"
+      "A Hub source takes all three from the Hub (only --source-revision may pick the revision).\n"
+      "--validate runs validate-package on the result before the manifest is written and records the outcome\n"
+      "in the package README; without it the README says how to validate. Rerunning into the directory of an\n"
+      "interrupted run finishes the job without --force.\n"
       "Reproducible: the same source and flags give identical fragments; SOURCE_DATE_EPOCH sets created_at.");
   struct Args {
     std::string source, out_dir, model_id, revision, source_file;
     std::vector<std::string> projectors;
-    bool force = false, json = false;
+    bool force = false, json = false, validate = false, verbose = false;
     unsigned threads = 2;
   };
   auto a = std::make_shared<Args>();
@@ -36,6 +44,8 @@ Command register_write_package(CLI::App& app) {
   cmd->add_option("--source-file", a->source_file, "Source file name in its repository");
   cmd->add_option("--projector", a->projectors, "Multimodal projector GGUF to include (repeatable)");
   cmd->add_flag("--force", a->force, "Replace the package in a non-empty --out-dir");
+  cmd->add_flag("--validate", a->validate, "Validate the package against the source before committing its manifest");
+  cmd->add_flag("--verbose", a->verbose, "Also say why nothing was declared (generation defaults)");
   cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(CLI::Range(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a]() {
@@ -49,6 +59,7 @@ Command register_write_package(CLI::App& app) {
             for (const auto& p : a->projectors) o.projectors.emplace_back(p);
             o.force = a->force;
             o.threads = a->threads;
+            o.validate = a->validate;
             Progress progress("write-package");
             o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
             const auto r = write_package(o);
@@ -58,12 +69,20 @@ Command register_write_package(CLI::App& app) {
                           {"layer_count", r.manifest.layer_count},
                           {"artifact_count", r.artifact_count},
                           {"model_id", r.manifest.model_id},
-                          {"notes", r.notes}});
+                          {"validated", r.validated},
+                          {"notes", r.notes},
+                          {"details", r.details}});
             } else {
               std::cout << "wrote " << r.package_dir.string() << ": " << r.manifest.layer_count << " layers, "
                         << r.artifact_count << " artifacts\n"
-                        << "manifest sha256 " << r.manifest_sha256 << "\n";
+                        << "manifest sha256 " << r.manifest_sha256 << "\n"
+                        << (r.validated ? "validated against the source: valid\n"
+                                        : "not validated; before publishing run: skippy-model-package validate-package " +
+                                              a->source + " " + a->out_dir + "\n");
               for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
+              if (a->verbose) {
+                for (const auto& n : r.details) std::cout << "note: " << n << "\n";
+              }
             }
             return kExitOk;
           }};

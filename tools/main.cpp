@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "skippy/error.h"
+#include "skippy/version.h"
 
 int main(int argc, char** argv) {
   using namespace skippy::cli;
@@ -17,7 +18,7 @@ int main(int argc, char** argv) {
   CLI::App app{"skippy-model-package: layer packages for GGUF models (Layer Package Repository spec, schema 1)",
                "skippy-model-package"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "skippy-model-package " SKIPPY_VERSION);
+  app.set_version_flag("--version", "skippy-model-package " + std::string(skippy::library_version()));
   const std::vector<Command> commands = {
       register_inspect(app),
       register_write_package(app),

@@ -7,8 +7,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "skippy/manifest.h"
 
 namespace skippy {
 
@@ -24,6 +27,9 @@ struct ValidationReport {
 struct ValidateOptions {
   unsigned threads = 2;
   std::function<void(uint64_t, uint64_t)> on_progress;  // (bytes done, bytes total)
+  // Check against this manifest instead of the package's model-package.json
+  // (write-package --validate, before the manifest is committed).
+  std::optional<PackageManifest> manifest;
 };
 
 // Problems are reported in the result, not thrown; throws only when the

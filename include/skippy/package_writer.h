@@ -43,7 +43,12 @@ struct WritePackageOptions {
   bool force = false;                    // allow a non-empty out_dir
   std::optional<int64_t> created_at_unix_secs;  // default: SOURCE_DATE_EPOCH, else now
   unsigned threads = 2;
-  // Progress: (bytes done, bytes total) over all source and projector bytes.
+  // Run validate-package on the written package before the manifest is
+  // committed; a failure throws Error(kIntegrity) listing the problems and
+  // leaves no manifest. The README records the result.
+  bool validate = false;
+  // Progress: (bytes done, bytes total) over all source and projector bytes
+  // (and, with validate, the validation's bytes after them).
   std::function<void(uint64_t, uint64_t)> on_progress;
 };
 
@@ -52,7 +57,9 @@ struct WritePackageResult {
   std::string manifest_sha256;
   PackageManifest manifest;
   size_t artifact_count = 0;   // fragments + projectors
-  std::vector<std::string> notes;  // decisions worth telling a person (generation inference, ...)
+  std::vector<std::string> notes;    // decisions worth telling a person (generation inference, ...)
+  std::vector<std::string> details;  // why nothing was declared (for --verbose)
+  bool validated = false;          // validate ran and passed
 };
 
 // Throws Error naming the file and problem; on failure no file appears under

@@ -15,6 +15,7 @@
 #include "skippy/source.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
+#include "skippy/version.h"
 
 struct skippy_package {
   skippy::OpenedPackage pkg;
@@ -79,7 +80,7 @@ const char* or_empty(const skippy_package* p, const std::string skippy::SourceMo
 
 extern "C" {
 
-const char* skippy_version(void) { return SKIPPY_VERSION; }
+const char* skippy_version(void) { return skippy::library_version().data(); }  // a literal: NUL-terminated
 
 const char* skippy_runtime_abi_version(void) {
   static const std::string v = skippy::format_abi_version(skippy::kRuntimeAbiVersion);

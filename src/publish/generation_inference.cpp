@@ -468,7 +468,7 @@ GenerationInference infer_generation(const ModelSource& model, uint32_t layer_co
   bool any = false;
 
   const MtpFinding mtp = find_native_mtp(model, layer_count);
-  out.notes.push_back(mtp.note);
+  (mtp.declare || !mtp.layers.empty() ? out.notes : out.details).push_back(mtp.note);
   if (mtp.declare) {
     gen.speculative_decoding = mtp_strategy(mtp.layers);
     any = true;
@@ -484,8 +484,8 @@ GenerationInference infer_generation(const ModelSource& model, uint32_t layer_co
       any = true;
     }
   } else {
-    out.notes.push_back("no execution policy declared: no known profile for architecture \"" + std::string(arch) +
-                        "\" (" + std::string(kDsaProfile) + " is for " + std::string(kDsaArch) + ")");
+    out.details.push_back("no execution policy declared: no known profile for architecture \"" + std::string(arch) +
+                          "\" (" + std::string(kDsaProfile) + " is for " + std::string(kDsaArch) + ")");
   }
 
   if (any) out.generation = std::move(gen);

@@ -16,9 +16,14 @@ namespace skippy::detail {
 struct GenerationInference {
   // nullopt: declare no `generation` object.
   std::optional<GenerationDefaults> generation;
-  // One line per decision, for the writer's output and the package README:
-  // what was declared and from which evidence, or why nothing was.
+  // One line per decision that matters to a reader of the package (its
+  // README, the writer's output): what was declared and from which evidence,
+  // warnings, and why a declaration a model looked eligible for was withheld.
   std::vector<std::string> notes;
+  // Why nothing was declared for a model that never could have been (no
+  // NextN tensors, an architecture without a known profile): shown with
+  // --verbose only, never in the README.
+  std::vector<std::string> details;
 };
 
 // - Native MTP: declared (proposer "mtp": native-mtp, prediction_depth 1,

@@ -5,7 +5,7 @@
 namespace skippy::detail {
 
 std::string package_readme(const PackageManifest& m, const std::string& manifest_sha256,
-                           const std::vector<std::string>& notes) {
+                           const std::vector<std::string>& notes, const std::optional<ReadmeValidation>& validation) {
   std::ostringstream o;
   const auto& s = m.source_model;
   o << "# " << m.model_id << " — layer package\n\n";
@@ -69,10 +69,20 @@ std::string package_readme(const PackageManifest& m, const std::string& manifest
     for (const auto& n : notes) o << "- " << n << "\n";
   }
   o << "\n## Validation\n\n";
-  o << "Checked against the source model with:\n\n";
-  o << "```\nskippy-model-package validate-package " << s.primary_file << " <this package>\n```\n\n";
-  o << "It recomputes the SHA-256 and size of every source file and artifact and checks that every source "
-       "tensor appears in exactly one fragment, byte-identical. Exit status 0 (`\"valid\": true`) is a pass.\n";
+  const std::string command = "skippy-model-package validate-package " + s.primary_file + " <this package>";
+  if (validation) {
+    o << "Validated against the source model when it was written (" << validation->tool
+      << ", `write-package --validate`): valid, " << validation->artifacts << " artifacts and " << validation->tensors
+      << " tensors checked. The check recomputes the SHA-256 and size of every source file and artifact, checks that "
+         "every source tensor appears in exactly one fragment, byte-identical, and compares every fragment's metadata "
+         "with the source's. To repeat it:\n\n";
+  } else {
+    o << "Not validated by the writer. Before publishing, check it against the source model:\n\n";
+  }
+  o << "```\n" << command << "\n```\n\n";
+  o << "It recomputes the SHA-256 and size of every source file and artifact, checks that every source tensor "
+       "appears in exactly one fragment, byte-identical, and compares every fragment's metadata with the source's. "
+       "Exit status 0 (`\"valid\": true`) is a pass.\n";
   return o.str();
 }
 

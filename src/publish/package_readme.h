@@ -1,6 +1,8 @@
 // The README.md a published package carries (spec: "Publishing Rules").
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,11 +10,21 @@
 
 namespace skippy::detail {
 
+// What validate-package said when write-package ran it (--validate).
+struct ReadmeValidation {
+  uint64_t artifacts = 0;
+  uint64_t tensors = 0;
+  std::string tool;  // "skippy-model-package 0.2.0"
+};
+
 // Every item the spec lists: source coordinate and revision, source files
 // and checksums, manifest checksum, projectors, layer count and activation
-// width, ABI, generation defaults, the validation command, and the writer's
-// notes (model-family certification, inferred policy).
+// width, ABI, generation defaults, the validation command and its result,
+// and the writer's notes (model-family certification, inferred policy).
+// The README says the package was validated only when `validation` is
+// given (write-package ran the validation and it passed); otherwise it
+// gives the command to run.
 std::string package_readme(const PackageManifest& m, const std::string& manifest_sha256,
-                           const std::vector<std::string>& notes);
+                           const std::vector<std::string>& notes, const std::optional<ReadmeValidation>& validation);
 
 }  // namespace skippy::detail

@@ -366,11 +366,15 @@ ValidationReport validate_package(const fs::path& source, const fs::path& packag
   ValidationReport r;
   PackageManifest m;
   const auto manifest_path = package_dir / std::string(kManifestFileName);
-  try {
-    m = parse_manifest(read_small_file(manifest_path, kManifestMaxBytes), manifest_path.string());
-  } catch (const Error& e) {
-    r.problems.push_back(e.what());
-    return r;
+  if (opt.manifest) {
+    m = *opt.manifest;
+  } else {
+    try {
+      m = parse_manifest(read_small_file(manifest_path, kManifestMaxBytes), manifest_path.string());
+    } catch (const Error& e) {
+      r.problems.push_back(e.what());
+      return r;
+    }
   }
   std::optional<ModelSource> model;
   try {

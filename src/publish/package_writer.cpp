@@ -18,7 +18,9 @@
 #include "skippy/gguf_writer.h"
 #include "skippy/model_source.h"
 #include "skippy/package_layout.h"
+#include "skippy/package_validator.h"
 #include "skippy/sha256.h"
+#include "skippy/version.h"
 #include "publish/split_stream.h"
 
 namespace skippy {
@@ -342,13 +344,35 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   m.projectors.clear();
   for (const auto& p : projectors) m.projectors.push_back(copy_projector(p, opt.out_dir, on_bytes));
 
+  std::optional<detail::ReadmeValidation> validation;
+  if (opt.validate) {
+    ValidateOptions vo;
+    vo.threads = opt.threads;
+    vo.manifest = m;
+    const uint64_t written = done;
+    vo.on_progress = [&](uint64_t d, uint64_t t) {
+      if (opt.on_progress) opt.on_progress(written + d, written + t);
+    };
+    const auto report = validate_package(opt.source, opt.out_dir, vo);
+    if (!report.valid) {
+      std::string msg = opt.out_dir.string() + ": validation failed, so no manifest was written (" +
+                        std::to_string(report.problems.size()) + " problem(s)):";
+      for (const auto& p : report.problems) msg += "\n  " + p;
+      throw_integrity(msg);
+    }
+    validation = detail::ReadmeValidation{report.artifacts_checked, report.tensors_checked,
+                                          "skippy-model-package " + std::string(library_version())};
+  }
+
   const std::string manifest_text = serialize_manifest(m);
   WritePackageResult r;
+  r.validated = validation.has_value();
   r.package_dir = opt.out_dir;
   r.manifest_sha256 = sha256_hex(manifest_text);
   r.artifact_count = frags.size() + m.projectors.size();
   r.notes = generation.notes;
-  write_file_atomic(opt.out_dir / std::string(kPackageReadme), detail::package_readme(m, r.manifest_sha256, r.notes));
+  r.details = generation.details;
+  write_file_atomic(opt.out_dir / std::string(kPackageReadme), detail::package_readme(m, r.manifest_sha256, r.notes, validation));
   // The manifest goes last: its presence means the package is complete.
   write_file_atomic(opt.out_dir / std::string(kManifestFileName), manifest_text);
   std::error_code ec;
