@@ -41,6 +41,10 @@ nlohmann::json summary_json(const std::string& file, const ModelSummary& s) {
         {"globals", totals_json(s.globals)},
         {"layers", layers}}},
       {"quantization_types", types},
+      {"experts", s.expert_count ? nlohmann::json{{"count", *s.expert_count},
+                                                  {"used_per_token", s.expert_used_count ? nlohmann::json(*s.expert_used_count) : nlohmann::json()},
+                                                  {"shared", s.expert_shared_count ? nlohmann::json(*s.expert_shared_count) : nlohmann::json()}}
+                                 : nlohmann::json()},
   };
   if (!s.shards.empty()) j["shards"] = s.shards;
   return j;
@@ -52,6 +56,12 @@ void print_human(const std::string& file, const ModelSummary& s) {
   o << "  architecture      " << (s.architecture.empty() ? "(none)" : s.architecture) << "\n";
   o << "  layers            " << s.layer_count << "\n";
   o << "  activation width  " << (s.activation_width ? std::to_string(*s.activation_width) : "(unknown)") << "\n";
+  if (s.expert_count) {
+    o << "  experts           " << *s.expert_count << " per MoE layer";
+    if (s.expert_used_count) o << ", " << *s.expert_used_count << " used per token";
+    if (s.expert_shared_count) o << ", " << *s.expert_shared_count << " shared";
+    o << "\n";
+  }
   o << "  tensors           " << s.tensor_count << " (" << human_bytes(s.tensor_bytes) << ")\n";
   o << "  GGUF              v" << s.gguf_version << ", alignment " << s.alignment << ", "
     << human_bytes(s.file_bytes) << " on disk\n";

@@ -88,6 +88,8 @@ Command register_plan(CLI::App& app) {
       "Each stage loads shared/metadata.gguf, its layers, shared/embeddings.gguf when it is the first\n"
       "(and the last, when the output is tied to the embeddings) and shared/output.gguf when it is the\n"
       "last; the plan minimizes the largest stage (with --budgets: the fullest relative to its budget).\n"
+      "Stage bytes are artifact bytes: what the stage downloads and keeps on disk, and the weights it maps\n"
+      "into memory when it loads its parts directly (KV cache and activations come on top).\n"
       "SIZE: bytes, or a number (fractions allowed) with K, M, G, T or KiB, MiB, GiB, TiB (powers of\n"
       "1024) or KB, MB, GB, TB (powers of 1000): 512M, 1.5GiB, 8GB.\n"
       "Exit 1 when the package is invalid, N exceeds the layer count, or no plan fits the budgets\n"
@@ -106,7 +108,9 @@ Command register_plan(CLI::App& app) {
   cmd->add_option("--stages", a->stages, "Number of stages (1..layer_count)")
       ->required()
       ->check(CLI::Range(1u, 1000000u));
-  auto* max_opt = cmd->add_option("--max-bytes", a->max_bytes, "Byte budget of every stage (SIZE)");
+  auto* max_opt = cmd->add_option("--max-bytes", a->max_bytes,
+                                  "Byte budget of every stage (SIZE): artifact bytes the stage downloads and maps "
+                                  "(disk, and the weights in memory when loaded directly; not KV cache or activations)");
   auto* budgets_opt = cmd->add_option("--budgets", a->budgets, "One byte budget per stage, in stage order: S1,S2,...")
                           ->delimiter(',');
   max_opt->excludes(budgets_opt);

@@ -82,6 +82,9 @@ struct ModelSummary {
   std::vector<RoleTotals> layers;              // index = layer
   std::map<std::string, RoleTotals> by_type;   // ggml type name -> totals
   std::vector<std::string> shards;             // file names, in order (empty unless split)
+  // Mixture of experts: <arch>.expert_count and <arch>.expert_used_count
+  // (nullopt for a dense model), and <arch>.expert_shared_count when present.
+  std::optional<uint64_t> expert_count, expert_used_count, expert_shared_count;
 };
 ModelSummary summarize(const ModelSource& model);
 

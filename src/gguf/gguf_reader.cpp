@@ -168,8 +168,8 @@ void skip_array_body(Cursor& c, const GgufLimits& limits, uint32_t depth) {
   }
   if (const size_t sz = gguf_scalar_size(elem); sz != 0) {
     if (count > c.remaining() / sz) {
-      c.fail(count_at, "array of " + std::to_string(count) + " " + std::string(gguf_type_name(elem)) +
-                           " runs past the end of the file");
+      c.fail(count_at, "truncated (or a corrupt count): array of " + std::to_string(count) + " " +
+                           std::string(gguf_type_name(elem)) + " runs past the end of the file");
     }
     const auto data = c.take(count * sz, "array data");
     if (elem == GgufType::kBool) {
@@ -185,8 +185,9 @@ void skip_array_body(Cursor& c, const GgufLimits& limits, uint32_t depth) {
   // counts before walking them.
   const uint64_t min_elem = elem == GgufType::kString ? 8 : 12;
   if (count > c.remaining() / min_elem) {
-    c.fail(count_at, "array of " + std::to_string(count) + " " + std::string(gguf_type_name(elem)) +
-                         " cannot fit in the " + std::to_string(c.remaining()) + " bytes that remain");
+    c.fail(count_at, "truncated (or a corrupt count): array of " + std::to_string(count) + " " +
+                         std::string(gguf_type_name(elem)) + " cannot fit in the " + std::to_string(c.remaining()) +
+                         " bytes that remain");
   }
   for (uint64_t i = 0; i < count; ++i) skip_value(c, elem, limits, depth + 1);
 }
@@ -452,14 +453,14 @@ void GgufFile::parse_all(const GgufLimits& limits) {
   data_offset_ = align_up(header_end_, alignment_, &overflow);
   if (overflow) c.fail(header_end_, "data section offset overflows");
   if (!tensors_.empty() && data_offset_ > bytes_.size()) {
-    c.fail(header_end_, "file ends before the data section (needs " + std::to_string(data_offset_) + " bytes, has " +
+    c.fail(header_end_, "truncated: the file ends before the data section (needs " + std::to_string(data_offset_) + " bytes, has " +
                             std::to_string(bytes_.size()) + ")");
   }
   const uint64_t data_size = bytes_.size() > data_offset_ ? bytes_.size() - data_offset_ : 0;
   for (auto& t : tensors_) {
     if (t.offset > data_size || t.bytes > data_size - t.offset) {
       c.fail(t.info_offset, "tensor '" + std::string(t.name) + "' data [" + std::to_string(t.offset) + ", +" +
-                                std::to_string(t.bytes) + ") runs past the end of the file (data section holds " +
+                                std::to_string(t.bytes) + ") runs past the end of the file: truncated? (data section holds " +
                                 std::to_string(data_size) + " bytes)");
     }
     t.file_offset = data_offset_ + t.offset;

@@ -155,6 +155,11 @@ ModelSummary summarize(const ModelSource& model) {
   s.architecture = std::string(model.architecture());
   s.activation_width = model.activation_width();
   s.gguf_version = p.version();
+  const std::string arch(model.architecture());
+  s.expert_count = p.get_uint(arch + ".expert_count");
+  s.expert_used_count = p.get_uint(arch + ".expert_used_count");
+  s.expert_shared_count = p.get_uint(arch + ".expert_shared_count");
+  if (s.expert_count == 0) s.expert_count.reset();
   s.alignment = p.alignment();
   uint32_t layers = 0;
   if (const auto bc = p.block_count(); bc && *bc <= 100000) layers = static_cast<uint32_t>(*bc);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -69,7 +70,11 @@ std::string describe(const GgufValue& v) {
   if (auto t = v.as_string()) return s + " \"" + std::string(t->substr(0, 60)) + (t->size() > 60 ? "...\"" : "\"");
   if (auto u = v.as_uint()) return s + " " + std::to_string(*u);
   if (auto i = v.as_int()) return s + " " + std::to_string(*i);
-  if (auto f = v.as_float()) return s + " " + std::to_string(*f);
+  if (auto f = v.as_float()) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " %.9g", *f);  // enough digits to tell two f32 apart
+    return s + buf;
+  }
   if (auto b = v.as_bool()) return s + (*b ? " true" : " false");
   return s;
 }

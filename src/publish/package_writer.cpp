@@ -228,6 +228,10 @@ SourceModel source_identity(const WritePackageOptions& opt, const ModelSource& m
   if (paths.empty()) {
     if (shards.size() == 1) {
       paths.push_back(p.primary_file);
+    } else if (const auto split = parse_split_name(p.primary_file); split && split->count == shards.size()) {
+      // --source-file names the first shard in the repository: the others
+      // are its siblings, whatever the local copies are called.
+      for (uint32_t i = 1; i <= split->count; ++i) paths.push_back(split_path(split->prefix, i, split->count).generic_string());
     } else {
       const auto dir = fs::path(p.primary_file).parent_path();
       for (const auto& f : shards) paths.push_back((dir / f.path().filename()).generic_string());
