@@ -627,6 +627,7 @@ TEST_F(HubFetch, WritePackageFromAHubCoordinate) {
   }
   const auto got = served(hub_->log());
   EXPECT_EQ(got.size(), 3u) << "the three shards, not the Q8_0 file or the README";
+  EXPECT_EQ(json::parse(r.out)["source_bytes_hashed"], 0) << "the shards were verified as they downloaded";
 
   // The cached shards validate the package, as a publisher would check it.
   const auto shard = repo_dir("org/Tiny-GGUF") / "snapshots" / commit / "Q4_0" / "Tiny-Q4_0-00002-of-00003.gguf";
@@ -641,6 +642,26 @@ TEST_F(HubFetch, WritePackageFromAHubCoordinate) {
   EXPECT_EQ(test::read_text(tmp_ / "pkg2" / "model-package.json"), test::read_text(out / "model-package.json"))
       << "same source, same flags: same manifest";
   EXPECT_EQ(hub_->log().size(), 0u);
+  EXPECT_EQ(json::parse(again.out)["source_bytes_hashed"], 0) << "the verification cache vouches for the cached shards";
+
+  // Without the verification cache's records the shards are hashed again...
+  uint64_t shard_bytes = 0;
+  for (int i = 1; i <= 3; ++i) {
+    shard_bytes += fs::file_size(test::data_path("llama-tiny-q4_0-0000" + std::to_string(i) + "-of-00003.gguf"));
+  }
+  const auto fresh = cli({"write-package", "org/Tiny-GGUF:Q4_0", "--out-dir", (tmp_ / "pkg3").string(), "--json"},
+                         {"HF_HUB_OFFLINE=1", "SOURCE_DATE_EPOCH=1700000000", "SKIPPY_CACHE_DIR=" + (tmp_ / "empty").string()});
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
+  EXPECT_EQ(json::parse(fresh.out)["source_bytes_hashed"], shard_bytes);
+  // ...and a cached shard changed since it was verified is hashed and refused.
+  const auto blob = fs::canonical(shard);
+  auto bytes = test::read_file(blob);
+  bytes[bytes.size() - 3] ^= 0x40;
+  test::write_file(blob, bytes);
+  const auto tampered = cli({"write-package", "org/Tiny-GGUF:Q4_0", "--out-dir", (tmp_ / "pkg4").string(), "--json"},
+                            {"HF_HUB_OFFLINE=1"});
+  test::expect_json_error(tampered, "integrity", "does not match");
+  EXPECT_FALSE(fs::exists(tmp_ / "pkg4" / "model-package.json"));
 
   const auto amb = cli({"write-package", "org/Tiny-GGUF:Q5_K", "--out-dir", (tmp_ / "x").string()});
   EXPECT_EQ(amb.exit_code, 1);

@@ -70,6 +70,7 @@ Command register_write_package(CLI::App& app) {
                           {"artifact_count", r.artifact_count},
                           {"model_id", r.manifest.model_id},
                           {"validated", r.validated},
+                          {"source_bytes_hashed", r.source_bytes_hashed},
                           {"notes", r.notes},
                           {"details", r.details}});
             } else {

@@ -33,6 +33,10 @@ struct SourceProvenance {
   std::vector<std::string> file_paths;
   // SHA-256 the Hub declared for each shard (checked against what we read).
   std::vector<std::string> expected_sha256;
+  // Per shard: expected_sha256[i] was already verified on exactly these
+  // bytes (the verification cache vouches for the file as it is now), so the
+  // writer does not hash the shard again.
+  std::vector<bool> shard_verified;
 };
 
 struct WritePackageOptions {
@@ -60,6 +64,7 @@ struct WritePackageResult {
   std::vector<std::string> notes;    // decisions worth telling a person (generation inference, ...)
   std::vector<std::string> details;  // why nothing was declared (for --verbose)
   bool validated = false;          // validate ran and passed
+  uint64_t source_bytes_hashed = 0;  // shards hashed by this run (not those already verified)
 };
 
 // Throws Error naming the file and problem; on failure no file appears under

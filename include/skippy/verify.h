@@ -37,6 +37,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "skippy/stage.h"
@@ -93,5 +94,29 @@ bool verify_required(const OpenedPackage& pkg);
 // Returns the report (nullopt when verification was not required).
 std::optional<VerifyReport> verify_if_required(const OpenedPackage& pkg, const std::vector<StagePart>& parts,
                                                const VerifyOptions& options = {});
+
+// ------------------------------------------- files outside a package
+
+// A file whose SHA-256 and size another party declared (a Hub repository
+// listing for write-package's sources), for the same verification cache.
+// `scope` names the declarer (e.g. "hf:org/repo@<commit>") and plays the
+// role the manifest's SHA-256 plays for package artifacts.
+struct FileClaim {
+  std::filesystem::path path;  // the file to read
+  std::string rel_path;        // its name in the declarer's terms
+  std::string sha256;
+  uint64_t bytes = 0;
+};
+
+// Which claims a record vouches for, the file being exactly as it was when
+// it was hashed (a stat and a small read each; nothing is hashed).
+std::vector<bool> cached_verifications(std::string_view scope, const std::vector<FileClaim>& claims,
+                                       const VerifyOptions& options = {});
+
+// Records claims the caller has just verified on the bytes (a download
+// hashed while written). Files still inside the racy window are waited out
+// once (at most 50 ms); a file that changes meanwhile is not recorded.
+void record_verifications(std::string_view scope, const std::vector<FileClaim>& claims,
+                          const VerifyOptions& options = {});
 
 }  // namespace skippy

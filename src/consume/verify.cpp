@@ -110,15 +110,15 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// Records parts the artifact source hashed while downloading them, so the
-// next resolution is a cache hit instead of a full re-hash. A file just
-// renamed into place is inside the racy window: wait it out (at most 50 ms,
-// once for all of them) and record only files whose identity did not move
-// meanwhile. Coarse-timestamp filesystems are not waited for.
-void record_fetched(VerificationCache& cache, const OpenedPackage& pkg, const std::vector<const StagePart*>& unique,
-                    const std::vector<std::pair<size_t, FileIdentity>>& fetched) {
+// Records files hashed moments ago (while downloading them), so the next
+// resolution is a cache hit instead of a full re-hash. A file just renamed
+// into place is inside the racy window: wait it out (at most 50 ms, once for
+// all of them) and record only files whose identity did not move meanwhile.
+// Coarse-timestamp filesystems are not waited for.
+void record_fresh(VerificationCache& cache, std::string_view scope, const std::vector<FileClaim>& claims,
+                  const std::vector<FileIdentity>& ids) {
   int64_t wait_ns = 0;
-  for (const auto& [i, id] : fetched) {
+  for (const auto& id : ids) {
     if (id.ctime_ns % 1'000'000'000 == 0) continue;
     wait_ns = std::max(wait_ns, id.ctime_ns + kRacyWindowNs - realtime_ns());
   }
@@ -126,11 +126,11 @@ void record_fetched(VerificationCache& cache, const OpenedPackage& pkg, const st
     struct timespec t {static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
     ::nanosleep(&t, nullptr);
   }
-  for (const auto& [i, id] : fetched) {
-    const StagePart& p = *unique[i];
+  for (size_t i = 0; i < claims.size(); ++i) {
+    const auto& c = claims[i];
     struct stat now {};
-    if (::stat(p.path.c_str(), &now) != 0 || !(identity_of(now) == id) || racy(realtime_ns(), id.ctime_ns)) continue;
-    cache.store(verification_key(pkg.manifest_sha256, p.rel_path, p.sha256, p.bytes, id), lower(p.sha256), p.bytes);
+    if (::stat(c.path.c_str(), &now) != 0 || !(identity_of(now) == ids[i]) || racy(realtime_ns(), ids[i].ctime_ns)) continue;
+    cache.store(verification_key(scope, c.rel_path, c.sha256, c.bytes, ids[i]), lower(c.sha256), c.bytes);
   }
 }
 
@@ -223,7 +223,16 @@ VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>
     }
   });
   for (const auto b : hashed) r.hashed_bytes += b;
-  if (cache && !fetched.empty()) record_fetched(*cache, pkg, unique, fetched);
+  if (cache && !fetched.empty()) {
+    std::vector<FileClaim> claims;
+    std::vector<FileIdentity> ids;
+    for (const auto& [i, id] : fetched) {
+      const StagePart& p = *unique[i];
+      claims.push_back({p.path, p.rel_path, p.sha256, p.bytes});
+      ids.push_back(id);
+    }
+    record_fresh(*cache, pkg.manifest_sha256, claims, ids);
+  }
   for (auto& p : problems) {
     if (!p.empty()) r.problems.push_back(std::move(p));
   }
@@ -265,6 +274,39 @@ std::optional<VerifyReport> verify_if_required(const OpenedPackage& pkg, const s
     throw_invalid(msg);
   }
   return r;
+}
+
+std::vector<bool> cached_verifications(std::string_view scope, const std::vector<FileClaim>& claims,
+                                       const VerifyOptions& options) {
+  std::vector<bool> out(claims.size(), false);
+  if (!options.use_cache) return out;
+  VerificationCache cache(options.cache_dir.value_or(default_verification_cache_dir()));
+  for (size_t i = 0; i < claims.size(); ++i) {
+    const auto& c = claims[i];
+    struct stat st {};
+    if (!is_sha256_hex(c.sha256) || ::stat(c.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<uint64_t>(st.st_size) != c.bytes) {
+      continue;
+    }
+    out[i] = cache.lookup(verification_key(scope, c.rel_path, c.sha256, c.bytes, identity_of(st)), c.sha256, c.bytes);
+  }
+  return out;
+}
+
+void record_verifications(std::string_view scope, const std::vector<FileClaim>& claims, const VerifyOptions& options) {
+  if (!options.use_cache || claims.empty()) return;
+  VerificationCache cache(options.cache_dir.value_or(default_verification_cache_dir()));
+  std::vector<FileClaim> keep;
+  std::vector<FileIdentity> ids;
+  for (const auto& c : claims) {
+    struct stat st {};
+    if (!is_sha256_hex(c.sha256) || ::stat(c.path.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) != c.bytes) {
+      continue;
+    }
+    keep.push_back(c);
+    ids.push_back(identity_of(st));
+  }
+  record_fresh(cache, scope, keep, ids);
 }
 
 }  // namespace skippy

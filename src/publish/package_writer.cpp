@@ -332,6 +332,11 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   detail::StreamOptions so;
   so.threads = opt.threads;
   so.on_bytes = on_bytes;
+  for (size_t i = 0; i < opt.provenance.shard_verified.size() && i < opt.provenance.expected_sha256.size(); ++i) {
+    so.known_shard_sha256.push_back(opt.provenance.shard_verified[i] && is_sha256_hex(opt.provenance.expected_sha256[i])
+                                        ? std::optional<std::string>(opt.provenance.expected_sha256[i])
+                                        : std::nullopt);
+  }
   so.before_commit = [&](const detail::StreamResult& r) {
     const auto& expected = opt.provenance.expected_sha256;
     for (size_t i = 0; i < expected.size() && i < r.shard_sha256.size(); ++i) {
@@ -342,6 +347,10 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
     }
   };
   const auto hashes = detail::stream_split(shard_files, outputs, so);
+  uint64_t source_hashed = 0;
+  for (size_t i = 0; i < model.shards().size(); ++i) {
+    if (i >= so.known_shard_sha256.size() || !so.known_shard_sha256[i]) source_hashed += model.shards()[i].file_size();
+  }
 
   m.source_model = source_identity(opt, model, hashes.shard_sha256);
   fill_artifacts(hashes.output_sha256);
@@ -371,6 +380,7 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   const std::string manifest_text = serialize_manifest(m);
   WritePackageResult r;
   r.validated = validation.has_value();
+  r.source_bytes_hashed = source_hashed;
   r.package_dir = opt.out_dir;
   r.manifest_sha256 = sha256_hex(manifest_text);
   r.artifact_count = frags.size() + m.projectors.size();

@@ -159,6 +159,7 @@ class Pipeline {
     switch (job) {
       case Job::kRead: read_next(); break;
       case Job::kSrcHash:
+        if (known(c->shard)) break;  // verified before: not hashed again
         if (!detail::guarded([&] { shard_sha_[c->shard].update({c->buf, c->len}); })) shrank(c->shard);
         break;
       case Job::kOutHash: {
@@ -274,6 +275,10 @@ class Pipeline {
     }
   }
 
+  bool known(size_t shard) const {
+    return shard < opt_.known_shard_sha256.size() && opt_.known_shard_sha256[shard].has_value();
+  }
+
   [[noreturn]] void shrank(size_t shard) const {
     throw_invalid(shards_[shard]->path().string() +
                   ": the file shrank while it was being read (changed by another process?)");
@@ -282,7 +287,9 @@ class Pipeline {
   StreamResult finish() {
     StreamResult r;
     // A shard of zero bytes never produced a chunk; its hash is of nothing.
-    for (auto& s : shard_sha_) r.shard_sha256.push_back(s.hex_digest());
+    for (size_t i = 0; i < shard_sha_.size(); ++i) {
+      r.shard_sha256.push_back(known(i) ? *opt_.known_shard_sha256[i] : shard_sha_[i].hex_digest());
+    }
     for (size_t o = 0; o < outputs_.size(); ++o) {
       struct stat st {};
       if (::fstat(files_[o]->fd(), &st) != 0) throw_io(files_[o]->temp_path().string() + ": cannot stat");

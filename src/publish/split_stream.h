@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct StreamOptions {
   size_t chunk_bytes = 8u << 20;
   size_t buffers = 6;
   std::function<void(uint64_t)> on_bytes;  // source bytes fully processed
+  // Per shard (may be shorter than the shard list): a SHA-256 already
+  // verified on exactly these bytes. Such a shard is not hashed again and
+  // its StreamResult digest is this one: one SHA-256 stream instead of two.
+  std::vector<std::optional<std::string>> known_shard_sha256;
   // Called with the hashes once every output is complete, before any is
   // renamed into place; throwing here leaves no output under a final name.
   std::function<void(const StreamResult&)> before_commit;

@@ -8,6 +8,7 @@
 #include "skippy/gguf.h"
 #include "skippy/sha256.h"
 #include "skippy/source.h"
+#include "skippy/verify.h"
 #include "source/fetch_chain.h"
 
 namespace skippy {
@@ -123,6 +124,19 @@ ResolvedModelSource open_model_source(const ModelSourceRequest& req, const Sourc
   }
   const auto local = chain.bring(listing.commit, want, on_progress);
   out.downloaded = chain.fetched();
+  // The shards' SHA-256s were checked while they downloaded (or an earlier
+  // run recorded them): the verification cache says so, and the writer
+  // then hashes only the fragments (one SHA-256 stream, not two).
+  const std::string scope = "hf:" + coord.repo_id + "@" + listing.commit;
+  std::vector<FileClaim> claims, fresh;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (!want[i].sha256 || !want[i].size) continue;
+    FileClaim c{local[i], files[i], *want[i].sha256, *want[i].size};
+    if (chain.verified(files[i])) fresh.push_back(c);
+    claims.push_back(std::move(c));
+  }
+  record_verifications(scope, fresh);
+  const auto vouched = cached_verifications(scope, claims);
   out.local = local.front();
   out.from_hub = true;
   auto& p = out.provenance;
@@ -133,6 +147,11 @@ ResolvedModelSource open_model_source(const ModelSourceRequest& req, const Sourc
   p.primary_file = files.front();
   p.file_paths = files;
   for (const auto& w : want) p.expected_sha256.push_back(w.sha256.value_or(""));
+  p.shard_verified.assign(files.size(), false);
+  for (size_t i = 0, k = 0; i < files.size(); ++i) {
+    if (!want[i].sha256 || !want[i].size) continue;
+    p.shard_verified[i] = vouched[k++];
+  }
   return out;
 }
 
