@@ -33,7 +33,7 @@ declare -A owner=(
   [stage.h]=consume [verify.h]=consume [stage_view.h]=consume [materialize.h]=consume
   [plan.h]=plan
   [source.h]=source [hf_ref.h]=source [hf_cache.h]=source
-  [hub.h]=hub
+  [hub.h]=hub [hub_publish.h]=hub
   [skippy.h]=capi
 )
 

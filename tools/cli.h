@@ -64,5 +64,6 @@ Command register_plan(CLI::App& app);
 Command register_verify(CLI::App& app);
 Command register_materialize(CLI::App& app);
 Command register_fetch(CLI::App& app);
+Command register_publish(CLI::App& app);
 
 }  // namespace skippy::cli

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
       register_verify(app),
       register_materialize(app),
       register_fetch(app),
+      register_publish(app),
   };
 
   try {
