@@ -173,7 +173,7 @@ SourceModel source_identity(const WritePackageOptions& opt, const ModelSource& m
   SourceModel s;
   std::error_code ec;
   const auto abs = fs::absolute(model.primary().path(), ec);
-  s.path = (ec ? model.primary().path() : abs).string();
+  if (opt.record_source_path) s.path = (ec ? model.primary().path() : abs).string();
   s.sha256 = shard_sha.front();
   const auto colon = p.model_id.find(':');
   s.repo = !p.repo.empty() ? p.repo : p.model_id.substr(0, colon);
@@ -259,6 +259,15 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
       }
     }
   };
+  if (opt.on_artifact) {
+    so.on_output_complete = [&](size_t i, const std::string& sha) {
+      opt.on_artifact({frags[i].rel_path, outputs[i].final_path, outputs[i].total_size, sha});
+    };
+    if (opt.disk_budget) {
+      so.threads = std::max(2u, so.threads);  // the reader may wait while another thread finishes a fragment
+      so.before_create = [&](uint64_t bytes, uint64_t stuck) { opt.disk_budget->acquire(bytes, stuck); };
+    }
+  }
   const auto hashes = detail::stream_split(shard_files, outputs, so);
 
   m.source_model = source_identity(opt, model, hashes.shard_sha256);
@@ -285,7 +294,11 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
     if (!projector_names.insert(p.filename().string()).second) {
       throw_invalid(p.string() + ": another --projector has the same file name");
     }
+    std::error_code pec;
+    if (opt.on_artifact && opt.disk_budget) opt.disk_budget->acquire(fs::file_size(p, pec));
     m.projectors.push_back(copy_projector(p, opt.out_dir, on_bytes));
+    const auto& e = m.projectors.back();
+    if (opt.on_artifact) opt.on_artifact({e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256});
   }
 
   const std::string manifest_text = serialize_manifest(m);  // validates every rule

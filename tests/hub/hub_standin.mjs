@@ -240,6 +240,7 @@ async function publish(body) {
   if (!repo) repo = newRepo(repoId);
   if (typeof body.gated === "boolean") repo.gated = body.gated;
   if (typeof body.private === "boolean") repo.private = body.private;
+  for (const f of files.values()) if (f.lfs) repo.lfs.add(f.sha256);
   const commit = makeCommit(repo, branch, parent, files, typeof body.message === "string" ? body.message : "");
   for (const t of tags) repo.tags.set(t, commit.id);
   return {
@@ -258,6 +259,7 @@ function newRepo(repoId) {
     branches: new Map(),
     tags: new Map(),
     commits: new Map(),
+    lfs: new Set(), // LFS objects uploaded to (or published in) this repo: the batch's "already there"
   };
   repos.set(repoId, repo);
   return repo;
@@ -1071,7 +1073,7 @@ async function handleLfsBatch(ctx, repoId) {
       objects.push({ oid: String(o?.oid), size: o?.size, error: { code: 422, message: "Invalid object: oid must be a SHA-256 and size a non-negative integer" } });
       continue;
     }
-    const have = storedBlob(o.oid);
+    const have = repo.lfs.has(o.oid) ? storedBlob(o.oid) : null;
     if (have && have.size === o.size) {
       objects.push({ oid: o.oid, size: o.size }); // already stored: nothing to do
       continue;
@@ -1115,7 +1117,7 @@ async function handleLfsVerify(ctx, repoId) {
   }
   const repo = checkWrite(ctx, repoId);
   if (!repo) return;
-  const have = typeof body?.oid === "string" ? storedBlob(body.oid) : null;
+  const have = typeof body?.oid === "string" && repo.lfs.has(body.oid) ? storedBlob(body.oid) : null;
   if (!have) return hubError(ctx, 404, null, `Object ${body?.oid} not found`);
   if (have.size !== body.size) return hubError(ctx, 422, null, `Object ${body.oid} has ${have.size} bytes, not ${body.size}`);
   return lfsJson(ctx, 200, { message: "Object verified" });
@@ -1135,7 +1137,7 @@ async function handleCompleteMultipart(ctx, url) {
   const up = multipartUploads.get(uploadId);
   if (!up) {
     // Completed already (a retried completion) or unknown.
-    if (storedBlob(body?.oid ?? "")) return sendJson(ctx, 200, { ok: true });
+    if (repos.get(String(body?.oid ?? "")) === undefined && storedBlob(body?.oid ?? "")) return sendJson(ctx, 200, { ok: true });
     return hubError(ctx, 404, null, "No such upload");
   }
   if (body?.oid !== up.oid || !Array.isArray(body.parts) || body.parts.length !== up.nParts) {
@@ -1173,6 +1175,7 @@ async function handleCompleteMultipart(ctx, url) {
   }
   await fsp.rename(tmp, dest);
   storeBlob(up.oid, dest, up.size);
+  repos.get(up.repoId)?.lfs.add(up.oid);
   return sendJson(ctx, 200, { ok: true });
 }
 
@@ -1234,6 +1237,7 @@ async function handleStoragePut(ctx, url) {
   }
   await fsp.rename(tmp, dest);
   storeBlob(oid, dest, size);
+  repos.get(`${safeDecode(segs[1])}/${safeDecode(segs[2])}`)?.lfs.add(oid);
   return sendSmallCounted(ctx, 200, { ETag: `"${got.md5}"` }, "");
 }
 
@@ -1290,7 +1294,7 @@ async function handleCommit(ctx, repoId, rest) {
       if ((v.algo ?? "sha256") !== "sha256" || typeof v.oid !== "string" || !/^[0-9a-f]{64}$/.test(v.oid)) {
         return hubError(ctx, 400, null, `Bad request: ${p} needs algo sha256 and a 64-hex oid`);
       }
-      const blob = storedBlob(v.oid);
+      const blob = repo.lfs.has(v.oid) ? storedBlob(v.oid) : null;
       if (!blob) return hubError(ctx, 422, null, `Your push was rejected because an LFS pointer for ${p} points to ${v.oid}, which was never uploaded`);
       if (v.size !== undefined && v.size !== blob.size) {
         return hubError(ctx, 422, null, `Your push was rejected: ${p} declares ${v.size} bytes, the LFS object ${v.oid} has ${blob.size}`);
