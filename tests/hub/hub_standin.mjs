@@ -1401,6 +1401,17 @@ async function handleAdmin(req, res, url) {
       }
       case "GET /_admin/config":
         return reply(200, config);
+      case "DELETE /_admin/uploads": {
+        // Forget every uploaded LFS object (benchmarks upload the same bytes again).
+        for (const r of repos.values()) r.lfs.clear();
+        for (const [sha, copies] of blobs) {
+          const kept = copies.filter((b) => !b.abs.startsWith(dataDir + path.sep + "lfs"));
+          if (kept.length) blobs.set(sha, kept);
+          else blobs.delete(sha);
+        }
+        await fsp.rm(path.join(dataDir, "lfs"), { recursive: true, force: true });
+        return reply(200, { ok: true });
+      }
       default:
         return reply(404, { error: `no admin route ${route}` });
     }
