@@ -49,6 +49,37 @@
 //   GET /api/models/{ns}/{name}/commits/{rev} -> [{id,title,message,authors,date}]
 //   Every response carries X-Request-Id.
 //
+// Upload side (as huggingface_hub's create_repo/create_commit and
+// @huggingface/hub's createRepo/commit/uploadFiles use it). Tokens: config
+// token (write) and read_token (valid for reading, 403 on every write);
+// none: 401; unknown: 401 "Invalid credentials".
+//   GET  /api/whoami-v2 -> {type,name,...,auth:{type,accessToken:{role:"write"|"read"}}}
+//   POST /api/repos/create {name, organization, private?|visibility?, type?}
+//       -> {url,name,id}; 409 when it exists. The first commit holds a .gitattributes.
+//   POST /api/models/{ns}/{name}/preupload/{rev} {files:[{path,size,sample(base64)}]}
+//       -> {files:[{path,uploadMode:"lfs"|"regular",shouldIgnore,oid?}],commitOid}
+//       lfs: *.gguf, >= 1 MiB, or a NUL byte in the sample.
+//   POST /{ns}/{name}.git/info/lfs/objects/batch {operation:"upload",transfers,objects:[{oid,size}]}
+//       -> {transfer,objects:[{oid,size,actions?:{upload:{href,header?},verify:{href}}}|{error}]}
+//       No actions: the repo holds that object already. With "multipart" offered
+//       and size >= multipart_threshold: header {chunk_size, "00001": url, ...} and
+//       href = POST {endpoint}/api/complete_multipart?uploadId&expires&sig
+//       ({oid, parts:[{partNumber, etag}]}); else href = a basic PUT URL.
+//   PUT  <storage>/upload/{ns}/{name}/{oid}[/part/N]?...&expires&sig  (signed,
+//       400 with an Authorization header, 403 when expired; the body is hashed
+//       and checked against oid and size; parts answer ETag "<md5>")
+//   POST /{ns}/{name}.git/info/lfs/objects/verify {oid,size} -> 200 | 404 | 422
+//   POST /api/models/{ns}/{name}/commit/{branch}  application/x-ndjson:
+//       {key:"header",value:{summary,description?,parentCommit?}} then
+//       {key:"file",value:{path,content,encoding}} | {key:"lfsFile",value:{path,algo,oid,size?}}
+//       | {key:"deletedFile",value:{path}} -> {success,commitOid,commitUrl,hookOutput}
+//       412 "A commit has happened since..." when parentCommit is not the head;
+//       422 for an lfsFile never uploaded; 400 for a regular file that must be LFS.
+//   POST /api/models/{ns}/{name}/branch/{branch} {startingPoint?} (409 when it exists)
+//   Uploaded bytes live in a temporary directory ($HUB_STANDIN_DATA_DIR/...)
+//   removed at exit. The log's bytes_received counts request-body bytes; the
+//   cut and slow faults also apply to storage PUT bodies.
+//
 // Storage listener:
 //   GET|HEAD /repos/{ns}/{name}/{sha256}?expires=<unix s>&sig=<hex HMAC-SHA256(secret, path "\n" expires)>
 //     400 (S3 "InvalidArgument") when the request has an Authorization header;
@@ -62,7 +93,7 @@
 //          -> {"commit","files":[{path,size,sha256,lfs,oid}]}
 //          gated/private are repo-wide and change only when given.
 //   GET    /_admin/repos   -> {repo: {branches,tags,gated,private}}
-//   GET    /_admin/log     -> [{listener,method,path,query,range,authorization,status,bytes_sent}]
+//   GET    /_admin/log     -> [{listener,method,path,query,range,authorization,status,bytes_sent,bytes_received}]
 //          (waits up to 500 ms for requests still being answered)
 //   DELETE /_admin/log
 //   POST   /_admin/faults  a rule {match, listener?, method?, kind, times?=1 (-1: forever), ...}
@@ -74,8 +105,11 @@
 //          status rules are taken when a request arrives; cut/corrupt rules when
 //          a 2xx body starts. Rules are tried in order; the first match is used.
 //   GET    /_admin/faults, DELETE /_admin/faults
-//   POST   /_admin/config  {"token":"hf_test","url_ttl_secs":3600,"reject_unknown_tokens":false,
-//                           "resolve_cache_redirect":false}   (these are the defaults; any subset)
+//   POST   /_admin/config  {"token":"hf_test","read_token":"hf_read","url_ttl_secs":3600,
+//                           "reject_unknown_tokens":false,"resolve_cache_redirect":false,
+//                           "multipart_threshold":16777216,"multipart_chunk_size":8388608}
+//                           (these are the defaults; any subset)
+//   DELETE /_admin/uploads  forget every uploaded LFS object (benchmarks)
 //   GET    /_admin/config
 import http from "node:http";
 import crypto from "node:crypto";
