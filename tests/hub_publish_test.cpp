@@ -336,5 +336,22 @@ TEST_F(HubPublish, WritePackagePushWithMaxDiskNeverExceedsTheLimit) {
   EXPECT_EQ(json::parse(alone.out)["manifest_sha256"], j["manifest_sha256"]);
 }
 
+TEST_F(HubPublish, AnUploadThatKeepsFailingStopsWritePackagePushWithItsReason) {
+  hub_->fault({{"listener", "storage"}, {"method", "PUT"}, {"kind", "status"}, {"status", 400}, {"times", -1},
+               {"body", "<Error><Code>InvalidRequest</Code><Message>nope</Message></Error>"}});
+  const fs::path out = tmp_ / "failing";
+  const auto r = cli({"write-package", test::data_path("llama-tiny-q8_0.gguf").string(), "--out-dir", out.string(),
+                      "--model-id", "org/tiny:Q8_0", "--source-revision", "0123abc", "--source-file",
+                      "llama-tiny-q8_0.gguf", "--push", "hf://org/pub-failing", "--create", "--max-disk", "2M", "--json"});
+  hub_->clear_faults();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  test::expect_json_error(r, "transport", "nothing was committed");
+  EXPECT_NE(r.out.find("HTTP 400"), std::string::npos) << r.out;
+  for (const auto& e : raw_log()) {
+    EXPECT_EQ(std::string(e["path"]).find("/commit/"), std::string::npos) << "no commit after a failed upload";
+  }
+  EXPECT_FALSE(fs::exists(out / "model-package.json")) << "the write stopped";
+}
+
 }  // namespace
 }  // namespace skippy

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "cli.h"
@@ -155,7 +156,15 @@ Command register_write_package(CLI::App& app) {
                 if (t.joinable()) t.join();
               }
             } join{writing, watcher};
-            const auto r = write_package(o);
+            std::optional<WritePackageResult> written;
+            try {
+              written = write_package(o);
+            } catch (const Error&) {
+              // When an upload failed first, that failure is the story: commit() reports it.
+              if (pub && pub->failed()) (void)pub->commit("unused");
+              throw;
+            }
+            const auto& r = *written;
             std::optional<PublishResult> pushed;
             if (pub) {
               for (const char* f : {"README.md", "model-package.json"}) {

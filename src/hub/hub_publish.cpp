@@ -235,6 +235,7 @@ class HubPublisher::Impl {
       throw Error(ErrorKind::kUnauthorized, where_ + ": the token in use (HF_TOKEN) was refused by " + cfg_.endpoint +
                                                 (server_detail(r).empty() ? "" : ": " + server_detail(r)));
     }
+    if (r.status == 404) return;  // a Hub without whoami (a mirror): its write endpoints decide
     if (r.status != 200) fail(r, what);
     const json j = parse_json(r, what);
     if (!j.is_object()) throw_invalid(what + ": the Hub's answer is not an object");
