@@ -417,7 +417,7 @@ bench_push() {
     --push hf://bench/pushed-small --create --max-disk 256M --json >"$WORK/logs/push-maxdisk.json" 2>"$WORK/logs/push-maxdisk.err" &
   pid=$!
   while kill -0 "$pid" 2>/dev/null; do
-    n=$(find "$pushdir" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }')
+    n=$({ find "$pushdir" -type f -printf '%s\n' 2>/dev/null || true; } | awk '{ s += $1 } END { printf "%.0f", s }')
     ((n > peak)) && peak=$n
     sleep 0.02
   done

@@ -96,6 +96,7 @@ class Pipeline {
   }
 
   StreamResult run() {
+    std::thread finisher;
     if (streaming_) {
       // Outputs with no piece (a metadata fragment without tensors) are complete at once.
       for (size_t o = 0; o < outputs_.size(); ++o) {
@@ -104,12 +105,22 @@ class Pipeline {
           finalize(o);
         }
       }
+      // Syncing, renaming and announcing happen here, off the pipeline's workers.
+      finisher = std::thread([this] { finish_loop(); });
     }
     const unsigned n = std::max(1u, opt_.threads);
     std::vector<std::thread> workers;
     for (unsigned i = 0; i + 1 < n; ++i) workers.emplace_back([this] { work(); });
     work();
     for (auto& t : workers) t.join();
+    if (finisher.joinable()) {
+      {
+        std::lock_guard g(mu_);
+        fin_done_ = true;
+        cv_.notify_all();
+      }
+      finisher.join();
+    }
     if (error_) std::rethrow_exception(error_);
     return finish();
   }
@@ -218,20 +229,27 @@ class Pipeline {
       lk.lock();
       complete(job, c);
       cv_.notify_all();
-      if (!ready_.empty()) {
-        const auto ready = std::move(ready_);
-        ready_.clear();
-        lk.unlock();
-        try {
-          for (const size_t o : ready) finalize(o);
-        } catch (...) {
-          lk.lock();
-          if (!error_) error_ = std::current_exception();
-          cv_.notify_all();
-          return;
-        }
+    }
+  }
+
+  // Streaming: finalizes outputs as they become ready (ready_), in order.
+  void finish_loop() {
+    std::unique_lock lk(mu_);
+    for (;;) {
+      cv_.wait(lk, [&] { return error_ || !ready_.empty() || fin_done_; });
+      if (error_ || ready_.empty()) return;
+      const size_t o = ready_.front();
+      ready_.erase(ready_.begin());
+      lk.unlock();
+      try {
+        finalize(o);
+      } catch (...) {
         lk.lock();
+        if (!error_) error_ = std::current_exception();
+        cv_.notify_all();
+        return;
       }
+      lk.lock();
     }
   }
 
@@ -458,6 +476,7 @@ class Pipeline {
   std::vector<char> finished_;                    // renamed and announced (under mu_)
   std::vector<std::string> out_hex_;
   std::vector<size_t> ready_;                     // outputs to finalize (under mu_)
+  bool fin_done_ = false;                         // the workers are done: finish what is ready, then stop
   std::vector<std::pair<size_t, uint64_t>> ends_; // (shard, end) of each output's last piece, sorted
   size_t end_cursor_ = 0;
 };

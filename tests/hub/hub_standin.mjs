@@ -67,7 +67,7 @@
 //       ({oid, parts:[{partNumber, etag}]}); else href = a basic PUT URL.
 //   PUT  <storage>/upload/{ns}/{name}/{oid}[/part/N]?...&expires&sig  (signed,
 //       400 with an Authorization header, 403 when expired; the body is hashed
-//       and checked against oid and size; parts answer ETag "<md5>")
+//       and checked against oid and size; the ETag is opaque, as S3's)
 //   POST /{ns}/{name}.git/info/lfs/objects/verify {oid,size} -> 200 | 404 | 422
 //   POST /api/models/{ns}/{name}/commit/{branch}  application/x-ndjson:
 //       {key:"header",value:{summary,description?,parentCommit?}} then
@@ -949,14 +949,24 @@ function storeBlob(sha, abs, size) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// Streams a request body into `dest`, hashing it. Applies a cut or slow
-// fault of the storage listener. Resolves {size, sha256, md5} or rejects.
+// Streams a request body into `dest`, hashing it (SHA-256: the object's id,
+// and the ETag storage answers, opaque to clients as S3's is). Writes in
+// large batches. Applies a cut or slow fault of the storage listener.
+// Resolves {size, sha256} or rejects.
 async function receiveToFile(ctx, dest, limit) {
   const fault = takeFault(ctx.listener, ctx.entry, "body");
   const h256 = crypto.createHash("sha256");
-  const md5 = crypto.createHash("md5");
   const fh = await fsp.open(dest, "w");
   let n = 0;
+  let batch = [];
+  let batched = 0;
+  const flush = async () => {
+    if (!batched) return;
+    const buf = batch.length === 1 ? batch[0] : Buffer.concat(batch, batched);
+    batch = [];
+    batched = 0;
+    await fh.write(buf);
+  };
   try {
     for await (const chunk of ctx.req) {
       let c = chunk;
@@ -973,14 +983,16 @@ async function receiveToFile(ctx, dest, limit) {
       if (n > limit) throw new Error("more bytes than declared");
       if (fault?.kind === "slow") await sleep((c.length / fault.bytes_per_sec) * 1000);
       h256.update(c);
-      md5.update(c);
-      await fh.write(c);
+      batch.push(c);
+      batched += c.length;
+      if (batched >= 4 * MiB) await flush();
     }
+    await flush();
   } finally {
     await fh.close();
   }
   if (ctx.req.aborted || !ctx.req.complete) throw new Error("the upload ended early");
-  return { size: n, sha256: h256.digest("hex"), md5: md5.digest("hex") };
+  return { size: n, sha256: h256.digest("hex") };
 }
 
 function lfsJson(ctx, status, value) {
@@ -1250,7 +1262,7 @@ async function handleStoragePut(ctx, url) {
       if (!ctx.res.destroyed && !ctx.res.headersSent) return s3Error(ctx, 400, "IncompleteBody", e.message);
       return;
     }
-    const etag = `"${got.md5}"`;
+    const etag = `"${got.sha256.slice(0, 32)}"`;
     up.parts.set(n, { file, etag, size: got.size });
     return sendSmallCounted(ctx, 200, { ETag: etag }, "");
   }
@@ -1272,7 +1284,7 @@ async function handleStoragePut(ctx, url) {
   await fsp.rename(tmp, dest);
   storeBlob(oid, dest, size);
   repos.get(`${safeDecode(segs[1])}/${safeDecode(segs[2])}`)?.lfs.add(oid);
-  return sendSmallCounted(ctx, 200, { ETag: `"${got.md5}"` }, "");
+  return sendSmallCounted(ctx, 200, { ETag: `"${got.sha256.slice(0, 32)}"` }, "");
 }
 
 // POST /api/models/{ns}/{name}/commit/{rev}  (application/x-ndjson)
