@@ -12,7 +12,8 @@
 # Usage: scripts/bench.sh
 # Environment: SKIPPY_BENCH_DIR (default /tmp/skippy-bench; must be under /tmp),
 #   SKIPPY_BENCH_SIZE (default 2GiB), SKIPPY_BENCH_RUNS (timed runs per figure,
-#   after one warm-up; default 3), SKIPPY_BENCH_SKIP_DEPS=1, SKIPPY_BENCH_SKIP_BUILD=1.
+#   after one warm-up; default 3), SKIPPY_BENCH_SKIP_DEPS=1, SKIPPY_BENCH_SKIP_BUILD=1,
+#   SKIPPY_BENCH_ONLY (sections to run, e.g. "write_package push").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -213,6 +214,7 @@ bench_write_package() {
     return 0
   }
   WRITE_OK=1
+  WRITE_WALL=$M_WALL
   local wall=$M_WALL rss_big=$M_RSS yard r
   yard=$(sum "$CP_MODEL" "$DGST_MODEL")
   r=$(ratio "$wall" "$yard")
@@ -404,14 +406,96 @@ bench_fetch() {
   stop_hub
 }
 
-bench_inspect
-bench_select94
-bench_write_package
-bench_write_package_hub
-bench_validate_package
-bench_verify
-bench_materialize
-bench_fetch
+# write-package --push of the model to the local Hub stand-in (uploads
+# overlapping the write), against write-package alone (its time above) plus
+# curl PUTting the same files to the same stand-in's storage afterwards, 4 at
+# a time, on URLs from the stand-in's LFS batch. Then --max-disk on the
+# smaller model, with the output directory's size sampled while it runs.
+bench_push() {
+  section "write-package --push (to the local Hub stand-in)"
+  local fig="write-package --push / (write-package + curl upload)" fig2="--push --max-disk 256M: sampled peak of the dir"
+  if ((!WRITE_OK)); then note "skipped: needs write-package"; row "$fig" - "<= 0.7" skipped; return 0; fi
+  if ! command -v node >/dev/null; then note "skipped: needs node"; row "$fig" - "<= 0.7" skipped; return 0; fi
+  local fifo=$WORK/hub-push.fifo out=$WORK/logs/hub-push.out ep i
+  rm -f "$fifo" "$out" && mkfifo "$fifo"
+  HUB_STANDIN_DATA_DIR=$WORK node tests/hub/hub_standin.mjs <"$fifo" >"$out" 2>"$WORK/logs/hub-push.err" &
+  exec 8>"$fifo"
+  for ((i = 0; i < 100; i++)); do [ -s "$out" ] && break; sleep 0.1; done
+  ep=$(sed -n 's/.*"endpoint":"\([^"]*\)".*/\1/p' "$out")
+  if [ -z "$ep" ]; then note "FAILED: the stand-in did not start"; row "$fig" failed "<= 0.7" MISS; exec 8>&-; return 0; fi
+  # Basic PUTs for both sides (one request per file, as curl -T does).
+  curl -sf -X POST "$ep/_admin/config" -d '{"multipart_threshold":1099511627776}' >/dev/null
+  local auth="Authorization: Bearer hf_test"
+  curl -sf -H "$auth" -X POST "$ep/api/repos/create" -d '{"name":"curl","organization":"bench"}' >/dev/null || true
+  local pushdir=$WORK/pushed curlcfg=$WORK/curl-upload.cfg
+  prep_push() { curl -sf -X DELETE "$ep/_admin/uploads" >/dev/null; rm -rf "$pushdir"; sync; }
+  prep_curl_up() {
+    curl -sf -X DELETE "$ep/_admin/uploads" >/dev/null
+    # The batch gives each file's signed storage URL (not timed: the upload is).
+    local objs="" f sha size first=1
+    : >"$curlcfg"
+    declare -A file_of=()
+    for f in "${PKG_FILES[@]}"; do
+      sha=$(sha256sum "$f" | cut -d' ' -f1)
+      size=$(stat -c %s "$f")
+      file_of[$sha]=$f
+      ((first)) || objs+=","
+      objs+="{\"oid\":\"$sha\",\"size\":$size}"
+      first=0
+    done
+    curl -sf -H "$auth" -X POST "$ep/bench/curl.git/info/lfs/objects/batch" \
+      -d "{\"operation\":\"upload\",\"transfers\":[\"basic\"],\"objects\":[$objs]}" |
+      node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{for(const o of JSON.parse(s).objects)
+        if(o.actions)console.log(o.oid+" "+o.actions.upload.href)})' |
+      while read -r sha href; do printf 'upload-file = "%s"\nurl = "%s"\noutput = /dev/null\n' "${file_of[$sha]}" "$href"; done >"$curlcfg"
+    sync
+  }
+  measure prep_push env HF_ENDPOINT="$ep" HF_TOKEN=hf_test "$CLI" write-package "$MODEL" --out-dir "$pushdir" \
+    --model-id bench/synthetic:Q8_0 --source-revision r --source-file "$(basename "$MODEL")" \
+    --push hf://bench/pushed --create --json || { row "$fig" failed "<= 0.7" MISS; exec 8>&-; return 0; }
+  local push_wall=$M_WALL push_rss=$M_RSS
+  measure prep_curl_up curl -sf --no-progress-meter --parallel --parallel-max 4 -K "$curlcfg" ||
+    { row "$fig" "curl failed" "<= 0.7" MISS; exec 8>&-; return 0; }
+  local curl_wall=$M_WALL yard r
+  yard=$(sum "$WRITE_WALL" "$curl_wall")
+  r=$(ratio "$push_wall" "$yard")
+  note "write-package --push ${push_wall} s (peak RSS $(mib "$push_rss")); write-package ${WRITE_WALL} s + curl upload ${curl_wall} s = ${yard} s; ratio $r"
+  check "$fig" "$r" "<=" 0.7
+
+  # --max-disk: the output directory sampled every 20 ms while it runs.
+  local limit=$((256 * 1024 * 1024)) peak=0 n pid
+  prep_push
+  env HF_ENDPOINT="$ep" HF_TOKEN=hf_test "$CLI" write-package "$MODEL_SMALL" --out-dir "$pushdir" \
+    --model-id bench/synthetic-small:Q8_0 --source-revision r --source-file "$(basename "$MODEL_SMALL")" \
+    --push hf://bench/pushed-small --create --max-disk 256M --json >"$WORK/logs/push-maxdisk.json" 2>"$WORK/logs/push-maxdisk.err" &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    n=$({ find "$pushdir" -type f -printf '%s\n' 2>/dev/null || true; } | awk '{ s += $1 } END { printf "%.0f", s }')
+    ((n > peak)) && peak=$n
+    sleep 0.02
+  done
+  if wait "$pid"; then
+    note "--max-disk 256M on the $SMALL_SIZE model: sampled peak $(mib $((peak / 1024))) of the output directory"
+    check "$fig2" "$(awk -v b="$peak" 'BEGIN { printf "%.1f", b / 1048576 }')" "<=" 256 " MiB"
+  else
+    row "$fig2" failed "<= 256 MiB" MISS
+  fi
+  rm -rf "$pushdir" "$curlcfg"
+  curl -sf -X DELETE "$ep/_admin/uploads" >/dev/null || true
+  exec 8>&-
+}
+
+# SKIPPY_BENCH_ONLY="write_package push" runs just those sections.
+only() { [ -z "${SKIPPY_BENCH_ONLY:-}" ] || [[ " $SKIPPY_BENCH_ONLY " == *" $1 "* ]]; }
+only inspect && bench_inspect
+only select94 && bench_select94
+only write_package && bench_write_package
+only write_package_hub && bench_write_package_hub
+only validate_package && bench_validate_package
+only verify && bench_verify
+only materialize && bench_materialize
+only fetch && bench_fetch
+only push && bench_push
 rm -rf "$PKG" "$SCRATCH" "$SKIPPY_CACHE_DIR"
 
 # ---------------------------------------------------------------- summary

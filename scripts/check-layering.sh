@@ -34,7 +34,7 @@ declare -A owner=(
   [plan.h]=plan
   [policy.h]=generation [speculative.h]=generation [ngram.h]=generation
   [source.h]=source [hf_ref.h]=source [hf_cache.h]=source
-  [hub.h]=hub
+  [hub.h]=hub [hub_publish.h]=hub
   [skippy.h]=capi
 )
 

@@ -8,6 +8,7 @@
 #include <openssl/evp.h>
 
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -539,6 +540,71 @@ TEST_F(HubStandinTest, OfficialJsClientDownloadsASnapshot) {
                "org/tiny", "--revision", commit, "--files", "README.md"});
   EXPECT_EQ(missing.exit_code, 1) << missing.err;
   EXPECT_EQ(json::parse(missing.out).at("missing"), json({"README.md"}));
+}
+
+// The upload side: @huggingface/hub's own createRepo() and uploadFiles()
+// (preupload, LFS batch, basic and multipart PUTs to storage, NDJSON commit)
+// succeed against the stand-in, and what they uploaded downloads back intact.
+TEST_F(HubStandinTest, OfficialJsClientCreatesARepoAndUploadsInOneCommit) {
+  const fs::path js = fs::path(SKIPPY_SOURCE_DIR) / "tests" / "js";
+  if (!fs::exists(js / "node_modules/@huggingface/hub")) {
+    GTEST_SKIP() << "run scripts/install-deps.sh to install @huggingface/hub";
+  }
+  hub.configure({{"multipart_threshold", 1 << 20}, {"multipart_chunk_size", 300000}});  // big.bin goes multipart
+  TempDir src;
+  files.write(src.path());
+  hub.clear_log();
+  const auto node = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), (js / "hub_interop.mjs").string());
+    return skippy::test::run_program("node", args);
+  };
+  const auto up = node({"upload", "--endpoint", hub.endpoint(), "--repo", "org/js-up", "--dir", src.path().string(),
+                        "--token", "hf_test", "--create", "1", "--title", "js upload"});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  const auto u = json::parse(up.out);
+  EXPECT_EQ(u.at("created"), true);
+  const std::string c1 = u.at("commit");
+  std::set<std::string> seen;
+  for (const auto& r : hub.log()) {
+    if (r.listener == "storage") {
+      EXPECT_FALSE(r.authorization) << "no token to storage";
+      seen.insert(r.path.find("/part/") != std::string::npos ? "storage part" : "storage put");
+    } else {
+      seen.insert(r.method + " " + (r.path.find("/preupload/") != std::string::npos ? "preupload"
+                                   : r.path.find("/lfs/objects/batch") != std::string::npos ? "batch"
+                                   : r.path.find("/commit/") != std::string::npos ? "commit"
+                                   : r.path));
+    }
+  }
+  for (const char* want : {"POST /api/repos/create", "POST preupload", "POST batch", "storage put", "storage part",
+                           "POST /api/complete_multipart", "POST commit"}) {
+    EXPECT_TRUE(seen.count(want)) << want;
+  }
+  TempDir cache;
+  const auto dl = node({"download", "--endpoint", hub.endpoint(), "--cache-dir", cache.path().string(), "--repo",
+                        "org/js-up", "--revision", c1, "--token", "hf_test"});
+  ASSERT_EQ(dl.exit_code, 0) << dl.err;
+  const fs::path snap = cache.path() / "models--org--js-up" / "snapshots" / c1;
+  EXPECT_EQ(slurp(snap / "big.bin"), files.big);
+  EXPECT_EQ(slurp(snap / "layers/blk-0.gguf"), files.gguf);
+  EXPECT_EQ(slurp(snap / "model-package.json"), files.manifest);
+  EXPECT_TRUE(fs::exists(snap / ".gitattributes")) << "the Hub's first commit";
+
+  // Again: the batch answers without actions, so no byte goes to storage.
+  hub.clear_log();
+  ASSERT_EQ(node({"upload", "--endpoint", hub.endpoint(), "--repo", "org/js-up", "--dir", src.path().string(), "--token",
+                  "hf_test"}).exit_code, 0);
+  for (const auto& r : hub.log()) EXPECT_NE(r.listener, "storage") << r.path;
+
+  // A stale parentCommit is refused with the Hub's 412; a read token with 403.
+  const auto stale = node({"upload", "--endpoint", hub.endpoint(), "--repo", "org/js-up", "--dir", src.path().string(),
+                           "--token", "hf_test", "--parent-commit", c1});
+  EXPECT_NE(stale.exit_code, 0);
+  EXPECT_NE(stale.err.find("A commit has happened since"), std::string::npos) << stale.err;
+  const auto ro = node({"upload", "--endpoint", hub.endpoint(), "--repo", "org/js-up", "--dir", src.path().string(),
+                        "--token", "hf_read"});
+  EXPECT_NE(ro.exit_code, 0);
+  EXPECT_NE(ro.err.find("role \"read\""), std::string::npos) << ro.err;
 }
 
 }  // namespace

@@ -66,5 +66,6 @@ Command register_materialize(CLI::App& app);
 Command register_fetch(CLI::App& app);
 Command register_policy(CLI::App& app);
 Command register_speculative(CLI::App& app);
+Command register_publish(CLI::App& app);
 
 }  // namespace skippy::cli

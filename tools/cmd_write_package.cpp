@@ -1,14 +1,55 @@
+#include <atomic>
+#include <cctype>
+#include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <thread>
 
 #include "cli.h"
 #include "progress.h"
 #include "skippy/error.h"
+#include "skippy/env.h"
 #include "skippy/hub.h"
+#include "skippy/hub_publish.h"
+#include "skippy/sha256.h"
 #include "skippy/source.h"
 #include "skippy/package_writer.h"
 
 namespace skippy::cli {
+
+nlohmann::json publish_result_json(const PublishResult& r);    // cmd_publish.cpp
+void print_publish_summary(const PublishResult& r);            // cmd_publish.cpp
+PublishSettings publish_settings_from_env(bool create, bool private_repo, Progress& progress);
+
+namespace {
+
+// "500M", "2G", "1.5G", "123456" (bytes); K/M/G/T are powers of 1024.
+uint64_t parse_size(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  for (auto& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (unit.ends_with("IB")) unit.resize(unit.size() - 2);
+  if (unit.ends_with("B")) unit.pop_back();
+  double mult = 1;
+  if (unit == "K") mult = 1024.0;
+  else if (unit == "M") mult = 1024.0 * 1024;
+  else if (unit == "G") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "T") mult = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty()) used = 0;
+  if (used == 0 || !(v > 0) || v * mult > 9.0e18) {
+    throw Error(ErrorKind::kUsage, "--max-disk " + text + ": expected a size such as 500M, 40G or 1T");
+  }
+  return static_cast<uint64_t>(v * mult);
+}
+
+}  // namespace
 
 Command register_write_package(CLI::App& app) {
   auto* cmd = app.add_subcommand("write-package", "Turn a GGUF model into a layer package");
@@ -29,12 +70,20 @@ Command register_write_package(CLI::App& app) {
       "--validate runs validate-package on the result before the manifest is written and records the outcome\n"
       "in the package README; without it the README says how to validate. Rerunning into the directory of an\n"
       "interrupted run finishes the job without --force.\n"
-      "Reproducible: the same source and flags give identical fragments; SOURCE_DATE_EPOCH sets created_at.");
+      "Reproducible: the same source and flags give identical fragments; SOURCE_DATE_EPOCH sets created_at.\n"
+      "Write and publish in one run (fragments upload while later ones are written; one commit at the end):\n"
+      "  HF_TOKEN=hf_... skippy-model-package write-package org/Model-GGUF:Q4_K_M --out-dir /scratch/pkg \\\n"
+      "      --push hf://meshllm/Model-Q4_K_M-layers --create --max-disk 40G\n"
+      "  With --max-disk each fragment is deleted once the Hub holds it, and the writer waits for uploads\n"
+      "  whenever the next fragment would not fit: the directory never holds more than SIZE (or one fragment, if\n"
+      "  larger); model-package.json and README.md stay.");
   struct Args {
     std::string source, out_dir, model_id, revision, source_file;
     std::vector<std::string> projectors;
     bool force = false, json = false, validate = false, verbose = false;
     unsigned threads = 2;
+    std::string push, max_disk, message;
+    bool create = false, private_repo = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("source", a->source, "Source .gguf (any shard of a split model) or org/repo:distribution on the Hub")->required();
@@ -48,9 +97,25 @@ Command register_write_package(CLI::App& app) {
   cmd->add_flag("--verbose", a->verbose, "Also say why nothing was declared (generation defaults)");
   cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(CLI::Range(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
+  cmd->add_option("--push", a->push, "Publish to hf://ns/repo[@branch] while writing, in one commit");
+  cmd->add_flag("--create", a->create, "With --push: create the repository when it does not exist");
+  cmd->add_flag("--private", a->private_repo, "With --push --create: make it private");
+  cmd->add_option("--max-disk", a->max_disk, "With --push: the most the output directory may hold (K/M/G/T suffixes)");
+  cmd->add_option("--message", a->message, "With --push: the commit summary");
   return {cmd, [a]() {
+            if (a->push.empty() && (a->create || a->private_repo || !a->max_disk.empty() || !a->message.empty())) {
+              throw Error(ErrorKind::kUsage, "--create, --private, --max-disk and --message go with --push");
+            }
+            if (a->private_repo && !a->create) throw Error(ErrorKind::kUsage, "--private needs --create");
+            if (a->validate && !a->max_disk.empty()) {
+              throw Error(ErrorKind::kUsage, "--validate reads every fragment at the end, which --max-disk deletes once "
+                                             "uploaded; validate the published package with validate-package instead");
+            }
             WritePackageOptions o;
             o.out_dir = a->out_dir;
+            std::optional<PushTarget> target;
+            if (!a->push.empty()) target = parse_push_target(a->push);
+            const uint64_t max_disk = a->max_disk.empty() ? 0 : parse_size(a->max_disk);
             Progress download("download");
             const auto src = open_model_source({a->source, a->model_id, a->revision, a->source_file}, default_sources(),
                                                [&](uint64_t d, uint64_t t) { download.update(d, t); });
@@ -62,17 +127,84 @@ Command register_write_package(CLI::App& app) {
             o.validate = a->validate;
             Progress progress("write-package");
             o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
-            const auto r = write_package(o);
+            Progress upload("upload");
+            std::unique_ptr<HubPublisher> pub;
+            std::atomic<bool> writing{true};
+            std::thread watcher;
+            if (target) {
+              // The token, the repository and the branch are checked before anything is written.
+              pub = std::make_unique<HubPublisher>(HubConfig::from_env(), *target,
+                                                   publish_settings_from_env(a->create, a->private_repo, upload));
+              pub->begin();
+              if (max_disk) o.disk_budget = std::make_shared<DiskBudget>(max_disk);
+              auto budget = o.disk_budget;
+              o.on_artifact = [&pub, budget](const WrittenArtifact& w) {
+                if (pub->failed()) throw Error(ErrorKind::kTransport, "an upload failed; stopping the write");
+                std::function<void()> done;
+                if (budget) {
+                  done = [budget, w] {
+                    std::error_code ec;
+                    std::filesystem::remove(w.path, ec);  // the Hub holds it now
+                    budget->release(w.size);
+                  };
+                }
+                pub->add(w.rel_path, w.path, w.size, w.sha256, std::move(done));
+              };
+              if (budget) {
+                // A failed upload never frees its bytes: wake a writer waiting for room.
+                watcher = std::thread([&writing, &pub, budget] {
+                  while (writing) {
+                    if (pub->failed()) budget->cancel("an upload failed, so the disk budget cannot be freed");
+                    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                  }
+                });
+              }
+            }
+            struct Join {
+              std::atomic<bool>& w;
+              std::thread& t;
+              ~Join() {
+                w = false;
+                if (t.joinable()) t.join();
+              }
+            } join{writing, watcher};
+            std::optional<WritePackageResult> written;
+            try {
+              written = write_package(o);
+            } catch (const Error&) {
+              // When an upload failed first, that failure is the story: commit() reports it.
+              if (pub && pub->failed()) (void)pub->commit("unused");
+              throw;
+            }
+            const auto& r = *written;
+            std::optional<PublishResult> pushed;
+            if (pub) {
+              for (const char* f : {"README.md", "model-package.json"}) {
+                const auto p = r.package_dir / f;
+                pub->add(f, p, std::filesystem::file_size(p), sha256_file(p));
+              }
+              const std::string summary = a->message.empty() ? "Publish layer package " + r.manifest.model_id + " (" +
+                                                                   std::to_string(r.manifest.layer_count) + " layers)"
+                                                             : a->message;
+              pushed = pub->commit(summary, "model-package.json sha256 " + r.manifest_sha256 +
+                                                ", written and published by skippy-model-package write-package --push");
+            }
             if (a->json) {
-              print_json({{"package_dir", r.package_dir.string()},
-                          {"manifest_sha256", r.manifest_sha256},
-                          {"layer_count", r.manifest.layer_count},
-                          {"artifact_count", r.artifact_count},
-                          {"model_id", r.manifest.model_id},
-                          {"validated", r.validated},
-                          {"source_bytes_hashed", r.source_bytes_hashed},
-                          {"notes", r.notes},
-                          {"details", r.details}});
+              nlohmann::json doc = {{"package_dir", r.package_dir.string()},
+                                    {"manifest_sha256", r.manifest_sha256},
+                                    {"layer_count", r.manifest.layer_count},
+                                    {"artifact_count", r.artifact_count},
+                                    {"model_id", r.manifest.model_id},
+                                    {"validated", r.validated},
+                                    {"source_bytes_hashed", r.source_bytes_hashed},
+                                    {"notes", r.notes},
+                                    {"details", r.details}};
+              if (pushed) doc["publish"] = publish_result_json(*pushed);
+              if (o.disk_budget) {
+                doc["max_disk"] = o.disk_budget->limit();
+                doc["disk_peak"] = o.disk_budget->peak();
+              }
+              print_json(doc);
             } else {
               std::cout << "wrote " << r.package_dir.string() << ": " << r.manifest.layer_count << " layers, "
                         << r.artifact_count << " artifacts\n"
@@ -84,6 +216,7 @@ Command register_write_package(CLI::App& app) {
               if (a->verbose) {
                 for (const auto& n : r.details) std::cout << "note: " << n << "\n";
               }
+              if (pushed) print_publish_summary(*pushed);
             }
             return kExitOk;
           }};

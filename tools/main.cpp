@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
       register_fetch(app),
       register_policy(app),
       register_speculative(app),
+      register_publish(app),
   };
 
   try {

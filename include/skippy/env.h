@@ -20,6 +20,7 @@
 //   SKIPPY_VERIFY_PACKAGE_SHA   non-empty and not "0": local packages are
 //                               SHA-256-verified on load (hf:// always are)
 //   SKIPPY_HF_DOWNLOADS         files downloaded at once (default 4, >= 1)
+//   SKIPPY_HF_UPLOADS           files uploaded at once by publish (default 4, >= 1)
 //   SKIPPY_HF_MAX_ATTEMPTS      attempts per Hub request, retries included (default 5, >= 1)
 //   SKIPPY_HF_BACKOFF_MS        first retry delay in ms, doubling (default 1000)
 //   SOURCE_DATE_EPOCH           created_at_unix_secs of written packages
@@ -73,6 +74,7 @@ std::string hf_endpoint();
 std::optional<std::string> hf_token();
 bool hf_hub_offline();
 unsigned hf_parallel_downloads();  // SKIPPY_HF_DOWNLOADS, default 4
+unsigned hf_parallel_uploads();    // SKIPPY_HF_UPLOADS, default 4
 unsigned hf_max_attempts();        // SKIPPY_HF_MAX_ATTEMPTS, default 5
 unsigned hf_backoff_ms();          // SKIPPY_HF_BACKOFF_MS, default 1000
 

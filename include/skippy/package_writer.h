@@ -11,6 +11,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <condition_variable>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +42,41 @@ struct SourceProvenance {
   std::vector<bool> shard_verified;
 };
 
+// A fragment (or projector) complete under its final name: size checked,
+// fsynced, SHA-256 computed from the bytes written.
+struct WrittenArtifact {
+  std::string rel_path;            // as the manifest will name it
+  std::filesystem::path path;      // where it is
+  uint64_t size = 0;
+  std::string sha256;
+};
+
+// Bytes an output directory may hold at once (write-package --max-disk).
+// The writer acquires a fragment's size before creating its file; whoever
+// deletes an announced fragment releases it. Thread-safe.
+class DiskBudget {
+ public:
+  explicit DiskBudget(uint64_t limit) : limit_(limit) {}
+  // Blocks until `bytes` more fit in the limit, or until every byte held
+  // belongs to files that cannot be finished before this one starts
+  // (`stuck`): then waiting would never end, and a file larger than the
+  // limit goes alone. Throws Error after cancel().
+  void acquire(uint64_t bytes, uint64_t stuck = 0);
+  void release(uint64_t bytes);
+  // Wakes every waiter (and fails later acquires) with Error(kTransport,
+  // why): the bytes held will never be freed (the uploads failed).
+  void cancel(const std::string& why);
+  uint64_t limit() const noexcept { return limit_; }
+  uint64_t peak() const;
+
+ private:
+  const uint64_t limit_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t used_ = 0, peak_ = 0;
+  std::string cancelled_;
+};
+
 struct WritePackageOptions {
   std::filesystem::path source;          // a .gguf or any shard of a split model
   std::filesystem::path out_dir;
@@ -54,6 +92,17 @@ struct WritePackageOptions {
   // Progress: (bytes done, bytes total) over all source and projector bytes
   // (and, with validate, the validation's bytes after them).
   std::function<void(uint64_t, uint64_t)> on_progress;
+  // Streaming hand-off (write-package --push): when set, each fragment is
+  // renamed into place as soon as it is complete and announced here (from a
+  // worker thread), instead of all fragments at the end; projectors after
+  // their copy. Throwing stops the run. README.md and model-package.json
+  // are written last, as always, and not announced. On failure, fragments
+  // announced so far stay (the in-progress marker lets a rerun redo them).
+  std::function<void(const WrittenArtifact&)> on_artifact;
+  // With on_artifact: the output directory never holds more than the
+  // budget's limit (or one fragment, when a fragment is larger), as long as
+  // the receiver of on_artifact deletes and releases what it is done with.
+  std::shared_ptr<DiskBudget> disk_budget;
 };
 
 struct WritePackageResult {

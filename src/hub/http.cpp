@@ -1,8 +1,11 @@
 #include "hub/http.h"
 
 #include <curl/curl.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cctype>
 #include <memory>
 #include <mutex>
@@ -16,13 +19,15 @@ void global_init() {
 }
 
 struct Transfer {
-  const HttpRequest* req;
-  CURL* curl;
+  const HttpRequest* req = nullptr;
+  CURL* curl = nullptr;
   HttpResponse resp;
   bool sink_aborted = false;
   bool body_too_large = false;
   bool streaming = false;  // decided at the first body byte: 2xx goes to the sink
   bool decided = false;
+  uint64_t sent = 0;          // request-body bytes read from body_file
+  std::string read_error;     // why reading body_file failed
 };
 
 std::string trim(std::string_view s) {
@@ -76,6 +81,28 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   return len;
 }
 
+// Feeds curl the request body from body_file, with pread (no shared file
+// offset: several uploads may read one descriptor at once).
+size_t on_read(char* buffer, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const FileSlice& f = *t->req->body_file;
+  const uint64_t left = f.length - t->sent;
+  const size_t want = static_cast<size_t>(std::min<uint64_t>(left, uint64_t{size} * n));
+  if (want == 0) return 0;
+  ssize_t got;
+  do {
+    got = ::pread(f.fd, buffer, want, static_cast<off_t>(f.offset + t->sent));
+  } while (got < 0 && errno == EINTR);
+  if (got <= 0) {
+    t->read_error = got < 0 ? std::string("cannot read the file to upload: ") + std::strerror(errno)
+                            : "the file to upload ended early (did it change?)";
+    return CURL_READFUNC_ABORT;
+  }
+  t->sent += static_cast<uint64_t>(got);
+  if (t->req->on_sent) t->req->on_sent(static_cast<uint64_t>(got));
+  return static_cast<size_t>(got);
+}
+
 bool retryable_code(CURLcode c) {
   switch (c) {
     case CURLE_COULDNT_RESOLVE_HOST:
@@ -106,9 +133,13 @@ HttpResult http_perform(const HttpRequest& req) {
   global_init();
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
   if (!curl) return {std::nullopt, TransportError{"cannot initialise libcurl", false}};
-  Transfer t{&req, curl.get(), {}};
+  Transfer t;
+  t.req = &req;
+  t.curl = curl.get();
   curl_slist* list = nullptr;
   for (const auto& h : req.headers) list = curl_slist_append(list, h.c_str());
+  const bool has_body = req.method == "POST" || req.method == "PUT";
+  if (has_body) list = curl_slist_append(list, "Expect:");  // no 100-continue round trip
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(list, &curl_slist_free_all);
   char errbuf[CURL_ERROR_SIZE] = {0};
 
@@ -129,12 +160,25 @@ HttpResult http_perform(const HttpRequest& req) {
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
   if (req.method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  if (has_body && req.body_file) {
+    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);  // PUT, unless told otherwise below
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+    curl_easy_setopt(c, CURLOPT_READDATA, &t);
+    curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(req.body_file->length));
+    curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 2L * 1024L * 1024L);
+    if (req.method == "POST") curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "POST");
+  } else if (has_body) {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, req.body.data());
+    if (req.method == "PUT") curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PUT");
+  }
 
   const CURLcode rc = curl_easy_perform(c);
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &t.resp.status);
   if (rc != CURLE_OK) {
     if (t.sink_aborted) return {std::nullopt, TransportError{"download aborted", false, true}};
     if (t.body_too_large) return {std::nullopt, TransportError{"answer larger than expected", false}};
+    if (!t.read_error.empty()) return {std::nullopt, TransportError{t.read_error, false}};
     std::string msg = errbuf[0] ? errbuf : curl_easy_strerror(rc);
     return {std::nullopt, TransportError{msg, retryable_code(rc)}};
   }

@@ -1,7 +1,9 @@
 // A small HTTP client on libcurl for the Hub protocol: one request at a
 // time per call, no automatic redirects (the caller decides where a token
 // may go), headers collected with lower-case names, bodies either kept
-// (small answers) or streamed to a sink (downloads). Internal.
+// (small answers) or streamed to a sink (downloads). Request bodies are a
+// string (JSON, NDJSON) or a slice of an open file, read with pread as the
+// connection takes them (uploads never hold a file in memory). Internal.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +16,15 @@
 
 namespace skippy::detail {
 
+// Bytes [offset, offset + length) of an open file descriptor (not owned).
+struct FileSlice {
+  int fd = -1;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
 struct HttpRequest {
-  std::string method = "GET";       // "GET" or "HEAD"
+  std::string method = "GET";       // "GET", "HEAD", "POST" or "PUT"
   std::string url;
   std::vector<std::string> headers;  // "Name: value"
   // Body bytes of a 200/206 answer go here instead of into the response;
@@ -24,6 +33,11 @@ struct HttpRequest {
   // Called once, before the first body byte of a 200/206 answer reaches the
   // sink, with the status and headers; return false to abort.
   std::function<bool(long status, const std::map<std::string, std::string>& headers)> on_start;
+  // The request body of a POST or PUT: `body_file` when set, else `body`.
+  std::string body;
+  std::optional<FileSlice> body_file;
+  // Called with each count of request-body bytes handed to the connection.
+  std::function<void(uint64_t)> on_sent;
   size_t max_body = size_t{4} << 20;  // kept bodies larger than this abort
   long connect_timeout_secs = 15;
   long stall_timeout_secs = 60;       // abort when no byte arrives for this long

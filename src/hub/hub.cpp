@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "hub/http.h"
+#include "hub/retry.h"
 #include "skippy/env.h"
 #include "skippy/error.h"
 #include "skippy/hf_ref.h"
@@ -26,17 +27,10 @@ using detail::HttpRequest;
 using detail::HttpResponse;
 using detail::url_encode;
 
-constexpr unsigned kMaxBackoffMs = 30'000;
-constexpr uint64_t kMaxRetryAfterMs = 300'000;  // the Hub's 429s may ask for minutes
+using detail::parse_u64;
+using detail::retry_status;
+using detail::sleep_ms;
 constexpr unsigned kMaxRedirects = 5;
-
-std::optional<uint64_t> parse_u64(const std::optional<std::string>& s) {
-  if (!s) return std::nullopt;
-  uint64_t v = 0;
-  const auto [p, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
-  if (ec != std::errc() || p != s->data() + s->size()) return std::nullopt;
-  return v;
-}
 
 // " (<Message>)" from an S3-style XML error body, if there is one.
 std::string storage_message(const HttpResponse& r) {
@@ -45,10 +39,6 @@ std::string storage_message(const HttpResponse& r) {
   if (a == std::string::npos || b == std::string::npos || b < a) return {};
   return " (" + r.body.substr(a + 9, std::min<size_t>(b - a - 9, 200)) + ")";
 }
-
-void sleep_ms(unsigned ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
-
-bool retry_status(long status) { return status == 429 || (status >= 500 && status <= 599); }
 
 // What a HEAD on a resolve URL told us about one file.
 struct FileMeta {
@@ -81,11 +71,7 @@ class HubRepo {
   }
 
   unsigned backoff(unsigned attempt, const HttpResponse* r) const {
-    uint64_t ms = std::min<uint64_t>(uint64_t{cfg.backoff_ms} << std::min(attempt, 10u), kMaxBackoffMs);
-    if (r) {
-      if (auto ra = parse_u64(r->header("retry-after"))) ms = std::min<uint64_t>(std::max<uint64_t>(ms / 2, *ra * 1000), kMaxRetryAfterMs);
-    }
-    return static_cast<unsigned>(ms);
+    return detail::backoff_ms({cfg.max_attempts, cfg.backoff_ms}, attempt, r);
   }
 
   [[noreturn]] void fail_status(const HttpResponse& r, const std::string& url, const std::string& rev,
@@ -130,24 +116,8 @@ class HubRepo {
 
   // One request with retries for transport errors, 429 and 5xx.
   HttpResponse perform(const HttpRequest& req, const std::string& what) const {
-    std::string last;
-    for (unsigned attempt = 0; attempt < cfg.max_attempts; ++attempt) {
-      auto res = http_perform(req);
-      if (res.error) {
-        last = res.error->message;
-        if (!res.error->retryable) throw Error(ErrorKind::kTransport, what + ": " + last + " (" + req.url + ")");
-        if (attempt + 1 < cfg.max_attempts) sleep_ms(backoff(attempt, nullptr));
-        continue;
-      }
-      if (retry_status(res.response->status) && attempt + 1 < cfg.max_attempts) {
-        last = "HTTP " + std::to_string(res.response->status);
-        sleep_ms(backoff(attempt, &*res.response));
-        continue;
-      }
-      return std::move(*res.response);
-    }
-    throw Error(ErrorKind::kTransport, what + ": " + last + " (after " + std::to_string(cfg.max_attempts) + " attempts; is " +
-                                    cfg.endpoint + " reachable? HF_HUB_OFFLINE=1 uses the cache only)");
+    return detail::perform_with_retries(req, {cfg.max_attempts, cfg.backoff_ms}, what,
+                                        "is " + cfg.endpoint + " reachable? HF_HUB_OFFLINE=1 uses the cache only");
   }
 
   // HEAD on the resolve URL, following same-host redirects (renamed repos)

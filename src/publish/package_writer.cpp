@@ -346,6 +346,15 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
       }
     }
   };
+  if (opt.on_artifact) {
+    so.on_output_complete = [&](size_t i, const std::string& sha) {
+      opt.on_artifact({frags[i].rel_path, outputs[i].final_path, outputs[i].total_size, sha});
+    };
+    if (opt.disk_budget) {
+      so.threads = std::max(2u, so.threads);  // the reader may wait while another thread finishes a fragment
+      so.before_create = [&](uint64_t bytes, uint64_t stuck) { opt.disk_budget->acquire(bytes, stuck); };
+    }
+  }
   const auto hashes = detail::stream_split(shard_files, outputs, so);
   uint64_t source_hashed = 0;
   for (size_t i = 0; i < model.shards().size(); ++i) {
@@ -355,7 +364,12 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   m.source_model = source_identity(opt, model, hashes.shard_sha256);
   fill_artifacts(hashes.output_sha256);
   m.projectors.clear();
-  for (const auto& p : projectors) m.projectors.push_back(copy_projector(p, opt.out_dir, on_bytes));
+  for (const auto& p : projectors) {
+    if (opt.on_artifact && opt.disk_budget) opt.disk_budget->acquire(p.entry.artifact_bytes);
+    m.projectors.push_back(copy_projector(p, opt.out_dir, on_bytes));
+    const auto& e = m.projectors.back();
+    if (opt.on_artifact) opt.on_artifact({e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256});
+  }
 
   std::optional<detail::ReadmeValidation> validation;
   if (opt.validate) {

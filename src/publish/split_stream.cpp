@@ -71,28 +71,112 @@ class Pipeline {
     while (shard_ < shards_.size() && shards_[shard_]->size() == 0) ++shard_;  // empty files yield no chunk
     shard_sha_.resize(shards.size());
     out_sha_.resize(outputs.size());
-    for (size_t o = 0; o < outputs.size(); ++o) {
-      files_.push_back(std::make_unique<AtomicFile>(outputs[o].final_path));
-      auto& f = *files_.back();
-      f.preallocate(outputs[o].total_size);
-      f.pwrite_all(0, outputs[o].header);
-      f.start_writeback(0, outputs[o].header.size());
-      out_sha_[o].update(outputs[o].header);
+    files_.resize(outputs.size());
+    streaming_ = static_cast<bool>(opt.on_output_complete);
+    if (!streaming_) {
+      for (size_t o = 0; o < outputs.size(); ++o) open_output(o);
+      return;
     }
+    hash_left_.assign(outputs.size(), 0);
+    write_left_.assign(outputs.size(), 0);
+    undefined_.assign(outputs.size(), 0);
+    finished_.assign(outputs.size(), 0);
+    out_hex_.resize(outputs.size());
+    std::vector<std::pair<size_t, uint64_t>> last(outputs.size(), {0, 0});
+    for (const auto& r : refs_) {
+      hash_left_[r.output] += r.bytes;
+      write_left_[r.output] += r.bytes;
+      ++undefined_[r.output];
+      last[r.output] = std::max(last[r.output], std::pair<size_t, uint64_t>{r.shard, r.src + r.bytes});
+    }
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      if (undefined_[o] > 0) ends_.push_back(last[o]);
+    }
+    std::sort(ends_.begin(), ends_.end());
   }
 
   StreamResult run() {
+    std::thread finisher;
+    if (streaming_) {
+      // Outputs with no piece (a metadata fragment without tensors) are complete at once.
+      for (size_t o = 0; o < outputs_.size(); ++o) {
+        if (undefined_[o] == 0) {
+          open_output(o);
+          finalize(o);
+        }
+      }
+      // Syncing, renaming and announcing happen here, off the pipeline's workers.
+      finisher = std::thread([this] { finish_loop(); });
+    }
     const unsigned n = std::max(1u, opt_.threads);
     std::vector<std::thread> workers;
     for (unsigned i = 0; i + 1 < n; ++i) workers.emplace_back([this] { work(); });
     work();
     for (auto& t : workers) t.join();
+    if (finisher.joinable()) {
+      {
+        std::lock_guard g(mu_);
+        fin_done_ = true;
+        cv_.notify_all();
+      }
+      finisher.join();
+    }
     if (error_) std::rethrow_exception(error_);
     return finish();
   }
 
  private:
   enum class Job { kNone, kRead, kSrcHash, kOutHash, kWrite };
+
+  // Creates output o's file: reserved to its final size, header written and hashed.
+  void open_output(size_t o) {
+    if (streaming_ && opt_.before_create) {
+      uint64_t stuck = 0;
+      {
+        std::lock_guard g(mu_);
+        for (size_t k = 0; k < outputs_.size(); ++k) {
+          if (files_[k] && !finished_[k] && undefined_[k] > 0) stuck += outputs_[k].total_size;
+        }
+      }
+      opt_.before_create(outputs_[o].total_size, stuck);
+    }
+    auto f = std::make_unique<AtomicFile>(outputs_[o].final_path);
+    f->preallocate(outputs_[o].total_size);
+    f->pwrite_all(0, outputs_[o].header);
+    f->start_writeback(0, outputs_[o].header.size());
+    out_sha_[o].update(outputs_[o].header);
+    files_[o] = std::move(f);
+  }
+
+  // Streaming: output o is written and hashed: check, sync, rename, announce.
+  void finalize(size_t o) {
+    auto& f = *files_[o];
+    struct stat st {};
+    if (::fstat(f.fd(), &st) != 0) throw_io(f.temp_path().string() + ": cannot stat");
+    if (static_cast<uint64_t>(st.st_size) != outputs_[o].total_size) {
+      throw_invalid(f.temp_path().string() + ": wrote " + std::to_string(st.st_size) + " bytes, expected " +
+                    std::to_string(outputs_[o].total_size));
+    }
+    const std::string hex = out_sha_[o].hex_digest();
+    f.commit(/*sync_directory=*/true);
+    {
+      std::lock_guard g(mu_);
+      out_hex_[o] = hex;
+      finished_[o] = 1;
+    }
+    opt_.on_output_complete(o, hex);
+  }
+
+  // Streaming: counts a chunk's hashed or written bytes against each output.
+  void account(const Chunk& c, std::vector<uint64_t>& left) {
+    for (const auto& seg : c.segments) {
+      left[seg.output] -= seg.len;
+      if (hash_left_[seg.output] == 0 && write_left_[seg.output] == 0 && !finished_[seg.output] &&
+          std::find(ready_.begin(), ready_.end(), seg.output) == ready_.end()) {
+        ready_.push_back(seg.output);
+      }
+    }
+  }
 
   bool reading_done() const { return shard_ >= shards_.size(); }
 
@@ -145,6 +229,27 @@ class Pipeline {
       lk.lock();
       complete(job, c);
       cv_.notify_all();
+    }
+  }
+
+  // Streaming: finalizes outputs as they become ready (ready_), in order.
+  void finish_loop() {
+    std::unique_lock lk(mu_);
+    for (;;) {
+      cv_.wait(lk, [&] { return error_ || !ready_.empty() || fin_done_; });
+      if (error_ || ready_.empty()) return;
+      const size_t o = ready_.front();
+      ready_.erase(ready_.begin());
+      lk.unlock();
+      try {
+        finalize(o);
+      } catch (...) {
+        lk.lock();
+        if (!error_) error_ = std::current_exception();
+        cv_.notify_all();
+        return;
+      }
+      lk.lock();
     }
   }
 
@@ -206,6 +311,13 @@ class Pipeline {
     c->shard = shard_;
     c->offset = pos_;
     c->len = static_cast<size_t>(std::min<uint64_t>(opt_.chunk_bytes, f.size() - pos_));
+    if (streaming_ && opt_.before_create) {
+      // One output at a time: a read never runs past the end of an output.
+      while (end_cursor_ < ends_.size() && ends_[end_cursor_] <= std::pair<size_t, uint64_t>{shard_, pos_}) ++end_cursor_;
+      if (end_cursor_ < ends_.size() && ends_[end_cursor_].first == shard_ && ends_[end_cursor_].second < pos_ + c->len) {
+        c->len = static_cast<size_t>(ends_[end_cursor_].second - pos_);
+      }
+    }
     detail::prefetch_mapped(bytes, pos_ + c->len, opt_.chunk_bytes);
     const uint8_t* view = bytes.data() + pos_;
     const uint64_t end = pos_ + c->len;
@@ -221,6 +333,10 @@ class Pipeline {
       const uint64_t a = std::max(ref.src, pos_);
       const uint64_t b = std::min(ref.src + ref.bytes, end);
       const auto& piece = outputs_[ref.output].pieces[ref.piece];
+      if (streaming_) {
+        if (!files_[ref.output]) open_output(ref.output);
+        if (b == ref.src + ref.bytes) --undefined_[ref.output];
+      }
       c->segments.push_back(Segment{ref.output, ref.piece, static_cast<size_t>(a - pos_), static_cast<size_t>(b - a),
                                     piece.dst_offset + (a - ref.src), b == ref.src + ref.bytes});
     }
@@ -248,11 +364,13 @@ class Pipeline {
         ++src_next_;
         break;
       case Job::kOutHash:
+        if (streaming_) account(*c, hash_left_);
         c->out_hashed = true;
         out_busy_ = false;
         ++out_next_;
         break;
       case Job::kWrite:
+        if (streaming_) account(*c, write_left_);
         c->written = true;
         c->writing = false;
         break;
@@ -289,6 +407,14 @@ class Pipeline {
     // A shard of zero bytes never produced a chunk; its hash is of nothing.
     for (size_t i = 0; i < shard_sha_.size(); ++i) {
       r.shard_sha256.push_back(known(i) ? *opt_.known_shard_sha256[i] : shard_sha_[i].hex_digest());
+    }
+    if (streaming_) {
+      for (size_t o = 0; o < outputs_.size(); ++o) {
+        if (!finished_[o]) throw_invalid(outputs_[o].final_path.string() + ": the pass ended before this output was complete");
+        r.output_sha256.push_back(out_hex_[o]);
+      }
+      if (opt_.before_commit) opt_.before_commit(r);
+      return r;
     }
     for (size_t o = 0; o < outputs_.size(); ++o) {
       struct stat st {};
@@ -350,6 +476,16 @@ class Pipeline {
   size_t shard_ = 0;
   uint64_t pos_ = 0;
   size_t ref_cursor_ = 0;
+  // Streaming (on_output_complete) state.
+  bool streaming_ = false;
+  std::vector<uint64_t> hash_left_, write_left_;  // piece bytes not yet hashed / written (under mu_)
+  std::vector<size_t> undefined_;                 // pieces not yet fully in a chunk (reader only)
+  std::vector<char> finished_;                    // renamed and announced (under mu_)
+  std::vector<std::string> out_hex_;
+  std::vector<size_t> ready_;                     // outputs to finalize (under mu_)
+  bool fin_done_ = false;                         // the workers are done: finish what is ready, then stop
+  std::vector<std::pair<size_t, uint64_t>> ends_; // (shard, end) of each output's last piece, sorted
+  size_t end_cursor_ = 0;
 };
 
 }  // namespace

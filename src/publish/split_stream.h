@@ -48,12 +48,27 @@ struct StreamOptions {
   std::vector<std::optional<std::string>> known_shard_sha256;
   // Called with the hashes once every output is complete, before any is
   // renamed into place; throwing here leaves no output under a final name.
+  // (With on_output_complete the outputs are in place already.)
   std::function<void(const StreamResult&)> before_commit;
+  // Streaming hand-off: when set, each output is created only when the pass
+  // reaches it, and is size-checked, fsynced and renamed into place as soon
+  // as its last byte is written and hashed, then announced here (from a
+  // worker thread; throwing stops the pass). On error, outputs announced
+  // so far stay under their final names.
+  std::function<void(size_t output, const std::string& sha256)> on_output_complete;
+  // With on_output_complete: called (from the reader) before an output's
+  // file is created, with its size and the bytes of outputs still open that
+  // cannot be finished before this one starts; may block until there is
+  // room, or throw. Outputs are then read one after the other (no read
+  // spans two), so an output is finished before the next one starts
+  // whenever the budget asks to wait.
+  std::function<void(uint64_t bytes, uint64_t stuck_bytes)> before_create;
 };
 
 // Writes every output under a hidden temporary name, checks its size, and
-// renames it into place only after every output is complete (fsynced).
-// On error, no output appears under its final name.
+// renames it into place only after every output is complete (fsynced), or
+// one by one with on_output_complete. Otherwise, on error, no output
+// appears under its final name.
 StreamResult stream_split(const std::vector<std::shared_ptr<const MappedFile>>& shards,
                           const std::vector<StreamOutput>& outputs, const StreamOptions& options);
 

@@ -127,6 +127,7 @@ std::optional<std::string> hf_token() {
 
 bool hf_hub_offline() { return flag("HF_HUB_OFFLINE"); }
 unsigned hf_parallel_downloads() { return std::max(1u, unsigned_or("SKIPPY_HF_DOWNLOADS", 4)); }
+unsigned hf_parallel_uploads() { return std::max(1u, unsigned_or("SKIPPY_HF_UPLOADS", 4)); }
 unsigned hf_max_attempts() { return std::max(1u, unsigned_or("SKIPPY_HF_MAX_ATTEMPTS", 5)); }
 unsigned hf_backoff_ms() { return unsigned_or("SKIPPY_HF_BACKOFF_MS", 1000); }
 

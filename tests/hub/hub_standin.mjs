@@ -49,6 +49,37 @@
 //   GET /api/models/{ns}/{name}/commits/{rev} -> [{id,title,message,authors,date}]
 //   Every response carries X-Request-Id.
 //
+// Upload side (as huggingface_hub's create_repo/create_commit and
+// @huggingface/hub's createRepo/commit/uploadFiles use it). Tokens: config
+// token (write) and read_token (valid for reading, 403 on every write);
+// none: 401; unknown: 401 "Invalid credentials".
+//   GET  /api/whoami-v2 -> {type,name,...,auth:{type,accessToken:{role:"write"|"read"}}}
+//   POST /api/repos/create {name, organization, private?|visibility?, type?}
+//       -> {url,name,id}; 409 when it exists. The first commit holds a .gitattributes.
+//   POST /api/models/{ns}/{name}/preupload/{rev} {files:[{path,size,sample(base64)}]}
+//       -> {files:[{path,uploadMode:"lfs"|"regular",shouldIgnore,oid?}],commitOid}
+//       lfs: *.gguf, >= 1 MiB, or a NUL byte in the sample.
+//   POST /{ns}/{name}.git/info/lfs/objects/batch {operation:"upload",transfers,objects:[{oid,size}]}
+//       -> {transfer,objects:[{oid,size,actions?:{upload:{href,header?},verify:{href}}}|{error}]}
+//       No actions: the repo holds that object already. With "multipart" offered
+//       and size >= multipart_threshold: header {chunk_size, "00001": url, ...} and
+//       href = POST {endpoint}/api/complete_multipart?uploadId&expires&sig
+//       ({oid, parts:[{partNumber, etag}]}); else href = a basic PUT URL.
+//   PUT  <storage>/upload/{ns}/{name}/{oid}[/part/N]?...&expires&sig  (signed,
+//       400 with an Authorization header, 403 when expired; the body is hashed
+//       and checked against oid and size; the ETag is opaque, as S3's)
+//   POST /{ns}/{name}.git/info/lfs/objects/verify {oid,size} -> 200 | 404 | 422
+//   POST /api/models/{ns}/{name}/commit/{branch}  application/x-ndjson:
+//       {key:"header",value:{summary,description?,parentCommit?}} then
+//       {key:"file",value:{path,content,encoding}} | {key:"lfsFile",value:{path,algo,oid,size?}}
+//       | {key:"deletedFile",value:{path}} -> {success,commitOid,commitUrl,hookOutput}
+//       412 "A commit has happened since..." when parentCommit is not the head;
+//       422 for an lfsFile never uploaded; 400 for a regular file that must be LFS.
+//   POST /api/models/{ns}/{name}/branch/{branch} {startingPoint?} (409 when it exists)
+//   Uploaded bytes live in a temporary directory ($HUB_STANDIN_DATA_DIR/...)
+//   removed at exit. The log's bytes_received counts request-body bytes; the
+//   cut and slow faults also apply to storage PUT bodies.
+//
 // Storage listener:
 //   GET|HEAD /repos/{ns}/{name}/{sha256}?expires=<unix s>&sig=<hex HMAC-SHA256(secret, path "\n" expires)>
 //     400 (S3 "InvalidArgument") when the request has an Authorization header;
@@ -62,7 +93,7 @@
 //          -> {"commit","files":[{path,size,sha256,lfs,oid}]}
 //          gated/private are repo-wide and change only when given.
 //   GET    /_admin/repos   -> {repo: {branches,tags,gated,private}}
-//   GET    /_admin/log     -> [{listener,method,path,query,range,authorization,status,bytes_sent}]
+//   GET    /_admin/log     -> [{listener,method,path,query,range,authorization,status,bytes_sent,bytes_received}]
 //          (waits up to 500 ms for requests still being answered)
 //   DELETE /_admin/log
 //   POST   /_admin/faults  a rule {match, listener?, method?, kind, times?=1 (-1: forever), ...}
@@ -74,19 +105,32 @@
 //          status rules are taken when a request arrives; cut/corrupt rules when
 //          a 2xx body starts. Rules are tried in order; the first match is used.
 //   GET    /_admin/faults, DELETE /_admin/faults
-//   POST   /_admin/config  {"token":"hf_test","url_ttl_secs":3600,"reject_unknown_tokens":false,
-//                           "resolve_cache_redirect":false}   (these are the defaults; any subset)
+//   POST   /_admin/config  {"token":"hf_test","read_token":"hf_read","url_ttl_secs":3600,
+//                           "reject_unknown_tokens":false,"resolve_cache_redirect":false,
+//                           "multipart_threshold":16777216,"multipart_chunk_size":8388608}
+//                           (these are the defaults; any subset)
+//   DELETE /_admin/uploads  forget every uploaded LFS object (benchmarks)
 //   GET    /_admin/config
 import http from "node:http";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
+import os from "node:os";
 
 const MiB = 1024 * 1024;
 const LFS_THRESHOLD = MiB;
 
-const config = { token: "hf_test", url_ttl_secs: 3600, reject_unknown_tokens: false, resolve_cache_redirect: false };
+const config = {
+  token: "hf_test",
+  read_token: "hf_read",
+  user: "standin",
+  url_ttl_secs: 3600,
+  reject_unknown_tokens: false,
+  resolve_cache_redirect: false,
+  multipart_chunk_size: 8 * MiB,
+  multipart_threshold: 16 * MiB,
+};
 const secret = crypto.randomBytes(32);
 const repos = new Map(); // "ns/name" -> Repo
 const blobs = new Map(); // sha256 -> [{ abs, size }]: every published copy (content-addressed, like S3)
@@ -96,6 +140,13 @@ let pending = 0;
 let pendingWaiters = [];
 let publishSeq = 0;
 let storageBase = "";
+// Uploaded bytes (LFS objects, multipart parts, regular files of commits):
+// $HUB_STANDIN_DATA_DIR when set (it must exist), else a fresh temporary
+// directory removed when the stand-in exits.
+const dataDir = process.env.HUB_STANDIN_DATA_DIR
+  ? fs.mkdtempSync(path.join(process.env.HUB_STANDIN_DATA_DIR, "hub-standin-"))
+  : fs.mkdtempSync(path.join(os.tmpdir(), "hub-standin-"));
+process.on("exit", () => fs.rmSync(dataDir, { recursive: true, force: true }));
 
 // ---------------------------------------------------------------- utilities
 
@@ -220,10 +271,41 @@ async function publish(body) {
     blobs.set(sha256, copies);
   }
 
+  if (!repo) repo = newRepo(repoId);
+  if (typeof body.gated === "boolean") repo.gated = body.gated;
+  if (typeof body.private === "boolean") repo.private = body.private;
+  for (const f of files.values()) if (f.lfs) repo.lfs.add(f.sha256);
+  const commit = makeCommit(repo, branch, parent, files, typeof body.message === "string" ? body.message : "");
+  for (const t of tags) repo.tags.set(t, commit.id);
+  return {
+    commit: commit.id,
+    files: [...files.values()].map((f) => ({ path: f.path, size: f.size, sha256: f.sha256, lfs: f.lfs, oid: f.oid })),
+  };
+}
+
+function newRepo(repoId) {
+  const repo = {
+    id: repoId,
+    _id: crypto.randomBytes(12).toString("hex"),
+    createdAt: new Date(nowSecs() * 1000).toISOString(),
+    gated: false,
+    private: false,
+    branches: new Map(),
+    tags: new Map(),
+    commits: new Map(),
+    lfs: new Set(), // LFS objects uploaded to (or published in) this repo: the batch's "already there"
+  };
+  repos.set(repoId, repo);
+  return repo;
+}
+
+// Records a commit holding exactly `files` (path -> entry) on `branch`, whose
+// parent is `parent` (a commit object or null), and moves the branch to it.
+function makeCommit(repo, branch, parent, files, message) {
   const trees = treeOids(files);
   const seq = ++publishSeq;
   const secs = nowSecs();
-  const title = typeof body.message === "string" && body.message ? body.message : `Publish ${seq}`;
+  const title = message || `Publish ${seq}`;
   const commitText =
     `tree ${trees.get("")}\n` +
     (parent ? `parent ${parent.id}\n` : "") +
@@ -234,31 +316,11 @@ async function publish(body) {
   const self = { id, title, date: commit.date };
   for (const f of files.values()) {
     const before = parent?.files.get(f.path);
-    f.lastCommit = before && before.oid === f.oid ? before.lastCommit : self;
+    f.lastCommit = before && before.oid === f.oid && before.lastCommit ? before.lastCommit : self;
   }
-
-  if (!repo) {
-    repo = {
-      id: repoId,
-      _id: crypto.randomBytes(12).toString("hex"),
-      createdAt: commit.date,
-      gated: false,
-      private: false,
-      branches: new Map(),
-      tags: new Map(),
-      commits: new Map(),
-    };
-    repos.set(repoId, repo);
-  }
-  if (typeof body.gated === "boolean") repo.gated = body.gated;
-  if (typeof body.private === "boolean") repo.private = body.private;
   repo.commits.set(id, commit);
   repo.branches.set(branch, id);
-  for (const t of tags) repo.tags.set(t, id);
-  return {
-    commit: id,
-    files: [...files.values()].map((f) => ({ path: f.path, size: f.size, sha256: f.sha256, lfs: f.lfs, oid: f.oid })),
-  };
+  return commit;
 }
 
 function resolveRev(repo, rev) {
@@ -293,6 +355,7 @@ function startEntry(listener, req, url) {
     authorization: req.headers.authorization ?? null,
     status: 0,
     bytes_sent: 0,
+    bytes_received: 0,
   };
   log.push(entry);
   pending++;
@@ -517,7 +580,7 @@ function bearer(req) {
 // Returns true when the request may go on; otherwise it has been answered.
 function checkAccess(ctx, repoId) {
   const token = bearer(ctx.req);
-  const valid = token !== null && token === config.token;
+  const valid = token !== null && (token === config.token || (!!config.read_token && token === config.read_token));
   if (token !== null && !valid && config.reject_unknown_tokens) {
     hubError(ctx, 401, null, "Invalid credentials in Authorization header");
     return null;
@@ -747,6 +810,9 @@ async function handleApi(ctx, segs, url) {
     return sendJson(ctx, 200, out);
   }
 
+  if (req.method === "POST" && op === "preupload") return handlePreupload(ctx, repoId, rest);
+  if (req.method === "POST" && op === "commit") return handleCommit(ctx, repoId, rest);
+  if (req.method === "POST" && op === "branch") return handleCreateBranch(ctx, repoId, rest);
   if (req.method !== "GET" && req.method !== "HEAD") return hubError(ctx, 405, null, "Method not allowed");
   const repo = checkAccess(ctx, repoId);
   if (!repo) return;
@@ -795,6 +861,526 @@ async function handleApi(ctx, segs, url) {
     return sendJson(ctx, 200, out);
   }
   return hubError(ctx, 404, null, "Not Found");
+}
+
+// ------------------------------------------------------------------- upload
+//
+// The Hub's write side, as huggingface_hub (create_repo, create_commit,
+// preupload_lfs_files) and @huggingface/hub (createRepo, commit, uploadFiles)
+// speak it. Uploaded bytes live under dataDir until the stand-in exits.
+
+const LFS_MULTIPART_THRESHOLD_DEFAULT = 16 * MiB;
+const multipartUploads = new Map(); // uploadId -> {repoId, oid, size, chunkSize, nParts, parts: Map n -> {file, etag, size}}
+
+function tokenRole(token) {
+  if (token === null) return null;
+  if (token === config.token) return "write";
+  if (config.read_token && token === config.read_token) return "read";
+  return "invalid";
+}
+
+// A write to `repoId` (existing unless mayBeMissing): a write token, else the
+// Hub's 401/403. Returns the repo (or null when missing and allowed).
+function checkWrite(ctx, repoId, mayBeMissing = false) {
+  const token = bearer(ctx.req);
+  const role = tokenRole(token);
+  if (role === null) {
+    hubError(ctx, 401, null, "Invalid username or password.");
+    return undefined;
+  }
+  if (role === "invalid") {
+    hubError(ctx, 401, null, "Invalid credentials in Authorization header");
+    return undefined;
+  }
+  if (role === "read") {
+    hubError(ctx, 403, null, `You don't have the rights to write to ${repoId}: this token has the role "read"`);
+    return undefined;
+  }
+  const repo = repos.get(repoId);
+  if (!repo && !mayBeMissing) {
+    hubError(ctx, 404, "RepoNotFound", "Repository not found");
+    return undefined;
+  }
+  return repo ?? null;
+}
+
+function safeRepoPath(p) {
+  return (
+    typeof p === "string" &&
+    p.length > 0 &&
+    p.length <= 1024 &&
+    !p.startsWith("/") &&
+    !p.endsWith("/") &&
+    !p.includes("\\") &&
+    !p.includes("\0") &&
+    p.split("/").every((s) => s !== "" && s !== "." && s !== "..") &&
+    !p.split("/").includes(".git")
+  );
+}
+
+// The stand-in's LFS rule (the Hub's: .gitattributes patterns, large or binary files).
+function wantsLfs(p, size, sample) {
+  return p.endsWith(".gguf") || size >= LFS_THRESHOLD || (sample !== null && sample.includes(0));
+}
+
+function signUpload(p, expires, extra) {
+  return crypto.createHmac("sha256", secret).update(`${p}\n${expires}\n${extra}`).digest("hex");
+}
+
+function checkUploadSig(url, extra) {
+  const expires = url.searchParams.get("expires") ?? "";
+  const sig = url.searchParams.get("sig") ?? "";
+  const want = Buffer.from(signUpload(url.pathname, expires, extra), "hex");
+  const got = /^[0-9a-f]{64}$/.test(sig) ? Buffer.from(sig, "hex") : Buffer.alloc(0);
+  if (got.length !== want.length || !crypto.timingSafeEqual(got, want)) return "The request signature we calculated does not match the signature you provided.";
+  if (!/^\d+$/.test(expires) || Number(expires) <= nowSecs()) return "Request has expired";
+  return null;
+}
+
+function storedBlob(sha) {
+  return (blobs.get(sha) ?? []).find((b) => fs.existsSync(b.abs)) ?? null;
+}
+
+function storeBlob(sha, abs, size) {
+  const copies = blobs.get(sha) ?? [];
+  copies.unshift({ abs, size });
+  blobs.set(sha, copies);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Streams a request body into `dest`, hashing it (SHA-256: the object's id,
+// and the ETag storage answers, opaque to clients as S3's is). Writes in
+// large batches. Applies a cut or slow fault of the storage listener.
+// Resolves {size, sha256} or rejects.
+async function receiveToFile(ctx, dest, limit) {
+  const fault = takeFault(ctx.listener, ctx.entry, "body");
+  const h256 = crypto.createHash("sha256");
+  const fh = await fsp.open(dest, "w");
+  let n = 0;
+  let batch = [];
+  let batched = 0;
+  const flush = async () => {
+    if (!batched) return;
+    const buf = batch.length === 1 ? batch[0] : Buffer.concat(batch, batched);
+    batch = [];
+    batched = 0;
+    await fh.write(buf);
+  };
+  try {
+    for await (const chunk of ctx.req) {
+      let c = chunk;
+      if (fault?.kind === "cut" && n + c.length >= fault.after_bytes) {
+        c = c.subarray(0, fault.after_bytes - n);
+        n += c.length;
+        ctx.entry.bytes_received += c.length;
+        const sock = ctx.req.socket;
+        if (sock) sock.destroy();
+        throw new Error("connection cut by a fault rule");
+      }
+      n += c.length;
+      ctx.entry.bytes_received += c.length;
+      if (n > limit) throw new Error("more bytes than declared");
+      if (fault?.kind === "slow") await sleep((c.length / fault.bytes_per_sec) * 1000);
+      h256.update(c);
+      batch.push(c);
+      batched += c.length;
+      if (batched >= 4 * MiB) await flush();
+    }
+    await flush();
+  } finally {
+    await fh.close();
+  }
+  if (ctx.req.aborted || !ctx.req.complete) throw new Error("the upload ended early");
+  return { size: n, sha256: h256.digest("hex") };
+}
+
+function lfsJson(ctx, status, value) {
+  return sendBody(ctx, status, { "Content-Type": "application/vnd.git-lfs+json; charset=utf-8" }, Buffer.from(JSON.stringify(value)));
+}
+
+// POST /api/repos/create {name, organization, type?, private?, visibility?}
+async function handleCreateRepo(ctx) {
+  let body;
+  try {
+    body = JSON.parse(await readBody(ctx.req));
+  } catch (e) {
+    return hubError(ctx, 400, null, `Bad request: ${e.message}`);
+  }
+  const name = body?.name;
+  const org = body?.organization ?? config.user;
+  if (typeof name !== "string" || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$/.test(name) || typeof org !== "string" || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$/.test(org)) {
+    return hubError(ctx, 400, null, "Bad request: invalid repository name");
+  }
+  if (body.type !== undefined && body.type !== null && body.type !== "model") {
+    return hubError(ctx, 400, null, `Bad request: the stand-in only hosts model repositories, not ${body.type}`);
+  }
+  const repoId = `${org}/${name}`;
+  const existing = checkWrite(ctx, repoId, true);
+  if (existing === undefined) return;
+  const url = `${ctx.endpoint}/${repoId}`;
+  if (existing) return hubError(ctx, 409, null, "You already created this model repo", {});
+  const repo = newRepo(repoId);
+  repo.private = body.private === true || body.visibility === "private";
+  // The Hub's first commit holds a .gitattributes.
+  const attrs = Buffer.from("*.gguf filter=lfs diff=lfs merge=lfs -text\n*.bin filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n");
+  const files = new Map([[".gitattributes", regularEntry(".gitattributes", attrs)]]);
+  makeCommit(repo, "main", null, files, "initial commit");
+  return sendJson(ctx, 200, { url, name: repoId, id: repo._id });
+}
+
+function regularEntry(p, buf) {
+  const oid = gitBlobOidOfBuffer(buf);
+  const abs = path.join(dataDir, "git", oid);
+  if (!fs.existsSync(abs)) {
+    fs.mkdirSync(path.dirname(abs), { recursive: true });
+    fs.writeFileSync(abs, buf);
+  }
+  const sha256 = crypto.createHash("sha256").update(buf).digest("hex");
+  storeBlob(sha256, abs, buf.length);
+  return { path: p, abs, size: buf.length, sha256, lfs: false, oid, pointerSize: 0, lastCommit: null };
+}
+
+function lfsEntry(p, sha256, blob) {
+  const ptr = Buffer.from(lfsPointer(sha256, blob.size));
+  return { path: p, abs: blob.abs, size: blob.size, sha256, lfs: true, oid: gitBlobOidOfBuffer(ptr), pointerSize: ptr.length, lastCommit: null };
+}
+
+// GET /api/whoami-v2
+function handleWhoami(ctx) {
+  const role = tokenRole(bearer(ctx.req));
+  if (role === null || role === "invalid") return hubError(ctx, 401, null, "Invalid credentials in Authorization header");
+  return sendJson(ctx, 200, {
+    type: "user",
+    id: "0123456789abcdef01234567",
+    name: config.user,
+    fullname: "Hub Stand-in",
+    email: "standin@127.0.0.1",
+    emailVerified: true,
+    isPro: false,
+    canPay: false,
+    orgs: [],
+    auth: { type: "access_token", accessToken: { displayName: `${role} token`, role, createdAt: new Date(0).toISOString() } },
+  });
+}
+
+// POST /api/models/{ns}/{name}/preupload/{rev} {files:[{path,size,sample}]}
+async function handlePreupload(ctx, repoId, rest) {
+  let body;
+  try {
+    body = JSON.parse(await readBody(ctx.req, 16 << 20));
+  } catch (e) {
+    return hubError(ctx, 400, null, `Bad request: ${e.message}`);
+  }
+  const repo = checkWrite(ctx, repoId);
+  if (!repo) return;
+  const { rev } = rest.length ? splitRev(repo, rest) : { rev: "main" };
+  const commit = resolveRev(repo, rev);
+  if (!commit) return revisionNotFound(ctx, rev);
+  if (!Array.isArray(body?.files)) return hubError(ctx, 400, null, "Bad request: files must be an array");
+  const out = [];
+  for (const f of body.files) {
+    if (!safeRepoPath(f?.path) || !Number.isSafeInteger(f?.size) || f.size < 0 || typeof f?.sample !== "string") {
+      return hubError(ctx, 400, null, `Bad request: invalid file entry ${JSON.stringify(f?.path)}`);
+    }
+    const sample = Buffer.from(f.sample, "base64");
+    const mode = wantsLfs(f.path, f.size, sample) ? "lfs" : "regular";
+    const e = { path: f.path, uploadMode: mode, shouldIgnore: false };
+    const have = commit.files.get(f.path);
+    if (have) e.oid = have.lfs ? have.sha256 : have.oid;
+    out.push(e);
+  }
+  return sendJson(ctx, 200, { files: out, commitOid: commit.id });
+}
+
+// POST /{ns}/{name}.git/info/lfs/objects/batch
+async function handleLfsBatch(ctx, repoId) {
+  let body;
+  try {
+    body = JSON.parse(await readBody(ctx.req, 16 << 20));
+  } catch (e) {
+    return hubError(ctx, 400, null, `Bad request: ${e.message}`);
+  }
+  const repo = checkWrite(ctx, repoId);
+  if (!repo) return;
+  if (body?.operation !== "upload") return hubError(ctx, 400, null, "Bad request: the stand-in accepts operation upload only");
+  if (!Array.isArray(body.objects)) return hubError(ctx, 400, null, "Bad request: objects must be an array");
+  if (body.hash_algo !== undefined && body.hash_algo !== "sha256" && body.hash_algo !== "sha_256") {
+    return hubError(ctx, 400, null, `Bad request: unsupported hash_algo ${body.hash_algo}`);
+  }
+  const transfers = Array.isArray(body.transfers) ? body.transfers : ["basic"];
+  const multipartOk = transfers.includes("multipart");
+  const [ns, name] = repoId.split("/");
+  const expires = nowSecs() + Number(config.url_ttl_secs);
+  const objects = [];
+  let usedMultipart = false;
+  for (const o of body.objects) {
+    if (typeof o?.oid !== "string" || !/^[0-9a-f]{64}$/.test(o.oid) || !Number.isSafeInteger(o?.size) || o.size < 0) {
+      objects.push({ oid: String(o?.oid), size: o?.size, error: { code: 422, message: "Invalid object: oid must be a SHA-256 and size a non-negative integer" } });
+      continue;
+    }
+    const have = repo.lfs.has(o.oid) ? storedBlob(o.oid) : null;
+    if (have && have.size === o.size) {
+      objects.push({ oid: o.oid, size: o.size }); // already stored: nothing to do
+      continue;
+    }
+    const verify = {
+      href: `${ctx.endpoint}/${ns}/${name}.git/info/lfs/objects/verify`,
+      header: {},
+      expires_at: new Date(expires * 1000).toISOString(),
+    };
+    const threshold = config.multipart_threshold ?? LFS_MULTIPART_THRESHOLD_DEFAULT;
+    if (multipartOk && o.size >= threshold) {
+      usedMultipart = true;
+      const chunk = config.multipart_chunk_size;
+      const nParts = Math.max(1, Math.ceil(o.size / chunk));
+      const uploadId = crypto.randomBytes(12).toString("hex");
+      multipartUploads.set(uploadId, { repoId, oid: o.oid, size: o.size, chunkSize: chunk, nParts, parts: new Map() });
+      const header = { chunk_size: String(chunk) };
+      for (let i = 1; i <= nParts; i++) {
+        const p = `/upload/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/${o.oid}/part/${i}`;
+        header[String(i).padStart(5, "0")] = `${storageBase}${p}?uploadId=${uploadId}&expires=${expires}&sig=${signUpload(p, expires, uploadId)}`;
+      }
+      const cp = "/api/complete_multipart";
+      const complete = `${ctx.endpoint}${cp}?uploadId=${uploadId}&expires=${expires}&sig=${signUpload(cp, expires, uploadId)}`;
+      objects.push({ oid: o.oid, size: o.size, authenticated: true, actions: { upload: { href: complete, header, expires_at: verify.expires_at }, verify } });
+    } else {
+      const p = `/upload/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/${o.oid}`;
+      const href = `${storageBase}${p}?size=${o.size}&expires=${expires}&sig=${signUpload(p, expires, String(o.size))}`;
+      objects.push({ oid: o.oid, size: o.size, authenticated: true, actions: { upload: { href, expires_at: verify.expires_at }, verify } });
+    }
+  }
+  return lfsJson(ctx, 200, { transfer: usedMultipart ? "multipart" : "basic", objects, hash_algo: "sha256" });
+}
+
+// POST /{ns}/{name}.git/info/lfs/objects/verify {oid, size}
+async function handleLfsVerify(ctx, repoId) {
+  let body;
+  try {
+    body = JSON.parse(await readBody(ctx.req));
+  } catch (e) {
+    return hubError(ctx, 400, null, `Bad request: ${e.message}`);
+  }
+  const repo = checkWrite(ctx, repoId);
+  if (!repo) return;
+  const have = typeof body?.oid === "string" && repo.lfs.has(body.oid) ? storedBlob(body.oid) : null;
+  if (!have) return hubError(ctx, 404, null, `Object ${body?.oid} not found`);
+  if (have.size !== body.size) return hubError(ctx, 422, null, `Object ${body.oid} has ${have.size} bytes, not ${body.size}`);
+  return lfsJson(ctx, 200, { message: "Object verified" });
+}
+
+// POST /api/complete_multipart?uploadId&expires&sig {oid, parts:[{partNumber, etag}]}
+async function handleCompleteMultipart(ctx, url) {
+  const uploadId = url.searchParams.get("uploadId") ?? "";
+  let body;
+  try {
+    body = JSON.parse(await readBody(ctx.req));
+  } catch (e) {
+    return hubError(ctx, 400, null, `Bad request: ${e.message}`);
+  }
+  const bad = checkUploadSig(url, uploadId);
+  if (bad) return hubError(ctx, 403, null, bad);
+  const up = multipartUploads.get(uploadId);
+  if (!up) {
+    // Completed already (a retried completion) or unknown.
+    if (repos.get(String(body?.oid ?? "")) === undefined && storedBlob(body?.oid ?? "")) return sendJson(ctx, 200, { ok: true });
+    return hubError(ctx, 404, null, "No such upload");
+  }
+  if (body?.oid !== up.oid || !Array.isArray(body.parts) || body.parts.length !== up.nParts) {
+    return hubError(ctx, 400, null, `Bad request: expected oid ${up.oid} and ${up.nParts} parts`);
+  }
+  const files = [];
+  for (let i = 1; i <= up.nParts; i++) {
+    const claimed = body.parts.find((p) => p?.partNumber === i);
+    const part = up.parts.get(i);
+    if (!part) return hubError(ctx, 400, null, `Bad request: part ${i} was never uploaded`);
+    if (!claimed || claimed.etag !== part.etag) return hubError(ctx, 400, null, `Bad request: part ${i} has etag ${part.etag}, not ${claimed?.etag}`);
+    const want = i < up.nParts ? up.chunkSize : up.size - up.chunkSize * (up.nParts - 1);
+    if (part.size !== want) return hubError(ctx, 400, null, `Bad request: part ${i} has ${part.size} bytes, expected ${want}`);
+    files.push(part.file);
+  }
+  const dest = path.join(dataDir, "lfs", up.oid);
+  const tmp = `${dest}.${uploadId}.tmp`;
+  const h = crypto.createHash("sha256");
+  const out = await fsp.open(tmp, "w");
+  try {
+    for (const f of files) {
+      for await (const c of fs.createReadStream(f, { highWaterMark: 4 * MiB })) {
+        h.update(c);
+        await out.write(c);
+      }
+    }
+  } finally {
+    await out.close();
+  }
+  for (const f of files) await fsp.rm(f, { force: true });
+  multipartUploads.delete(uploadId);
+  if (h.digest("hex") !== up.oid) {
+    await fsp.rm(tmp, { force: true });
+    return hubError(ctx, 400, null, `Bad request: the parts' SHA-256 does not match ${up.oid}`);
+  }
+  await fsp.rename(tmp, dest);
+  storeBlob(up.oid, dest, up.size);
+  repos.get(up.repoId)?.lfs.add(up.oid);
+  return sendJson(ctx, 200, { ok: true });
+}
+
+// PUT (storage) /upload/{ns}/{name}/{oid}[?size] and /upload/{ns}/{name}/{oid}/part/{n}?uploadId
+async function handleStoragePut(ctx, url) {
+  const segs = url.pathname.split("/").slice(1);
+  const isPart = segs.length === 6 && segs[4] === "part";
+  if (!(segs.length === 4 || isPart) || !/^[0-9a-f]{64}$/.test(segs[3] ?? "")) {
+    ctx.req.resume();
+    return s3Error(ctx, 404, "NoSuchKey", "The specified key does not exist.");
+  }
+  if (ctx.req.headers.authorization !== undefined) {
+    ctx.req.resume();
+    return s3Error(ctx, 400, "InvalidArgument", "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified");
+  }
+  const oid = segs[3];
+  const extra = isPart ? url.searchParams.get("uploadId") ?? "" : url.searchParams.get("size") ?? "";
+  const bad = checkUploadSig(url, extra);
+  if (bad) {
+    ctx.req.resume();
+    return s3Error(ctx, 403, "AccessDenied", bad);
+  }
+  await fsp.mkdir(path.join(dataDir, "lfs"), { recursive: true });
+  await fsp.mkdir(path.join(dataDir, "parts"), { recursive: true });
+  if (isPart) {
+    const up = multipartUploads.get(extra);
+    const n = Number(segs[5]);
+    if (!up || up.oid !== oid || !Number.isInteger(n) || n < 1 || n > up.nParts) {
+      ctx.req.resume();
+      return s3Error(ctx, 404, "NoSuchUpload", "The specified upload does not exist.");
+    }
+    const file = path.join(dataDir, "parts", `${extra}.${n}`);
+    let got;
+    try {
+      got = await receiveToFile(ctx, file, up.chunkSize);
+    } catch (e) {
+      await fsp.rm(file, { force: true });
+      if (!ctx.res.destroyed && !ctx.res.headersSent) return s3Error(ctx, 400, "IncompleteBody", e.message);
+      return;
+    }
+    const etag = `"${got.sha256.slice(0, 32)}"`;
+    up.parts.set(n, { file, etag, size: got.size });
+    return sendSmallCounted(ctx, 200, { ETag: etag }, "");
+  }
+  const size = Number(extra);
+  const dest = path.join(dataDir, "lfs", oid);
+  const tmp = `${dest}.${crypto.randomBytes(6).toString("hex")}.tmp`;
+  let got;
+  try {
+    got = await receiveToFile(ctx, tmp, size);
+  } catch (e) {
+    await fsp.rm(tmp, { force: true });
+    if (!ctx.res.destroyed && !ctx.res.headersSent) return s3Error(ctx, 400, "IncompleteBody", e.message);
+    return;
+  }
+  if (got.size !== size || got.sha256 !== oid) {
+    await fsp.rm(tmp, { force: true });
+    return s3Error(ctx, 400, "BadDigest", `The uploaded ${got.size} bytes have SHA-256 ${got.sha256}; expected ${size} bytes with ${oid}.`);
+  }
+  await fsp.rename(tmp, dest);
+  storeBlob(oid, dest, size);
+  repos.get(`${safeDecode(segs[1])}/${safeDecode(segs[2])}`)?.lfs.add(oid);
+  return sendSmallCounted(ctx, 200, { ETag: `"${got.sha256.slice(0, 32)}"` }, "");
+}
+
+// POST /api/models/{ns}/{name}/commit/{rev}  (application/x-ndjson)
+async function handleCommit(ctx, repoId, rest) {
+  let text;
+  try {
+    text = await readBody(ctx.req, 256 << 20);
+  } catch (e) {
+    return hubError(ctx, 413, null, e.message);
+  }
+  const repo = checkWrite(ctx, repoId);
+  if (!repo) return;
+  const rev = rest.length ? rest.map(safeDecode).join("/") : "main";
+  const branch = rev.startsWith("refs/heads/") ? rev.slice(11) : rev;
+  if (!repo.branches.has(branch)) {
+    if (resolveRev(repo, rev)) return hubError(ctx, 400, null, `Invalid rev id: ${rev} is not a branch`);
+    return revisionNotFound(ctx, rev);
+  }
+  let lines;
+  try {
+    lines = text.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l));
+  } catch (e) {
+    return hubError(ctx, 400, null, `Bad request: not NDJSON: ${e.message}`);
+  }
+  if (!lines.length || lines[0]?.key !== "header" || typeof lines[0].value?.summary !== "string" || !lines[0].value.summary.trim()) {
+    return hubError(ctx, 400, null, "Bad request: the first line must be the header with a summary");
+  }
+  const header = lines[0].value;
+  const head = repo.commits.get(repo.branches.get(branch));
+  if (header.parentCommit !== undefined && header.parentCommit !== null) {
+    const pc = String(header.parentCommit);
+    if (!/^[0-9a-f]{7,40}$/.test(pc) || !head.id.startsWith(pc)) {
+      return hubError(ctx, 412, null, "A commit has happened since. Please refresh and try again.");
+    }
+  }
+  const files = new Map();
+  for (const [p, f] of head.files) files.set(p, { ...f });
+  const seen = new Set();
+  for (const l of lines.slice(1)) {
+    const v = l?.value;
+    const p = v?.path;
+    if (!safeRepoPath(p)) return hubError(ctx, 400, null, `Bad request: invalid path ${JSON.stringify(p)}`);
+    if (seen.has(p)) return hubError(ctx, 400, null, `Bad request: ${p} appears twice in the commit`);
+    seen.add(p);
+    if (l.key === "file") {
+      if (typeof v.content !== "string") return hubError(ctx, 400, null, `Bad request: ${p} has no content`);
+      const buf = v.encoding === "base64" ? Buffer.from(v.content, "base64") : Buffer.from(v.content, "utf8");
+      if (wantsLfs(p, buf.length, buf.subarray(0, 512))) {
+        return hubError(ctx, 400, null, `Your push was rejected because ${p} must be stored with Git LFS (upload it as an lfsFile)`);
+      }
+      files.set(p, regularEntry(p, buf));
+    } else if (l.key === "lfsFile") {
+      if ((v.algo ?? "sha256") !== "sha256" || typeof v.oid !== "string" || !/^[0-9a-f]{64}$/.test(v.oid)) {
+        return hubError(ctx, 400, null, `Bad request: ${p} needs algo sha256 and a 64-hex oid`);
+      }
+      const blob = repo.lfs.has(v.oid) ? storedBlob(v.oid) : null;
+      if (!blob) return hubError(ctx, 422, null, `Your push was rejected because an LFS pointer for ${p} points to ${v.oid}, which was never uploaded`);
+      if (v.size !== undefined && v.size !== blob.size) {
+        return hubError(ctx, 422, null, `Your push was rejected: ${p} declares ${v.size} bytes, the LFS object ${v.oid} has ${blob.size}`);
+      }
+      files.set(p, lfsEntry(p, v.oid, blob));
+    } else if (l.key === "deletedFile") {
+      if (!files.delete(p)) return hubError(ctx, 404, "EntryNotFound", `Cannot delete ${p}: no such file`);
+    } else {
+      return hubError(ctx, 400, null, `Bad request: unknown key ${JSON.stringify(l?.key)}`);
+    }
+  }
+  const message = header.summary + (header.description ? `\n\n${header.description}` : "");
+  const commit = makeCommit(repo, branch, head, files, message);
+  commit.title = header.summary;
+  return sendJson(ctx, 200, {
+    success: true,
+    commitOid: commit.id,
+    commitUrl: `${ctx.endpoint}/${repoId}/commit/${commit.id}`,
+    hookOutput: "",
+  });
+}
+
+// POST /api/models/{ns}/{name}/branch/{branch} {startingPoint?}
+async function handleCreateBranch(ctx, repoId, rest) {
+  let body = {};
+  try {
+    const t = await readBody(ctx.req);
+    body = t ? JSON.parse(t) : {};
+  } catch (e) {
+    return hubError(ctx, 400, null, `Bad request: ${e.message}`);
+  }
+  const repo = checkWrite(ctx, repoId);
+  if (!repo) return;
+  const branch = rest.map(safeDecode).join("/");
+  if (!branch || isCommitHash(branch) || branch.startsWith("refs/")) return hubError(ctx, 400, null, `Invalid branch name: ${branch}`);
+  if (repo.branches.has(branch)) return hubError(ctx, 409, null, `Reference already exists: refs/heads/${branch}`);
+  const from = resolveRev(repo, body?.startingPoint ?? "main");
+  if (!from) return revisionNotFound(ctx, body?.startingPoint ?? "main");
+  repo.branches.set(branch, from.id);
+  return sendJson(ctx, 200, {});
 }
 
 // -------------------------------------------------------------------- admin
@@ -847,10 +1433,31 @@ async function handleAdmin(req, res, url) {
         }
         if (body.reject_unknown_tokens !== undefined) config.reject_unknown_tokens = !!body.reject_unknown_tokens;
         if (body.resolve_cache_redirect !== undefined) config.resolve_cache_redirect = !!body.resolve_cache_redirect;
+        if (body.read_token !== undefined) {
+          if (body.read_token !== null && typeof body.read_token !== "string") throw new Error("read_token must be a string or null");
+          config.read_token = body.read_token;
+        }
+        for (const k of ["multipart_chunk_size", "multipart_threshold"]) {
+          if (body[k] !== undefined) {
+            if (!Number.isInteger(body[k]) || body[k] < 1) throw new Error(`${k} must be a positive integer`);
+            config[k] = body[k];
+          }
+        }
         return reply(200, config);
       }
       case "GET /_admin/config":
         return reply(200, config);
+      case "DELETE /_admin/uploads": {
+        // Forget every uploaded LFS object (benchmarks upload the same bytes again).
+        for (const r of repos.values()) r.lfs.clear();
+        for (const [sha, copies] of blobs) {
+          const kept = copies.filter((b) => !b.abs.startsWith(dataDir + path.sep + "lfs"));
+          if (kept.length) blobs.set(sha, kept);
+          else blobs.delete(sha);
+        }
+        await fsp.rm(path.join(dataDir, "lfs"), { recursive: true, force: true });
+        return reply(200, { ok: true });
+      }
       default:
         return reply(404, { error: `no admin route ${route}` });
     }
@@ -885,7 +1492,16 @@ async function hubHandler(req, res, endpoint) {
   if (segs[0] === "api" && segs[1] === "resolve-cache" && segs[2] === "models" && segs.length >= 7) {
     return handleResolve(ctx, `${safeDecode(segs[3])}/${safeDecode(segs[4])}`, segs.slice(5), true);
   }
+  if (req.method === "POST" && url.pathname === "/api/repos/create") return handleCreateRepo(ctx);
+  if (url.pathname === "/api/whoami-v2") return handleWhoami(ctx);
+  if (req.method === "POST" && url.pathname === "/api/complete_multipart") return handleCompleteMultipart(ctx, url);
   if (segs[0] === "api") return handleApi(ctx, segs.slice(1), url);
+  // /{ns}/{name}.git/info/lfs/objects/{batch|verify}
+  if (segs.length === 6 && segs[1].endsWith(".git") && segs[2] === "info" && segs[3] === "lfs" && segs[4] === "objects") {
+    const repoId = `${safeDecode(segs[0])}/${safeDecode(segs[1]).slice(0, -4)}`;
+    if (req.method === "POST" && segs[5] === "batch") return handleLfsBatch(ctx, repoId);
+    if (req.method === "POST" && segs[5] === "verify") return handleLfsVerify(ctx, repoId);
+  }
   // /{ns}/{name}/resolve/{rev}/{path...}
   if (segs.length >= 4 && segs[2] === "resolve") {
     return handleResolve(ctx, `${safeDecode(segs[0])}/${safeDecode(segs[1])}`, segs.slice(3));
@@ -897,6 +1513,7 @@ function storageHandler(req, res) {
   const url = new URL(req.url, "http://127.0.0.1");
   const ctx = makeCtx("storage", req, res, url, null);
   if (applyStatusFault(ctx)) return;
+  if (req.method === "PUT" && url.pathname.startsWith("/upload/")) return handleStoragePut(ctx, url);
   if (req.method !== "GET" && req.method !== "HEAD") return s3Error(ctx, 405, "MethodNotAllowed", "The specified method is not allowed against this resource.");
   if (req.headers.authorization !== undefined) {
     return s3Error(ctx, 400, "InvalidArgument",

@@ -32,6 +32,12 @@
 //     the commit the branch points at), else the etag. If the blob already
 //     exists it only links it; otherwise GET resolve with Range: bytes=0-0
 //     (following the 302 to storage) and then a full GET of the resolve URL.
+//   node hub_interop.mjs upload --endpoint URL --repo ns/name --dir DIR --token hf_...
+//        [--branch B] [--create 1] [--parent-commit OID] [--title T]
+//     -> {"commit":"<40 hex>","url":"...","created":bool}
+//     createRepo() (with --create) then uploadFiles() of every file under DIR
+//     with the library's defaults (it offers xet, basic and multipart and
+//     falls back when the server answers basic/multipart).
 // So "download" by default does what snapshotDownload() does, restricted to
 // --files: resolve the revision with modelInfo (GET /api/models/<repo>/
 // revision/<rev>?expand=...&expand=sha), write refs/<rev>, then
@@ -43,7 +49,8 @@ import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { readFile, readdir, lstat } from "node:fs/promises";
 import { join, relative } from "node:path";
-import { downloadFileToCacheDir, modelInfo, snapshotDownload, scanCacheDir } from "@huggingface/hub";
+import { pathToFileURL } from "node:url";
+import { createRepo, downloadFileToCacheDir, modelInfo, snapshotDownload, scanCacheDir, uploadFiles } from "@huggingface/hub";
 
 // Keep stdout for the one JSON document.
 for (const k of ["log", "info", "debug", "warn"]) console[k] = (...a) => console.error(...a);
@@ -197,6 +204,30 @@ async function findOffline(args) {
   return { result: { paths, sha256, symlink, commit, missing, scan }, ok: missing.length === 0 };
 }
 
+async function upload(args) {
+  need(args, "endpoint", "repo", "dir", "token");
+  let created = false;
+  if (args.create) {
+    try {
+      await createRepo({ repo: args.repo, hubUrl: args.endpoint, accessToken: args.token });
+      created = true;
+    } catch (e) {
+      if (e.statusCode !== 409) throw e;
+    }
+  }
+  const files = (await listSnapshot(args.dir)).map((abs) => ({ path: relative(args.dir, abs), content: pathToFileURL(abs) }));
+  const out = await uploadFiles({
+    repo: args.repo,
+    hubUrl: args.endpoint,
+    accessToken: args.token,
+    files,
+    branch: args.branch,
+    parentCommit: args["parent-commit"],
+    commitTitle: args.title ?? `Upload ${files.length} files`,
+  });
+  return { commit: out.commit.oid, url: out.commit.url, created };
+}
+
 async function main() {
   const [cmd, ...rest] = process.argv.slice(2);
   const args = parseArgs(rest);
@@ -206,8 +237,10 @@ async function main() {
     const { result, ok } = await findOffline(args);
     process.stdout.write(JSON.stringify(result) + "\n");
     if (!ok) process.exitCode = 1;
+  } else if (cmd === "upload") {
+    process.stdout.write(JSON.stringify(await upload(args)) + "\n");
   } else {
-    throw new Error("usage: hub_interop.mjs download|find-offline --option value ...");
+    throw new Error("usage: hub_interop.mjs download|find-offline|upload --option value ...");
   }
 }
 

@@ -1,0 +1,123 @@
+// Publishing a layer package to the Hugging Face Hub in one commit, on the
+// Hub's own upload protocol (as huggingface_hub's create_commit and
+// @huggingface/hub's commit speak it):
+//
+//   GET  {endpoint}/api/whoami-v2                    the token may write (else kUnauthorized, before any upload)
+//   POST {endpoint}/api/repos/create                 when asked to create (409, "exists", is fine)
+//   GET  {endpoint}/api/models/{repo}/revision/{branch}?blobs=true
+//                                                    the branch head (the commit's parentCommit) and what it holds;
+//                                                    a missing branch is created from main
+//   POST {endpoint}/api/models/{repo}/preupload/{branch}   each file's upload mode, "lfs" or "regular"
+//   POST {endpoint}/{repo}.git/info/lfs/objects/batch      upload actions for the LFS files; an object the Hub
+//                                                    already holds comes back without one and is not sent again
+//                                                    (this is how an interrupted publish resumes)
+//   PUT  the storage URL (basic), or each part's URL then POST the completion (multipart); then POST verify
+//   POST {endpoint}/api/models/{repo}/commit/{branch}      NDJSON: a header (summary, parentCommit), then one
+//                                                    "file" line (base64) per regular file and one "lfsFile"
+//                                                    line per LFS object
+//
+// The commit is the only step that changes the repository, so a package
+// appears all at once or not at all; a commit made to the branch by someone
+// else while this one was uploading is detected through parentCommit
+// (HTTP 412) and refused, not overwritten. The token goes only to the Hub's
+// own host, never to the storage URLs. Uploads run several at once and are
+// retried on 429, 5xx and dropped connections with backoff, honouring
+// Retry-After (the downloads' rule); an expired storage URL is refreshed.
+// Files are streamed from disk with pread, never read whole into memory
+// (except regular-mode files, which the Hub keeps small).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "skippy/hub.h"
+
+namespace skippy {
+
+// Where a package goes: "hf://ns/repo" (branch main) or "hf://ns/repo@branch".
+struct PushTarget {
+  std::string repo;             // "ns/repo"
+  std::string branch = "main";
+  std::string text() const;     // "hf://ns/repo@branch"
+};
+// Throws Error(kUsage) naming the reference: a commit id, a ":rev" form or a
+// bad repo id or branch is refused (a commit needs a branch to move).
+PushTarget parse_push_target(std::string_view ref);
+
+struct PublishSettings {
+  bool create = false;          // create the repository when it does not exist
+  bool private_repo = false;    // with create: a private repository
+  unsigned parallel_uploads = 4;
+  // (bytes on the Hub, bytes handed to the publisher so far): uploaded
+  // bytes plus files the Hub already had. Called from uploader threads.
+  std::function<void(uint64_t done, uint64_t total)> on_progress;
+};
+
+struct PublishResult {
+  std::string repo, branch;
+  std::string commit;           // the new commit (or the head, when nothing changed)
+  std::string parent_commit;    // the head the commit was made on
+  std::string commit_url;       // as the Hub gave it (may be empty)
+  bool committed = false;       // false: the branch already held exactly these files
+  bool created_repo = false;
+  size_t files = 0;             // files in the commit
+  size_t lfs_files = 0;
+  size_t lfs_uploaded = 0;      // LFS objects whose bytes were sent
+  size_t lfs_already_on_hub = 0;
+  uint64_t bytes = 0;           // of every file
+  uint64_t bytes_uploaded = 0;  // LFS bytes sent and accepted (retries not counted twice)
+  std::vector<std::string> deleted;  // stale package files removed by the commit
+};
+
+// One publish session: begin(), add() each file as it is ready (uploads
+// start at once, in the background), commit(). Thread-safe.
+class HubPublisher {
+ public:
+  HubPublisher(HubConfig hub, PushTarget target, PublishSettings settings);
+  ~HubPublisher();  // stops the uploaders (after their current request)
+  HubPublisher(const HubPublisher&) = delete;
+  HubPublisher& operator=(const HubPublisher&) = delete;
+
+  // Before anything is sent: the token must exist and have write access
+  // (Error kUnauthorized), the repository must exist or be created
+  // (kNotFound without create), and the branch head is read.
+  void begin();
+  // Queues `file` for the commit as `rel_path` (a safe repository path;
+  // each once). `size` and `sha256` are what the caller verified; the Hub
+  // checks them again. `on_stored` runs (on an uploader thread) once the Hub
+  // holds the bytes, or the publisher has them in memory for the commit:
+  // from then on the local file may be deleted.
+  void add(const std::string& rel_path, const std::filesystem::path& file, uint64_t size, const std::string& sha256,
+           std::function<void()> on_stored = {});
+  // True once an upload has failed: no commit will be made.
+  bool failed() const;
+  // Waits for every upload, then makes the one commit, removing package
+  // files (model-package.json, README.md, shared/, layers/, projectors/)
+  // that the branch holds but this package does not; or none when the
+  // branch already holds exactly these files. Throws: the failed uploads
+  // (nothing committed; a rerun sends only what is missing), a conflicting
+  // commit (kInvalidInput), the Hub's refusal.
+  PublishResult commit(const std::string& summary, const std::string& description = {});
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// `publish`: a local package directory, consumer-validated (the manifest,
+// every artifact's path and size) and SHA-256-verified first, so a package
+// that would fail its own consumers is never uploaded; one whose manifest
+// records a local path (source_model.path) is refused too, since nothing
+// private goes to the Hub. Uploads the manifest's artifacts,
+// model-package.json and README.md (nothing else in the directory) in one
+// commit. `on_verify` reports hashing progress.
+PublishResult publish_package(const std::filesystem::path& dir, const HubConfig& hub, const PushTarget& target,
+                              const PublishSettings& settings, const std::string& message,
+                              const std::function<void(uint64_t, uint64_t)>& on_verify = {});
+
+}  // namespace skippy

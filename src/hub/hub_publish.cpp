@@ -1,0 +1,950 @@
+#include "skippy/hub_publish.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "hub/http.h"
+#include "hub/retry.h"
+#include "skippy/error.h"
+#include "skippy/file.h"
+#include "skippy/hf_ref.h"
+#include "skippy/manifest.h"
+#include "skippy/sha256.h"
+#include "skippy/stage.h"
+#include "skippy/verify.h"
+
+namespace skippy {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::HttpRequest;
+using detail::HttpResponse;
+using detail::url_encode;
+using nlohmann::json;
+
+constexpr size_t kGroup = 100;                         // files per preupload / batch call
+constexpr uint64_t kMaxRegularBytes = uint64_t{64} << 20;  // a "regular" file is kept in memory for the commit
+constexpr size_t kMaxParts = 10'000;                   // S3's multipart limit
+constexpr unsigned kMaxRefreshes = 3;                  // fresh upload URLs per file
+
+std::string base64(std::string_view in) {
+  static const char* tbl = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const uint32_t v = (uint32_t{static_cast<uint8_t>(in[i])} << 16) | (uint32_t{static_cast<uint8_t>(in[i + 1])} << 8) |
+                       uint32_t{static_cast<uint8_t>(in[i + 2])};
+    out += tbl[(v >> 18) & 63];
+    out += tbl[(v >> 12) & 63];
+    out += tbl[(v >> 6) & 63];
+    out += tbl[v & 63];
+  }
+  if (i < in.size()) {
+    uint32_t v = uint32_t{static_cast<uint8_t>(in[i])} << 16;
+    if (i + 1 < in.size()) v |= uint32_t{static_cast<uint8_t>(in[i + 1])} << 8;
+    out += tbl[(v >> 18) & 63];
+    out += tbl[(v >> 12) & 63];
+    out += i + 1 < in.size() ? tbl[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+// Reads [offset, offset + n) of fd fully.
+std::string pread_all(int fd, uint64_t offset, size_t n, const fs::path& path) {
+  std::string out(n, '\0');
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd, out.data() + got, n - got, static_cast<off_t>(offset + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw_io("cannot read " + path.string());
+    if (r == 0) throw_integrity(path.string() + ": the file is shorter than its declared size (did it change?)");
+    got += static_cast<size_t>(r);
+  }
+  return out;
+}
+
+bool is_http_url(const std::string& u) { return u.starts_with("http://") || u.starts_with("https://"); }
+
+// The server's own words about a failure: X-Error-Message, else {"error"},
+// else an S3 <Message>; kept short.
+std::string server_detail(const HttpResponse& r) {
+  std::string d = r.header("x-error-message").value_or("");
+  if (d.empty()) {
+    try {
+      const auto j = json::parse(r.body);
+      if (j.is_object() && j.contains("error") && j["error"].is_string()) d = j["error"].get<std::string>();
+      if (j.is_object() && j.contains("message") && j["message"].is_string() && d.empty()) d = j["message"].get<std::string>();
+    } catch (const std::exception&) {
+    }
+  }
+  if (d.empty()) {
+    const auto a = r.body.find("<Message>");
+    const auto b = r.body.find("</Message>");
+    if (a != std::string::npos && b != std::string::npos && b > a) d = r.body.substr(a + 9, b - a - 9);
+  }
+  if (d.size() > 300) d = d.substr(0, 300) + "...";
+  return d;
+}
+
+json parse_json(const HttpResponse& r, const std::string& what) {
+  try {
+    return json::parse(r.body);
+  } catch (const std::exception& e) {
+    throw_invalid(what + ": the Hub's answer is not JSON (" + e.what() + ")");
+  }
+}
+
+// One file of the commit.
+struct Item {
+  std::string rel;
+  fs::path file;
+  uint64_t size = 0;
+  std::string sha256;
+  std::function<void()> on_stored;
+  Fd fd;
+  bool lfs = false;
+  std::string content;  // regular files: kept for the commit
+  std::string git_oid;  // regular files
+};
+
+// An LFS object to send, with the Hub's actions for it.
+struct UploadTask {
+  size_t item = 0;
+  json upload;  // {href, header?}
+  json verify;  // {href, header?} or null
+  unsigned refreshes = 0;
+};
+
+// What the branch head holds, per path: the LFS SHA-256 or the git blob id.
+struct HeadFile {
+  std::string sha256;
+  std::string blob_id;
+};
+
+bool package_owned(const std::string& p) {
+  return p == "model-package.json" || p == "README.md" || p.starts_with("shared/") || p.starts_with("layers/") ||
+         p.starts_with("projectors/");
+}
+
+}  // namespace
+
+std::string PushTarget::text() const { return std::string(kHfScheme) + repo + "@" + branch; }
+
+PushTarget parse_push_target(std::string_view ref) {
+  const std::string text(ref);
+  if (!is_hf_ref(ref)) throw Error(ErrorKind::kUsage, text + ": expected hf://ns/repo or hf://ns/repo@branch");
+  const auto rest = ref.substr(kHfScheme.size());
+  if (rest.find(':') != std::string_view::npos) {
+    throw Error(ErrorKind::kUsage, text + ": publish to a branch with hf://ns/repo@branch (a commit goes on a branch)");
+  }
+  const HfRef r = parse_hf_ref(ref);
+  if (is_commit_hash(r.revision)) {
+    throw Error(ErrorKind::kUsage, text + ": \"" + r.revision + "\" is a commit id; publish to a branch (hf://" + r.repo_id +
+                                       "@main)");
+  }
+  if (r.revision.starts_with("refs/")) {
+    throw Error(ErrorKind::kUsage, text + ": name the branch without refs/ (hf://" + r.repo_id + "@branch)");
+  }
+  return {r.repo_id, r.revision};
+}
+
+class HubPublisher::Impl {
+ public:
+  Impl(HubConfig hub, PushTarget target, PublishSettings settings)
+      : cfg_(std::move(hub)), target_(std::move(target)), settings_(std::move(settings)) {
+    settings_.parallel_uploads = std::max(1u, settings_.parallel_uploads);
+    where_ = target_.text();
+  }
+  ~Impl() { stop(); }
+
+  // ------------------------------------------------------------ requests
+
+  detail::RetryPolicy policy() const { return {cfg_.max_attempts, cfg_.backoff_ms}; }
+
+  std::vector<std::string> hub_headers() const {
+    std::vector<std::string> h = {"Accept-Encoding: identity"};
+    if (cfg_.token) h.push_back("Authorization: Bearer " + *cfg_.token);
+    return h;
+  }
+  // The token goes to the Hub's own host only.
+  bool hub_origin(const std::string& url) const { return detail::url_origin(url) == detail::url_origin(cfg_.endpoint); }
+
+  HttpResponse call(const std::string& method, const std::string& url, const std::string& body, const std::string& what,
+                    const std::string& content_type = "application/json", size_t max_body = size_t{4} << 20) const {
+    HttpRequest req;
+    req.method = method;
+    req.url = url;
+    req.headers = hub_origin(url) ? hub_headers() : std::vector<std::string>{"Accept-Encoding: identity"};
+    if (method == "POST" || method == "PUT") req.headers.push_back("Content-Type: " + content_type);
+    req.body = body;
+    req.max_body = max_body;
+    return detail::perform_with_retries(req, policy(), what, "is " + cfg_.endpoint + " reachable?");
+  }
+
+  [[noreturn]] void fail(const HttpResponse& r, const std::string& what) const {
+    const std::string code = r.header("x-error-code").value_or("");
+    const std::string detail = server_detail(r);
+    const std::string tail = detail.empty() ? "" : ": " + detail;
+    if (code == "RepoNotFound") {
+      throw_not_found(what + ": repository " + target_.repo + " not found on " + cfg_.endpoint +
+                      " (or the token cannot see it); pass --create to create it");
+    }
+    if (code == "RevisionNotFound") throw_not_found(what + ": branch \"" + target_.branch + "\" not found" + tail);
+    if (r.status == 401) {
+      throw Error(ErrorKind::kUnauthorized, what + ": the token in use (HF_TOKEN) was refused (HTTP 401)" + tail);
+    }
+    if (r.status == 403) {
+      throw Error(ErrorKind::kUnauthorized,
+                  what + ": access denied (HTTP 403)" + tail + "; publishing needs a token with write access to " + target_.repo);
+    }
+    if (r.status == 404) throw_not_found(what + ": not found (HTTP 404)" + tail);
+    throw Error(detail::retry_status(r.status) ? ErrorKind::kTransport : ErrorKind::kInvalidInput,
+                what + ": HTTP " + std::to_string(r.status) + tail);
+  }
+
+  std::string api(const std::string& op) const {
+    return cfg_.endpoint + "/api/models/" + target_.repo + "/" + op + "/" + url_encode(target_.branch, false);
+  }
+
+  // ---------------------------------------------------------------- begin
+
+  void check_token() {
+    if (!cfg_.token) {
+      throw Error(ErrorKind::kUnauthorized, where_ + ": publishing needs a token with write access; set HF_TOKEN (or "
+                                                     "HF_TOKEN_PATH) to one created at " +
+                                                         cfg_.endpoint + "/settings/tokens");
+    }
+    const std::string what = where_ + ": checking the token (whoami)";
+    const auto r = call("GET", cfg_.endpoint + "/api/whoami-v2", "", what);
+    if (r.status == 401) {
+      throw Error(ErrorKind::kUnauthorized, where_ + ": the token in use (HF_TOKEN) was refused by " + cfg_.endpoint +
+                                                (server_detail(r).empty() ? "" : ": " + server_detail(r)));
+    }
+    if (r.status == 404) return;  // a Hub without whoami (a mirror): its write endpoints decide
+    if (r.status != 200) fail(r, what);
+    const json j = parse_json(r, what);
+    if (!j.is_object()) throw_invalid(what + ": the Hub's answer is not an object");
+    if (j.contains("name") && j["name"].is_string()) user_ = j["name"].get<std::string>();
+    const json* tok = nullptr;
+    if (j.contains("auth") && j["auth"].is_object() && j["auth"].contains("accessToken") && j["auth"]["accessToken"].is_object()) {
+      tok = &j["auth"]["accessToken"];
+    }
+    if (!tok || !tok->contains("role") || !(*tok)["role"].is_string()) return;  // no word on the role: the Hub decides
+    const std::string role = (*tok)["role"].get<std::string>();
+    if (role == "read") {
+      throw Error(ErrorKind::kUnauthorized, where_ + ": the token in use (HF_TOKEN) is read-only (role \"read\"); "
+                                                     "publishing needs a write token (" +
+                                                         cfg_.endpoint + "/settings/tokens)");
+    }
+    if (role == "fineGrained") {
+      const std::string ns = target_.repo.substr(0, target_.repo.find('/'));
+      bool can = false;
+      const json& fg = tok->contains("fineGrained") ? (*tok)["fineGrained"] : json();
+      if (fg.is_object() && fg.contains("scoped") && fg["scoped"].is_array()) {
+        for (const auto& s : fg["scoped"]) {
+          if (!s.is_object() || !s.contains("entity") || !s["entity"].is_object() || !s.contains("permissions") ||
+              !s["permissions"].is_array()) {
+            continue;
+          }
+          const auto& ent = s["entity"];
+          const std::string name = ent.contains("name") && ent["name"].is_string() ? ent["name"].get<std::string>() : "";
+          if (name != ns && name != target_.repo) continue;
+          for (const auto& p : s["permissions"]) can = can || (p.is_string() && p.get<std::string>() == "repo.write");
+        }
+      }
+      if (!can) {
+        throw Error(ErrorKind::kUnauthorized, where_ + ": the fine-grained token in use (HF_TOKEN) has no repo.write "
+                                                       "permission for " +
+                                                           ns + " or " + target_.repo);
+      }
+    }
+  }
+
+  void create_repo() {
+    const std::string what = where_ + ": creating the repository";
+    const auto slash = target_.repo.find('/');
+    json body = {{"name", target_.repo.substr(slash + 1)},
+                 {"organization", target_.repo.substr(0, slash)},
+                 {"private", settings_.private_repo}};
+    const auto r = call("POST", cfg_.endpoint + "/api/repos/create", body.dump(), what);
+    if (r.status == 200 || r.status == 201) {
+      created_ = true;
+      return;
+    }
+    if (r.status == 409) return;  // it exists already: fine
+    fail(r, what);
+  }
+
+  // GET revision/{branch}?blobs=true: the head and its files. nullopt when
+  // the branch does not exist.
+  std::optional<std::string> read_head(std::map<std::string, HeadFile>* files) {
+    const std::string what = where_ + ": reading the branch";
+    const auto r = call("GET", api("revision") + "?blobs=true", "", what, "application/json", size_t{64} << 20);
+    if (r.status == 404 && r.header("x-error-code").value_or("") == "RevisionNotFound") return std::nullopt;
+    if (r.status != 200) fail(r, what);
+    const json j = parse_json(r, what);
+    if (!j.is_object() || !j.contains("sha") || !j["sha"].is_string() || !is_commit_hash(j["sha"].get<std::string>())) {
+      throw_invalid(what + ": the Hub's answer has no commit id (is HF_ENDPOINT a Hugging Face Hub?)");
+    }
+    if (files) {
+      files->clear();
+      if (j.contains("siblings") && j["siblings"].is_array()) {
+        for (const auto& s : j["siblings"]) {
+          if (!s.is_object() || !s.contains("rfilename") || !s["rfilename"].is_string()) continue;
+          HeadFile f;
+          if (s.contains("blobId") && s["blobId"].is_string()) f.blob_id = s["blobId"].get<std::string>();
+          if (s.contains("lfs") && s["lfs"].is_object() && s["lfs"].contains("sha256") && s["lfs"]["sha256"].is_string()) {
+            f.sha256 = s["lfs"]["sha256"].get<std::string>();
+          }
+          (*files)[s["rfilename"].get<std::string>()] = f;
+        }
+      }
+    }
+    return j["sha"].get<std::string>();
+  }
+
+  void create_branch() {
+    const std::string what = where_ + ": creating the branch";
+    const auto r = call("POST", cfg_.endpoint + "/api/models/" + target_.repo + "/branch/" + url_encode(target_.branch, false),
+                        "{}", what);
+    if (r.status == 200 || r.status == 201 || r.status == 409) return;
+    fail(r, what);
+  }
+
+  void begin() {
+    check_token();
+    if (settings_.create) create_repo();
+    auto head = read_head(&remote_);
+    if (!head) {
+      create_branch();
+      head = read_head(&remote_);
+      if (!head) throw_not_found(where_ + ": the branch could not be created");
+    }
+    head_ = *head;
+    planner_ = std::thread([this] { plan_loop(); });
+    for (unsigned i = 0; i < settings_.parallel_uploads; ++i) uploaders_.emplace_back([this] { upload_loop(); });
+    begun_ = true;
+  }
+
+  // ------------------------------------------------------------------ add
+
+  void add(const std::string& rel, const fs::path& file, uint64_t size, const std::string& sha256,
+           std::function<void()> on_stored) {
+    check_safe_relative_path(rel, where_ + ": file");
+    if (!is_sha256_hex(sha256)) throw Error(ErrorKind::kUsage, where_ + ": " + rel + ": not a SHA-256: " + sha256);
+    std::lock_guard g(mu_);
+    if (!begun_ || closing_) throw Error(ErrorKind::kUsage, where_ + ": add() outside begin()..commit()");
+    if (!paths_.insert(rel).second) throw Error(ErrorKind::kUsage, where_ + ": " + rel + " added twice");
+    Item it;
+    it.rel = rel;
+    it.file = file;
+    it.size = size;
+    it.sha256 = sha256;
+    std::transform(it.sha256.begin(), it.sha256.end(), it.sha256.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    it.on_stored = std::move(on_stored);
+    items_.push_back(std::move(it));
+    to_plan_.push_back(items_.size() - 1);
+    total_ += size;
+    cv_.notify_all();
+  }
+
+  bool failed() const {
+    std::lock_guard g(mu_);
+    return !errors_.empty();
+  }
+
+  // --------------------------------------------------------------- workers
+
+  void record_error(const Error& e) {
+    std::lock_guard g(mu_);
+    errors_.push_back(e);
+    cv_.notify_all();
+  }
+
+  void progress(int64_t delta) {
+    const uint64_t d = done_.fetch_add(static_cast<uint64_t>(delta)) + static_cast<uint64_t>(delta);
+    if (settings_.on_progress) {
+      uint64_t t;
+      {
+        std::lock_guard g(mu_);
+        t = total_;
+      }
+      settings_.on_progress(d, t);
+    }
+  }
+
+  void stored(size_t idx) {
+    Item* it;
+    {
+      std::lock_guard g(mu_);
+      it = &items_[idx];
+    }
+    it->fd.reset();
+    if (it->on_stored) it->on_stored();
+  }
+
+  void plan_loop() {
+    for (;;) {
+      std::vector<size_t> group;
+      {
+        std::unique_lock l(mu_);
+        cv_.wait(l, [&] {
+          return stop_ || (closing_ && to_plan_.empty()) ||
+                 (!to_plan_.empty() && to_upload_.size() < 2 * size_t{settings_.parallel_uploads});
+        });
+        if (stop_ || to_plan_.empty()) {
+          planner_done_ = true;
+          cv_.notify_all();
+          return;
+        }
+        while (!to_plan_.empty() && group.size() < kGroup) {
+          group.push_back(to_plan_.front());
+          to_plan_.pop_front();
+        }
+      }
+      try {
+        plan(group);
+      } catch (const Error& e) {
+        record_error(e);
+      } catch (const std::exception& e) {
+        record_error(Error(ErrorKind::kInvalidInput, where_ + ": " + e.what()));
+      }
+    }
+  }
+
+  Item& item(size_t idx) {
+    std::lock_guard g(mu_);
+    return items_[idx];
+  }
+
+  // preupload, then the LFS batch, for a group of files.
+  void plan(const std::vector<size_t>& group) {
+    json files = json::array();
+    for (const size_t idx : group) {
+      Item& it = item(idx);
+      it.fd = open_regular_file(it.file);
+      const auto sample = pread_all(it.fd.get(), 0, static_cast<size_t>(std::min<uint64_t>(it.size, 512)), it.file);
+      files.push_back({{"path", it.rel}, {"size", it.size}, {"sample", base64(sample)}});
+    }
+    const std::string what = where_ + ": preupload";
+    const auto r = call("POST", api("preupload"), json{{"files", files}}.dump(), what);
+    if (r.status != 200) fail(r, what);
+    const json j = parse_json(r, what);
+    std::map<std::string, std::string> mode;
+    if (!j.is_object() || !j.contains("files") || !j["files"].is_array()) throw_invalid(what + ": the answer has no files list");
+    for (const auto& f : j["files"]) {
+      if (f.is_object() && f.contains("path") && f["path"].is_string() && f.contains("uploadMode") && f["uploadMode"].is_string()) {
+        mode[f["path"].get<std::string>()] = f["uploadMode"].get<std::string>();
+      }
+    }
+    std::vector<size_t> lfs;
+    for (const size_t idx : group) {
+      Item& it = item(idx);
+      const auto m = mode.find(it.rel);
+      if (m == mode.end() || (m->second != "lfs" && m->second != "regular")) {
+        throw_invalid(what + ": the Hub gave no upload mode for " + it.rel);
+      }
+      if (m->second == "lfs") {
+        it.lfs = true;
+        lfs.push_back(idx);
+        continue;
+      }
+      if (it.size > kMaxRegularBytes) {
+        throw_invalid(what + ": the Hub wants " + it.rel + " (" + std::to_string(it.size) +
+                      " bytes) as a regular file, larger than this client sends that way");
+      }
+      it.content = pread_all(it.fd.get(), 0, static_cast<size_t>(it.size), it.file);
+      if (sha256_hex(it.content) != it.sha256) throw_integrity(where_ + ": " + it.rel + ": the file changed (SHA-256 differs)");
+      GitBlobId g(it.size);
+      g.update(std::string_view(it.content));
+      it.git_oid = g.hex_digest();
+      progress(static_cast<int64_t>(it.size));
+      stored(idx);
+    }
+    if (!lfs.empty()) batch(lfs, nullptr);
+  }
+
+  // POST the LFS batch for `idxs`; objects without actions are on the Hub
+  // already. With `refresh`, only that task's actions are renewed.
+  void batch(const std::vector<size_t>& idxs, UploadTask* refresh) {
+    json objects = json::array();
+    std::map<std::string, std::vector<size_t>> by_oid;
+    for (const size_t idx : idxs) {
+      const Item& it = item(idx);
+      if (by_oid[it.sha256].empty()) objects.push_back({{"oid", it.sha256}, {"size", it.size}});
+      by_oid[it.sha256].push_back(idx);
+    }
+    const json body = {{"operation", "upload"},
+                       {"transfers", {"basic", "multipart"}},
+                       {"hash_algo", "sha256"},
+                       {"ref", {{"name", target_.branch}}},
+                       {"objects", objects}};
+    const std::string what = where_ + ": LFS batch";
+    const auto r = call("POST", cfg_.endpoint + "/" + target_.repo + ".git/info/lfs/objects/batch", body.dump(), what,
+                        "application/vnd.git-lfs+json", size_t{256} << 20);
+    if (r.status != 200) fail(r, what);
+    const json j = parse_json(r, what);
+    if (!j.is_object() || !j.contains("objects") || !j["objects"].is_array()) throw_invalid(what + ": the answer has no objects list");
+    std::set<std::string> answered;
+    for (const auto& o : j["objects"]) {
+      if (!o.is_object() || !o.contains("oid") || !o["oid"].is_string()) throw_invalid(what + ": an object without an oid");
+      const std::string oid = o["oid"].get<std::string>();
+      const auto it = by_oid.find(oid);
+      if (it == by_oid.end()) throw_invalid(what + ": the Hub answered for an object not asked about (" + oid.substr(0, 80) + ")");
+      answered.insert(oid);
+      const std::string first = item(it->second.front()).rel;
+      if (o.contains("error")) {
+        const auto& e = o["error"];
+        const std::string msg = e.is_object() && e.contains("message") && e["message"].is_string() ? e["message"].get<std::string>() : e.dump();
+        throw_invalid(where_ + ": the Hub refused " + first + ": " + msg.substr(0, 300));
+      }
+      const bool has_upload = o.contains("actions") && o["actions"].is_object() && o["actions"].contains("upload");
+      if (!has_upload) {
+        for (const size_t idx : it->second) {
+          {
+            std::lock_guard g(mu_);
+            ++already_;
+          }
+          progress(static_cast<int64_t>(item(idx).size));
+          stored(idx);
+        }
+        if (refresh) refresh->upload = json();
+        continue;
+      }
+      const auto& act = o["actions"];
+      UploadTask t;
+      t.upload = act["upload"];
+      t.verify = act.contains("verify") ? act["verify"] : json();
+      if (!t.upload.is_object() || !t.upload.contains("href") || !t.upload["href"].is_string() ||
+          !is_http_url(t.upload["href"].get<std::string>())) {
+        throw_invalid(what + ": the upload action for " + first + " has no http(s) href");
+      }
+      if (!t.verify.is_null() && (!t.verify.is_object() || !t.verify.contains("href") || !t.verify["href"].is_string() ||
+                                  !is_http_url(t.verify["href"].get<std::string>()))) {
+        throw_invalid(what + ": the verify action for " + first + " has no http(s) href");
+      }
+      if (refresh) {
+        refresh->upload = t.upload;
+        refresh->verify = t.verify;
+        continue;
+      }
+      // Identical files share one object: send it once, the others follow.
+      t.item = it->second.front();
+      {
+        std::lock_guard g(mu_);
+        for (size_t k = 1; k < it->second.size(); ++k) twins_[t.item].push_back(it->second[k]);
+        to_upload_.push_back(std::move(t));
+        cv_.notify_all();
+      }
+    }
+    for (const auto& [oid, v] : by_oid) {
+      if (!answered.count(oid)) throw_invalid(what + ": the Hub did not answer for " + item(v.front()).rel);
+    }
+  }
+
+  void upload_loop() {
+    for (;;) {
+      UploadTask t;
+      {
+        std::unique_lock l(mu_);
+        cv_.wait(l, [&] { return stop_ || !to_upload_.empty() || planner_done_; });
+        if (stop_ || to_upload_.empty()) return;
+        t = std::move(to_upload_.front());
+        to_upload_.pop_front();
+        cv_.notify_all();  // the planner may batch more
+      }
+      try {
+        upload(t);
+      } catch (const Error& e) {
+        record_error(e);
+      } catch (const std::exception& e) {
+        record_error(Error(ErrorKind::kTransport, where_ + ": " + item(t.item).rel + ": " + e.what()));
+      }
+    }
+  }
+
+  // PUT a slice of the item's file to a storage URL (no token), retrying
+  // 429/5xx and dropped connections. Returns a 2xx answer, or the refusal
+  // (4xx) for the caller to judge.
+  HttpResponse put_slice(const Item& it, const std::string& url, uint64_t offset, uint64_t length, const std::string& what) {
+    std::string last;
+    for (unsigned attempt = 0;; ++attempt) {
+      HttpRequest req;
+      req.method = "PUT";
+      req.url = url;
+      req.headers = {"Accept-Encoding: identity", "Content-Type: application/octet-stream"};
+      if (hub_origin(url) && cfg_.token) {
+        // A basic upload href on the Hub's own host (some mirrors): the token may go there.
+        req.headers.push_back("Authorization: Bearer " + *cfg_.token);
+      }
+      req.body_file = detail::FileSlice{it.fd.get(), offset, length};
+      std::atomic<uint64_t> sent{0};
+      req.on_sent = [&](uint64_t n) {
+        sent += n;
+        progress(static_cast<int64_t>(n));
+      };
+      auto res = detail::http_perform(req);
+      const bool ok = res.response && res.response->status >= 200 && res.response->status < 300;
+      if (!ok) progress(-static_cast<int64_t>(sent.load()));
+      if (ok) {
+        std::lock_guard g(mu_);
+        uploaded_bytes_ += length;
+      }
+      if (res.response && !detail::retry_status(res.response->status)) return std::move(*res.response);
+      last = res.error ? res.error->message : "HTTP " + std::to_string(res.response->status);
+      if (res.error && !res.error->retryable) throw Error(ErrorKind::kTransport, what + ": " + last);
+      if (attempt + 1 >= std::max(1u, cfg_.max_attempts)) {
+        throw Error(ErrorKind::kTransport, what + ": " + last + " (after " + std::to_string(cfg_.max_attempts) +
+                                               " attempts; what was stored stays, and a rerun sends only what is missing)");
+      }
+      detail::sleep_ms(detail::backoff_ms(policy(), attempt, res.response ? &*res.response : nullptr));
+    }
+  }
+
+  void upload(UploadTask& t) {
+    Item& it = item(t.item);
+    const std::string what = where_ + ": uploading " + it.rel;
+    bool found_on_hub = false;  // a refresh found it there (and marked it stored)
+    for (;;) {
+      const std::string href = t.upload["href"].get<std::string>();
+      const json header = t.upload.contains("header") && t.upload["header"].is_object() ? t.upload["header"] : json::object();
+      const bool multipart = header.contains("chunk_size");
+      const auto refused = multipart ? send_multipart(it, href, header, what) : send_basic(it, href, what);
+      if (!refused) {
+        verify(t, it, what);
+        std::lock_guard g(mu_);
+        ++sent_objects_;
+        break;
+      }
+      // A 4xx from storage: most often an expired signed URL. Ask for fresh ones.
+      if (t.refreshes++ >= kMaxRefreshes) {
+        throw Error(refused->status == 401 || refused->status == 403 ? ErrorKind::kUnauthorized : ErrorKind::kTransport,
+                    what + ": the storage host " + detail::url_origin(href) + " answered HTTP " +
+                        std::to_string(refused->status) + (server_detail(*refused).empty() ? "" : ": " + server_detail(*refused)));
+      }
+      batch({t.item}, &t);
+      if (t.upload.is_null()) {
+        found_on_hub = true;
+        break;
+      }
+    }
+    std::vector<size_t> twins;
+    {
+      std::lock_guard g(mu_);
+      if (auto tw = twins_.find(t.item); tw != twins_.end()) twins = tw->second;
+    }
+    if (!found_on_hub) stored(t.item);
+    for (const size_t k : twins) {
+      progress(static_cast<int64_t>(item(k).size));
+      stored(k);
+    }
+  }
+
+  std::optional<HttpResponse> send_basic(const Item& it, const std::string& href, const std::string& what) {
+    auto r = put_slice(it, href, 0, it.size, what);
+    if (r.status >= 200 && r.status < 300) return std::nullopt;
+    return r;
+  }
+
+  std::optional<HttpResponse> send_multipart(const Item& it, const std::string& href, const json& header, const std::string& what) {
+    uint64_t chunk = 0;
+    const auto& cs = header["chunk_size"];
+    if (cs.is_string()) {
+      chunk = detail::parse_u64(cs.get<std::string>()).value_or(0);
+    } else if (cs.is_number_unsigned()) {
+      chunk = cs.get<uint64_t>();
+    }
+    if (chunk == 0) throw_invalid(what + ": the multipart action has an unusable chunk_size");
+    std::vector<std::pair<uint64_t, std::string>> parts;
+    for (auto p = header.begin(); p != header.end(); ++p) {
+      const std::string& k = p.key();
+      if (k.empty() || k.size() > 6 || !std::all_of(k.begin(), k.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+      if (!p->is_string() || !is_http_url(p->get<std::string>())) throw_invalid(what + ": part " + k + " has no http(s) URL");
+      parts.emplace_back(std::stoull(k), p->get<std::string>());
+    }
+    std::sort(parts.begin(), parts.end());
+    const uint64_t want = (it.size + chunk - 1) / chunk;
+    if (parts.size() != want || parts.size() > kMaxParts) {
+      throw_invalid(what + ": the Hub gave " + std::to_string(parts.size()) + " part URLs for " + std::to_string(it.size) +
+                    " bytes in chunks of " + std::to_string(chunk) + " (expected " + std::to_string(want) + ")");
+    }
+    json done = json::array();
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (parts[i].first != i + 1) throw_invalid(what + ": the part numbers are not 1.." + std::to_string(parts.size()));
+      const uint64_t off = uint64_t{i} * chunk;
+      const uint64_t len = std::min(chunk, it.size - off);
+      auto r = put_slice(it, parts[i].second, off, len, what + " (part " + std::to_string(i + 1) + ")");
+      if (r.status < 200 || r.status >= 300) return r;
+      const auto etag = r.header("etag").value_or("");
+      if (etag.empty() || etag.size() > 1024) throw_invalid(what + ": storage gave no ETag for part " + std::to_string(i + 1));
+      done.push_back({{"partNumber", i + 1}, {"etag", etag}});
+    }
+    HttpRequest req;
+    req.method = "POST";
+    req.url = href;
+    req.headers = {"Accept-Encoding: identity", "Accept: application/vnd.git-lfs+json",
+                   "Content-Type: application/vnd.git-lfs+json"};
+    req.body = json{{"oid", it.sha256}, {"parts", done}}.dump();
+    const auto r = detail::perform_with_retries(req, policy(), what + " (completing the multipart upload)");
+    if (r.status < 200 || r.status >= 300) {
+      throw Error(detail::retry_status(r.status) ? ErrorKind::kTransport : ErrorKind::kInvalidInput,
+                  what + ": completing the multipart upload: HTTP " + std::to_string(r.status) +
+                      (server_detail(r).empty() ? "" : ": " + server_detail(r)));
+    }
+    return std::nullopt;
+  }
+
+  void verify(const UploadTask& t, const Item& it, const std::string& what) {
+    if (t.verify.is_null()) return;
+    const std::string href = t.verify["href"].get<std::string>();
+    const auto r = call("POST", href, json{{"oid", it.sha256}, {"size", it.size}}.dump(), what + " (verify)",
+                        "application/vnd.git-lfs+json");
+    if (r.status < 200 || r.status >= 300) {
+      throw Error(r.status == 404 || r.status == 422 ? ErrorKind::kIntegrity : ErrorKind::kTransport,
+                  what + ": the Hub did not verify the upload: HTTP " + std::to_string(r.status) +
+                      (server_detail(r).empty() ? "" : ": " + server_detail(r)));
+    }
+  }
+
+  // --------------------------------------------------------------- commit
+
+  void stop() {
+    {
+      std::lock_guard g(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    join();
+  }
+  void join() {
+    if (planner_.joinable()) planner_.join();
+    for (auto& u : uploaders_) {
+      if (u.joinable()) u.join();
+    }
+    uploaders_.clear();
+  }
+
+  bool matches(const std::map<std::string, HeadFile>& remote) const {
+    for (const auto& it : items_) {
+      const auto r = remote.find(it.rel);
+      if (r == remote.end()) return false;
+      if (it.lfs ? !sha256_equal(r->second.sha256, it.sha256) : r->second.blob_id != it.git_oid) return false;
+    }
+    return true;
+  }
+
+  PublishResult commit(const std::string& summary, const std::string& description) {
+    {
+      std::lock_guard g(mu_);
+      if (!begun_) throw Error(ErrorKind::kUsage, where_ + ": commit() before begin()");
+      closing_ = true;
+      cv_.notify_all();
+    }
+    join();
+    if (!errors_.empty()) {
+      std::string msg = where_ + ": " + std::to_string(errors_.size()) +
+                        " upload(s) failed, nothing was committed (what reached the Hub stays there: the same command "
+                        "sends only what is missing): ";
+      for (size_t i = 0; i < errors_.size() && i < 5; ++i) msg += (i ? "; " : "") + std::string(errors_[i].what());
+      throw Error(errors_.front().kind(), msg);
+    }
+    PublishResult res;
+    res.repo = target_.repo;
+    res.branch = target_.branch;
+    res.parent_commit = head_;
+    res.created_repo = created_;
+    res.files = items_.size();
+    for (const auto& it : items_) {
+      res.bytes += it.size;
+      if (it.lfs) ++res.lfs_files;
+    }
+    res.lfs_uploaded = sent_objects_;
+    res.lfs_already_on_hub = already_;
+    res.bytes_uploaded = uploaded_bytes_;
+
+    std::vector<std::string> ordered;
+    for (const auto& it : items_) ordered.push_back(it.rel);
+    for (const auto& [p, f] : remote_) {
+      if (package_owned(p) && !paths_.count(p)) res.deleted.push_back(p);
+    }
+    if (res.deleted.empty() && matches(remote_)) {
+      res.commit = head_;
+      return res;  // the branch holds exactly this package already
+    }
+    std::string body = json{{"key", "header"},
+                            {"value", description.empty() ? json{{"summary", summary}, {"parentCommit", head_}}
+                                                          : json{{"summary", summary}, {"description", description},
+                                                                 {"parentCommit", head_}}}}
+                           .dump() +
+                       "\n";
+    std::vector<const Item*> sorted;
+    for (const auto& it : items_) sorted.push_back(&it);
+    std::sort(sorted.begin(), sorted.end(), [](const Item* a, const Item* b) { return a->rel < b->rel; });
+    for (const Item* it : sorted) {
+      if (it->lfs) {
+        body += json{{"key", "lfsFile"}, {"value", {{"path", it->rel}, {"algo", "sha256"}, {"oid", it->sha256}, {"size", it->size}}}}.dump();
+      } else {
+        body += json{{"key", "file"}, {"value", {{"path", it->rel}, {"content", base64(it->content)}, {"encoding", "base64"}}}}.dump();
+      }
+      body += "\n";
+    }
+    for (const auto& p : res.deleted) body += json{{"key", "deletedFile"}, {"value", {{"path", p}}}}.dump() + "\n";
+
+    const std::string what = where_ + ": commit";
+    const unsigned attempts = std::max(1u, cfg_.max_attempts);
+    std::string last;
+    for (unsigned attempt = 0; attempt < attempts; ++attempt) {
+      HttpRequest req;
+      req.method = "POST";
+      req.url = api("commit");
+      req.headers = hub_headers();
+      req.headers.push_back("Content-Type: application/x-ndjson");
+      req.body = body;
+      auto out = detail::http_perform(req);
+      if (out.response && out.response->status == 200) {
+        const json j = parse_json(*out.response, what);
+        if (!j.is_object() || !j.contains("commitOid") || !j["commitOid"].is_string() ||
+            !is_commit_hash(j["commitOid"].get<std::string>())) {
+          throw_invalid(what + ": the Hub's answer has no commitOid");
+        }
+        res.commit = j["commitOid"].get<std::string>();
+        if (j.contains("commitUrl") && j["commitUrl"].is_string()) res.commit_url = j["commitUrl"].get<std::string>();
+        res.committed = true;
+        return res;
+      }
+      if (out.response && out.response->status == 412) conflict(attempt > 0);
+      if (out.response && !detail::retry_status(out.response->status)) fail(*out.response, what);
+      if (out.error && !out.error->retryable) throw Error(ErrorKind::kTransport, what + ": " + out.error->message);
+      last = out.error ? out.error->message : "HTTP " + std::to_string(out.response->status);
+      // The commit may have landed before the answer was lost: look.
+      std::map<std::string, HeadFile> now;
+      const auto head = read_head(&now);
+      if (head && *head != head_) {
+        if (matches(now)) {
+          res.commit = *head;
+          res.committed = true;
+          return res;
+        }
+        conflict(false);
+      }
+      if (attempt + 1 < attempts) {
+        detail::sleep_ms(detail::backoff_ms(policy(), attempt, out.response ? &*out.response : nullptr));
+      }
+    }
+    throw Error(ErrorKind::kTransport, what + ": " + last + " (after " + std::to_string(attempts) +
+                                           " attempts; the uploaded files stay on the Hub: rerun to commit them)");
+  }
+
+  [[noreturn]] void conflict(bool after_retry) {
+    std::string now;
+    try {
+      now = read_head(nullptr).value_or("");
+    } catch (const Error&) {
+    }
+    throw Error(ErrorKind::kInvalidInput,
+                where_ + ": refused: the branch moved while this package was uploading (it was at " + head_ +
+                    (now.empty() ? "" : ", it is now at " + now) +
+                    "), and a commit never overwrites another" + (after_retry ? " (a retried commit may have raced)" : "") +
+                    ". Nothing was committed; the uploaded files stay on the Hub, so running the same command again "
+                    "commits on top of the new head and sends only what is missing");
+  }
+
+  HubConfig cfg_;
+  PushTarget target_;
+  PublishSettings settings_;
+  std::string where_;
+  std::string user_;
+  std::string head_;
+  std::map<std::string, HeadFile> remote_;
+  bool created_ = false;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> items_;  // stable addresses
+  std::set<std::string> paths_;
+  std::deque<size_t> to_plan_;
+  std::deque<UploadTask> to_upload_;
+  std::map<size_t, std::vector<size_t>> twins_;
+  std::vector<Error> errors_;
+  bool begun_ = false, closing_ = false, stop_ = false, planner_done_ = false;
+  uint64_t total_ = 0;
+  std::atomic<uint64_t> done_{0};
+  size_t already_ = 0, sent_objects_ = 0;
+  uint64_t uploaded_bytes_ = 0;
+  std::thread planner_;
+  std::vector<std::thread> uploaders_;
+};
+
+HubPublisher::HubPublisher(HubConfig hub, PushTarget target, PublishSettings settings)
+    : impl_(std::make_unique<Impl>(std::move(hub), std::move(target), std::move(settings))) {}
+HubPublisher::~HubPublisher() = default;
+void HubPublisher::begin() { impl_->begin(); }
+void HubPublisher::add(const std::string& rel_path, const fs::path& file, uint64_t size, const std::string& sha256,
+                       std::function<void()> on_stored) {
+  impl_->add(rel_path, file, size, sha256, std::move(on_stored));
+}
+bool HubPublisher::failed() const { return impl_->failed(); }
+PublishResult HubPublisher::commit(const std::string& summary, const std::string& description) {
+  return impl_->commit(summary, description);
+}
+
+PublishResult publish_package(const fs::path& dir, const HubConfig& hub, const PushTarget& target,
+                              const PublishSettings& settings, const std::string& message,
+                              const std::function<void(uint64_t, uint64_t)>& on_verify) {
+  const auto pkg = open_local_package(dir);
+  const auto& src = pkg.manifest.source_model;
+  if (!src.path.empty() && (fs::path(src.path).is_absolute() || src.path.starts_with("~"))) {
+    throw_invalid(dir.string() + "/model-package.json: source_model.path records a local path (\"" + src.path +
+                  "\"); nothing private goes to the Hub: write the package with write-package --no-local-path "
+                  "(or --push, which never records it)");
+  }
+  // The consumer's checks first: every artifact a safe relative path to a
+  // regular file inside the package, of its declared size; then SHA-256.
+  const auto parts = all_parts(pkg);
+  VerifyOptions vo;
+  vo.on_progress = on_verify;
+  const auto report = verify_parts(pkg, parts, vo);
+  if (!report.verified) {
+    std::string msg = dir.string() + ": the package fails its own checks, so it is not published:";
+    for (const auto& p : report.problems) msg += "\n  " + p;
+    throw_integrity(msg);
+  }
+  HubPublisher pub(hub, target, settings);
+  pub.begin();
+  std::set<std::string> added;
+  for (const auto& p : parts) {
+    if (!added.insert(p.rel_path).second) continue;
+    pub.add(p.rel_path, p.path, p.bytes, p.sha256);
+  }
+  for (const char* extra : {"README.md", "model-package.json"}) {
+    const fs::path f = dir / extra;
+    std::error_code ec;
+    if (!fs::is_regular_file(fs::symlink_status(f, ec))) {
+      if (std::string(extra) == "README.md") continue;
+      throw_invalid(f.string() + ": not a regular file");
+    }
+    pub.add(extra, f, fs::file_size(f), sha256_file(f));
+  }
+  const std::string summary =
+      message.empty() ? "Publish layer package " + pkg.manifest.model_id + " (" + std::to_string(pkg.manifest.layer_count) + " layers)"
+                      : message;
+  return pub.commit(summary, "model-package.json sha256 " + pkg.manifest_sha256 + ", written by skippy-model-package");
+}
+
+}  // namespace skippy

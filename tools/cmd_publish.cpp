@@ -1,0 +1,92 @@
+#include <iostream>
+
+#include "cli.h"
+#include "progress.h"
+#include "skippy/env.h"
+#include "skippy/error.h"
+#include "skippy/hub_publish.h"
+
+namespace skippy::cli {
+
+nlohmann::json publish_result_json(const PublishResult& r) {
+  return {{"repo", r.repo},
+          {"branch", r.branch},
+          {"ref", "hf://" + r.repo + "@" + r.commit},
+          {"commit", r.commit},
+          {"parent_commit", r.parent_commit},
+          {"commit_url", r.commit_url},
+          {"committed", r.committed},
+          {"created_repo", r.created_repo},
+          {"files", r.files},
+          {"lfs_files", r.lfs_files},
+          {"lfs_uploaded", r.lfs_uploaded},
+          {"lfs_already_on_hub", r.lfs_already_on_hub},
+          {"bytes", r.bytes},
+          {"bytes_uploaded", r.bytes_uploaded},
+          {"deleted", r.deleted}};
+}
+
+void print_publish_summary(const PublishResult& r) {
+  if (r.committed) {
+    std::cerr << "published hf://" << r.repo << "@" << r.branch << " in one commit: " << r.files << " files ("
+              << human_bytes(r.bytes) << "), " << r.lfs_uploaded << " uploaded (" << human_bytes(r.bytes_uploaded) << "), "
+              << r.lfs_already_on_hub << " already on the Hub"
+              << (r.deleted.empty() ? "" : ", " + std::to_string(r.deleted.size()) + " stale file(s) removed") << "\n";
+  } else {
+    std::cerr << "hf://" << r.repo << "@" << r.branch << " already holds exactly this package; nothing to commit\n";
+  }
+  std::cerr << "pin it as hf://" << r.repo << "@" << r.commit << "\n";
+  std::cout << "hf://" << r.repo << "@" << r.commit << "\n";
+}
+
+PublishSettings publish_settings_from_env(bool create, bool private_repo, Progress& progress) {
+  PublishSettings s;
+  s.create = create;
+  s.private_repo = private_repo;
+  s.parallel_uploads = env::hf_parallel_uploads();
+  s.on_progress = [&progress](uint64_t d, uint64_t t) { progress.update(d, t); };
+  return s;
+}
+
+Command register_publish(CLI::App& app) {
+  auto* cmd = app.add_subcommand("publish", "Upload a verified layer package to the Hugging Face Hub in one commit");
+  cmd->footer(
+      "Example:\n"
+      "  HF_TOKEN=hf_... skippy-model-package publish model-package/ hf://meshllm/Qwen3-8B-Q4_K_M-layers --create\n"
+      "The package is checked as its consumers will check it (manifest, every artifact's path and size) and\n"
+      "SHA-256-verified first; a package that fails is not uploaded. Then its artifacts, model-package.json and\n"
+      "README.md (nothing else in the directory) go up with the Hub's own protocol (LFS batch, basic or\n"
+      "multipart uploads, several at once, retried) and appear in ONE commit, on top of the branch head that was\n"
+      "read first: a commit someone else made meanwhile is detected and refused, never overwritten. Files the Hub\n"
+      "already has are not sent again, so rerunning an interrupted publish sends only what is missing.\n"
+      "Prints the commit to pin (hf://ns/repo@<commit>).\n"
+      "Environment: HF_TOKEN (a token with write access), HF_ENDPOINT, SKIPPY_HF_UPLOADS (files at once, default 4).");
+  struct Args {
+    std::string dir, target, message;
+    bool create = false, private_repo = false, json = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("package", a->dir, "Local package directory")->required();
+  cmd->add_option("target", a->target, "hf://ns/repo or hf://ns/repo@branch (default branch main)")->required();
+  cmd->add_flag("--create", a->create, "Create the repository when it does not exist");
+  cmd->add_flag("--private", a->private_repo, "With --create: make it private");
+  cmd->add_option("--message", a->message, "Commit summary (default: \"Publish layer package <model_id> (N layers)\")");
+  cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
+  return {cmd, [a]() {
+            if (a->private_repo && !a->create) throw Error(ErrorKind::kUsage, "--private needs --create");
+            const auto target = parse_push_target(a->target);
+            Progress verify("verify");
+            Progress upload("upload");
+            const auto r = publish_package(a->dir, HubConfig::from_env(), target,
+                                           publish_settings_from_env(a->create, a->private_repo, upload), a->message,
+                                           [&](uint64_t d, uint64_t t) { verify.update(d, t); });
+            if (a->json) {
+              print_json(publish_result_json(r));
+            } else {
+              print_publish_summary(r);
+            }
+            return kExitOk;
+          }};
+}
+
+}  // namespace skippy::cli
