@@ -51,5 +51,7 @@ Command register_plan(CLI::App& app);
 Command register_verify(CLI::App& app);
 Command register_materialize(CLI::App& app);
 Command register_fetch(CLI::App& app);
+Command register_identity(CLI::App& app);
+Command register_serve_artifacts(CLI::App& app);
 
 }  // namespace skippy::cli

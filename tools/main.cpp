@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
       register_verify(app),
       register_materialize(app),
       register_fetch(app),
+      register_identity(app),
+      register_serve_artifacts(app),
   };
 
   try {

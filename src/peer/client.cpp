@@ -1,0 +1,204 @@
+// PeerClient (skippy/peer.h): one connection per fetch, driven by a private
+// io_context on the calling thread.
+#include "peer/coroutine_warnings.h"
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include <algorithm>
+
+#include "peer/channel.h"
+#include "peer/client_detail.h"
+#include "peer/protocol.h"
+#include "peer/tls.h"
+#include "skippy/error.h"
+#include "skippy/sha256.h"
+
+namespace skippy::peer {
+
+using asio::awaitable;
+using detail::tcp;
+using detail::TlsChannel;
+
+struct PeerClient::Impl {
+  NodeIdentity identity;
+  PeerTrust trust;
+  ClientOptions options;
+  detail::SslCtxPtr ctx;
+};
+
+namespace {
+
+constexpr size_t kReceiveChunk = size_t{1} << 20;
+
+// Closes the channel however the session ends (the watchdog holds it too).
+struct CloseOnExit {
+  std::shared_ptr<TlsChannel> ch;
+  ~CloseOnExit() { ch->close(); }
+};
+
+awaitable<TransferAnswer> session(const PeerClient::Impl& c, std::vector<tcp::endpoint> endpoints, const wire::Request* req,
+                                  const TransferSink* sink, std::vector<std::string>* features) {
+  tcp::socket socket(co_await asio::this_coro::executor);
+  auto ch = std::make_shared<TlsChannel>(std::move(socket), c.options.connect_timeout);
+  ch->start_watchdog();
+  CloseOnExit closer{ch};
+  TransferAnswer answer;
+  try {
+    co_await ch->connect(endpoints);
+    co_await ch->handshake(c.ctx.get(), detail::TlsRole::kClient);
+    ch->set_idle_timeout(c.options.idle_timeout);
+    answer.server = detail::peer_info(ch->ssl());
+    const PeerInfo& server = answer.server;
+    if (c.options.expected_server_node_id && server.node_id != *c.options.expected_server_node_id) {
+      throw PeerError(PeerErrorKind::kUntrusted, "the peer is node " + server.node_id + ", expected " +
+                                                     *c.options.expected_server_node_id);
+    }
+    if (!peer_trusted(c.trust, c.identity, server)) {
+      throw PeerError(PeerErrorKind::kUntrusted,
+                      "the peer (node " + server.node_id.substr(0, 16) + ", owner " +
+                          (server.owner_verified ? server.owner_id.substr(0, 16) : std::string("unverified")) +
+                          ") is not trusted in mode " + std::string(transfer_mode_name(c.trust.mode)) +
+                          (c.identity.owner_verified() ? std::string() : " (our own owner certificate does not verify)"));
+    }
+
+    ch->set_phase("opening the subprotocol");
+    wire::Open open;
+    open.features.emplace_back(wire::kFeatureArtifactTransfer);
+    co_await detail::write_tagged_frame(*ch, wire::kStreamTypeSubprotocol, wire::encode(open));
+    const wire::OpenAck ack =
+        wire::decode_open_ack(co_await detail::read_frame(*ch, wire::kMaxOpenFrameBytes, "the open acknowledgement"));
+    if (ack.name != wire::kSubprotocolName || ack.major != wire::kSubprotocolMajor) {
+      throw PeerError(PeerErrorKind::kProtocol, "the peer speaks " + ack.name + "/" + std::to_string(ack.major) + ", not " +
+                                                    std::string(wire::kSubprotocolName) + "/" +
+                                                    std::to_string(wire::kSubprotocolMajor));
+    }
+    if (features) *features = ack.features;
+    if (!req) {
+      co_await ch->shutdown();
+      co_return answer;
+    }
+    if (!ack.has_feature(wire::kFeatureArtifactTransfer)) {
+      throw PeerError(PeerErrorKind::kFeatureUnavailable,
+                      "the peer does not offer artifact-transfer to this node (transfer is off there, or it does not "
+                      "trust our owner)");
+    }
+
+    co_await detail::write_tagged_frame(*ch, wire::kKindArtifactTransfer, wire::encode(*req));
+    ch->set_phase("waiting for the answer");
+    const wire::Response resp =
+        wire::decode_response(co_await detail::read_frame(*ch, wire::kMaxResponseFrameBytes, "the answer"));
+    if (!resp.accepted) {
+      throw PeerError(PeerErrorKind::kRefused, "the peer refused " + req->rel_path + ": " + std::string(refusal_text(resp.refusal)),
+                      resp.refusal);
+    }
+    // The answer must be about what we asked.
+    if (resp.offset != req->offset) {
+      throw PeerError(PeerErrorKind::kProtocol, "the peer answered from byte " + std::to_string(resp.offset) +
+                                                    ", we asked from " + std::to_string(req->offset));
+    }
+    if (req->expected_size && resp.total_size != *req->expected_size) {
+      throw PeerError(PeerErrorKind::kProtocol, "the peer offers " + std::to_string(resp.total_size) + " bytes of " +
+                                                    req->rel_path + ", the manifest says " +
+                                                    std::to_string(*req->expected_size));
+    }
+    if (req->expected_sha256 && resp.sha256 != *req->expected_sha256) {
+      throw PeerError(PeerErrorKind::kProtocol, "the peer offers " + req->rel_path + " with SHA-256 " +
+                                                    wire::to_hex(resp.sha256) + ", the manifest says " +
+                                                    wire::to_hex(*req->expected_sha256));
+    }
+    answer.offset = resp.offset;
+    answer.total_size = resp.total_size;
+    answer.sha256 = wire::to_hex(resp.sha256);
+    if (sink->on_accept) sink->on_accept(answer);
+
+    ch->set_phase("receiving the artifact");
+    uint64_t remaining = resp.total_size - resp.offset;
+    const uint64_t expected = remaining;
+    std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(kReceiveChunk, std::max<uint64_t>(remaining, 1))));
+    while (remaining > 0) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), remaining));
+      const size_t n = co_await ch->read_some({buf.data(), want});
+      if (n == 0) {
+        throw PeerError(PeerErrorKind::kTransport, "the peer closed the connection after " +
+                                                       std::to_string(expected - remaining) + " of " +
+                                                       std::to_string(expected) + " bytes of " + req->rel_path);
+      }
+      if (sink->on_bytes) sink->on_bytes({buf.data(), n});
+      remaining -= n;
+    }
+    co_await ch->shutdown();
+  } catch (const wire::WireError& e) {
+    throw PeerError(PeerErrorKind::kProtocol, std::string("malformed message from the peer: ") + e.what());
+  }
+  co_return answer;
+}
+
+TransferAnswer run_session(const PeerClient::Impl& c, std::string_view endpoint, const wire::Request* req,
+                           const TransferSink* sink, std::vector<std::string>* features) {
+  const auto endpoints = detail::resolve_endpoint(endpoint, false);
+  asio::io_context io(1);
+  std::exception_ptr error;
+  TransferAnswer answer;
+  asio::co_spawn(io, session(c, endpoints, req, sink, features), [&](std::exception_ptr e, TransferAnswer a) {
+    error = e;
+    answer = std::move(a);
+  });
+  io.run();
+  if (error) std::rethrow_exception(error);
+  return answer;
+}
+
+}  // namespace
+
+PeerClient::PeerClient(NodeIdentity identity, PeerTrust trust, ClientOptions options) {
+  if (trust.mode == TransferMode::kOff) {
+    throw_invalid("peer transfer is off (MESH_LLM_ARTIFACT_TRANSFER is unset or not trusted/open): do not use a peer");
+  }
+  auto ctx = detail::make_tls_context(identity, detail::TlsRole::kClient);
+  impl_ = std::make_unique<Impl>(Impl{std::move(identity), std::move(trust), std::move(options), std::move(ctx)});
+}
+
+PeerClient::~PeerClient() = default;
+PeerClient::PeerClient(PeerClient&&) noexcept = default;
+PeerClient& PeerClient::operator=(PeerClient&&) noexcept = default;
+
+const NodeIdentity& PeerClient::identity() const noexcept { return impl_->identity; }
+
+TransferAnswer PeerClient::fetch(std::string_view endpoint, const TransferRequest& request, const TransferSink& sink) const {
+  wire::Request req;
+  try {
+    req.requester = wire::digest_from_hex(impl_->identity.node_id(), "node id");
+    req.topology_id = request.topology_id;
+    req.run_id = request.run_id;
+    req.stage_id = request.stage_id;
+    req.package_ref = request.package_ref;
+    req.manifest_sha256 = wire::digest_from_hex(request.manifest_sha256, "manifest_sha256");
+    req.rel_path = request.rel_path;
+    req.offset = request.offset;
+    req.expected_size = request.expected_size;
+    if (request.expected_sha256) req.expected_sha256 = wire::digest_from_hex(*request.expected_sha256, "expected_sha256");
+    (void)wire::encode(req);  // the same rules the server applies
+  } catch (const wire::WireError& e) {
+    throw Error(ErrorKind::kUsage, "peer transfer request for " + request.rel_path + ": " + e.what());
+  }
+  return detail::fetch_wire(*this, endpoint, req, sink);
+}
+
+std::vector<std::string> PeerClient::features(std::string_view endpoint) const {
+  std::vector<std::string> out;
+  run_session(*impl_, endpoint, nullptr, nullptr, &out);
+  return out;
+}
+
+namespace detail {
+
+TransferAnswer fetch_wire(const PeerClient& client, std::string_view endpoint, const wire::Request& request,
+                          const TransferSink& sink) {
+  return run_session(client.impl(), endpoint, &request, &sink, nullptr);
+}
+
+}  // namespace detail
+
+}  // namespace skippy::peer
