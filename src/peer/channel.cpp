@@ -25,12 +25,19 @@ TlsChannel::~TlsChannel() { close(); }
 
 void TlsChannel::start_watchdog() { asio::co_spawn(socket_.get_executor(), watch(shared_from_this()), asio::detached); }
 
+// The watchdog sleeps until the earliest deadline it knew of; when a
+// deadline may move earlier it is woken to recompute (touch() only ever
+// moves the idle deadline later, which the watchdog notices on waking).
 void TlsChannel::set_idle_timeout(std::chrono::milliseconds idle) {
   idle_ = idle;
   touch();
+  timer_.cancel();
 }
 
-void TlsChannel::set_total_deadline(Clock::time_point deadline) { total_deadline_ = deadline; }
+void TlsChannel::set_total_deadline(Clock::time_point deadline) {
+  total_deadline_ = deadline;
+  timer_.cancel();
+}
 
 awaitable<void> TlsChannel::watch(std::shared_ptr<TlsChannel> self) {
   while (!self->closed_) {

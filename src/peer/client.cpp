@@ -80,6 +80,7 @@ awaitable<TransferAnswer> session(const PeerClient::Impl& c, std::vector<tcp::en
       co_return answer;
     }
     if (!ack.has_feature(wire::kFeatureArtifactTransfer)) {
+      co_await ch->shutdown();  // a clean goodbye: we do not use what is not offered
       throw PeerError(PeerErrorKind::kFeatureUnavailable,
                       "the peer does not offer artifact-transfer to this node (transfer is off there, or it does not "
                       "trust our owner)");
