@@ -7,6 +7,8 @@
 #include <atomic>
 #include <fstream>
 #include <future>
+#include <map>
+#include <mutex>
 #include <random>
 
 #include "peer/client_detail.h"
@@ -89,8 +91,27 @@ struct World {
                                {{"s0", 0, w0_id, 0, 4}, {"s1", 1, w1_id, 4, 8}});
   }
 
-  std::string sha_of(const std::string& rel) const { return sha256_hex(std::span<const uint8_t>(bytes_of(rel))); }
-  std::vector<uint8_t> bytes_of(const std::string& rel) const { return test::read_file(pkg / rel); }
+  // The package's files and digests, read once (tests ask from several threads).
+  const std::string& sha_of(const std::string& rel) const { return file(rel).sha256; }
+  const std::vector<uint8_t>& bytes_of(const std::string& rel) const { return file(rel).bytes; }
+
+ private:
+  struct File {
+    std::vector<uint8_t> bytes;
+    std::string sha256;
+  };
+  const File& file(const std::string& rel) const {
+    std::lock_guard g(mu_);
+    auto& f = files_[rel];
+    if (!f) {
+      f = std::make_unique<File>();
+      f->bytes = test::read_file(pkg / rel);
+      f->sha256 = sha256_hex(std::span<const uint8_t>(f->bytes));
+    }
+    return *f;
+  }
+  mutable std::mutex mu_;
+  mutable std::map<std::string, std::unique_ptr<File>> files_;
 };
 
 // What a test changes about its serve-artifacts process.
@@ -236,6 +257,38 @@ TEST_F(PeerTransfer, EachStageGetsItsPartsByteIdentical) {
   EXPECT_TRUE(s->wait_for_log("stage s1, shared/embeddings.gguf from byte 0: accepted")) << s->log();
   // Nothing a client sees names a path; the log does not either beyond the request.
   EXPECT_EQ(s->log().find("refused"), std::string::npos) << s->log();
+}
+
+// The set stage_artifacts() computes is exactly what the server serves:
+// every declared artifact of the package, asked for by each stage.
+TEST_F(PeerTransfer, ServerAndClientAgreeOnEachStagesSet) {
+  auto s = serve();
+  const auto topo = peer::load_topology(w().topology);
+  const auto& m = w().manifest;
+  std::vector<const ArtifactEntry*> declared = {&m.shared.metadata, &m.shared.embeddings, &m.shared.output};
+  for (const auto& l : m.layers) declared.push_back(&l);
+  for (const auto& stage : topo.stages) {
+    const auto c = client(stage.stage_id == "s0" ? w().w0 : w().w1);
+    // This model's output is tied to its embeddings (llama-tiny has no output.weight).
+    const auto allowed = peer::stage_artifacts(stage, m, true);
+    EXPECT_EQ(fetch(c, s->endpoint(), peer::manifest_request(topo, stage)).bytes, w().bytes_of("model-package.json"));
+    size_t served = 0;
+    for (const auto* e : declared) {
+      const peer::PeerArtifact* a = allowed.find(e->path);
+      if (a) {
+        EXPECT_TRUE(fetch(c, s->endpoint(), peer::transfer_request(topo, stage, *a)).bytes == w().bytes_of(e->path))
+            << stage.stage_id << " " << e->path;
+        ++served;
+      } else {
+        TransferRequest r = peer::transfer_request(topo, stage, {e->path, PartRole::kLayer, std::nullopt, e->artifact_bytes, e->sha256, ""});
+        expect_failure(c, s->endpoint(), r, PeerErrorKind::kRefused, Refusal::kUnavailable);
+      }
+    }
+    EXPECT_EQ(served, allowed.artifacts.size()) << stage.stage_id;
+  }
+  // s0: metadata, embeddings, 4 layers; s1: metadata, 4 layers, output, embeddings (tied).
+  EXPECT_EQ(peer::stage_artifacts(topo.stages[0], m, true).artifacts.size(), 6u);
+  EXPECT_EQ(peer::stage_artifacts(topo.stages[1], m, true).artifacts.size(), 7u);
 }
 
 TEST_F(PeerTransfer, ResumesFromAnOffset) {
@@ -646,6 +699,35 @@ TEST_F(PeerTransfer, APeerThatStopsSendingTimesOut) {
   }
   EXPECT_LT(std::chrono::steady_clock::now() - t1, std::chrono::seconds(5));
   s->signal(SIGCONT);
+}
+
+TEST_F(PeerTransfer, TheSinkRunsInOrderSlowlyOrThrowing) {
+  auto s = serve();
+  struct DiskFull : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+  for (const bool helper : {true, false}) {
+    peer::ClientOptions o;
+    o.sink_on_helper_thread = helper;
+    o.idle_timeout = std::chrono::milliseconds(300);
+    const auto c = client(w().w1, TransferMode::kTrusted, {}, o);
+    // A sink slower than the idle timeout is not an idle peer.
+    std::vector<uint8_t> got;
+    peer::TransferSink slow;
+    slow.on_bytes = [&](std::span<const uint8_t> b) {
+      if (got.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(700));
+      got.insert(got.end(), b.begin(), b.end());
+    };
+    c.fetch(s->endpoint(), request("s1", kBigLayer), slow);
+    EXPECT_TRUE(got == w().bytes_of(kBigLayer)) << "helper thread: " << helper;
+    // What the sink throws comes out of fetch() as it was thrown.
+    peer::TransferSink full;
+    full.on_bytes = [&](std::span<const uint8_t>) { throw DiskFull("disk full"); };
+    EXPECT_THROW(c.fetch(s->endpoint(), request("s1", kBigLayer), full), DiskFull);
+    peer::TransferSink refuse;
+    refuse.on_accept = [&](const peer::TransferAnswer&) { throw DiskFull("no room for it"); };
+    EXPECT_THROW(c.fetch(s->endpoint(), request("s1", kBigLayer), refuse), DiskFull);
+  }
 }
 
 TEST_F(PeerTransfer, EightClientsAtOnce) {

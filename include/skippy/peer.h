@@ -107,6 +107,13 @@ struct TransferRequest {
   std::optional<std::string> expected_sha256;   // the manifest's sha256 (64 hex)
 };
 
+// The request for `artifact` (from stage_artifacts) of `stage`, with the
+// manifest's size and SHA-256 as expectations; and the request for
+// model-package.json itself (expected SHA-256: the topology's).
+TransferRequest transfer_request(const Topology& topology, const TopologyStage& stage, const PeerArtifact& artifact,
+                                 uint64_t offset = 0);
+TransferRequest manifest_request(const Topology& topology, const TopologyStage& stage, uint64_t offset = 0);
+
 struct TransferAnswer {
   uint64_t offset = 0;       // where the bytes given to the sink start
   uint64_t total_size = 0;   // of the whole artifact
@@ -120,12 +127,20 @@ struct ClientOptions {
   std::chrono::milliseconds idle_timeout{30'000};     // any read or write making no progress
   // When set, the server must be this node (else PeerErrorKind::kUntrusted).
   std::optional<std::string> expected_server_node_id;
+  // Run TransferSink::on_bytes on a helper thread (one call at a time, in
+  // order), so that hashing and writing a piece overlap receiving and
+  // decrypting the next. With false it runs on the calling thread.
+  bool sink_on_helper_thread = true;
 };
 
-// Callbacks of one transfer. on_accept runs once, before any byte, with
-// the accepted answer (throw from it to abandon the transfer); on_bytes
-// receives [offset, total_size) in order, in pieces of up to 1 MiB. An
-// exception thrown by either ends the transfer and propagates unchanged.
+// Callbacks of one transfer. on_accept runs once on the calling thread,
+// before any byte, with the accepted answer (throw from it to abandon the
+// transfer). on_bytes receives [offset, total_size) in order, in pieces of
+// up to 1 MiB; the span is valid during the call only. By default it runs on
+// a helper thread (ClientOptions::sink_on_helper_thread), never two calls at
+// once, and fetch() returns only after the last call has returned. An
+// exception thrown by either ends the transfer and propagates unchanged from
+// fetch(). Time spent in the sink does not count against the idle timeout.
 struct TransferSink {
   std::function<void(const TransferAnswer&)> on_accept;
   std::function<void(std::span<const uint8_t>)> on_bytes;

@@ -44,6 +44,9 @@ class TlsChannel : public std::enable_shared_from_this<TlsChannel> {
   void start_watchdog();
   void set_idle_timeout(std::chrono::milliseconds idle);  // and counts from now
   void set_total_deadline(Clock::time_point deadline);
+  // Restarts the idle clock: after time spent away from the peer (a slow
+  // sink, a long authorization), which is not the peer's idleness.
+  void touch() noexcept { idle_deadline_ = Clock::now() + idle_; }
   // Names what the connection is doing, for timeout messages ("reading", ...).
   void set_phase(const char* phase) noexcept { phase_ = phase; }
 
@@ -68,7 +71,6 @@ class TlsChannel : public std::enable_shared_from_this<TlsChannel> {
 
  private:
   asio::awaitable<void> wait(tcp::socket::wait_type what);
-  void touch() noexcept { idle_deadline_ = Clock::now() + idle_; }
   [[noreturn]] void throw_timeout() const;
   static asio::awaitable<void> watch(std::shared_ptr<TlsChannel> self);
 

@@ -7,6 +7,10 @@
 #include <asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "peer/channel.h"
 #include "peer/client_detail.h"
@@ -31,6 +35,69 @@ struct PeerClient::Impl {
 namespace {
 
 constexpr size_t kReceiveChunk = size_t{1} << 20;
+
+// Runs the sink's on_bytes on a helper thread, one piece at a time, so that
+// hashing and writing piece k overlap receiving and decrypting piece k+1.
+// submit() waits until the previous piece is done (its buffer is then free
+// again) and rethrows what the sink threw.
+class SinkThread {
+ public:
+  explicit SinkThread(const std::function<void(std::span<const uint8_t>)>& fn) : fn_(fn), thread_([this] { run(); }) {}
+  ~SinkThread() {
+    {
+      std::lock_guard g(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  SinkThread(const SinkThread&) = delete;
+  SinkThread& operator=(const SinkThread&) = delete;
+
+  void submit(std::span<const uint8_t> piece) {
+    std::unique_lock g(mu_);
+    cv_.wait(g, [&] { return !busy_; });
+    if (error_) std::rethrow_exception(error_);
+    piece_ = piece;
+    busy_ = true;
+    cv_.notify_all();
+  }
+  void finish() {
+    std::unique_lock g(mu_);
+    cv_.wait(g, [&] { return !busy_; });
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void run() {
+    std::unique_lock g(mu_);
+    for (;;) {
+      cv_.wait(g, [&] { return busy_ || stop_; });
+      if (!busy_) return;
+      const auto piece = piece_;
+      g.unlock();
+      std::exception_ptr e;
+      try {
+        if (!error_) fn_(piece);
+      } catch (...) {
+        e = std::current_exception();
+      }
+      g.lock();
+      if (e && !error_) error_ = e;
+      busy_ = false;
+      cv_.notify_all();
+    }
+  }
+
+  const std::function<void(std::span<const uint8_t>)>& fn_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::span<const uint8_t> piece_;
+  bool busy_ = false;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
 
 // Closes the channel however the session ends (the watchdog holds it too).
 struct CloseOnExit {
@@ -117,18 +184,34 @@ awaitable<TransferAnswer> session(const PeerClient::Impl& c, std::vector<tcp::en
     ch->set_phase("receiving the artifact");
     uint64_t remaining = resp.total_size - resp.offset;
     const uint64_t expected = remaining;
-    std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(kReceiveChunk, std::max<uint64_t>(remaining, 1))));
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(kReceiveChunk, std::max<uint64_t>(remaining, 1)));
+    const bool overlap = c.options.sink_on_helper_thread && sink->on_bytes && remaining > 0;
+    // Two buffers: the helper works on one while the other fills. Declared
+    // before the helper, which (destroyed first) finishes its piece.
+    std::vector<uint8_t> bufs[2] = {std::vector<uint8_t>(chunk), std::vector<uint8_t>(overlap ? chunk : 0)};
+    std::optional<SinkThread> helper;
+    if (overlap) helper.emplace(sink->on_bytes);
+    int cur = 0;
     while (remaining > 0) {
+      std::vector<uint8_t>& buf = bufs[cur];
       const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), remaining));
       const size_t n = co_await ch->read_some({buf.data(), want});
       if (n == 0) {
+        if (helper) helper->finish();  // what arrived is the caller's, complete
         throw PeerError(PeerErrorKind::kTransport, "the peer closed the connection after " +
                                                        std::to_string(expected - remaining) + " of " +
                                                        std::to_string(expected) + " bytes of " + req->rel_path);
       }
-      if (sink->on_bytes) sink->on_bytes({buf.data(), n});
+      if (helper) {
+        helper->submit({buf.data(), n});
+        cur ^= 1;
+      } else if (sink->on_bytes) {
+        sink->on_bytes({buf.data(), n});
+      }
+      ch->touch();  // the sink's time is not the peer's idleness
       remaining -= n;
     }
+    if (helper) helper->finish();
     co_await ch->shutdown();
   } catch (const wire::WireError& e) {
     throw PeerError(PeerErrorKind::kProtocol, std::string("malformed message from the peer: ") + e.what());
@@ -152,6 +235,28 @@ TransferAnswer run_session(const PeerClient::Impl& c, std::string_view endpoint,
 }
 
 }  // namespace
+
+TransferRequest transfer_request(const Topology& topology, const TopologyStage& stage, const PeerArtifact& artifact,
+                                 uint64_t offset) {
+  TransferRequest r = manifest_request(topology, stage, offset);
+  r.rel_path = artifact.rel_path;
+  r.expected_size = artifact.bytes;
+  r.expected_sha256 = artifact.sha256;
+  return r;
+}
+
+TransferRequest manifest_request(const Topology& topology, const TopologyStage& stage, uint64_t offset) {
+  TransferRequest r;
+  r.topology_id = topology.topology_id;
+  r.run_id = topology.run_id;
+  r.stage_id = stage.stage_id;
+  r.package_ref = topology.package_ref;
+  r.manifest_sha256 = topology.manifest_sha256;
+  r.rel_path = std::string(kManifestFileName);
+  r.offset = offset;
+  r.expected_sha256 = topology.manifest_sha256;
+  return r;
+}
 
 PeerClient::PeerClient(NodeIdentity identity, PeerTrust trust, ClientOptions options) {
   if (trust.mode == TransferMode::kOff) {

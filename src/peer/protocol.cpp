@@ -1,6 +1,7 @@
 #include "peer/protocol.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "skippy/manifest.h"
 
@@ -60,25 +61,29 @@ void check_text(std::string_view s, size_t max, std::string_view what) {
 
 class Writer {
  public:
-  void u8(uint8_t v) { out_.push_back(v); }
-  void u16(uint16_t v) {
-    for (int i = 0; i < 2; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  void u32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  void u64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
+  void u8(uint8_t v) { bytes(&v, 1); }
+  void u16(uint16_t v) { le(v, 2); }
+  void u32(uint32_t v) { le(v, 4); }
+  void u64(uint64_t v) { le(v, 8); }
   void str(std::string_view s, size_t max, std::string_view what) {
     check_text(s, max, what);
     u16(static_cast<uint16_t>(s.size()));
-    out_.insert(out_.end(), s.begin(), s.end());
+    bytes(s.data(), s.size());
   }
-  void digest(const Digest32& d) { out_.insert(out_.end(), d.begin(), d.end()); }
+  void digest(const Digest32& d) { bytes(d.data(), d.size()); }
   std::vector<uint8_t> take() { return std::move(out_); }
 
  private:
+  void le(uint64_t v, size_t n) {
+    uint8_t b[8];
+    for (size_t i = 0; i < n; ++i) b[i] = static_cast<uint8_t>(v >> (8 * i));
+    bytes(b, n);
+  }
+  void bytes(const void* p, size_t n) {
+    const size_t at = out_.size();
+    out_.resize(at + n);
+    if (n > 0) std::memcpy(out_.data() + at, p, n);
+  }
   std::vector<uint8_t> out_;
 };
 

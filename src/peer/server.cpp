@@ -155,6 +155,12 @@ awaitable<void> ArtifactServer::Impl::accept_loop() {
 
 awaitable<void> ArtifactServer::Impl::serve(tcp::socket socket, std::string remote) {
   ConnectionSlot slot(*this);
+  {
+    // Each TLS record is its own write: without this, Nagle holds a record
+    // back until the previous one is acknowledged.
+    asio::error_code ec;
+    socket.set_option(tcp::no_delay(true), ec);
+  }
   auto ch = std::make_shared<TlsChannel>(std::move(socket), opts.limits.handshake_timeout);
   ch->set_total_deadline(Clock::now() + opts.limits.total_timeout);
   ch->start_watchdog();
