@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -36,6 +37,17 @@ extern char** environ;
 namespace skippy::test::peer {
 
 namespace fs = std::filesystem;
+
+// A whole file, read in large blocks (test::read_file goes byte by byte,
+// which a sanitizer build makes slow for the tens of MiB these tests move).
+inline std::vector<uint8_t> slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + p.string());
+  std::vector<uint8_t> out(static_cast<size_t>(fs::file_size(p)));
+  in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size()));
+  if (in.gcount() != static_cast<std::streamsize>(out.size())) throw std::runtime_error("short read of " + p.string());
+  return out;
+}
 
 // `identity init-owner` / `issue-node` through the real CLI; the id printed.
 inline std::string make_owner(const fs::path& dir) {
@@ -69,8 +81,7 @@ inline fs::path place_in_hf_cache(const fs::path& pkg_dir, const fs::path& hf, c
   for (const auto& e : fs::recursive_directory_iterator(pkg_dir)) {
     if (!e.is_regular_file()) continue;
     const fs::path rel = fs::relative(e.path(), pkg_dir);
-    const auto bytes = read_file(e.path());
-    const std::string sha = sha256_hex(std::span<const uint8_t>(bytes));
+    const std::string sha = sha256_file(e.path());
     const fs::path blob = repo / "blobs" / sha;
     if (!fs::exists(blob)) fs::copy_file(e.path(), blob);
     const fs::path link = snap / rel;
