@@ -1,4 +1,4 @@
-#include "peer/coroutine_warnings.h"
+#include "peer/asio_config.h"
 #include "peer/channel.h"
 
 #include <asio/co_spawn.hpp>

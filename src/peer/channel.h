@@ -12,6 +12,8 @@
 // or one thread (client).
 #pragma once
 
+#include "peer/asio_config.h"
+
 #include <asio/awaitable.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>

@@ -1,6 +1,6 @@
 // PeerClient (skippy/peer.h): one connection per fetch, driven by a private
 // io_context on the calling thread.
-#include "peer/coroutine_warnings.h"
+#include "peer/asio_config.h"
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
 #include <asio/this_coro.hpp>

@@ -1,7 +1,7 @@
 // ArtifactServer (skippy/peer.h): asio I/O threads accept connections; each
 // connection is one coroutine on its own strand, bounded by the limits;
 // authorization (which may hash a file) runs on a small blocking pool.
-#include "peer/coroutine_warnings.h"
+#include "peer/asio_config.h"
 #include <asio/bind_executor.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
