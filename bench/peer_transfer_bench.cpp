@@ -200,7 +200,7 @@ uint64_t plain_fetch_one(uint16_t port, uint32_t index, const fs::path& out) {
 
 uint64_t peer_fetch_one(const skippy::peer::PeerClient& client, const std::string& endpoint,
                         const skippy::peer::Topology& topo, const skippy::PackageManifest& m, const std::string& rel,
-                        const fs::path& out) {
+                        const fs::path& out, bool hash) {
   skippy::peer::TransferRequest r;
   r.topology_id = topo.topology_id;
   r.run_id = topo.run_id;
@@ -219,14 +219,16 @@ uint64_t peer_fetch_one(const skippy::peer::PeerClient& client, const std::strin
   uint64_t total = 0;
   skippy::peer::TransferSink sink;
   sink.on_bytes = [&](std::span<const uint8_t> b) {
-    sha.update(b);
+    if (hash) sha.update(b);
     write_all_fd(o, b.data(), b.size());
     total += b.size();
   };
   client.fetch(endpoint, r, sink);
   ::close(o);
   // Verification: what arrived is what the manifest declares.
-  if (total != r.expected_size || !skippy::sha256_equal(sha.hex_digest(), *r.expected_sha256)) die(rel + ": wrong bytes");
+  if (total != r.expected_size || (hash && !skippy::sha256_equal(sha.hex_digest(), *r.expected_sha256))) {
+    die(rel + ": wrong bytes");
+  }
   return total;
 }
 
@@ -260,6 +262,9 @@ int main(int argc, char** argv) {
   fetch->add_option("--manifest", manifest, "peer: model-package.json (expected sizes and digests)");
   fetch->add_option("--rel", rels, "peer: artifact paths");
   fetch->add_option("--index", indexes, "plain: file indexes");
+  bool inline_sink = false, no_hash = false;
+  fetch->add_flag("--inline-sink", inline_sink, "peer: hash and write on the receiving thread (no helper thread)");
+  fetch->add_flag("--no-hash", no_hash, "peer: do not hash what arrives (for the cost breakdown only)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (prep->parsed()) return prepare(src, hf, repo, commit, big, part, parts, node, topology);
@@ -276,12 +281,14 @@ int main(int argc, char** argv) {
     } else {
       const auto topo = skippy::peer::load_topology(topology);
       const auto m = skippy::parse_manifest(skippy::read_small_file(manifest, 16 << 20), manifest);
+      skippy::peer::ClientOptions co;
+      co.sink_on_helper_thread = !inline_sink;
       skippy::peer::PeerClient client(skippy::peer::NodeIdentity::load(identity),
-                                      skippy::peer::PeerTrust{skippy::peer::TransferMode::kTrusted, {}});
+                                      skippy::peer::PeerTrust{skippy::peer::TransferMode::kTrusted, {}}, co);
       const auto t1 = Clock::now();  // (client set-up is not the transfer)
       for (const auto& rel : rels) {
         jobs.push_back(std::async(std::launch::async, [&, rel] {
-          return peer_fetch_one(client, endpoint, topo, m, rel, fs::path(out) / fs::path(rel).filename());
+          return peer_fetch_one(client, endpoint, topo, m, rel, fs::path(out) / fs::path(rel).filename(), !no_hash);
         }));
       }
       uint64_t bytes = 0;

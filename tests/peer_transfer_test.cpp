@@ -796,6 +796,22 @@ TEST_F(PeerTransfer, LimitsKeepIdleConnectionsFromStarvingOthers) {
   }
   EXPECT_TRUE(s->wait_for_log("timed out")) << s->log();
   EXPECT_EQ(fetch(c, s->endpoint(), request("s1", "layers/layer-00004.gguf")).bytes, w().bytes_of("layers/layer-00004.gguf"));
+  // A peer that keeps making progress, one byte at a time, is still cut off
+  // when the handshake timeout has passed since accept.
+  test::peer::RawTlsClient drip(s->endpoint(), w().w1);
+  ASSERT_TRUE(drip.handshake_ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<uint8_t> open = {peer::wire::kStreamTypeSubprotocol};
+  const auto f = peer::wire::frame(peer::wire::encode(peer::wire::Open{}));
+  open.insert(open.end(), f.begin(), f.end());
+  for (const uint8_t b : open) {
+    if (!drip.write({b})) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(4)) break;
+  }
+  EXPECT_TRUE(drip.read_all().empty());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  EXPECT_TRUE(s->wait_for_log("time limit passed while reading the subprotocol open")) << s->log();
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ void TlsChannel::throw_timeout() const {
   const bool total = Clock::now() >= total_deadline_;
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(idle_).count();
   throw PeerError(PeerErrorKind::kTimeout,
-                  total ? std::string("timed out: the connection's total time limit passed while ") + phase_
+                  total ? std::string("timed out: the connection's time limit passed while ") + phase_
                         : "timed out: no progress for " + std::to_string(ms) + " ms while " + phase_);
 }
 

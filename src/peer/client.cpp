@@ -109,12 +109,15 @@ awaitable<TransferAnswer> session(const PeerClient::Impl& c, std::vector<tcp::en
                                   const TransferSink* sink, std::vector<std::string>* features) {
   tcp::socket socket(co_await asio::this_coro::executor);
   auto ch = std::make_shared<TlsChannel>(std::move(socket), c.options.connect_timeout);
+  // connect_timeout bounds connecting and the handshake together.
+  ch->set_total_deadline(detail::Clock::now() + c.options.connect_timeout);
   ch->start_watchdog();
   CloseOnExit closer{ch};
   TransferAnswer answer;
   try {
     co_await ch->connect(endpoints);
     co_await ch->handshake(c.ctx.get(), detail::TlsRole::kClient);
+    ch->set_total_deadline(detail::Clock::time_point::max());
     ch->set_idle_timeout(c.options.idle_timeout);
     answer.server = detail::peer_info(ch->ssl());
     const PeerInfo& server = answer.server;

@@ -161,8 +161,12 @@ awaitable<void> ArtifactServer::Impl::serve(tcp::socket socket, std::string remo
     asio::error_code ec;
     socket.set_option(tcp::no_delay(true), ec);
   }
+  // Until the request is in, the handshake timeout bounds the whole
+  // exchange, not just each silence: a peer dripping a byte at a time
+  // cannot hold a slot longer than that.
+  const auto accepted_at = Clock::now();
   auto ch = std::make_shared<TlsChannel>(std::move(socket), opts.limits.handshake_timeout);
-  ch->set_total_deadline(Clock::now() + opts.limits.total_timeout);
+  ch->set_total_deadline(accepted_at + std::min<Clock::duration>(opts.limits.handshake_timeout, opts.limits.total_timeout));
   ch->start_watchdog();
   std::string who = remote;
   std::string what;
@@ -214,6 +218,7 @@ awaitable<void> ArtifactServer::Impl::serve(tcp::socket socket, std::string remo
       co_return;
     }
     ch->set_idle_timeout(opts.limits.idle_timeout);
+    ch->set_total_deadline(accepted_at + opts.limits.total_timeout);
 
     Decision d;
     if (!enabled) {
