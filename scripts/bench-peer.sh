@@ -69,9 +69,11 @@ section "servers (127.0.0.1)"
 MESH_LLM_ARTIFACT_TRANSFER=trusted HF_HUB_CACHE="$WORK/hf" SKIPPY_CACHE_DIR="$WORK/cache" \
   "$CLI" serve-artifacts --listen 127.0.0.1:0 --topology "$WORK/topology.json" --identity "$WORK/ids/coord" \
   >"$WORK/server.out" 2>"$WORK/server.log" &
-PIDS+=($!)
+SERVER_PID=$!
+PIDS+=($SERVER_PID)
 "$TOOL" plain-serve "${FILES[@]}" >"$WORK/plain.out" 2>"$WORK/plain.log" &
-PIDS+=($!)
+PLAIN_PID=$!
+PIDS+=($PLAIN_PID)
 # serve-artifacts verifies the cached artifacts at start (once; afterwards
 # every request is a verification-cache hit): wait for that to finish.
 T0=$(date +%s)
@@ -88,46 +90,60 @@ note "plain TCP sender $PLAIN_EP"
 seconds() { sed -n 's/.*"seconds": \([0-9.e+-]*\).*/\1/p'; }
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 prep() { rm -rf "$WORK/out"; sync; }
-peer_fetch() {
-  "$TOOL" fetch --mode peer --endpoint "$PEER_EP" --identity "$WORK/ids/worker" --topology "$WORK/topology.json" \
-    --manifest "$SNAP/model-package.json" --out "$WORK/out" "$@" | seconds
-}
-plain_fetch() { "$TOOL" fetch --mode plain --endpoint "$PLAIN_EP" --out "$WORK/out" "$@" | seconds; }
+cpu_of() { awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$1/stat"; }  # utime + stime, seconds
+PEER_FETCH=("$TOOL" fetch --mode peer --endpoint "$PEER_EP" --identity "$WORK/ids/worker" --topology "$WORK/topology.json"
+  --manifest "$SNAP/model-package.json" --out "$WORK/out")
+PLAIN_FETCH=("$TOOL" fetch --mode plain --endpoint "$PLAIN_EP" --out "$WORK/out")
 
-# measure NAME CMD...: one warm-up, then $RUNS timed runs; M = median seconds.
+# measure NAME SERVER_PID CMD...: one warm-up, then $RUNS timed runs. M = median
+# wall seconds of the transfers; MC / MS = median CPU seconds (user + system)
+# of the receiving process and of the sending server during them.
 measure() {
-  local name=$1 i t all=()
-  shift
+  local name=$1 pid=$2 i t c0 c1 walls=() ccpu=() scpu=()
+  shift 2
   for ((i = 0; i <= RUNS; i++)); do
     prep
-    t=$("$@")
+    c0=$(cpu_of "$pid")
+    t=$(/usr/bin/time -f '%U %S' -o "$WORK/time.txt" "$@" | seconds)
+    c1=$(cpu_of "$pid")
     [ -n "$t" ] || { echo "FAILED: $name" >&2; tail -n 5 "$WORK/server.log" >&2; exit 1; }
     ((i == 0)) && continue
-    all+=("$t")
+    walls+=("$t")
+    ccpu+=("$(awk '{ print $1 + $2 }' "$WORK/time.txt")")
+    scpu+=("$(awk -v a="$c0" -v b="$c1" 'BEGIN { print b - a }')")
   done
-  M=$(printf '%s\n' "${all[@]}" | median)
-  note "$name: runs ${all[*]} s, median $M s"
+  M=$(printf '%s\n' "${walls[@]}" | median)
+  MC=$(printf '%s\n' "${ccpu[@]}" | median)
+  MS=$(printf '%s\n' "${scpu[@]}" | median)
+  note "$name: runs ${walls[*]} s, median $M s; CPU: receiver $MC s, sender $MS s"
 }
 gbps() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
+section "crypto yardsticks (openssl speed, 16 KiB blocks, one core, now)"
+speed() { openssl speed -seconds 2 -bytes 16384 -evp "$1" 2>/dev/null | awk -v n="$1" 'tolower($1) ~ /^(aes|sha)/ { printf "%.2f", $NF / 1e6 }'; }
+AES_GBPS=$(speed aes-128-gcm)
+SHA_GBPS=$(speed sha256)
+note "AES-128-GCM $AES_GBPS GB/s, SHA-256 $SHA_GBPS GB/s (a 1 GiB transfer costs one of each per side for AES, one SHA-256)"
+
 section "one artifact of $BIG bytes (median of $RUNS after a warm-up)"
-measure "peer (TLS 1.3 + verification)" peer_fetch --rel layers/layer-00000.gguf
-PEER1=$M
-measure "plain TCP copy" plain_fetch --index 0
-PLAIN1=$M
-measure "peer without the client's SHA-256 (for the breakdown)" peer_fetch --rel layers/layer-00000.gguf --no-hash
+measure "peer (TLS 1.3 + verification)" "$SERVER_PID" "${PEER_FETCH[@]}" --rel layers/layer-00000.gguf
+PEER1=$M PEER1_CPU=$(awk -v a="$MC" -v b="$MS" 'BEGIN { print a + b }')
+measure "plain TCP copy" "$PLAIN_PID" "${PLAIN_FETCH[@]}" --index 0
+PLAIN1=$M PLAIN1_CPU=$(awk -v a="$MC" -v b="$MS" 'BEGIN { print a + b }')
+measure "peer without the client's SHA-256 (for the breakdown)" "$SERVER_PID" "${PEER_FETCH[@]}" --rel layers/layer-00000.gguf --no-hash
 NOHASH1=$M
 R1=$(ratio "$PLAIN1" "$PEER1")
 note "peer $(gbps "$BIG" "$PEER1"), plain $(gbps "$BIG" "$PLAIN1"): peer / plain throughput = $R1 (target >= 0.7)"
+note "CPU seconds for the GiB, both processes: peer $PEER1_CPU, plain $PLAIN1_CPU (ratio $(ratio "$PLAIN1_CPU" "$PEER1_CPU"))"
 RN=$(ratio "$PLAIN1" "$NOHASH1")
 note "without the client's SHA-256: $(gbps "$BIG" "$NOHASH1"), / plain = $RN"
 
 section "4 parts of $PART bytes at once"
-measure "peer, 4 at once" peer_fetch --rel layers/layer-00001.gguf --rel layers/layer-00002.gguf \
+measure "peer, 4 at once" "$SERVER_PID" "${PEER_FETCH[@]}" --rel layers/layer-00001.gguf --rel layers/layer-00002.gguf \
   --rel layers/layer-00003.gguf --rel layers/layer-00004.gguf
 PEER4=$M
-measure "plain TCP, 4 at once" plain_fetch --index 1 --index 2 --index 3 --index 4
+measure "plain TCP, 4 at once" "$PLAIN_PID" "${PLAIN_FETCH[@]}" --index 1 --index 2 --index 3 --index 4
 PLAIN4=$M
 R4=$(ratio "$PLAIN4" "$PEER4")
 TOTAL4=$((PART * 4))
@@ -137,5 +153,6 @@ rm -rf "$WORK/out"
 section "summary ($(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg))"
 printf '   %-34s %-12s %-12s %-8s %s\n' figure peer plain ratio target
 printf '   %-34s %-12s %-12s %-8s %s\n' "1 artifact, $BIG B" "$(gbps "$BIG" "$PEER1")" "$(gbps "$BIG" "$PLAIN1")" "$R1" ">= 0.7"
+printf '   %-34s %-12s %-12s %-8s %s\n' "  CPU s, both processes" "$PEER1_CPU" "$PLAIN1_CPU" "$(ratio "$PLAIN1_CPU" "$PEER1_CPU")" "(breakdown)"
 printf '   %-34s %-12s %-12s %-8s %s\n' "  same, no client SHA-256" "$(gbps "$BIG" "$NOHASH1")" "$(gbps "$BIG" "$PLAIN1")" "$RN" "(breakdown)"
 printf '   %-34s %-12s %-12s %-8s %s\n' "4 parts at once, 4 x $PART B" "$(gbps "$TOTAL4" "$PEER4")" "$(gbps "$TOTAL4" "$PLAIN4")" "$R4" "-"

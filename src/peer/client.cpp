@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -35,65 +36,79 @@ struct PeerClient::Impl {
 namespace {
 
 constexpr size_t kReceiveChunk = size_t{1} << 20;
+constexpr size_t kSinkBuffers = 4;  // pieces the helper thread may lag behind
 
-// Runs the sink's on_bytes on a helper thread, one piece at a time, so that
-// hashing and writing piece k overlap receiving and decrypting piece k+1.
-// submit() waits until the previous piece is done (its buffer is then free
-// again) and rethrows what the sink threw.
+// Runs the sink's on_bytes on a helper thread, in order, so that hashing
+// and writing earlier pieces overlap receiving and decrypting later ones.
+// It owns a ring of buffers: the receiving side fills the one acquire()
+// gives it (waiting while every buffer is still queued), submit()s it, and
+// finish() waits for the queue to drain. Either rethrows what the sink threw.
 class SinkThread {
  public:
-  explicit SinkThread(const std::function<void(std::span<const uint8_t>)>& fn) : fn_(fn), thread_([this] { run(); }) {}
+  SinkThread(const std::function<void(std::span<const uint8_t>)>& fn, size_t buffers, size_t buffer_bytes)
+      : fn_(fn), bufs_(buffers, std::vector<uint8_t>(buffer_bytes)), thread_([this] { run(); }) {}
   ~SinkThread() {
     {
       std::lock_guard g(mu_);
       stop_ = true;
     }
     cv_.notify_all();
-    thread_.join();
+    thread_.join();  // after the pieces already submitted (the caller's bytes)
   }
   SinkThread(const SinkThread&) = delete;
   SinkThread& operator=(const SinkThread&) = delete;
 
-  void submit(std::span<const uint8_t> piece) {
+  std::span<uint8_t> acquire() {
     std::unique_lock g(mu_);
-    cv_.wait(g, [&] { return !busy_; });
+    cv_.wait(g, [&] { return queue_.size() < bufs_.size() || error_; });
     if (error_) std::rethrow_exception(error_);
-    piece_ = piece;
-    busy_ = true;
+    auto& b = bufs_[next_++ % bufs_.size()];
+    return {b.data(), b.size()};
+  }
+  void submit(std::span<const uint8_t> piece) {
+    std::lock_guard g(mu_);
+    queue_.push_back(piece);
     cv_.notify_all();
   }
   void finish() {
     std::unique_lock g(mu_);
-    cv_.wait(g, [&] { return !busy_; });
+    cv_.wait(g, [&] { return queue_.empty() || error_; });
     if (error_) std::rethrow_exception(error_);
+  }
+  bool failed() {
+    std::lock_guard g(mu_);
+    return error_ != nullptr;
   }
 
  private:
   void run() {
     std::unique_lock g(mu_);
     for (;;) {
-      cv_.wait(g, [&] { return busy_ || stop_; });
-      if (!busy_) return;
-      const auto piece = piece_;
+      cv_.wait(g, [&] { return !queue_.empty() || stop_; });
+      if (queue_.empty()) return;
+      const auto piece = queue_.front();
       g.unlock();
       std::exception_ptr e;
-      try {
-        if (!error_) fn_(piece);
-      } catch (...) {
-        e = std::current_exception();
+      if (!error_) {
+        try {
+          fn_(piece);
+        } catch (...) {
+          e = std::current_exception();
+        }
       }
       g.lock();
       if (e && !error_) error_ = e;
-      busy_ = false;
+      queue_.pop_front();  // (its buffer is free again)
       cv_.notify_all();
     }
   }
 
   const std::function<void(std::span<const uint8_t>)>& fn_;
+  std::vector<std::vector<uint8_t>> bufs_;
+  size_t next_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::span<const uint8_t> piece_;
-  bool busy_ = false;
+  std::deque<std::span<const uint8_t>> queue_;  // submitted, oldest first; front may be in the sink
   bool stop_ = false;
   std::exception_ptr error_;
   std::thread thread_;
@@ -188,33 +203,51 @@ awaitable<TransferAnswer> session(const PeerClient::Impl& c, std::vector<tcp::en
     uint64_t remaining = resp.total_size - resp.offset;
     const uint64_t expected = remaining;
     const size_t chunk = static_cast<size_t>(std::min<uint64_t>(kReceiveChunk, std::max<uint64_t>(remaining, 1)));
-    const bool overlap = c.options.sink_on_helper_thread && sink->on_bytes && remaining > 0;
-    // Two buffers: the helper works on one while the other fills. Declared
-    // before the helper, which (destroyed first) finishes its piece.
-    std::vector<uint8_t> bufs[2] = {std::vector<uint8_t>(chunk), std::vector<uint8_t>(overlap ? chunk : 0)};
-    std::optional<SinkThread> helper;
-    if (overlap) helper.emplace(sink->on_bytes);
-    int cur = 0;
-    while (remaining > 0) {
-      std::vector<uint8_t>& buf = bufs[cur];
-      const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), remaining));
-      const size_t n = co_await ch->read_some({buf.data(), want});
-      if (n == 0) {
-        if (helper) helper->finish();  // what arrived is the caller's, complete
-        throw PeerError(PeerErrorKind::kTransport, "the peer closed the connection after " +
-                                                       std::to_string(expected - remaining) + " of " +
-                                                       std::to_string(expected) + " bytes of " + req->rel_path);
+    auto closed_early = [&] {
+      return PeerError(PeerErrorKind::kTransport, "the peer closed the connection after " +
+                                                      std::to_string(expected - remaining) + " of " +
+                                                      std::to_string(expected) + " bytes of " + req->rel_path);
+    };
+    if (c.options.sink_on_helper_thread && sink->on_bytes && remaining > 0) {
+      // Whole 1 MiB pieces to the helper (fewer hand-overs), four in flight.
+      SinkThread helper(sink->on_bytes, kSinkBuffers, chunk);
+      while (remaining > 0) {
+        const auto buf = helper.acquire();
+        const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), remaining));
+        size_t got = 0;
+        bool eof = false;
+        try {
+          while (got < want && !eof) {
+            const size_t n = co_await ch->read_some(buf.subspan(got, want - got));
+            eof = n == 0;
+            got += n;
+          }
+        } catch (...) {
+          // The stream broke mid-piece: what arrived is still the caller's.
+          if (got > 0) helper.submit(buf.first(got));
+          if (!helper.failed()) helper.finish();
+          throw;
+        }
+        if (got > 0) helper.submit(buf.first(got));
+        ch->touch();  // time spent waiting for the sink is not the peer's idleness
+        remaining -= got;
+        if (eof) {
+          helper.finish();
+          throw closed_early();
+        }
       }
-      if (helper) {
-        helper->submit({buf.data(), n});
-        cur ^= 1;
-      } else if (sink->on_bytes) {
-        sink->on_bytes({buf.data(), n});
+      helper.finish();
+    } else {
+      std::vector<uint8_t> buf(chunk);
+      while (remaining > 0) {
+        const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), remaining));
+        const size_t n = co_await ch->read_some({buf.data(), want});
+        if (n == 0) throw closed_early();
+        if (sink->on_bytes) sink->on_bytes({buf.data(), n});
+        ch->touch();  // the sink's time is not the peer's idleness
+        remaining -= n;
       }
-      ch->touch();  // the sink's time is not the peer's idleness
-      remaining -= n;
     }
-    if (helper) helper->finish();
     co_await ch->shutdown();
   } catch (const wire::WireError& e) {
     throw PeerError(PeerErrorKind::kProtocol, std::string("malformed message from the peer: ") + e.what());
