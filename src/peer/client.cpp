@@ -212,7 +212,8 @@ awaitable<TransferAnswer> session(const PeerClient::Impl& c, std::vector<tcp::en
       // Whole 1 MiB pieces to the helper (fewer hand-overs), four in flight.
       SinkThread helper(sink->on_bytes, kSinkBuffers, chunk);
       while (remaining > 0) {
-        const auto buf = helper.acquire();
+        const auto buf = helper.acquire();  // may wait for the sink
+        ch->touch();                         // which is not the peer's idleness
         const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), remaining));
         size_t got = 0;
         bool eof = false;
@@ -229,7 +230,6 @@ awaitable<TransferAnswer> session(const PeerClient::Impl& c, std::vector<tcp::en
           throw;
         }
         if (got > 0) helper.submit(buf.first(got));
-        ch->touch();  // time spent waiting for the sink is not the peer's idleness
         remaining -= got;
         if (eof) {
           helper.finish();
