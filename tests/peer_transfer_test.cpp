@@ -256,8 +256,10 @@ TEST_F(PeerTransfer, EachStageGetsItsPartsByteIdentical) {
     EXPECT_TRUE(g.bytes == w().bytes_of(rel)) << rel;
   }
   EXPECT_TRUE(s->wait_for_log("stage s1, shared/embeddings.gguf from byte 0: accepted")) << s->log();
-  // Nothing a client sees names a path; the log does not either beyond the request.
   EXPECT_EQ(s->log().find("refused"), std::string::npos) << s->log();
+  // SIGTERM stops it cleanly (exit 0; under the sanitizers: no report, no leak).
+  EXPECT_EQ(s->stop(), 0) << s->log();
+  EXPECT_NE(s->log().find("serve-artifacts: stopped"), std::string::npos) << s->log();
 }
 
 // The set stage_artifacts() computes is exactly what the server serves:
@@ -625,6 +627,7 @@ TEST_F(PeerTransfer, ACorruptedCachedBlobIsNeverServed) {
   // Truncated.
   fs::resize_file(blob, 4096);
   expect_refused(c, *s, request("s1", rel), Refusal::kUnavailable, rel + " is 4096 bytes, the manifest says");
+  EXPECT_EQ(s->stop(), 0) << s->log();
 }
 
 TEST_F(PeerTransfer, ACutConnectionResumesFromWhatArrived) {
@@ -656,6 +659,7 @@ TEST_F(PeerTransfer, ACutConnectionResumesFromWhatArrived) {
   got.insert(got.end(), rest.bytes.begin(), rest.bytes.end());
   EXPECT_EQ(got.size(), kBigBytes);
   EXPECT_EQ(sha256_hex(std::span<const uint8_t>(got)), w().sha_of(kBigLayer));
+  EXPECT_EQ(s2->stop(), 0) << s2->log();
 }
 
 TEST_F(PeerTransfer, APeerThatStopsSendingTimesOut) {
@@ -813,6 +817,7 @@ TEST_F(PeerTransfer, LimitsKeepIdleConnectionsFromStarvingOthers) {
   EXPECT_TRUE(drip.read_all().empty());
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
   EXPECT_TRUE(s->wait_for_log("time limit passed while reading the subprotocol open")) << s->log();
+  EXPECT_EQ(s->stop(), 0) << s->log();
 }
 
 }  // namespace
