@@ -62,13 +62,22 @@ Command register_identity(CLI::App& app) {
   auto* init = cmd->add_subcommand("init-owner", "Create an owner signing key and its self-signed certificate");
   init->add_option("--dir", a->dir, "Directory for owner.key and owner.crt (created 0700 if missing)")->required();
   init->add_flag("--json", a->json, "Print one JSON document on stdout");
+  init->footer("Example:\n  skippy-model-package identity init-owner --dir ~/.skippy/owner\n"
+               "Writes owner.key (0600) and owner.crt (self-signed, 20 years); prints the owner id. Refuses a\n"
+               "directory that already holds a key.");
   auto* issue = cmd->add_subcommand("issue-node", "Create a node key and a certificate signed by an owner");
   issue->add_option("--owner", a->owner, "The owner directory (owner.key, owner.crt)")->required();
   issue->add_option("--out", a->out, "Directory for node.key, node.crt and a copy of owner.crt")->required();
   issue->add_flag("--json", a->json, "Print one JSON document on stdout");
+  issue->footer("Example:\n  skippy-model-package identity issue-node --owner ~/.skippy/owner --out ~/.skippy/node\n"
+                "Writes node.key (0600), node.crt (signed by the owner, 10 years) and a copy of owner.crt;\n"
+                "prints the node id, which goes into the topology's node_id.");
   auto* show = cmd->add_subcommand("show", "Print the ids of a node or owner directory");
   show->add_option("--dir", a->dir, "A node directory (node.crt) or an owner directory (owner.crt)")->required();
   show->add_flag("--json", a->json, "Print one JSON document on stdout: node_id (node dirs), owner_id");
+  show->footer("Example:\n  skippy-model-package identity show --dir ~/.skippy/node --json\n"
+               "Reads certificates only (no private key). owner_verified says whether node.crt verifies under\n"
+               "the owner.crt beside it.");
   return {cmd, [a, init, issue, show]() {
             if (init->parsed()) return print_identity(peer::init_owner(a->dir), a->json, "created an owner identity");
             if (issue->parsed()) return print_identity(peer::issue_node(a->owner, a->out), a->json, "issued a node identity");
