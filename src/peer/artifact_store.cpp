@@ -6,7 +6,6 @@
 
 #include "skippy/error.h"
 #include "skippy/file.h"
-#include "skippy/gguf.h"
 #include "skippy/hf_cache.h"
 #include "skippy/hf_ref.h"
 #include "skippy/sha256.h"
@@ -240,7 +239,7 @@ std::optional<bool> ArtifactStore::output_tied(const OpenedPackage& pkg, std::st
     return std::nullopt;
   }
   try {
-    return GgufFile::open(fs::canonical(pkg.root / out.path)).find_tensor("output.weight") == nullptr;
+    return output_tie(pkg).tied;  // the consumer's own rule (stage.h), on the file just verified
   } catch (const std::exception& e) {
     *why = "cannot tell whether the output is tied to the embeddings: " + std::string(e.what());
     return std::nullopt;
