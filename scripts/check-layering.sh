@@ -35,6 +35,7 @@ declare -A owner=(
   [policy.h]=generation [speculative.h]=generation [ngram.h]=generation
   [source.h]=source [hf_ref.h]=source [hf_cache.h]=source
   [hub.h]=hub [hub_publish.h]=hub
+  [peer.h]=peer [peer_identity.h]=peer [peer_topology.h]=peer
   [skippy.h]=capi
 )
 

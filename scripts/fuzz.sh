@@ -2,12 +2,14 @@
 # Fuzzes the GGUF reader with libFuzzer (Debian's clang; ASan + UBSan), seeded
 # with fuzz/corpus/ (made from the fixtures in tests/data) and fuzz/gguf.dict,
 # then the package-level text parsers (manifest, hf:// refs, coordinates,
-# etags) seeded with fuzz/corpus-inputs/.
+# etags) seeded with fuzz/corpus-inputs/, then the peer-transfer frame parser
+# seeded with fuzz/corpus-peer/ (written by fuzz/peer_seeds.py).
 #
-#   scripts/fuzz.sh --ci     about 60 + 30 s (CI); fails on any crash, leak,
+#   scripts/fuzz.sh --ci     about 60 + 30 + 30 s (CI); fails on any crash, leak,
 #                            oversized allocation or timeout
 #   scripts/fuzz.sh          the long run: FUZZ_RUNS executions (10,000,000) of the
-#                            reader, FUZZ_INPUTS_RUNS (2,000,000) of the text parsers
+#                            reader, FUZZ_INPUTS_RUNS (2,000,000) of the text parsers,
+#                            FUZZ_PEER_RUNS (5,000,000) of the peer frame parser
 #   scripts/fuzz.sh --seeds  regenerates the committed seed corpus fuzz/corpus/
 #   scripts/fuzz.sh --coverage  replays fuzz/corpus and fuzz/corpus-work through
 #                            a source-coverage build (build-fuzz-cov/) and prints
@@ -58,8 +60,8 @@ if [ "$mode" = seeds ]; then
   exit 0
 fi
 
-cmake --build "$build" -j2 --target gguf_reader_fuzz package_inputs_fuzz
-mkdir -p fuzz/corpus-work fuzz/corpus-inputs-work "$build/artifacts"
+cmake --build "$build" -j2 --target gguf_reader_fuzz package_inputs_fuzz peer_frames_fuzz
+mkdir -p fuzz/corpus-work fuzz/corpus-inputs-work fuzz/corpus-peer-work "$build/artifacts"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -75,12 +77,15 @@ common=(
 )
 flags=(-dict=fuzz/gguf.dict "${common[@]}")
 inputs_flags=("${common[@]}")
+peer_flags=("${common[@]}")
 if [ "$mode" = ci ]; then
   flags+=(-max_total_time="${FUZZ_SECONDS:-60}")
   inputs_flags+=(-max_total_time="${FUZZ_INPUTS_SECONDS:-30}")
+  peer_flags+=(-max_total_time="${FUZZ_PEER_SECONDS:-30}")
 else
   flags+=(-runs="${FUZZ_RUNS:-10000000}")
   inputs_flags+=(-runs="${FUZZ_INPUTS_RUNS:-2000000}")
+  peer_flags+=(-runs="${FUZZ_PEER_RUNS:-5000000}")
 fi
 # The first corpus directory receives new inputs; fuzz/corpus* only seed.
 set -x
@@ -88,3 +93,6 @@ set -x
 # The package-level text parsers: model-package.json, hf:// refs, Hub
 # coordinates and file names, etags (fuzz/package_inputs_fuzz.cpp).
 "$build/bin/package_inputs_fuzz" "${inputs_flags[@]}" "$@" fuzz/corpus-inputs-work fuzz/corpus-inputs
+# The peer-transfer frame parser: what a server reads from any peer
+# (fuzz/peer_frames_fuzz.cpp).
+"$build/bin/peer_frames_fuzz" "${peer_flags[@]}" "$@" fuzz/corpus-peer-work fuzz/corpus-peer

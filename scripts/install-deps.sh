@@ -10,6 +10,7 @@ PKGS=(
   nlohmann-json3-dev                  # manifest JSON
   libssl-dev                          # SHA-256 (SHA-NI via OpenSSL), TLS
   libcurl4-openssl-dev                # HTTP for hf://
+  libasio-dev                         # peer transfer: standalone asio (header-only), TLS via OpenSSL
   libcli11-dev                        # command line
   libtomlplusplus-dev                 # config.toml (speculative decoding defaults)
   libgtest-dev libgmock-dev           # tests

@@ -67,5 +67,7 @@ Command register_fetch(CLI::App& app);
 Command register_policy(CLI::App& app);
 Command register_speculative(CLI::App& app);
 Command register_publish(CLI::App& app);
+Command register_identity(CLI::App& app);
+Command register_serve_artifacts(CLI::App& app);
 
 }  // namespace skippy::cli

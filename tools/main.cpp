@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
       register_policy(app),
       register_speculative(app),
       register_publish(app),
+      register_identity(app),
+      register_serve_artifacts(app),
   };
 
   try {

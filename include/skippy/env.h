@@ -23,6 +23,8 @@
 //   SKIPPY_HF_UPLOADS           files uploaded at once by publish (default 4, >= 1)
 //   SKIPPY_HF_MAX_ATTEMPTS      attempts per Hub request, retries included (default 5, >= 1)
 //   SKIPPY_HF_BACKOFF_MS        first retry delay in ms, doubling (default 1000)
+//   MESH_LLM_ARTIFACT_TRANSFER  peer artifact transfer: off (unset, unknown),
+//                               trusted or open (peer.h: transfer_mode_from_env)
 //   SOURCE_DATE_EPOCH           created_at_unix_secs of written packages
 //                               (reproducible builds); a non-negative integer
 //

@@ -1,0 +1,246 @@
+// Peer cache transfer (spec: "Peer Cache Transfer"; issue #11): a worker of
+// a split run fetches the artifacts of its stage from the node that
+// coordinates the run, over TCP + TLS 1.3 with mutual authentication
+// (peer_identity.h), before it falls back to the Hub.
+//
+//   PeerClient::fetch     one artifact from one peer, streamed to a sink
+//   ArtifactServer        serve-artifacts: serves the package in the local
+//                         Hugging Face cache to the stages of a topology
+//
+// The wire format is in src/peer/PROTOCOL.md. Nothing a server says reveals
+// its inventory, paths, cache roots or tokens: a refusal is one of the four
+// fixed reasons below, and the reason behind it stays in the server's log.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "skippy/error.h"
+#include "skippy/peer_identity.h"
+#include "skippy/peer_topology.h"
+
+namespace skippy::peer {
+
+// ------------------------------------------------------------------ modes
+
+// MESH_LLM_ARTIFACT_TRANSFER (case-insensitive):
+//   1, true, on, yes, open, any, public                          -> kOpen
+//   trusted, trust, owner, owners, same-owner, allowlist          -> kTrusted
+//   anything else, empty or unset                                  -> kOff (the default)
+enum class TransferMode { kOff, kTrusted, kOpen };
+inline constexpr const char* kTransferModeEnv = "MESH_LLM_ARTIFACT_TRANSFER";
+TransferMode parse_transfer_mode(std::string_view value) noexcept;
+TransferMode transfer_mode_from_env() noexcept;
+std::string_view transfer_mode_name(TransferMode m) noexcept;  // "off", "trusted", "open"
+
+// Whom a node deals with. kOpen: any authenticated peer. kTrusted: a peer
+// whose certificate verifies under an owner certificate, that owner being
+// ours (and ours verified) or one of trusted_owner_ids. kOff: nobody.
+struct PeerTrust {
+  TransferMode mode = TransferMode::kOff;
+  std::vector<std::string> trusted_owner_ids;  // owner_id_of_certificate() of each --trust-owner
+};
+
+// What TLS proved about the other side.
+struct PeerInfo {
+  std::string node_id;
+  std::string owner_id;         // empty when no owner certificate verified
+  bool owner_verified = false;
+};
+
+// True when `peer` may transfer with `local` under `trust`.
+bool peer_trusted(const PeerTrust& trust, const NodeIdentity& local, const PeerInfo& peer);
+
+// ----------------------------------------------------------------- errors
+
+// Why a server refused (the only words a refusal carries).
+enum class Refusal : uint8_t {
+  kDisabled = 1,       // "artifact transfer disabled"
+  kUnavailable = 2,    // "artifact unavailable"
+  kInvalidOffset = 3,  // "invalid transfer offset"
+  kBusy = 4,           // "server busy"
+};
+std::string_view refusal_text(Refusal r) noexcept;
+
+enum class PeerErrorKind {
+  kRefused,             // the server answered with a Refusal
+  kFeatureUnavailable,  // the server does not offer artifact-transfer to us
+  kUntrusted,           // the server's identity does not satisfy our PeerTrust
+  kTimeout,             // connect, or no progress within the idle timeout
+  kTransport,           // TCP/TLS failure, or the stream ended early
+  kProtocol,            // the server said something malformed or inconsistent
+};
+
+// Every failure of PeerClient::fetch. kind() is ErrorKind::kIo; the bytes
+// already given to the sink stay the caller's (resume from them).
+class PeerError : public Error {
+ public:
+  PeerError(PeerErrorKind peer_kind, const std::string& message, std::optional<Refusal> refusal = std::nullopt)
+      : Error(ErrorKind::kIo, message), peer_kind_(peer_kind), refusal_(refusal) {}
+  PeerErrorKind peer_kind() const noexcept { return peer_kind_; }
+  std::optional<Refusal> refusal() const noexcept { return refusal_; }
+
+ private:
+  PeerErrorKind peer_kind_;
+  std::optional<Refusal> refusal_;
+};
+
+// ----------------------------------------------------------------- client
+
+struct TransferRequest {
+  std::string topology_id;
+  std::string run_id;
+  std::string stage_id;
+  std::string package_ref;       // hf://ns/repo@<40-hex commit>
+  std::string manifest_sha256;   // 64 hex (the topology's)
+  std::string rel_path;          // "model-package.json" or a manifest-declared path
+  uint64_t offset = 0;           // resume: the length of the caller's partial file
+  std::optional<uint64_t> expected_size;        // the manifest's artifact_bytes
+  std::optional<std::string> expected_sha256;   // the manifest's sha256 (64 hex)
+};
+
+// The request for `artifact` (from stage_artifacts) of `stage`, with the
+// manifest's size and SHA-256 as expectations; and the request for
+// model-package.json itself (expected SHA-256: the topology's).
+TransferRequest transfer_request(const Topology& topology, const TopologyStage& stage, const PeerArtifact& artifact,
+                                 uint64_t offset = 0);
+TransferRequest manifest_request(const Topology& topology, const TopologyStage& stage, uint64_t offset = 0);
+
+struct TransferAnswer {
+  uint64_t offset = 0;       // where the bytes given to the sink start
+  uint64_t total_size = 0;   // of the whole artifact
+  std::string sha256;        // of the whole artifact, lowercase hex (the server's word:
+                             // the caller verifies what it wrote)
+  PeerInfo server;
+};
+
+struct ClientOptions {
+  std::chrono::milliseconds connect_timeout{30'000};  // TCP connect + TLS handshake
+  std::chrono::milliseconds idle_timeout{30'000};     // any read or write making no progress
+  // When set, the server must be this node (else PeerErrorKind::kUntrusted).
+  std::optional<std::string> expected_server_node_id;
+  // Run TransferSink::on_bytes on a helper thread (one call at a time, in
+  // order), so that hashing and writing a piece overlap receiving and
+  // decrypting the next. With false it runs on the calling thread.
+  bool sink_on_helper_thread = true;
+};
+
+// Callbacks of one transfer. on_accept runs once on the calling thread,
+// before any byte, with the accepted answer (throw from it to abandon the
+// transfer). on_bytes receives [offset, total_size) in order, in pieces of
+// up to 1 MiB; the span is valid during the call only. By default it runs on
+// a helper thread (ClientOptions::sink_on_helper_thread), never two calls at
+// once, and fetch() returns only after the last call has returned. An
+// exception thrown by either ends the transfer and propagates unchanged from
+// fetch(). Time spent in the sink does not count against the idle timeout.
+struct TransferSink {
+  std::function<void(const TransferAnswer&)> on_accept;
+  std::function<void(std::span<const uint8_t>)> on_bytes;
+};
+
+// A node's client side. Thread-safe: fetch() may run on several threads at
+// once (one connection each).
+class PeerClient {
+ public:
+  // Throws Error(kInvalidInput) when trust.mode is kOff (transfer is off:
+  // do not use a peer) or the TLS context cannot be built.
+  PeerClient(NodeIdentity identity, PeerTrust trust, ClientOptions options = {});
+  ~PeerClient();
+  PeerClient(PeerClient&&) noexcept;
+  PeerClient& operator=(PeerClient&&) noexcept;
+
+  // Fetches one artifact from `endpoint` ("HOST:PORT"; [v6]:port too):
+  // connects, authenticates both sides, checks that the server offers
+  // artifact-transfer, sends the request (requester = our node id) and, on
+  // acceptance, streams the bytes to the sink. Checks that the answer agrees
+  // with the request (offset, expected size and SHA-256 when given) and that
+  // exactly total_size - offset bytes arrive. Throws PeerError.
+  TransferAnswer fetch(std::string_view endpoint, const TransferRequest& request, const TransferSink& sink) const;
+
+  // Connects and returns what the server offers us (its features), without
+  // requesting anything. Throws PeerError.
+  std::vector<std::string> features(std::string_view endpoint) const;
+
+  const NodeIdentity& identity() const noexcept;
+
+  struct Impl;  // src/peer/client.cpp
+  const Impl& impl() const noexcept { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// ----------------------------------------------------------------- server
+
+struct ServerLimits {
+  unsigned max_connections = 64;            // beyond: closed at accept, before TLS
+  unsigned max_connections_per_peer = 16;   // beyond: refused "server busy"
+  std::chrono::milliseconds handshake_timeout{10'000};  // TCP accept to first request
+  std::chrono::milliseconds idle_timeout{30'000};       // no progress reading or writing
+  std::chrono::milliseconds total_timeout{3'600'000};   // a whole connection
+  unsigned threads = 0;                     // I/O threads; 0 = hardware concurrency (>= 2)
+};
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:0";       // HOST:PORT (port 0: any free port)
+  Topology topology;
+  TransferMode mode = TransferMode::kOff;
+  std::vector<std::string> trusted_owner_ids;
+  std::filesystem::path hf_cache;           // default: env::hf_hub_cache_dir()
+  std::optional<std::filesystem::path> verification_cache_dir;  // default: verify.h's
+  ServerLimits limits;
+  // Verify the package's artifacts present in the cache at start (in the
+  // background), so the first request for a large part does not wait for
+  // its hash.
+  bool preverify = true;
+  // One line per decision (default: stderr).
+  std::function<void(std::string_view)> log;
+};
+
+// serve-artifacts. Authorization, in order (the first failure refuses):
+//   1. the mode, and for kTrusted the peer's verified owner -> "disabled";
+//   2. the requester id equals the TLS peer (else the request is dropped,
+//      no answer, like any malformed request);
+//   3. the ref is hf://ns/repo@<40-hex commit> and is the topology's; the
+//      topology and run ids and the manifest SHA-256 are the topology's;
+//      the stage exists and is assigned to the requester;
+//   4. the path is model-package.json (at most 16 MiB, hashing to the
+//      topology's SHA-256) or in stage_artifacts() of that stage, with the
+//      request's expected size and SHA-256 (if any) equal to the manifest's;
+//   5. the file resolves (symlinks included) inside the repo folder of the
+//      Hugging Face cache, is a regular file of the declared size, and its
+//      SHA-256 matches through the verification cache (verify.h); a damaged
+//      file is never served;
+//   6. offset <= size, else "invalid transfer offset".
+// Anything else in 3-5 is "artifact unavailable".
+class ArtifactServer {
+ public:
+  // Binds the listening socket (so port() is known) and checks the
+  // options: throws Error(kInvalidInput) for a topology whose package_ref
+  // does not pin a commit, Error(kIo) when the address cannot be bound.
+  ArtifactServer(NodeIdentity identity, ServerOptions options);
+  ~ArtifactServer();
+  ArtifactServer(const ArtifactServer&) = delete;
+  ArtifactServer& operator=(const ArtifactServer&) = delete;
+
+  uint16_t port() const noexcept;
+  std::string endpoint() const;  // "HOST:PORT" actually bound
+  // Serves until stop() (from any thread, or a signal handler thread).
+  void run();
+  void stop() noexcept;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace skippy::peer

@@ -1,0 +1,95 @@
+// The active split topology (docs/CLI.md "Peer identity and topology") and
+// what each of its stages may fetch from a peer (spec: "Peer Cache
+// Transfer", "Layer Selection"). The server authorizes with
+// stage_artifacts(); a client calls the same function to know what it may
+// ask for, so both sides agree.
+//
+// A topology file:
+//   {"topology_id": "t-1", "run_id": "r-1",
+//    "package_ref": "hf://ns/repo@<40-hex commit>", "manifest_sha256": "<64 hex>",
+//    "stages": [{"stage_id": "s0", "stage_index": 0, "node_id": "<node id>",
+//                "layer_start": 0, "layer_end": 3}, ...]}
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "skippy/manifest.h"
+#include "skippy/package_layout.h"
+#include "skippy/stage.h"
+
+namespace skippy::peer {
+
+struct TopologyStage {
+  std::string stage_id;
+  uint32_t stage_index = 0;
+  std::string node_id;   // lowercase 64-hex node id (peer_identity.h)
+  LayerRange layers;     // half-open, non-empty
+  bool operator==(const TopologyStage&) const = default;
+};
+
+struct Topology {
+  std::string topology_id;
+  std::string run_id;
+  std::string package_ref;       // as written
+  std::string manifest_sha256;   // lowercase
+  std::vector<TopologyStage> stages;
+
+  const TopologyStage* find_stage(std::string_view stage_id) const noexcept;
+  bool operator==(const Topology&) const = default;
+};
+
+// Parses and checks a topology: the fields above, all required; ids
+// non-empty printable text of at most 256 bytes; package_ref an hf://
+// reference (eligibility for transfer — a 40-hex commit — is checked by
+// whoever serves or fetches, see pinned_commit); manifest_sha256 64 hex
+// digits; stage ids and stage indexes distinct; node ids 64 hex digits
+// (normalized to lowercase); every range non-empty. Unknown keys are
+// ignored. Throws Error(kInvalidInput) "<origin>: <field>: <problem>".
+Topology parse_topology(std::string_view json_text, std::string_view origin);
+Topology load_topology(const std::filesystem::path& file);
+
+// The commit a package ref pins: hf://ns/repo@<40-hex commit> (or :commit)
+// gives the commit; a branch, a tag, a short hash or a local path gives
+// nullopt (a name that can move is never eligible for peer transfer).
+std::optional<std::string> pinned_commit(std::string_view package_ref);
+
+// One artifact a stage may fetch from a peer.
+struct PeerArtifact {
+  std::string rel_path;
+  PartRole role = PartRole::kMetadata;
+  std::optional<uint32_t> layer_index;
+  uint64_t bytes = 0;
+  std::string sha256;     // as declared in the manifest
+  std::string reason;     // why this stage may have it
+};
+
+// What a stage may fetch besides model-package.json (always allowed, up to
+// kManifestMaxBytes, when its SHA-256 is the topology's):
+//   shared/metadata.gguf;
+//   shared/embeddings.gguf and every declared projector, when the stage's
+//     range starts at layer 0;
+//   shared/output.gguf, when the range ends at the manifest's layer_count;
+//   shared/embeddings.gguf also when the range ends at layer_count and the
+//     output projection is tied to the embeddings (`output_tied`; see
+//     output_tie() in stage.h) — the reference implementation never serves
+//     it to such a stage, which then always falls back to the Hub;
+//   layers/ entries for every layer in the range.
+// Entries are in the spec's load order (metadata, embeddings, layers,
+// output, projectors), each path once. Layers beyond the manifest's
+// layer_count are not listed (the stage cannot load them anyway).
+struct StageArtifacts {
+  LayerRange range;
+  bool owns_input = false;
+  bool owns_output = false;
+  bool output_tied = false;
+  std::vector<PeerArtifact> artifacts;
+  const PeerArtifact* find(std::string_view rel_path) const noexcept;
+};
+StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageManifest& manifest, bool output_tied);
+
+}  // namespace skippy::peer

@@ -1,0 +1,379 @@
+#include "peer/artifact_store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "skippy/error.h"
+#include "skippy/file.h"
+#include "skippy/hf_cache.h"
+#include "skippy/hf_ref.h"
+#include "skippy/sha256.h"
+#include "skippy/verify.h"
+
+namespace skippy::peer::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool inside(const fs::path& p, const fs::path& boundary) {
+  const auto& ps = p.native();
+  const auto& bs = boundary.native();
+  return ps.size() > bs.size() && ps.compare(0, bs.size(), bs) == 0 && ps[bs.size()] == '/';
+}
+
+// What identifies one state of a file (as the verification cache does).
+std::string state_of(const struct stat& st) {
+  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + ":" +
+         std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec);
+}
+
+Decision refuse(Refusal r, std::string why) {
+  Decision d;
+  d.refusal = r;
+  d.why = std::move(why);
+  return d;
+}
+
+std::string describe_entry(PartRole role, const ArtifactEntry& e, std::optional<uint32_t> layer) {
+  if (role == PartRole::kLayer && layer) return "layer " + std::to_string(*layer) + " (" + e.path + ")";
+  return std::string(part_role_name(role)) + " (" + e.path + ")";
+}
+
+// The manifest entry declared at `rel_path`, if any.
+struct Declared {
+  const ArtifactEntry* entry = nullptr;
+  PartRole role = PartRole::kMetadata;
+  std::optional<uint32_t> layer;
+};
+Declared find_declared(const PackageManifest& m, std::string_view rel_path) {
+  if (m.shared.metadata.path == rel_path) return {&m.shared.metadata, PartRole::kMetadata, std::nullopt};
+  if (m.shared.embeddings.path == rel_path) return {&m.shared.embeddings, PartRole::kEmbeddings, std::nullopt};
+  if (m.shared.output.path == rel_path) return {&m.shared.output, PartRole::kOutput, std::nullopt};
+  for (const auto& l : m.layers) {
+    if (l.path == rel_path) return {&l, PartRole::kLayer, l.layer_index};
+  }
+  for (const auto& p : m.projectors) {
+    if (p.path == rel_path) return {&p, PartRole::kProjector, std::nullopt};
+  }
+  return {};
+}
+
+}  // namespace
+
+ServedFile::~ServedFile() {
+  if (fd >= 0) ::close(fd);
+}
+
+ArtifactStore::ArtifactStore(Topology topology, fs::path hf_cache, std::optional<fs::path> verification_cache_dir)
+    : topology_(std::move(topology)),
+      commit_(pinned_commit(topology_.package_ref).value_or("")),
+      repo_dir_(HfRepoCache(hf_cache, parse_hf_ref(topology_.package_ref).repo_id).repo_dir()),
+      snapshot_dir_(HfRepoCache(hf_cache, parse_hf_ref(topology_.package_ref).repo_id).snapshot_dir(
+          commit_.empty() ? std::string(40, '0') : commit_)),
+      verification_cache_dir_(std::move(verification_cache_dir)) {
+  if (commit_.empty()) {
+    throw_invalid("topology package_ref " + topology_.package_ref +
+                  " does not pin a 40-hex commit: only hf://ns/repo@<commit> refs are eligible for peer transfer "
+                  "(a branch or tag can move)");
+  }
+}
+
+std::shared_ptr<std::mutex> ArtifactStore::path_lock(const std::string& rel_path) {
+  std::lock_guard g(mu_);
+  auto& m = verifying_[rel_path];
+  if (!m) m = std::make_shared<std::mutex>();
+  return m;
+}
+
+std::shared_ptr<const ArtifactStore::Package> ArtifactStore::load_package(std::string* why) {
+  std::error_code ec;
+  const fs::path boundary = fs::canonical(repo_dir_, ec);
+  if (ec) {
+    *why = "the package's repo folder is not in the Hugging Face cache";
+    return nullptr;
+  }
+  const fs::path path = snapshot_dir_ / std::string(kManifestFileName);
+  if (!fs::exists(fs::symlink_status(path, ec))) {
+    *why = "commit " + commit_ + " has no model-package.json in the cache";
+    return nullptr;
+  }
+  const fs::path real = fs::canonical(path, ec);
+  if (ec) {
+    *why = "model-package.json is a dangling symlink";
+    return nullptr;
+  }
+  if (!inside(real, boundary)) {
+    *why = "model-package.json resolves to " + real.string() + ", outside the repo folder";
+    return nullptr;
+  }
+  const int fd = ::open(real.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *why = "model-package.json cannot be opened";
+    return nullptr;
+  }
+  ServedFile holder{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *why = "model-package.json is not a regular file";
+    return nullptr;
+  }
+  if (static_cast<uint64_t>(st.st_size) > kManifestMaxBytes) {
+    *why = "model-package.json is " + std::to_string(st.st_size) + " bytes, over the 16 MiB cap for peer transfer";
+    return nullptr;
+  }
+  const std::string state = state_of(st);
+  {
+    std::lock_guard g(mu_);
+    if (package_ && package_->state == state) return package_;
+  }
+  auto text = std::make_shared<std::string>(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < text->size()) {
+    const ssize_t n = ::pread(fd, text->data() + done, text->size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *why = "model-package.json: read failed";
+      return nullptr;
+    }
+    done += static_cast<size_t>(n);
+  }
+  const std::string sha = sha256_hex(*text);
+  if (!sha256_equal(sha, topology_.manifest_sha256)) {
+    *why = "model-package.json in the cache hashes to " + sha + ", the topology says " + topology_.manifest_sha256;
+    return nullptr;
+  }
+  auto pkg = std::make_shared<OpenedPackage>();
+  try {
+    pkg->manifest = parse_manifest(*text, "model-package.json");
+  } catch (const Error& e) {
+    *why = std::string("model-package.json does not parse: ") + e.what();
+    return nullptr;
+  }
+  pkg->ref = topology_.package_ref;
+  pkg->root = snapshot_dir_;
+  pkg->boundary = boundary;
+  pkg->always_verify = true;
+  pkg->manifest_sha256 = sha;
+  pkg->commit = commit_;
+  auto p = std::make_shared<Package>();
+  p->state = state;
+  p->text = std::move(text);
+  p->pkg = std::move(pkg);
+  std::lock_guard g(mu_);
+  package_ = p;
+  return p;
+}
+
+std::shared_ptr<ServedFile> ArtifactStore::open_verified(const OpenedPackage& pkg, const ArtifactEntry& entry, PartRole role,
+                                                         std::string* why) {
+  std::error_code ec;
+  // The manifest's own rule, re-checked: a declared path is a safe relative path.
+  if (!is_safe_relative_path(entry.path)) {
+    *why = entry.path + ": not a safe relative path";
+    return nullptr;
+  }
+  const fs::path path = pkg.root / entry.path;
+  if (!fs::exists(fs::symlink_status(path, ec))) {
+    *why = entry.path + " is not in the cache";
+    return nullptr;
+  }
+  const fs::path real = fs::canonical(path, ec);
+  if (ec) {
+    *why = entry.path + " is a dangling symlink";
+    return nullptr;
+  }
+  // Snapshot files link into ../../blobs: the boundary is the repo folder.
+  if (!inside(real, pkg.boundary)) {
+    *why = entry.path + " resolves to " + real.string() + ", outside the repo folder " + pkg.boundary.string();
+    return nullptr;
+  }
+  auto file = std::make_shared<ServedFile>();
+  file->fd = ::open(real.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  struct stat st {};
+  if (file->fd < 0 || ::fstat(file->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *why = entry.path + " is not a readable regular file";
+    return nullptr;
+  }
+  if (static_cast<uint64_t>(st.st_size) != entry.artifact_bytes) {
+    *why = entry.path + " is " + std::to_string(st.st_size) + " bytes, the manifest says " +
+           std::to_string(entry.artifact_bytes) + " (damaged or partial: never served)";
+    return nullptr;
+  }
+  StagePart part;
+  part.role = role;
+  part.rel_path = entry.path;
+  part.path = real;
+  part.bytes = entry.artifact_bytes;
+  part.tensor_count = entry.tensor_count;
+  part.sha256 = entry.sha256;
+  part.reason = "peer transfer";
+  VerifyOptions vo;
+  vo.threads = 1;
+  vo.cache_dir = verification_cache_dir_;
+  VerifyReport report;
+  {
+    // One hash per file at a time: a second request waits, then hits the record.
+    const auto lock = path_lock(entry.path);
+    std::lock_guard g(*lock);
+    report = verify_parts(pkg, {part}, vo);
+  }
+  if (!report.verified) {
+    *why = "damaged, never served: " + (report.problems.empty() ? entry.path : report.problems.front());
+    return nullptr;
+  }
+  struct stat now {};
+  if (::stat(real.c_str(), &now) != 0 || state_of(now) != state_of(st)) {
+    *why = entry.path + " changed while it was being verified";
+    return nullptr;
+  }
+  return file;
+}
+
+std::optional<bool> ArtifactStore::output_tied(const OpenedPackage& pkg, std::string* why) {
+  const auto& out = pkg.manifest.shared.output;
+  const auto file = open_verified(pkg, out, PartRole::kOutput, why);
+  if (!file) {
+    *why = "cannot tell whether the output is tied to the embeddings: " + *why;
+    return std::nullopt;
+  }
+  try {
+    return output_tie(pkg).tied;  // the consumer's own rule (stage.h), on the file just verified
+  } catch (const std::exception& e) {
+    *why = "cannot tell whether the output is tied to the embeddings: " + std::string(e.what());
+    return std::nullopt;
+  }
+}
+
+Decision ArtifactStore::authorize(const wire::Request& req, const std::string& peer_node_id) {
+  const Topology& t = topology_;
+  // 3. The package, the topology, the stage.
+  const auto commit = pinned_commit(req.package_ref);
+  if (!commit) {
+    return refuse(Refusal::kUnavailable,
+                  "package ref " + req.package_ref + " does not pin a 40-hex commit (a branch or tag can move)");
+  }
+  if (req.topology_id != t.topology_id) return refuse(Refusal::kUnavailable, "topology \"" + req.topology_id + "\" is not the active one");
+  if (req.run_id != t.run_id) return refuse(Refusal::kUnavailable, "run \"" + req.run_id + "\" is not the topology's run");
+  {
+    const HfRef a = parse_hf_ref(req.package_ref);
+    const HfRef b = parse_hf_ref(t.package_ref);
+    if (a.repo_id != b.repo_id || a.revision != b.revision) {
+      return refuse(Refusal::kUnavailable, "package " + req.package_ref + " is not the topology's " + t.package_ref);
+    }
+  }
+  const std::string manifest_sha = wire::to_hex(req.manifest_sha256);
+  if (manifest_sha != t.manifest_sha256) {
+    return refuse(Refusal::kUnavailable, "manifest SHA-256 " + manifest_sha + " is not the topology's " + t.manifest_sha256);
+  }
+  const TopologyStage* stage = t.find_stage(req.stage_id);
+  if (!stage) return refuse(Refusal::kUnavailable, "no stage \"" + req.stage_id + "\" in the topology");
+  if (stage->node_id != peer_node_id) {
+    return refuse(Refusal::kUnavailable, "stage " + stage->stage_id + " is assigned to node " + stage->node_id.substr(0, 16) +
+                                             "..., not to the requester");
+  }
+  std::string why;
+  const auto package = load_package(&why);
+  if (!package) return refuse(Refusal::kUnavailable, why);
+  const OpenedPackage& pkg = *package->pkg;
+  const PackageManifest& m = pkg.manifest;
+  auto check_expectations = [&](uint64_t size, const std::string& sha) -> std::optional<std::string> {
+    if (req.expected_size && *req.expected_size != size) {
+      return "the request expects " + std::to_string(*req.expected_size) + " bytes, the manifest says " + std::to_string(size);
+    }
+    if (req.expected_sha256 && !sha256_equal(wire::to_hex(*req.expected_sha256), sha)) {
+      return "the request expects SHA-256 " + wire::to_hex(*req.expected_sha256) + ", the manifest says " + sha;
+    }
+    return std::nullopt;
+  };
+
+  // 4. What this stage may have.
+  if (req.rel_path == kManifestFileName) {
+    if (auto bad = check_expectations(package->text->size(), manifest_sha)) return refuse(Refusal::kUnavailable, *bad);
+    if (req.offset > package->text->size()) {
+      return refuse(Refusal::kInvalidOffset, "offset " + std::to_string(req.offset) + " is beyond the manifest's " +
+                                                 std::to_string(package->text->size()) + " bytes");
+    }
+    Decision d;
+    d.accepted = true;
+    d.memory = package->text;
+    d.size = package->text->size();
+    d.sha256 = manifest_sha;
+    d.what = "manifest";
+    return d;
+  }
+  const Declared declared = find_declared(m, req.rel_path);
+  if (!declared.entry) return refuse(Refusal::kUnavailable, req.rel_path + " is not declared in the manifest");
+  bool tied = false;
+  const bool final_not_first = stage->layers.start != 0 && stage->layers.end == m.layer_count;
+  if (declared.role == PartRole::kEmbeddings && final_not_first) {
+    const auto t_opt = output_tied(pkg, &why);
+    if (!t_opt) return refuse(Refusal::kUnavailable, why);
+    tied = *t_opt;
+  }
+  const StageArtifacts allowed = stage_artifacts(*stage, m, tied);
+  const PeerArtifact* a = allowed.find(req.rel_path);
+  const std::string what = describe_entry(declared.role, *declared.entry, declared.layer);
+  if (!a) {
+    return refuse(Refusal::kUnavailable, what + " is not part of stage " + stage->stage_id + " (layers " +
+                                             format_layer_range(stage->layers) + " of " + std::to_string(m.layer_count) +
+                                             (declared.role == PartRole::kEmbeddings && final_not_first ? ", output not tied" : "") + ")");
+  }
+  if (auto bad = check_expectations(a->bytes, a->sha256)) return refuse(Refusal::kUnavailable, what + ": " + *bad);
+
+  // 5. The file: inside the repo folder, the declared size, verified.
+  auto file = open_verified(pkg, *declared.entry, declared.role, &why);
+  if (!file) return refuse(Refusal::kUnavailable, why);
+  // 6. The offset.
+  if (req.offset > a->bytes) {
+    return refuse(Refusal::kInvalidOffset, "offset " + std::to_string(req.offset) + " is beyond " + what + "'s " +
+                                               std::to_string(a->bytes) + " bytes");
+  }
+  Decision d;
+  d.accepted = true;
+  d.file = std::move(file);
+  d.size = a->bytes;
+  d.sha256 = a->sha256;
+  for (auto& c : d.sha256) {
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+  }
+  d.what = what;
+  return d;
+}
+
+std::string ArtifactStore::preverify() {
+  try {
+    std::string why;
+    const auto package = load_package(&why);
+    if (!package) return "nothing to preverify: " + why;
+    const OpenedPackage& pkg = *package->pkg;
+    const PackageManifest& m = pkg.manifest;
+    std::vector<std::pair<const ArtifactEntry*, PartRole>> entries = {
+        {&m.shared.metadata, PartRole::kMetadata}, {&m.shared.embeddings, PartRole::kEmbeddings}, {&m.shared.output, PartRole::kOutput}};
+    for (const auto& l : m.layers) entries.push_back({&l, PartRole::kLayer});
+    for (const auto& p : m.projectors) entries.push_back({&p, PartRole::kProjector});
+    size_t ok = 0, missing = 0;
+    std::vector<std::string> bad;
+    for (const auto& [e, role] : entries) {
+      std::error_code ec;
+      if (!fs::exists(fs::symlink_status(pkg.root / e->path, ec))) {
+        ++missing;
+        continue;
+      }
+      if (open_verified(pkg, *e, role, &why)) {
+        ++ok;
+      } else {
+        bad.push_back(why);
+      }
+    }
+    std::string out = "preverified " + std::to_string(ok) + " of " + std::to_string(entries.size()) + " artifact(s) (" +
+                      std::to_string(missing) + " not in the cache";
+    if (!bad.empty()) out += ", " + std::to_string(bad.size()) + " refused: " + bad.front() + (bad.size() > 1 ? "; ..." : "");
+    return out + ")";
+  } catch (const std::exception& e) {
+    return std::string("preverify failed: ") + e.what();
+  }
+}
+
+}  // namespace skippy::peer::detail

@@ -1,0 +1,80 @@
+// The serving side's authorization (ArtifactServer steps 3-6 in
+// skippy/peer.h): which artifact of the package in the local Hugging Face
+// cache a request may have, verified, or why not. Blocking (it may hash a
+// file whose verification record is missing); thread-safe. Internal to
+// src/peer.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "peer/protocol.h"
+#include "skippy/peer.h"
+#include "skippy/stage.h"
+
+namespace skippy::peer::detail {
+
+// An open file being served; closes its descriptor when the last user goes.
+struct ServedFile {
+  int fd = -1;
+  ~ServedFile();
+};
+
+struct Decision {
+  bool accepted = false;
+  Refusal refusal = Refusal::kUnavailable;
+  std::string why;        // for the server's log only, never the wire
+  // accepted: exactly one of memory (the manifest) or file.
+  std::shared_ptr<const std::string> memory;
+  std::shared_ptr<ServedFile> file;
+  uint64_t size = 0;
+  std::string sha256;     // lowercase hex
+  std::string what;       // e.g. "layer 3", "manifest"
+};
+
+class ArtifactStore {
+ public:
+  ArtifactStore(Topology topology, std::filesystem::path hf_cache,
+                std::optional<std::filesystem::path> verification_cache_dir);
+
+  // `peer_node_id` is the authenticated requester (the caller has checked
+  // that the request names it).
+  Decision authorize(const wire::Request& request, const std::string& peer_node_id);
+
+  // Verifies every declared artifact present in the cache (through the
+  // verification cache); a summary line for the log. Never throws.
+  std::string preverify();
+
+ private:
+  struct Package {  // model-package.json as last read, keyed by file state
+    std::string state;  // dev/ino/size/mtime/ctime of the resolved file
+    std::shared_ptr<const std::string> text;
+    std::shared_ptr<const OpenedPackage> pkg;
+  };
+  // The topology's package if it is in the cache and its manifest is the
+  // topology's; else a refusal reason in *why.
+  std::shared_ptr<const Package> load_package(std::string* why);
+  // Resolves, checks and verifies one declared artifact; on success an open
+  // descriptor whose file is the one verified. Else a reason in *why.
+  std::shared_ptr<ServedFile> open_verified(const OpenedPackage& pkg, const ArtifactEntry& entry, PartRole role,
+                                            std::string* why);
+  std::optional<bool> output_tied(const OpenedPackage& pkg, std::string* why);
+  std::shared_ptr<std::mutex> path_lock(const std::string& rel_path);
+
+  const Topology topology_;
+  const std::string commit_;
+  const std::filesystem::path repo_dir_;
+  const std::filesystem::path snapshot_dir_;
+  const std::optional<std::filesystem::path> verification_cache_dir_;
+
+  std::mutex mu_;
+  std::shared_ptr<const Package> package_;
+  std::map<std::string, std::shared_ptr<std::mutex>> verifying_;
+};
+
+}  // namespace skippy::peer::detail

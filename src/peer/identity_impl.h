@@ -1,0 +1,63 @@
+// OpenSSL handles behind NodeIdentity, and the certificate checks shared by
+// the identity commands and the TLS layer. Internal to src/peer.
+#pragma once
+
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "skippy/peer_identity.h"
+
+namespace skippy::peer::detail {
+
+struct PkeyFree {
+  void operator()(EVP_PKEY* p) const noexcept { EVP_PKEY_free(p); }
+};
+struct X509Free {
+  void operator()(X509* p) const noexcept { X509_free(p); }
+};
+using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
+using X509Ptr = std::unique_ptr<X509, X509Free>;
+
+// The most recent OpenSSL error queue entries as text (and clears the queue).
+std::string openssl_errors();
+
+// Lowercase hex SHA-256 of the raw Ed25519 public key; nullopt when `key`
+// is not an Ed25519 key.
+std::optional<std::string> ed25519_fingerprint(const EVP_PKEY* key);
+
+// True when `cert` is within its validity period now.
+bool within_validity(const X509* cert);
+
+// The identity a certificate chain proves, once TLS has shown the peer holds
+// the leaf's key. The leaf must be an Ed25519 certificate within its
+// validity period (else nullopt, with the reason in *why). The owner is
+// verified when some other certificate of the chain is a self-signed
+// Ed25519 CA certificate within its validity period that issued and signed
+// the leaf.
+struct ChainIdentity {
+  std::string node_id;
+  std::string owner_id;        // empty when no owner certificate verified
+  bool owner_verified = false;
+};
+std::optional<ChainIdentity> identify_chain(X509* leaf, STACK_OF(X509)* chain, std::string* why);
+
+}  // namespace skippy::peer::detail
+
+namespace skippy::peer {
+
+struct NodeIdentity::Impl {
+  std::filesystem::path dir;
+  std::string node_id;
+  std::string owner_id;
+  bool owner_verified = false;
+  detail::PkeyPtr key;
+  detail::X509Ptr cert;
+  detail::X509Ptr owner_cert;  // null when the directory has no owner.crt
+};
+
+}  // namespace skippy::peer

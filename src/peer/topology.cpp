@@ -1,0 +1,170 @@
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+#include "skippy/error.h"
+#include "skippy/file.h"
+#include "skippy/hf_ref.h"
+#include "skippy/peer_identity.h"
+#include "skippy/peer_topology.h"
+#include "skippy/sha256.h"
+
+namespace skippy::peer {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr uint64_t kMaxTopologyBytes = 4 << 20;
+constexpr size_t kMaxIdBytes = 256;  // as the wire's cap (src/peer/protocol.h)
+
+class Fields {
+ public:
+  explicit Fields(std::string origin) : origin_(std::move(origin)) {}
+  [[noreturn]] void fail(const std::string& field, const std::string& problem) const {
+    throw_invalid(origin_ + ": " + field + ": " + problem);
+  }
+  const json& member(const json& obj, const char* key, const std::string& field) const {
+    const auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) fail(field, "missing");
+    return *it;
+  }
+  std::string text(const json& obj, const char* key, const std::string& parent) const {
+    const std::string field = parent.empty() ? key : parent + "." + key;
+    const json& v = member(obj, key, field);
+    if (!v.is_string()) fail(field, "not a string");
+    const auto s = v.get<std::string>();
+    if (s.empty()) fail(field, "empty");
+    if (s.size() > kMaxIdBytes && std::string_view(key) != "package_ref") fail(field, "longer than 256 bytes");
+    for (const char c : s) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u == 0x7f) fail(field, "holds a control character");
+    }
+    return s;
+  }
+  uint32_t u32(const json& obj, const char* key, const std::string& parent) const {
+    const std::string field = parent + "." + key;
+    const json& v = member(obj, key, field);
+    if (!v.is_number_unsigned() || v.get<uint64_t>() > UINT32_MAX) fail(field, "not an integer in 0..4294967295");
+    return static_cast<uint32_t>(v.get<uint64_t>());
+  }
+
+ private:
+  std::string origin_;
+};
+
+std::string lower(std::string s) {
+  for (auto& c : s) {
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return s;
+}
+
+}  // namespace
+
+const TopologyStage* Topology::find_stage(std::string_view stage_id) const noexcept {
+  for (const auto& s : stages) {
+    if (s.stage_id == stage_id) return &s;
+  }
+  return nullptr;
+}
+
+Topology parse_topology(std::string_view json_text, std::string_view origin) {
+  const Fields f{std::string(origin)};
+  json doc;
+  try {
+    doc = json::parse(json_text.begin(), json_text.end());
+  } catch (const json::exception& e) {
+    throw_invalid(std::string(origin) + ": not valid JSON: " + e.what());
+  }
+  if (!doc.is_object()) f.fail("(top level)", "not a JSON object");
+  Topology t;
+  t.topology_id = f.text(doc, "topology_id", "");
+  t.run_id = f.text(doc, "run_id", "");
+  t.package_ref = f.text(doc, "package_ref", "");
+  if (t.package_ref.size() > 1024) f.fail("package_ref", "longer than 1024 bytes");
+  if (!is_hf_ref(t.package_ref)) f.fail("package_ref", "not an hf://ns/repo@<commit> reference");
+  try {
+    (void)parse_hf_ref(t.package_ref);
+  } catch (const Error& e) {
+    f.fail("package_ref", e.what());
+  }
+  t.manifest_sha256 = lower(f.text(doc, "manifest_sha256", ""));
+  if (!is_sha256_hex(t.manifest_sha256)) f.fail("manifest_sha256", "not 64 hex digits");
+  const json& stages = f.member(doc, "stages", "stages");
+  if (!stages.is_array() || stages.empty()) f.fail("stages", "not a non-empty array");
+  std::set<std::string> ids;
+  std::set<uint32_t> indexes;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const std::string p = "stages[" + std::to_string(i) + "]";
+    const json& s = stages[i];
+    if (!s.is_object()) f.fail(p, "not an object");
+    TopologyStage st;
+    st.stage_id = f.text(s, "stage_id", p);
+    st.stage_index = f.u32(s, "stage_index", p);
+    st.node_id = lower(f.text(s, "node_id", p));
+    if (!is_peer_id(st.node_id)) f.fail(p + ".node_id", "not a node id (64 hex digits)");
+    st.layers.start = f.u32(s, "layer_start", p);
+    st.layers.end = f.u32(s, "layer_end", p);
+    if (st.layers.empty()) {
+      f.fail(p, "layer range " + format_layer_range(st.layers) + " is empty (ranges are half-open START..END)");
+    }
+    if (!ids.insert(st.stage_id).second) f.fail(p + ".stage_id", "\"" + st.stage_id + "\" appears twice");
+    if (!indexes.insert(st.stage_index).second) f.fail(p + ".stage_index", std::to_string(st.stage_index) + " appears twice");
+    t.stages.push_back(std::move(st));
+  }
+  return t;
+}
+
+Topology load_topology(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) throw_not_found(file.string() + ": no such topology file");
+  return parse_topology(read_small_file(file, kMaxTopologyBytes), file.string());
+}
+
+std::optional<std::string> pinned_commit(std::string_view package_ref) {
+  if (!is_hf_ref(package_ref)) return std::nullopt;
+  try {
+    const HfRef r = parse_hf_ref(package_ref);
+    if (r.revision_given && is_commit_hash(r.revision)) return r.revision;
+  } catch (const Error&) {
+  }
+  return std::nullopt;
+}
+
+const PeerArtifact* StageArtifacts::find(std::string_view rel_path) const noexcept {
+  for (const auto& a : artifacts) {
+    if (a.rel_path == rel_path) return &a;
+  }
+  return nullptr;
+}
+
+StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageManifest& m, bool output_tied) {
+  StageArtifacts s;
+  s.range = stage.layers;
+  s.owns_input = stage.layers.start == 0;
+  s.owns_output = stage.layers.end == m.layer_count;
+  s.output_tied = output_tied;
+  auto add = [&](const ArtifactEntry& e, PartRole role, std::optional<uint32_t> layer, std::string reason) {
+    if (s.find(e.path)) return;
+    s.artifacts.push_back({e.path, role, layer, e.artifact_bytes, e.sha256, std::move(reason)});
+  };
+  add(m.shared.metadata, PartRole::kMetadata, std::nullopt, "every stage loads the metadata");
+  if (s.owns_input) {
+    add(m.shared.embeddings, PartRole::kEmbeddings, std::nullopt, "the stage owns the input boundary (range starts at 0)");
+  } else if (s.owns_output && output_tied) {
+    add(m.shared.embeddings, PartRole::kEmbeddings, std::nullopt,
+        "the final stage's output projection is tied to the token embeddings");
+  }
+  for (const auto& l : m.layers) {
+    if (l.layer_index >= stage.layers.start && l.layer_index < stage.layers.end) {
+      add(l, PartRole::kLayer, l.layer_index, "layer in the stage's range");
+    }
+  }
+  if (s.owns_output) add(m.shared.output, PartRole::kOutput, std::nullopt, "the stage owns the output boundary");
+  if (s.owns_input) {
+    for (const auto& p : m.projectors) add(p, PartRole::kProjector, std::nullopt, "stage 0 may use the package's projectors");
+  }
+  return s;
+}
+
+}  // namespace skippy::peer

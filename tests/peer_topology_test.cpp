@@ -1,0 +1,147 @@
+// The topology file, transfer modes and the stage-allowed set that server
+// authorization and the client share.
+#include <gtest/gtest.h>
+
+#include "skippy/package_layout.h"
+#include "skippy/peer.h"
+#include "skippy/peer_topology.h"
+
+namespace skippy::peer {
+namespace {
+
+const std::string kNode(64, 'a');
+const std::string kCommit = "0123456789abcdef0123456789abcdef01234567";
+
+std::string topo_json(const std::string& stages, const std::string& ref = "hf://org/x@" + kCommit) {
+  return R"({"topology_id": "t-1", "run_id": "r-1", "package_ref": ")" + ref + R"(", "manifest_sha256": ")" +
+         std::string(64, 'B') + R"(", "stages": )" + stages + "}";
+}
+
+TEST(PeerTopology, ParsesTheDocumentedShape) {
+  const auto t = parse_topology(topo_json(R"([{"stage_id": "s0", "stage_index": 0, "node_id": ")" + std::string(64, 'A') +
+                                          R"(", "layer_start": 0, "layer_end": 3, "extra": 1},
+                                              {"stage_id": "s1", "stage_index": 1, "node_id": ")" + kNode +
+                                          R"(", "layer_start": 3, "layer_end": 5}])"),
+                                "t.json");
+  EXPECT_EQ(t.topology_id, "t-1");
+  EXPECT_EQ(t.manifest_sha256, std::string(64, 'b'));  // normalized
+  ASSERT_EQ(t.stages.size(), 2u);
+  EXPECT_EQ(t.stages[0].node_id, std::string(64, 'a'));
+  EXPECT_EQ(t.stages[1].layers, (LayerRange{3, 5}));
+  EXPECT_EQ(t.find_stage("s1"), &t.stages[1]);
+  EXPECT_EQ(t.find_stage("s2"), nullptr);
+}
+
+TEST(PeerTopology, RefusesBrokenTopologies) {
+  const std::string s0 = R"({"stage_id": "s0", "stage_index": 0, "node_id": ")" + kNode + R"(", "layer_start": 0, "layer_end": 3})";
+  auto bad = [](const std::string& text, const char* what) {
+    try {
+      (void)parse_topology(text, "t.json");
+      ADD_FAILURE() << "accepted; expected " << what;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind("t.json: ", 0), 0u) << e.what();
+    }
+  };
+  bad("{", "not valid JSON");
+  bad("[]", "not a JSON object");
+  bad(topo_json("[]"), "stages");
+  bad(topo_json("[" + s0 + "]", "/local/pkg"), "package_ref");
+  bad(topo_json("[" + s0 + "," + s0 + "]"), "appears twice");
+  bad(topo_json(R"([{"stage_id": "s0", "stage_index": 0, "node_id": "abc", "layer_start": 0, "layer_end": 3}])"), "node_id");
+  bad(topo_json(R"([{"stage_id": "s0", "stage_index": 0, "node_id": ")" + kNode + R"(", "layer_start": 3, "layer_end": 3}])"),
+      "is empty");
+  bad(topo_json(R"([{"stage_id": "s0", "stage_index": -1, "node_id": ")" + kNode + R"(", "layer_start": 0, "layer_end": 3}])"),
+      "stage_index");
+  bad(topo_json(R"([{"stage_id": "", "stage_index": 0, "node_id": ")" + kNode + R"(", "layer_start": 0, "layer_end": 3}])"),
+      "stage_id: empty");
+  bad(R"({"run_id": "r", "package_ref": "hf://a/b@c", "manifest_sha256": "x", "stages": []})", "topology_id: missing");
+}
+
+TEST(PeerTopology, OnlyACommitIsPinned) {
+  EXPECT_EQ(pinned_commit("hf://org/x@" + kCommit), kCommit);
+  EXPECT_EQ(pinned_commit("hf://org/x:" + kCommit), kCommit);
+  EXPECT_EQ(pinned_commit("hf://org/x@main"), std::nullopt);
+  EXPECT_EQ(pinned_commit("hf://org/x"), std::nullopt);
+  EXPECT_EQ(pinned_commit("hf://org/x@" + kCommit.substr(0, 12)), std::nullopt);
+  EXPECT_EQ(pinned_commit("hf://org/x@" + std::string(40, 'A')), std::nullopt);  // commits are lowercase
+  EXPECT_EQ(pinned_commit("/srv/package"), std::nullopt);
+  EXPECT_EQ(pinned_commit("hf://../x@" + kCommit), std::nullopt);
+}
+
+TEST(PeerTopology, ModesAsTheReferenceSpellsThem) {
+  for (const char* v : {"1", "true", "ON", "yes", "Open", "any", "public"}) EXPECT_EQ(parse_transfer_mode(v), TransferMode::kOpen) << v;
+  for (const char* v : {"trusted", "TRUST", "owner", "owners", "same-owner", "allowlist"}) {
+    EXPECT_EQ(parse_transfer_mode(v), TransferMode::kTrusted) << v;
+  }
+  for (const char* v : {"", "0", "off", "no", "false", "bogus", "trusted "}) EXPECT_EQ(parse_transfer_mode(v), TransferMode::kOff) << v;
+}
+
+PackageManifest manifest(uint32_t layers, bool projector) {
+  PackageManifest m;
+  m.layer_count = layers;
+  auto entry = [](std::string path) {
+    ArtifactEntry e;
+    e.path = std::move(path);
+    e.artifact_bytes = 10;
+    e.sha256 = std::string(64, '0');
+    return e;
+  };
+  m.shared.metadata = entry("shared/metadata.gguf");
+  m.shared.embeddings = entry("shared/embeddings.gguf");
+  m.shared.output = entry("shared/output.gguf");
+  for (uint32_t i = 0; i < layers; ++i) {
+    LayerEntry l;
+    static_cast<ArtifactEntry&>(l) = entry(layer_artifact_path(i));
+    l.layer_index = i;
+    m.layers.push_back(l);
+  }
+  if (projector) {
+    ProjectorEntry p;
+    static_cast<ArtifactEntry&>(p) = entry("projectors/mmproj.gguf");
+    p.kind = "mmproj";
+    m.projectors.push_back(p);
+  }
+  return m;
+}
+
+std::vector<std::string> paths(const StageArtifacts& s) {
+  std::vector<std::string> out;
+  for (const auto& a : s.artifacts) out.push_back(a.rel_path);
+  return out;
+}
+
+TEST(PeerTopology, StageArtifactsFollowLayerSelection) {
+  const auto m = manifest(6, true);
+  const TopologyStage first{"s0", 0, kNode, {0, 2}};
+  const TopologyStage middle{"s1", 1, kNode, {2, 4}};
+  const TopologyStage last{"s2", 2, kNode, {4, 6}};
+  const TopologyStage whole{"s", 0, kNode, {0, 6}};
+  EXPECT_EQ(paths(stage_artifacts(first, m, false)),
+            (std::vector<std::string>{"shared/metadata.gguf", "shared/embeddings.gguf", "layers/layer-00000.gguf",
+                                      "layers/layer-00001.gguf", "projectors/mmproj.gguf"}));
+  EXPECT_EQ(paths(stage_artifacts(middle, m, true)),
+            (std::vector<std::string>{"shared/metadata.gguf", "layers/layer-00002.gguf", "layers/layer-00003.gguf"}));
+  EXPECT_EQ(paths(stage_artifacts(last, m, false)),
+            (std::vector<std::string>{"shared/metadata.gguf", "layers/layer-00004.gguf", "layers/layer-00005.gguf",
+                                      "shared/output.gguf"}));
+  // The reference's defect, fixed: a final stage whose output is tied to the
+  // embeddings may fetch them.
+  const auto tied = stage_artifacts(last, m, true);
+  ASSERT_NE(tied.find("shared/embeddings.gguf"), nullptr);
+  EXPECT_EQ(tied.find("shared/embeddings.gguf")->role, PartRole::kEmbeddings);
+  EXPECT_EQ(tied.find("projectors/mmproj.gguf"), nullptr);
+  // Single stage: everything, embeddings once.
+  const auto all = stage_artifacts(whole, m, true);
+  EXPECT_EQ(all.artifacts.size(), 1u + 1u + 6u + 1u + 1u);
+  EXPECT_TRUE(all.owns_input && all.owns_output);
+  // Layers past the manifest are not invented.
+  const TopologyStage beyond{"x", 3, kNode, {5, 9}};
+  EXPECT_EQ(paths(stage_artifacts(beyond, m, false)), (std::vector<std::string>{"shared/metadata.gguf", "layers/layer-00005.gguf"}));
+  // Sizes and digests come from the manifest.
+  EXPECT_EQ(stage_artifacts(first, m, false).find("layers/layer-00001.gguf")->bytes, 10u);
+  EXPECT_EQ(stage_artifacts(first, m, false).find("layers/layer-00001.gguf")->layer_index, 1u);
+}
+
+}  // namespace
+}  // namespace skippy::peer

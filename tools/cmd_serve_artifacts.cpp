@@ -1,0 +1,118 @@
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <thread>
+
+#include "cli.h"
+#include "skippy/env.h"
+#include "skippy/error.h"
+#include "skippy/hf_cache.h"
+#include "skippy/peer.h"
+
+namespace skippy::cli {
+namespace {
+
+std::chrono::milliseconds seconds_to_ms(double s) {
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(s * 1000.0)));
+}
+
+}  // namespace
+
+Command register_serve_artifacts(CLI::App& app) {
+  auto* cmd = app.add_subcommand("serve-artifacts", "Serve package artifacts to the peers of an active split topology");
+  cmd->footer(
+      "Example:\n"
+      "  MESH_LLM_ARTIFACT_TRANSFER=trusted skippy-model-package serve-artifacts --listen 0.0.0.0:7470 \\\n"
+      "      --topology topology.json --identity ~/.skippy/node\n"
+      "Serves, over TLS 1.3 with mutual authentication, the artifacts each stage of the topology needs (the\n"
+      "manifest, metadata, its layers, embeddings and projectors for the stage starting at layer 0, output for\n"
+      "the final stage, and embeddings for a final stage whose output is tied to them) from the Hugging Face\n"
+      "cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub), each verified against the manifest.\n"
+      "Only hf://ns/repo@<40-hex commit> packages. MESH_LLM_ARTIFACT_TRANSFER: unset = off (nothing is\n"
+      "offered or served), trusted = peers of our owner or of a --trust-owner, open = any authenticated peer.\n"
+      "Prints the bound HOST:PORT on stdout (with --json: one JSON line) once listening; one log line per\n"
+      "request on stderr. Stops on SIGINT or SIGTERM.");
+  struct Args {
+    std::string listen, topology, identity;
+    std::vector<std::string> trust_owner;
+    unsigned max_connections = 64, max_per_peer = 16, threads = 0;
+    double idle = 30, handshake = 10, total = 3600;
+    bool no_preverify = false, json = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--listen", a->listen, "HOST:PORT to listen on (port 0: any free port)")->required();
+  cmd->add_option("--topology", a->topology, "The active split topology (JSON, see docs/CLI.md)")->required();
+  cmd->add_option("--identity", a->identity, "This node's identity directory (node.key, node.crt, owner.crt)")->required();
+  cmd->add_option("--trust-owner", a->trust_owner, "An owner certificate whose nodes are trusted too (repeatable)");
+  cmd->add_option("--max-connections", a->max_connections, "Connections at once (default 64)")->check(CLI::Range(1u, 100000u));
+  cmd->add_option("--max-connections-per-peer", a->max_per_peer, "Connections at once from one node (default 16)")
+      ->check(CLI::Range(1u, 100000u));
+  cmd->add_option("--idle-timeout", a->idle, "Seconds without progress before a connection is closed (default 30)")
+      ->check(CLI::Range(0.01, 86400.0));
+  cmd->add_option("--handshake-timeout", a->handshake, "Seconds from accept to a complete request (default 10)")
+      ->check(CLI::Range(0.01, 86400.0));
+  cmd->add_option("--total-timeout", a->total, "Seconds a connection may last (default 3600)")->check(CLI::Range(0.01, 604800.0));
+  cmd->add_option("--threads", a->threads, "I/O threads (default: the number of cores, at least 2)")->check(CLI::Range(0u, 256u));
+  cmd->add_flag("--no-preverify", a->no_preverify, "Do not verify the cached artifacts at start");
+  cmd->add_flag("--json", a->json, "Print one JSON line on stdout once listening");
+  return {cmd, [a]() {
+            peer::ServerOptions o;
+            o.listen = a->listen;
+            o.topology = peer::load_topology(a->topology);
+            o.mode = peer::transfer_mode_from_env();
+            for (const auto& cert : a->trust_owner) o.trusted_owner_ids.push_back(peer::owner_id_of_certificate(cert));
+            o.hf_cache = env::hf_hub_cache_dir();
+            o.limits.max_connections = a->max_connections;
+            o.limits.max_connections_per_peer = a->max_per_peer;
+            o.limits.idle_timeout = seconds_to_ms(a->idle);
+            o.limits.handshake_timeout = seconds_to_ms(a->handshake);
+            o.limits.total_timeout = seconds_to_ms(a->total);
+            o.limits.threads = a->threads;
+            o.preverify = !a->no_preverify;
+            auto identity = peer::NodeIdentity::load(a->identity);
+            const auto mode = o.mode;
+            if (mode == peer::TransferMode::kOff) {
+              std::cerr << "serve-artifacts: warning: " << peer::kTransferModeEnv
+                        << " is not trusted or open: transfer is off, nothing will be offered or served\n";
+            } else if (mode == peer::TransferMode::kTrusted && !identity.owner_verified()) {
+              std::cerr << "serve-artifacts: warning: " << a->identity
+                        << "/node.crt does not verify under its owner.crt: in mode trusted no peer will be served\n";
+            }
+
+            // Signals: SIGINT/SIGTERM stop the server; SIGPIPE is never wanted.
+            ::signal(SIGPIPE, SIG_IGN);
+            sigset_t stop_signals;
+            sigemptyset(&stop_signals);
+            sigaddset(&stop_signals, SIGINT);
+            sigaddset(&stop_signals, SIGTERM);
+            pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);  // inherited by every thread started below
+
+            peer::ArtifactServer server(identity, std::move(o));
+            if (a->json) {
+              nlohmann::json doc = {{"listening", server.endpoint()},
+                                    {"node_id", identity.node_id()},
+                                    {"owner_id", identity.owner_id()},
+                                    {"mode", std::string(peer::transfer_mode_name(mode))}};
+              std::cout << doc.dump() << std::endl;
+            } else {
+              std::cout << server.endpoint() << std::endl;
+            }
+            std::cerr << "serve-artifacts: listening on " << server.endpoint() << " as node " << identity.node_id()
+                      << ", mode " << peer::transfer_mode_name(mode) << "\n";
+            std::thread waiter([&server, stop_signals] {
+              int sig = 0;
+              sigwait(&stop_signals, &sig);
+              server.stop();
+            });
+            server.run();
+            // run() returns only after stop(), which only the waiter calls.
+            waiter.join();
+            std::cerr << "serve-artifacts: stopped\n";
+            return kExitOk;
+          }};
+}
+
+}  // namespace skippy::cli
