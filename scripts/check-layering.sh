@@ -13,7 +13,7 @@ cd "$root"
 declare -A allowed=(
   [util]=""
   [gguf]="util"
-  [format]="util"
+  [format]="gguf util"
   [publish]="format gguf util"
   [consume]="format gguf util"
   [plan]="consume format gguf util"
@@ -28,7 +28,7 @@ declare -A allowed=(
 declare -A owner=(
   [error.h]=util [env.h]=util [version.h]=util [file.h]=util [sha256.h]=util
   [ggml_types.h]=gguf [gguf.h]=gguf [gguf_writer.h]=gguf [model_source.h]=gguf
-  [manifest.h]=format [package_layout.h]=format
+  [manifest.h]=format [package_layout.h]=format [abi.h]=format
   [package_writer.h]=publish [package_validator.h]=publish
   [stage.h]=consume [verify.h]=consume [stage_view.h]=consume [materialize.h]=consume
   [plan.h]=plan

@@ -60,7 +60,7 @@ json minimal(uint32_t layer_count = 3) {
             {"embeddings", artifact("shared/embeddings.gguf", 1)},
             {"output", artifact("shared/output.gguf", 2)}}},
           {"layers", layers(layer_count)},
-          {"skippy_abi_version", "1.0.0"}};
+          {"skippy_abi_version", "0.1.39"}};
 }
 
 PackageManifest parse(const json& j) { return parse_manifest(j.dump(), kOrigin); }
@@ -548,7 +548,7 @@ TEST(ManifestParse, ArtifactFieldsAreAllRequired) {
 TEST(ManifestParse, Sha256MustBe64HexDigitsEitherCase) {
   json j = minimal();
   j["layers"][0]["sha256"] = std::string(32, 'A') + std::string(32, 'f');
-  EXPECT_EQ(parse(j).layers[0].sha256, std::string(32, 'A') + std::string(32, 'f'));  // kept as written
+  EXPECT_EQ(parse(j).layers[0].sha256, std::string(32, 'a') + std::string(32, 'f'));  // one spelling inside
   for (const json& bad : {json(hex('a').substr(1)), json(hex('a') + "0"), json(std::string(63, 'a') + "g"),
                           json(""), json(42)}) {
     SCOPED_TRACE(bad.dump());
@@ -1198,7 +1198,7 @@ TEST(ManifestSerialize, OutputIsStablePrettyJsonInTheSpecsKeyOrder) {
       "sha256": ")" + a + R"("
     }
   ],
-  "skippy_abi_version": "1.0.0",
+  "skippy_abi_version": "0.1.39",
   "created_at_unix_secs": 1790000000
 }
 )";
@@ -1378,7 +1378,7 @@ TEST(ManifestAbi, ParsesOnlyMajorMinorPatch) {
     EXPECT_FALSE(parse_abi_version(bad)) << bad;
   }
   EXPECT_EQ(format_abi_version({1, 0, 0}), "1.0.0");
-  EXPECT_EQ(format_abi_version(kRuntimeAbiVersion), "1.0.0");
+  EXPECT_EQ(format_abi_version(kRuntimeAbiVersion), "0.1.39");
 }
 
 TEST(ManifestAbi, CompatibleMeansSameMajorAndMinorNoNewerThanRuntime) {

@@ -83,13 +83,13 @@ TEST(ConsumerValidation, IncompatibleAbiMajorIsRefused) {
   manifest_rule("not compatible with this runtime's ABI", [](auto& j) { j["skippy_abi_version"] = "2.0.0"; });
 }
 TEST(ConsumerValidation, NewerAbiMinorIsRefused) {
-  manifest_rule("not compatible with this runtime's ABI", [](auto& j) { j["skippy_abi_version"] = "1.7.0"; });
+  manifest_rule("not compatible with this runtime's ABI", [](auto& j) { j["skippy_abi_version"] = "0.2.0"; });
 }
 TEST(ConsumerValidation, OlderPatchIsAccepted) {
   test::TempDir tmp;
   const auto pkg = copy_package("llama-tiny-q8_0.gguf", tmp);
   auto j = read_manifest(pkg);
-  j["skippy_abi_version"] = "1.0.9";
+  j["skippy_abi_version"] = "0.1.99";
   write_manifest(pkg, j);
   EXPECT_NO_THROW(select_stage(open_local_package(pkg.string()), {0, 2}));
 }

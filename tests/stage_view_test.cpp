@@ -187,10 +187,10 @@ TEST(StageView, RefusesAFragmentWhoseRoleKeysDisagreeWithItsPart) {
   });
   const auto pkg = open_local_package(dir.string());
   expect_refused([&] { (void)StageView::open(select_stage(pkg, {4, 5})); },
-                 {"layers/layer-00004.gguf", "skippy.package.layer_start is 5, expected 4"});
+                 {"layers/layer-00004.gguf", "skippy.package.layer_start says layer 5, expected 4"});
   const uint32_t n = pkg.manifest.layer_count;
   expect_refused([&] { (void)StageView::open(select_stage(pkg, {n - 1, n})); },
-                 {"shared/output.gguf", "skippy.package.role is \"embeddings\"", "output part"});
+                 {"shared/output.gguf", "skippy.package.role says it is the embeddings", "output part"});
   EXPECT_NO_THROW((void)StageView::open(select_stage(pkg, {0, 4})));
 }
 

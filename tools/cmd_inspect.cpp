@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "skippy/abi.h"
 #include "skippy/gguf.h"
 #include "skippy/hf_ref.h"
 #include "skippy/model_source.h"
@@ -97,6 +98,13 @@ int inspect_package(const std::string& ref, bool json) {
   const auto warnings = generation_warnings(m.generation);
   for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
   const auto meta = GgufFile::open(pkg.root / m.shared.metadata.path);
+  const auto width = activation_width_of(pkg);
+  if (!width.note.empty() && !json) std::cerr << "note: " << width.note << "\n";
+  // open_package refused an incompatible ABI; say which runtime ABI accepted it.
+  const nlohmann::json abi = {{"declared", m.skippy_abi_version},
+                              {"runtime", format_abi_version(kRuntimeAbiVersion)},
+                              {"compatible", true},
+                              {"rule", "same major, minor <= the runtime's, patch ignored"}};
   uint64_t tensor_count = m.shared.metadata.tensor_count + m.shared.embeddings.tensor_count + m.shared.output.tensor_count;
   uint64_t tensor_bytes = m.shared.metadata.tensor_bytes + m.shared.embeddings.tensor_bytes + m.shared.output.tensor_bytes;
   uint64_t artifact_bytes = m.shared.metadata.artifact_bytes + m.shared.embeddings.artifact_bytes + m.shared.output.artifact_bytes;
@@ -121,11 +129,14 @@ int inspect_package(const std::string& ref, bool json) {
       {"manifest_sha256", pkg.manifest_sha256},
       {"architecture", std::string(meta.architecture())},
       {"layer_count", m.layer_count},
-      {"activation_width", m.activation_width ? nlohmann::json(*m.activation_width) : nlohmann::json(nullptr)},
+      {"activation_width", width.width ? nlohmann::json(*width.width) : nlohmann::json(nullptr)},
+      {"activation_width_declared", m.activation_width.has_value()},
+      {"activation_width_note", width.note.empty() ? nlohmann::json(nullptr) : nlohmann::json(width.note)},
       {"tensor_count", tensor_count},
       {"tensor_bytes", tensor_bytes},
       {"artifact_bytes", artifact_bytes},
       {"skippy_abi_version", m.skippy_abi_version},
+      {"abi", abi},
       {"source_model", {{"repo", m.source_model.repo}, {"revision", m.source_model.revision},
                         {"primary_file", m.source_model.primary_file}, {"files", m.source_model.files.size()}}},
       {"shared", {{"metadata", shared(m.shared.metadata)}, {"embeddings", shared(m.shared.embeddings)},
@@ -146,10 +157,14 @@ int inspect_package(const std::string& ref, bool json) {
     << m.source_model.primary_file << ")\n";
   o << "  architecture      " << meta.architecture() << "\n";
   o << "  layers            " << m.layer_count << "\n";
-  o << "  activation width  " << (m.activation_width ? std::to_string(*m.activation_width) : "(not declared)") << "\n";
+  o << "  activation width  "
+    << (width.width ? std::to_string(*width.width) + (width.derived ? " (derived: not in the manifest)" : "")
+                    : std::string("(unknown)"))
+    << "\n";
   o << "  tensors           " << tensor_count << " (" << human_bytes(tensor_bytes) << "), "
     << human_bytes(artifact_bytes) << " in " << (3 + m.layers.size() + m.projectors.size()) << " artifacts\n";
-  o << "  ABI               " << m.skippy_abi_version << "\n";
+  o << "  ABI               " << m.skippy_abi_version << " (this runtime: " << format_abi_version(kRuntimeAbiVersion)
+    << ", compatible)\n";
   for (const auto& p : m.projectors) o << "  projector         " << p.path << " (" << p.kind << ")\n";
   if (m.generation && m.generation->speculative_decoding && m.generation->speculative_decoding->default_strategy) {
     o << "  speculative       " << *m.generation->speculative_decoding->default_strategy << "\n";

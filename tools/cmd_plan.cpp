@@ -142,7 +142,13 @@ Command register_plan(CLI::App& app) {
               (void)verify_if_required(pkg, {tie.output});  // hf://: trust nothing unverified
               o.final_stage_needs_embeddings = tie.tied;
             }
-            const auto plan = plan_stages(pkg.manifest, o);
+            const auto width = activation_width_of(pkg);
+            if (width.derived) o.activation_width = width.width;
+            auto plan = plan_stages(pkg.manifest, o);
+            if (!width.note.empty()) {  // say how a missing width was found (or why not) in its own words
+              std::erase_if(plan.notes, [](const std::string& n) { return n.starts_with("the manifest has no activation_width"); });
+              plan.notes.insert(plan.notes.begin(), width.note);
+            }
             if (a->json) {
               print_json(plan_json(pkg, plan));
             } else {

@@ -28,9 +28,11 @@ Command register_validate_package(CLI::App& app) {
             Progress progress("validate-package");
             o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
             const auto r = validate_package(a->source, a->package, o);
+            for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
             if (a->json) {
               print_json({{"valid", r.valid},
                           {"problems", r.problems},
+                          {"warnings", r.warnings},
                           {"artifacts_checked", r.artifacts_checked},
                           {"tensors_checked", r.tensors_checked},
                           {"hashed_bytes", r.bytes_hashed}});

@@ -30,6 +30,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "skippy/abi.h"
+
 namespace skippy {
 
 inline constexpr uint32_t kManifestSchemaVersion = 1;   // the only version accepted
@@ -88,8 +90,10 @@ struct SharedArtifacts {
 // > 0; sha256 64 hex digits.
 struct SourceFile {
   std::string path;
-  uint64_t size_bytes = 0;
-  std::string sha256;
+  // null in the manifest = "not recorded" (the reference writer records
+  // neither for a local source); validate-package computes and reports them.
+  std::optional<uint64_t> size_bytes;
+  std::optional<std::string> sha256;
   bool operator==(const SourceFile&) const = default;
 };
 
@@ -275,25 +279,7 @@ std::vector<std::string> unsupported_policy_values(const GenerationPolicy& polic
 // nullopt when there is no default or its type is known.
 std::optional<std::string> unsupported_default_strategy(const SpeculativeDecoding& spec);
 
-// ---------------------------------------------------------------------- ABI
-
-struct AbiVersion {
-  uint32_t major = 0;
-  uint32_t minor = 0;
-  uint32_t patch = 0;
-  auto operator<=>(const AbiVersion&) const = default;
-};
-
-// The ABI this runtime reads and the package writer writes.
-inline constexpr AbiVersion kRuntimeAbiVersion{1, 0, 0};
-
-// "MAJOR.MINOR.PATCH": three decimal numbers, each fitting uint32, no sign,
-// no leading zeros (except "0"), nothing else. nullopt otherwise.
-std::optional<AbiVersion> parse_abi_version(std::string_view text) noexcept;
-std::string format_abi_version(AbiVersion v);
-// A package is loadable when it has the runtime's major and a minor no newer
-// than the runtime's (patch is ignored).
-bool abi_compatible(AbiVersion package, AbiVersion runtime) noexcept;
+// ABI: skippy/abi.h (kSkippyRuntimeAbi, abi_compatible).
 
 // -------------------------------------------------------------------- paths
 

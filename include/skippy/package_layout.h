@@ -4,10 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace skippy {
+
+class GgufFile;
 
 // The manifest file name is kManifestFileName (manifest.h).
 inline constexpr std::string_view kPackageReadme = "README.md";
@@ -43,6 +46,30 @@ bool fragment_keeps_kv(PartRole role, std::string_view key, std::string_view arc
 inline constexpr std::string_view kRoleKey = "skippy.package.role";            // string
 inline constexpr std::string_view kLayerStartKey = "skippy.package.layer_start";  // u32
 inline constexpr std::string_view kLayerEndKey = "skippy.package.layer_end";      // u32, exclusive
+
+// The reference (mesh-llm) writer's fragment keys, read in place of ours:
+// stage_index 0 metadata, 1 embeddings, 2 output, 1000 + i layer i.
+inline constexpr std::string_view kSliceStageIndexKey = "skippy.slice.stage_index";                // i32
+inline constexpr std::string_view kSliceLayerStartKey = "skippy.slice.layer_start";                // i32
+inline constexpr std::string_view kSliceLayerEndKey = "skippy.slice.layer_end";                    // i32
+inline constexpr std::string_view kSliceIncludeEmbeddingsKey = "skippy.slice.include_embeddings";  // bool
+inline constexpr std::string_view kSliceIncludeOutputKey = "skippy.slice.include_output";          // bool
+inline constexpr uint32_t kSliceLayerStageBase = 1000;
+
+// A key either dialect adds to a fragment (skippy.package.*, skippy.slice.*):
+// not source metadata, never copied into a materialized stage.
+bool is_fragment_key(std::string_view key) noexcept;
+
+// Which part a fragment says it is, from its keys in either dialect.
+enum class FragmentDialect { kUnmarked, kPackage, kSlice };
+struct FragmentIdentity {
+  FragmentDialect dialect = FragmentDialect::kUnmarked;
+  std::optional<PartRole> role;    // nullopt when unmarked
+  std::optional<uint32_t> layer;   // the layer of a layer fragment
+};
+// Throws Error(kInvalidInput) "<name>: <key> ..." when the keys are
+// malformed (wrong type, unknown role) or contradict each other.
+FragmentIdentity read_fragment_identity(const GgufFile& f, std::string_view name);
 
 // A half-open layer range START..END, as the CLI writes it ("0..4" is layers
 // 0, 1, 2, 3). A stage whose range starts at 0 owns the input boundary; one

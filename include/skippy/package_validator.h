@@ -19,6 +19,10 @@ struct ValidationReport {
   bool valid = false;
   // Every problem found (not just the first), each naming the file or field.
   std::vector<std::string> problems;
+  // Deviations that are not corruption: what the reference (mesh-llm)
+  // writer does differently (repeated extras and metadata, source sizes
+  // and digests not recorded), each naming the file or field.
+  std::vector<std::string> warnings;
   uint64_t artifacts_checked = 0;
   uint64_t tensors_checked = 0;
   uint64_t bytes_hashed = 0;

@@ -37,6 +37,10 @@ struct PlanOptions {
   bool final_stage_needs_embeddings = false;
   // Count the first declared mmproj projector on stage 0 (multimodal serving).
   bool include_projector = false;
+  // The activation width when the manifest declares none (the reference
+  // runtime's fallback, skippy/stage.h activation_width_of); the manifest's
+  // own value always wins.
+  std::optional<uint64_t> activation_width;
 };
 
 struct PlannedStage {

@@ -95,6 +95,19 @@ struct OutputTie {
 };
 OutputTie output_tie(const OpenedPackage& pkg);
 
+// The hidden width a stage boundary carries. The manifest's
+// activation_width when declared; else (older reference packages lack it)
+// the reference runtime's fallback: the element count of the first
+// attn_norm.weight in the first layer's fragment, read when that file is on
+// disk (never fetched for this: a layer can be gigabytes). `note` says how a
+// missing width was found, or why it stays unknown; empty when declared.
+struct ActivationWidth {
+  std::optional<uint64_t> width;
+  bool derived = false;
+  std::string note;
+};
+ActivationWidth activation_width_of(const OpenedPackage& pkg);
+
 struct SelectOptions {
   // An explicit projector for this stage: a path declared in the manifest's
   // projectors[]. Wins over the default choice.

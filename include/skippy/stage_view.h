@@ -7,8 +7,12 @@
 //   - every part parses as GGUF and holds the tensor count its manifest entry
 //     declares;
 //   - a fragment's own role keys (skippy.package.role, .layer_start,
-//     .layer_end), when present, agree with the part it was selected as;
-//   - no tensor name appears in two parts (or twice in one);
+//     .layer_end, or the reference writer's skippy.slice.*), when present,
+//     agree with the part it was selected as;
+//   - no tensor name appears in two parts (or twice in one), except a global
+//     "extra" (rope_freqs, ...) that the reference writer repeats in every
+//     fragment: identical copies are one tensor (the first copy wins),
+//     differing bytes are an error naming both fragments;
 //   - every layer in range has tensors, and a layer fragment holds only
 //     blk.N.* tensors of its own layer N;
 //   - all parts share one alignment.
@@ -52,8 +56,8 @@ class StageView {
   const std::vector<GgufFile>& files() const noexcept { return files_; }  // parallel to parts()
 
   // The metadata view: the KVs of the metadata part (shared/metadata.gguf),
-  // in file order. Every fragment carries the same source KVs; the metadata
-  // part is the one a loader reads them from.
+  // in file order: the source's KVs (other fragments carry only what reading
+  // their own tensors needs), the part a loader reads them from.
   const GgufFile& metadata() const noexcept { return files_.front(); }
   const std::vector<GgufKv>& kvs() const noexcept { return metadata().kvs(); }
   const GgufKv* find_kv(std::string_view key) const noexcept { return metadata().find_kv(key); }
@@ -64,6 +68,8 @@ class StageView {
   const StageTensor* find_tensor(std::string_view name) const noexcept;
   uint64_t tensor_bytes() const noexcept { return tensor_bytes_; }
   uint32_t alignment() const noexcept { return alignment_; }
+  // Identical copies of global tensors folded into their first copy.
+  size_t merged_duplicates() const noexcept { return merged_duplicates_; }
   // The part a tensor lives in, and a view of its bytes in that part's map.
   const StagePart& part_of(const StageTensor& t) const noexcept { return parts_[t.part]; }
   std::span<const uint8_t> tensor_data(const StageTensor& t) const noexcept {
@@ -79,6 +85,7 @@ class StageView {
   std::unordered_map<std::string_view, size_t> index_;  // names view the maps
   uint64_t tensor_bytes_ = 0;
   uint32_t alignment_ = kGgufDefaultAlignment;
+  size_t merged_duplicates_ = 0;
 };
 
 }  // namespace skippy

@@ -30,7 +30,6 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view kSidecarFormat = "skippy-materialized-stage";
 constexpr uint64_t kSidecarMaxBytes = 1u << 20;
-constexpr std::string_view kFragmentKeyPrefix = "skippy.package.";
 constexpr std::string_view kMaterializedKeyPrefix = "skippy.materialized.";
 
 bool inside(const fs::path& p, const fs::path& boundary) {
@@ -54,7 +53,7 @@ void refuse_inside_package(const OpenedPackage& pkg, const fs::path& target, std
 GgufWriter stage_writer(const OpenedPackage& pkg, const StageView& view) {
   GgufWriter w(view.alignment());
   for (const auto& kv : view.kvs()) {
-    if (kv.key.starts_with(kFragmentKeyPrefix) || kv.key.starts_with(kMaterializedKeyPrefix)) continue;
+    if (is_fragment_key(kv.key) || kv.key.starts_with(kMaterializedKeyPrefix)) continue;
     w.add_kv(std::string(kv.key), kv.value);
   }
   w.add_u32(std::string(kMaterializedLayerStartKey), view.range().start);

@@ -146,6 +146,34 @@ OutputTie output_tie(const OpenedPackage& pkg) {
   return t;
 }
 
+ActivationWidth activation_width_of(const OpenedPackage& pkg) {
+  const auto& m = pkg.manifest;
+  if (m.activation_width) return {m.activation_width, false, ""};
+  const std::string missing = "the manifest has no activation_width";
+  if (m.layers.empty()) return {std::nullopt, false, missing + " and no layers: the activation width is unknown"};
+  const auto& first = m.layers.front();
+  std::error_code ec;
+  if (!is_safe_relative_path(first.path) || !fs::exists(pkg.root / first.path, ec)) {
+    return {std::nullopt, false,
+            missing + " and " + first.path + " is not on disk to read it from: the activation width is unknown"};
+  }
+  try {
+    const auto part = make_part(pkg, first, PartRole::kLayer, first.layer_index, "activation width");
+    const auto g = GgufFile::open(part.path);
+    for (const auto& t : g.tensors()) {
+      if (!t.name.ends_with(".attn_norm.weight")) continue;
+      uint64_t n = 1;
+      for (const int64_t d : t.ne) n *= static_cast<uint64_t>(d);
+      return {n, true,
+              missing + "; using " + std::to_string(n) + ", the element count of " + std::string(t.name) + " in " +
+                  first.path + " (the reference runtime's fallback)"};
+    }
+    return {std::nullopt, false, missing + " and " + first.path + " has no attn_norm.weight: the activation width is unknown"};
+  } catch (const Error& e) {
+    return {std::nullopt, false, missing + " and " + first.path + " cannot be read (" + e.what() + ")"};
+  }
+}
+
 StageSelection select_stage(const OpenedPackage& pkg, LayerRange range, const SelectOptions& options) {
   const auto& m = pkg.manifest;
   if (range.empty()) fail(pkg, "layer range " + format_layer_range(range) + " is empty");

@@ -1,5 +1,6 @@
 #include "skippy/stage_view.h"
 
+#include <algorithm>
 #include <string>
 
 #include "skippy/error.h"
@@ -15,37 +16,30 @@ std::string describe(const StagePart& p) {
   return s + ")";
 }
 
-// A fragment's own role keys, when present, must agree with the part it was
-// selected as: a renamed or swapped fragment is caught here.
+// A fragment's own role keys (ours or the reference's skippy.slice.*), when
+// present, must agree with the part it was selected as: a renamed or
+// swapped fragment is caught here.
 void check_role_keys(const StagePart& part, const GgufFile& f) {
-  if (const auto* kv = f.find_kv(kRoleKey)) {
-    const auto role = kv->value.as_string();
-    if (!role) throw_invalid(part.rel_path + ": " + std::string(kRoleKey) + " is not a string");
-    if (*role != part_role_name(part.role)) {
-      throw_invalid(part.rel_path + ": " + std::string(kRoleKey) + " is \"" + std::string(*role) +
-                    "\" but the manifest lists it as the " + std::string(part_role_name(part.role)) + " part");
-    }
+  const auto id = read_fragment_identity(f, part.rel_path);
+  if (!id.role) return;
+  const bool ours = id.dialect == FragmentDialect::kPackage;
+  if (*id.role != part.role) {
+    const std::string key(ours ? kRoleKey : kSliceStageIndexKey);
+    throw_invalid(part.rel_path + ": " + key + " says it is the " + std::string(part_role_name(*id.role)) +
+                  " fragment but the manifest lists it as the " + std::string(part_role_name(part.role)) + " part");
   }
-  const auto* start_kv = f.find_kv(kLayerStartKey);
-  const auto* end_kv = f.find_kv(kLayerEndKey);
-  if (part.role != PartRole::kLayer || !part.layer_index) {
-    if (start_kv || end_kv) {
-      throw_invalid(part.rel_path + ": carries " + std::string(kLayerStartKey) + "/" + std::string(kLayerEndKey) +
-                    " but the manifest lists it as the " + std::string(part_role_name(part.role)) + " part");
-    }
-    return;
+  if (id.role == PartRole::kLayer && id.layer != part.layer_index) {
+    const std::string key(ours ? kLayerStartKey : kSliceStageIndexKey);
+    throw_invalid(part.rel_path + ": " + key + " says layer " + std::to_string(*id.layer) + ", expected " +
+                  (part.layer_index ? std::to_string(*part.layer_index) : std::string("none")));
   }
-  const uint32_t layer = *part.layer_index;
-  auto check = [&](const GgufKv* kv, std::string_view key, uint64_t want) {
-    if (!kv) return;
-    const auto v = kv->value.as_uint();
-    if (!v || *v != want) {
-      throw_invalid(part.rel_path + ": " + std::string(key) + " is " + (v ? std::to_string(*v) : "not an integer") +
-                    ", expected " + std::to_string(want) + " for layer " + std::to_string(layer));
-    }
-  };
-  check(start_kv, kLayerStartKey, layer);
-  check(end_kv, kLayerEndKey, uint64_t{layer} + 1);
+}
+
+// Two copies of one tensor: the same type, shape and bytes.
+bool same_tensor(const GgufFile& fa, const GgufTensorInfo& a, const GgufFile& fb, const GgufTensorInfo& b) {
+  if (a.type != b.type || a.ne != b.ne || a.bytes != b.bytes) return false;
+  const auto x = fa.tensor_data(a), y = fb.tensor_data(b);
+  return std::equal(x.begin(), x.end(), y.begin(), y.end());
 }
 
 }  // namespace
@@ -91,9 +85,20 @@ StageView StageView::open(const StageSelection& selection) {
     for (const auto& t : v.files_[p].tensors()) {
       const auto [it, inserted] = v.index_.emplace(t.name, v.tensors_.size());
       if (!inserted) {
-        const auto& first = v.parts_[v.tensors_[it->second].part];
-        throw_invalid("tensor '" + std::string(t.name) + "' appears in both " + describe(first) + " and " +
-                      describe(v.parts_[p]) + ": a stage must hold each tensor once");
+        // The reference writer repeats each global "extra" (rope_freqs, ...)
+        // in every fragment: identical copies of a global tensor are one
+        // tensor (the first copy wins); anything else is an error.
+        const auto& first = v.tensors_[it->second];
+        const auto& first_part = v.parts_[first.part];
+        if (classify_tensor(t.name).role == TensorRole::kGlobal &&
+            same_tensor(v.files_[first.part], *first.info, v.files_[p], t)) {
+          ++v.merged_duplicates_;
+          continue;
+        }
+        throw_invalid("tensor '" + std::string(t.name) + "' appears in both " + describe(first_part) + " and " +
+                      describe(v.parts_[p]) +
+                      (classify_tensor(t.name).role == TensorRole::kGlobal ? " with different bytes" : "") +
+                      ": a stage must hold each tensor once");
       }
       v.tensors_.push_back({p, &t});
       v.tensor_bytes_ += t.bytes;
@@ -116,6 +121,7 @@ StageView StageView::open(const StageSelection& selection) {
     }
     for (const auto& t : v.files_[p].tensors()) {
       const auto place = classify_tensor(t.name);
+      if (place.role == TensorRole::kGlobal) continue;  // a repeated extra (reference dialect), checked above
       if (place.role != TensorRole::kLayer || place.layer != layer) {
         throw_invalid(part.rel_path + ": tensor '" + std::string(t.name) + "' does not belong to layer " +
                       std::to_string(layer));

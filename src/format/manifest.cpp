@@ -243,9 +243,18 @@ SourceModel parse_source_model(const json& j, const FieldReader& r) {
     r.expect_object(f, ep);
     SourceFile sf;
     sf.path = r.safe_path(r.require(f, "path", ep), field_path(ep, "path"));
-    sf.size_bytes = r.u64(r.require(f, "size_bytes", ep), field_path(ep, "size_bytes"));
-    sf.sha256 = r.sha256(r.require(f, "sha256", ep), field_path(ep, "sha256"));
-    if (sf.size_bytes == 0) r.fail(field_path(ep, "size_bytes"), "must be greater than zero");
+    // Both are required fields; null means "not recorded" (the reference
+    // writer's choice for local sources).
+    auto present = [&](std::string_view key) -> const json& {
+      const auto it = f.find(key);
+      if (it == f.end()) r.fail(field_path(ep, key), "missing required field (null if not recorded)");
+      return *it;
+    };
+    if (const json& v = present("size_bytes"); !v.is_null()) {
+      sf.size_bytes = r.u64(v, field_path(ep, "size_bytes"));
+      if (*sf.size_bytes == 0) r.fail(field_path(ep, "size_bytes"), "must be greater than zero");
+    }
+    if (const json& v = present("sha256"); !v.is_null()) sf.sha256 = r.sha256(v, field_path(ep, "sha256"));
     auto [it, inserted] = seen.emplace(sf.path, i);
     if (!inserted) {
       r.fail(field_path(ep, "path"),
@@ -437,8 +446,8 @@ ojson source_model_to_json(const SourceModel& s) {
   for (const auto& f : s.files) {
     ojson e = ojson::object();
     e["path"] = f.path;
-    e["size_bytes"] = f.size_bytes;
-    e["sha256"] = f.sha256;
+    e["size_bytes"] = f.size_bytes ? ojson(*f.size_bytes) : ojson(nullptr);
+    e["sha256"] = f.sha256 ? ojson(*f.sha256) : ojson(nullptr);
     files.push_back(std::move(e));
   }
   j["files"] = std::move(files);

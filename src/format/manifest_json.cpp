@@ -1,4 +1,5 @@
 // Strict typed reads from parsed manifest JSON (see manifest_json.h).
+#include <cctype>
 #include "format/manifest_json.h"
 
 #include <algorithm>
@@ -142,6 +143,8 @@ std::string FieldReader::text(const json& j, std::string_view path) const {
 std::string FieldReader::sha256(const json& j, std::string_view path) const {
   std::string s = string(j, path);
   if (!is_sha256_hex(s)) fail(path, "not a 64-character hex digest: " + quote(s));
+  // Either case is accepted (the reference runtime does); one spelling inside.
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
 

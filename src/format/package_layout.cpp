@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "skippy/error.h"
+#include "skippy/gguf.h"
 
 namespace skippy {
 
@@ -30,6 +31,60 @@ bool fragment_keeps_kv(PartRole role, std::string_view key, std::string_view arc
   if (key == "general.architecture" || key == "general.alignment") return true;
   return !architecture.empty() && key.size() > architecture.size() + 1 && key.starts_with(architecture) &&
          key[architecture.size()] == '.';
+}
+
+bool is_fragment_key(std::string_view key) noexcept {
+  return key.starts_with("skippy.package.") || key.starts_with("skippy.slice.");
+}
+
+FragmentIdentity read_fragment_identity(const GgufFile& f, std::string_view name) {
+  const std::string where(name);
+  FragmentIdentity id;
+  if (const auto* kv = f.find_kv(kRoleKey)) {
+    id.dialect = FragmentDialect::kPackage;
+    const auto role = kv->value.as_string();
+    if (!role) throw_invalid(where + ": " + std::string(kRoleKey) + " is not a string");
+    for (auto r : {PartRole::kMetadata, PartRole::kEmbeddings, PartRole::kLayer, PartRole::kOutput}) {
+      if (*role == part_role_name(r)) id.role = r;
+    }
+    if (!id.role) throw_invalid(where + ": " + std::string(kRoleKey) + " \"" + std::string(*role) + "\" is not a part role");
+    const auto* start = f.find_kv(kLayerStartKey);
+    const auto* end = f.find_kv(kLayerEndKey);
+    if (*id.role == PartRole::kLayer) {
+      const auto s = start ? start->value.as_uint() : std::nullopt;
+      const auto e = end ? end->value.as_uint() : std::nullopt;
+      if (!s || *s > UINT32_MAX || !e || *e != *s + 1) {
+        throw_invalid(where + ": a layer fragment needs " + std::string(kLayerStartKey) + " = N and " +
+                      std::string(kLayerEndKey) + " = N + 1");
+      }
+      id.layer = static_cast<uint32_t>(*s);
+    } else if (start || end) {
+      throw_invalid(where + ": carries " + std::string(kLayerStartKey) + "/" + std::string(kLayerEndKey) + " but is the " +
+                    std::string(part_role_name(*id.role)) + " fragment");
+    }
+    return id;
+  }
+  if (const auto* kv = f.find_kv(kSliceStageIndexKey)) {
+    id.dialect = FragmentDialect::kSlice;
+    const auto stage = kv->value.as_int();
+    if (!stage || *stage < 0 || *stage > INT32_MAX) throw_invalid(where + ": " + std::string(kSliceStageIndexKey) + " is not an index");
+    if (*stage == 0) id.role = PartRole::kMetadata;
+    else if (*stage == 1) id.role = PartRole::kEmbeddings;
+    else if (*stage == 2) id.role = PartRole::kOutput;
+    else if (*stage >= kSliceLayerStageBase) {
+      id.role = PartRole::kLayer;
+      id.layer = static_cast<uint32_t>(*stage - kSliceLayerStageBase);
+      const auto* start = f.find_kv(kSliceLayerStartKey);
+      const auto s = start ? start->value.as_int() : std::nullopt;
+      if (start && (!s || *s != *id.layer)) {
+        throw_invalid(where + ": " + std::string(kSliceLayerStartKey) + " disagrees with " +
+                      std::string(kSliceStageIndexKey) + " " + std::to_string(*stage));
+      }
+    } else {
+      throw_invalid(where + ": " + std::string(kSliceStageIndexKey) + " " + std::to_string(*stage) + " names no part");
+    }
+  }
+  return id;
 }
 
 LayerRange parse_layer_range(std::string_view text) {

@@ -191,11 +191,11 @@ Plan plan_stages(const PackageManifest& m, const PlanOptions& o) {
 
   Plan plan;
   plan.layer_count = L;
-  plan.activation_width = m.activation_width;
+  plan.activation_width = m.activation_width ? m.activation_width : o.activation_width;
   plan.activation_bytes_per_value = o.activation_bytes_per_value;
   plan.output_tied_to_embeddings = tied;
-  if (m.activation_width) {
-    plan.activation_frame_bytes_per_token = mul(*m.activation_width, o.activation_bytes_per_value);
+  if (plan.activation_width) {
+    plan.activation_frame_bytes_per_token = mul(*plan.activation_width, o.activation_bytes_per_value);
   } else {
     plan.notes.push_back("the manifest has no activation_width: the activation frame per token is unknown");
   }

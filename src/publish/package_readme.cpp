@@ -21,7 +21,9 @@ std::string package_readme(const PackageManifest& m, const std::string& manifest
   if (s.files.size() > 1 || (s.files.size() == 1 && s.files[0].path != s.primary_file)) {
     o << "- Files:\n";
     for (const auto& f : s.files) {
-      o << "  - `" << f.path << "`: " << f.size_bytes << " bytes, SHA-256 `" << f.sha256 << "`\n";
+      o << "  - `" << f.path << "`: "
+        << (f.size_bytes ? std::to_string(*f.size_bytes) + " bytes" : std::string("size not recorded")) << ", SHA-256 "
+        << (f.sha256 ? "`" + *f.sha256 + "`" : std::string("not recorded")) << "\n";
     }
   }
   o << "\n## Package\n\n";

@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 using detail::describe_projector;
 using detail::is_projector_gguf;
 constexpr size_t kChunk = 8u << 20;
+constexpr std::string_view kAlignmentKey = "general.alignment";
 
 struct Artifact {
   const ArtifactEntry* entry;
@@ -91,6 +92,11 @@ class Validator {
     problems_.push_back(std::move(s));
   }
 
+  void warning(std::string s) {
+    std::lock_guard g(mu_);
+    warnings_.push_back(std::move(s));
+  }
+
   void progress(uint64_t n) {
     const uint64_t done = done_.fetch_add(n) + n;
     hashed_.fetch_add(n);
@@ -125,13 +131,19 @@ class Validator {
     const auto& sha = *hashed;
     if (i < m_.source_model.files.size()) {
       const auto& decl = m_.source_model.files[i];
-      if (decl.size_bytes != f.file_size()) {
-        problem("source_model.files[" + std::to_string(i) + "] (" + decl.path + "): declares " +
-                std::to_string(decl.size_bytes) + " bytes, " + f.name() + " has " + std::to_string(f.file_size()));
+      const std::string where = "source_model.files[" + std::to_string(i) + "] (" + decl.path + ")";
+      if (!decl.size_bytes || !decl.sha256) {
+        // The reference writer leaves them null for a local source.
+        warning(where + ": " + std::string(!decl.size_bytes ? "size_bytes" : "") +
+                (!decl.size_bytes && !decl.sha256 ? " and " : "") + (!decl.sha256 ? "sha256" : "") +
+                " not recorded (null); the source has " + std::to_string(f.file_size()) + " bytes, SHA-256 " + sha);
       }
-      if (!sha256_equal(decl.sha256, sha)) {
-        problem("source_model.files[" + std::to_string(i) + "] (" + decl.path + "): declares SHA-256 " + decl.sha256 +
-                ", " + f.name() + " hashes to " + sha);
+      if (decl.size_bytes && *decl.size_bytes != f.file_size()) {
+        problem(where + ": declares " + std::to_string(*decl.size_bytes) + " bytes, " + f.name() + " has " +
+                std::to_string(f.file_size()));
+      }
+      if (decl.sha256 && !sha256_equal(*decl.sha256, sha)) {
+        problem(where + ": declares SHA-256 " + *decl.sha256 + ", " + f.name() + " hashes to " + sha);
       }
     }
     if (i == 0 && !sha256_equal(m_.source_model.sha256, sha)) {
@@ -181,7 +193,13 @@ class Validator {
         problem(e.path + ": declared as an mmproj projector but is not one (" + describe_projector(*g) + ")");
       }
     } else {
-      check_kvs(a, *g);
+      const bool slice = check_identity(a, *g);
+      if (slice) {
+        slice_fragments_.fetch_add(1);
+        check_slice_kvs(a, *g);
+      } else {
+        check_kvs(a, *g);
+      }
       for (const auto& t : g->tensors()) {
         const SourceTensor* src = model_.find_tensor(t.name);
         if (src == nullptr) {
@@ -190,7 +208,9 @@ class Validator {
         }
         seen_[static_cast<size_t>(src - model_.tensors().data())].fetch_add(1);
         tensors_.fetch_add(1);
-        if (!placement_matches(*src, a)) {
+        // The reference writer repeats global tensors in every fragment.
+        const bool repeated_global = slice && src->placement.role == TensorRole::kGlobal;
+        if (!repeated_global && !placement_matches(*src, a)) {
           problem(e.path + ": tensor '" + std::string(t.name) + "' belongs in " + expected_path_for(*src));
         }
         if (t.type != src->info->type) {
@@ -267,6 +287,50 @@ class Validator {
     if (!sha256_equal(digest, e.sha256)) problem(e.path + ": SHA-256 is " + digest + ", manifest says " + e.sha256);
   }
 
+  // Which part the fragment says it is. True for the reference writer's
+  // dialect (skippy.slice.* keys), whose identity is checked here; ours is
+  // checked key by key in check_kvs.
+  bool check_identity(const Artifact& a, const GgufFile& g) {
+    const auto& path = a.entry->path;
+    FragmentIdentity id;
+    try {
+      id = read_fragment_identity(g, path);
+    } catch (const Error& e) {
+      problem(e.what());
+      return false;
+    }
+    if (id.dialect != FragmentDialect::kSlice) return false;
+    if (id.role != a.role || (a.role == PartRole::kLayer && id.layer != a.layer)) {
+      problem(path + ": KV '" + std::string(kSliceStageIndexKey) + "' names the " +
+              std::string(part_role_name(*id.role)) + (id.layer ? " " + std::to_string(*id.layer) : std::string()) +
+              " fragment, the manifest lists it as the " + std::string(part_role_name(a.role)) +
+              (a.role == PartRole::kLayer ? " " + std::to_string(a.layer) : std::string()));
+    }
+    return true;
+  }
+
+  // The reference writer's fragments carry every source KV (minus split.*)
+  // with general.alignment forced to 32, then skippy.slice.*: the same
+  // values as the source, nothing the source lacks.
+  void check_slice_kvs(const Artifact& a, const GgufFile& g) {
+    const auto& path = a.entry->path;
+    const auto& src = model_.primary();
+    for (const auto& kv : src.kvs()) {
+      if (kv.key.starts_with("split.") || kv.key == kAlignmentKey) continue;
+      const auto* mine = g.find_kv(kv.key);
+      if (mine == nullptr) {
+        problem(path + ": KV '" + std::string(kv.key) + "' of the source is missing");
+      } else if (!same_value(mine->value, kv.value)) {
+        problem(path + ": KV '" + std::string(kv.key) + "' is " + describe(mine->value) + ", the source has " +
+                describe(kv.value));
+      }
+    }
+    for (const auto& kv : g.kvs()) {
+      if (is_fragment_key(kv.key) || kv.key == kAlignmentKey) continue;
+      if (src.find_kv(kv.key) == nullptr) problem(path + ": KV '" + std::string(kv.key) + "' is not in the source");
+    }
+  }
+
   // The fragment's KVs are exactly the source's that fragment_keeps_kv()
   // keeps for its role (same keys, types and values), plus the role keys.
   void check_kvs(const Artifact& a, const GgufFile& g) {
@@ -340,13 +404,24 @@ class Validator {
       if (n == 0) {
         problem("tensor '" + std::string(t.info->name) + "' of the source is in no artifact (expected in " +
                 expected_path_for(t) + ")");
+      } else if (n > 1 && t.placement.role == TensorRole::kGlobal && slice_fragments_.load() > 0) {
+        // Every copy was compared with the source above: identical bytes.
+        warning("tensor '" + std::string(t.info->name) + "' appears in " + std::to_string(n) +
+                " artifacts, identical copies: the spec says exactly one artifact holds each tensor (the reference "
+                "writer repeats global tensors; loaders keep the first copy)");
       } else if (n > 1) {
         problem("tensor '" + std::string(t.info->name) + "' of the source appears in " + std::to_string(n) +
                 " artifacts");
       }
     }
+    if (const uint64_t n = slice_fragments_.load(); n > 0) {
+      warning(std::to_string(n) + " fragment(s) use the reference writer's dialect (skippy.slice.* keys, every "
+              "source KV in every fragment, general.alignment 32): loadable, but the spec repeats shared metadata "
+              "only where a loader needs it");
+    }
     ValidationReport r;
     r.problems = std::move(problems_);
+    r.warnings = std::move(warnings_);
     r.artifacts_checked = artifacts_.load();
     r.tensors_checked = tensors_.load();
     r.bytes_hashed = hashed_.load();
@@ -359,8 +434,9 @@ class Validator {
   const ModelSource& model_;
   const ValidateOptions& opt_;
   std::vector<std::atomic<int>> seen_;
+  std::atomic<uint64_t> slice_fragments_{0};
   std::mutex mu_;
-  std::vector<std::string> problems_;
+  std::vector<std::string> problems_, warnings_;
   std::atomic<uint64_t> done_{0}, hashed_{0}, artifacts_{0}, tensors_{0};
   uint64_t total_ = 0;
 };
@@ -412,6 +488,7 @@ ValidationReport validate_package(const fs::path& source, const fs::path& packag
   r = v.run();
   r.problems.insert(r.problems.end(), structural.begin(), structural.end());
   std::sort(r.problems.begin(), r.problems.end());
+  std::sort(r.warnings.begin(), r.warnings.end());
   r.valid = r.problems.empty();
   return r;
 }
