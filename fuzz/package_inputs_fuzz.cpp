@@ -1,13 +1,16 @@
 // libFuzzer target for the package-level parsers that read untrusted text:
 // model-package.json (from a peer or the Hub), hf:// references and
 // org/repo:distribution coordinates (from configs and command lines), the
-// Hub's file names (distribution matching) and etags (cache file names).
+// Hub's file names (distribution matching) and etags (cache file names);
+// and the generation inputs an operator hands the runtime: config.toml
+// (speculative decoding), a backend capability file, --override FIELD=VALUE.
 // The first input byte picks the parser; the rest is its input. Each must
 // either succeed and keep its promises or throw skippy::Error; anything
 // else (another exception, a sanitizer report, a broken promise) is a crash.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +20,8 @@
 #include "skippy/hf_ref.h"
 #include "skippy/source.h"
 #include "skippy/manifest.h"
+#include "skippy/policy.h"
+#include "skippy/speculative.h"
 
 namespace {
 
@@ -92,18 +97,50 @@ void etag(std::string_view text) {
   CHECK(c.lock_path(e).parent_path().parent_path() == "/cache/.locks");
 }
 
+void operator_config(std::string_view text) {
+  const auto cfg = skippy::parse_operator_config(text, "config.toml");
+  // What parsed layers and resolves without throwing anything but a refusal.
+  for (const auto& [id, entry] : cfg.models) {
+    skippy::SpeculativeModel model;
+    model.direct_gguf = true;
+    model.layer_count = 4;
+    model.nextn_layers = std::set<uint32_t>{};
+    (void)skippy::resolve_speculative(model, skippy::layer_settings({}, &entry, cfg.defaults));
+  }
+}
+
+void backend(std::string_view text) {
+  const auto b = skippy::parse_backend_capabilities(text, "backend.json");
+  CHECK(!b.name.empty());
+}
+
+void policy_override(std::string_view text) {
+  skippy::PolicyOverrides o;
+  skippy::add_policy_override(o, text);
+  skippy::PolicyInputs in;
+  in.overrides = o;
+  in.backend = *skippy::builtin_backend("cpu");
+  in.request.kind = skippy::RequestKind::kPrefill;
+  in.request.n_tokens = 4096;
+  in.request.n_kv = 131072;
+  (void)skippy::resolve_policy(in, {});
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
-    switch (data[0] % 5) {
+    switch (data[0] % 8) {
       case 0: manifest(text); break;
       case 1: hf_ref(text); break;
       case 2: coordinate(text); break;
       case 3: distribution(text); break;
-      default: etag(text); break;
+      case 4: etag(text); break;
+      case 5: operator_config(text); break;
+      case 6: backend(text); break;
+      default: policy_override(text); break;
     }
   } catch (const skippy::Error&) {
     // A clear refusal is the expected outcome for most inputs.

@@ -17,7 +17,7 @@ declare -A allowed=(
   [publish]="format gguf util"
   [consume]="format gguf util"
   [plan]="consume format gguf util"
-  [generation]="format util"
+  [generation]="consume format gguf util"
   [source]="consume publish format gguf util"
   [hub]="source consume publish format gguf util"
   [peer]="source consume publish format gguf util"
@@ -32,7 +32,7 @@ declare -A owner=(
   [package_writer.h]=publish [package_validator.h]=publish
   [stage.h]=consume [verify.h]=consume [stage_view.h]=consume [materialize.h]=consume
   [plan.h]=plan
-  [policy.h]=generation [speculative.h]=generation [ngram.h]=generation
+  [policy.h]=generation [speculative.h]=generation [ngram.h]=generation [package_generation.h]=generation
   [source.h]=source [hf_ref.h]=source [hf_cache.h]=source
   [hub.h]=hub [hub_publish.h]=hub
   [peer.h]=peer [peer_identity.h]=peer [peer_topology.h]=peer

@@ -38,6 +38,14 @@ static int errors(const char* ref) {
     skippy_package_close(pkg);
     return 1;
   }
+  char* doc = (char*)1;
+  s = skippy_policy_resolve(pkg, "sideways", 1, 1, NULL, &doc);
+  printf("policy-bad-phase %s null=%d\n", skippy_status_name(s), doc == NULL);
+  s = skippy_policy_resolve(pkg, "decode", 1, 1, "/nonexistent/backend.json", &doc);
+  printf("policy-missing-backend %s\n", skippy_status_name(s));
+  s = skippy_speculative_resolve(NULL, NULL, &doc);
+  printf("speculative-null %s\n", skippy_status_name(s));
+  skippy_string_free(NULL);
   skippy_part part;
   s = skippy_stage_part(stage, 1000, &part);
   printf("part-out-of-range %s\n", skippy_status_name(s));
@@ -67,6 +75,16 @@ int main(int argc, char** argv) {
   printf("source %s %s %s\n", skippy_package_source_repo(pkg), skippy_package_source_revision(pkg),
          skippy_package_source_file(pkg));
   printf("commit %s\n", skippy_package_commit(pkg) ? skippy_package_commit(pkg) : "(none)");
+  /* Generation defaults: the same JSON documents as the policy and
+   * speculative commands. */
+  char* doc = NULL;
+  if (check(skippy_policy_resolve(pkg, "prefill", 4096, 131072, "cpu", &doc), "policy")) goto done;
+  printf("policy %s\n", doc);
+  skippy_string_free(doc);
+  doc = NULL;
+  skippy_status spec = skippy_speculative_resolve(pkg, NULL, &doc);
+  printf("speculative %s %s\n", skippy_status_name(spec), doc ? doc : "null");
+  skippy_string_free(doc);
   if (check(skippy_stage_select(pkg, (uint32_t)atoi(argv[2]), (uint32_t)atoi(argv[3]), NULL, &stage), "select")) goto done;
   for (size_t i = 0; i < skippy_stage_part_count(stage); ++i) {
     skippy_part part;

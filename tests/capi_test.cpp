@@ -2,6 +2,8 @@
 // real package, compared with what the C++ API says of the same stage.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <sstream>
 
 #include "skippy/gguf.h"
@@ -84,6 +86,39 @@ TEST(CApi, EveryMisuseIsAStatusNeverACrash) {
   EXPECT_EQ(lines_starting(r.out, "select-past-end "), std::vector<std::string>{"invalid_input"});
   EXPECT_EQ(lines_starting(r.out, "select-undeclared-projector "), std::vector<std::string>{"invalid_input"});
   EXPECT_EQ(lines_starting(r.out, "part-out-of-range "), std::vector<std::string>{"usage"});
+  EXPECT_EQ(lines_starting(r.out, "policy-bad-phase "), std::vector<std::string>{"usage null=1"});
+  EXPECT_EQ(lines_starting(r.out, "policy-missing-backend "), std::vector<std::string>{"not_found"});
+  EXPECT_EQ(lines_starting(r.out, "speculative-null "), std::vector<std::string>{"usage"});
+}
+
+// The generation resolvers through the C API answer what the CLI answers
+// (one library behind both), for a package with a native-MTP default.
+TEST(CApi, GenerationDefaultsAreTheCommandsAnswers) {
+  TempDir tmp;
+  ASSERT_EQ(test::write_pkg(test::data_path("glm4moe-mtp-tiny.gguf"), tmp / "pkg").exit_code, 0);
+  const auto pkg = (tmp / "pkg").string();
+  const auto r = run_c({pkg, "0", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto policy = lines_starting(r.out, "policy ");
+  ASSERT_EQ(policy.size(), 1u) << r.out;
+  const auto c_policy = nlohmann::json::parse(policy[0]);
+  const auto cli_policy = test::run_cli({"policy", pkg, "--phase", "prefill", "--n-tokens", "4096", "--n-kv", "131072",
+                                         "--backend", "cpu", "--json"});
+  ASSERT_EQ(cli_policy.exit_code, 0) << cli_policy.err;
+  const auto want_policy = nlohmann::json::parse(cli_policy.out);
+  EXPECT_EQ(c_policy["selected_path"], want_policy["selected_path"]);
+  EXPECT_EQ(c_policy["telemetry"], want_policy["telemetry"]);
+  EXPECT_EQ(c_policy["phase"], "long_prefill");
+
+  const auto spec = lines_starting(r.out, "speculative ok ");
+  ASSERT_EQ(spec.size(), 1u) << r.out;
+  const auto c_spec = nlohmann::json::parse(spec[0]);
+  const auto cli_spec = test::run_cli({"speculative", pkg, "--json"});
+  ASSERT_EQ(cli_spec.exit_code, 0) << cli_spec.err;
+  const auto want_spec = nlohmann::json::parse(cli_spec.out);
+  EXPECT_EQ(c_spec["strategy"], want_spec["strategy"]);
+  EXPECT_EQ(c_spec["plan"], want_spec["plan"]);
+  EXPECT_EQ(c_spec["strategy"], "mtp") << c_spec.dump();
 }
 
 }  // namespace

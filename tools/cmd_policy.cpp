@@ -3,10 +3,9 @@
 #include <iostream>
 
 #include "cli.h"
-#include "skippy/gguf.h"
+#include "skippy/package_generation.h"
 #include "skippy/policy.h"
 #include "skippy/stage.h"
-#include "skippy/verify.h"
 
 namespace skippy::cli {
 namespace {
@@ -70,28 +69,20 @@ Command register_policy(CLI::App& app) {
       ->check(CLI::IsMember({"full", "shared"}));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a]() {
-              PolicyInputs in;
-              for (const auto& o : a->overrides) add_policy_override(in.overrides, o);
-              in.backend = backend_by_name_or_file(a->backend);
+              // Flags first: a usage error needs no package.
+              PolicyOverrides overrides;
+              for (const auto& o : a->overrides) add_policy_override(overrides, o);
+              auto backend = backend_by_name_or_file(a->backend);
+              const auto pkg = open_package_for_cli(a->ref);
+              PolicyInputs in = package_policy_inputs(pkg);
+              in.overrides = std::move(overrides);
+              in.backend = std::move(backend);
               in.request.kind = *parse_request_kind(a->phase);
               in.request.n_tokens = a->n_tokens;
               in.request.n_kv = a->n_kv;
               if (!a->role.empty()) in.request.indexshare_role = parse_indexshare_role(a->role);
-
-              const auto pkg = open_package_for_cli(a->ref);
-              (void)verify_if_required(pkg, {check_metadata_only(pkg)});
-              const auto meta = GgufFile::open(pkg.root / pkg.manifest.shared.metadata.path);
-              in.architecture = std::string(meta.architecture());
-              if (a->top_k_opt->count() > 0) {
-                in.request.top_k = a->top_k;
-              } else if (auto k = meta.get_uint(in.architecture + ".attention.indexer.top_k")) {
-                in.request.top_k = *k;
-              }
+              if (a->top_k_opt->count() > 0) in.request.top_k = a->top_k;
               const auto& gen = pkg.manifest.generation;
-              if (gen) {
-                in.policy = gen->policy;
-                in.thresholds = gen->thresholds;
-              }
               const auto warnings = generation_warnings(gen);
               for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
               const auto d = resolve_policy(in, [](const std::string& line) { std::cerr << line << "\n"; });

@@ -5,17 +5,15 @@
 #include <iostream>
 
 #include "cli.h"
-#include "skippy/gguf.h"
 #include "skippy/model_source.h"
+#include "skippy/package_generation.h"
 #include "skippy/policy.h"
 #include "skippy/speculative.h"
 #include "skippy/stage.h"
-#include "skippy/verify.h"
 
 namespace skippy::cli {
 namespace {
 
-constexpr std::string_view kNextnTensors[] = {"nextn.eh_proj.weight", "nextn.enorm.weight", "nextn.hnorm.weight"};
 
 struct IntFlag {
   const char* flag;
@@ -44,45 +42,6 @@ struct SpeculativeArgs {
        &SpeculativeSettings::verify_window_pipeline_depth},
   };
 };
-
-bool has_nextn(auto find_tensor, uint32_t layer) {
-  for (const auto s : kNextnTensors) {
-    if (!find_tensor("blk." + std::to_string(layer) + "." + std::string(s))) return false;
-  }
-  return true;
-}
-
-// The package layers its native-mtp proposers and strategies name, opened
-// (consumer-validated, verified when required) to see which hold NextN
-// tensors. An hf:// package's layer that is not in the cache yet is not
-// downloaded for this: the check is then skipped (nullopt), and the plan says so.
-std::optional<std::set<uint32_t>> package_nextn_layers(const OpenedPackage& pkg) {
-  std::set<uint32_t> named;
-  const auto& gen = pkg.manifest.generation;
-  if (gen && gen->speculative_decoding) {
-    const auto& sd = *gen->speculative_decoding;
-    auto add = [&](const ProposerFields& f) {
-      if (f.layer_indices) named.insert(f.layer_indices->begin(), f.layer_indices->end());
-    };
-    for (const auto& [id, p] : sd.proposers) add(p);
-    for (const auto& [id, s] : sd.strategies) add(s);
-  }
-  std::set<uint32_t> found;
-  for (const uint32_t l : named) {
-    if (pkg.source && !std::filesystem::exists(pkg.root / pkg.manifest.layers[l].path)) {
-      std::cerr << "note: layer " << l << " is not in the cache: NextN tensors not checked\n";
-      return std::nullopt;
-    }
-    const auto sel = select_stage(pkg, LayerRange{l, l + 1});
-    for (const auto& part : sel.parts) {
-      if (part.role != PartRole::kLayer) continue;
-      (void)verify_if_required(pkg, {part});
-      const auto f = GgufFile::open(part.path);
-      if (has_nextn([&](const std::string& n) { return f.find_tensor(n) != nullptr; }, l)) found.insert(l);
-    }
-  }
-  return found;
-}
 
 void print_human(const SpeculativeResolution& r) {
   auto& o = std::cout;
@@ -147,23 +106,14 @@ Command register_speculative(CLI::App& app) {
               SpeculativeModel model;
               std::optional<OpenedPackage> pkg;
               std::string model_id = a->model;
-              const bool gguf = std::filesystem::is_regular_file(a->target);
-              if (gguf) {
-                const auto src = ModelSource::open(a->target);
-                model.direct_gguf = true;
-                model.layer_count = src.layer_count();
-                std::set<uint32_t> nextn;
-                for (uint32_t l = 0; l < model.layer_count; ++l) {
-                  if (has_nextn([&](const std::string& n) { return src.find_tensor(n) != nullptr; }, l)) nextn.insert(l);
-                }
-                model.nextn_layers = std::move(nextn);
+              if (std::filesystem::is_regular_file(a->target)) {
+                model = gguf_speculative_model(ModelSource::open(a->target));
               } else {
                 pkg = open_package_for_cli(a->target);
-                const auto& gen = pkg->manifest.generation;
-                for (const auto& w : generation_warnings(gen)) std::cerr << "warning: " << w << "\n";
-                if (gen && gen->speculative_decoding) model.package = &*gen->speculative_decoding;
-                model.layer_count = pkg->manifest.layer_count;
-                model.nextn_layers = package_nextn_layers(*pkg);
+                for (const auto& w : generation_warnings(pkg->manifest.generation)) std::cerr << "warning: " << w << "\n";
+                std::vector<std::string> notes;
+                model = package_speculative_model(*pkg, &notes);
+                for (const auto& n : notes) std::cerr << "note: " << n << "\n";
                 if (model_id.empty()) model_id = pkg->manifest.model_id;
               }
               const SpeculativeSettings* entry = nullptr;

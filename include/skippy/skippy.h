@@ -115,6 +115,30 @@ skippy_status skippy_stage_verify(skippy_stage* stage, int use_cache, uint64_t* 
 skippy_status skippy_stage_materialize(skippy_stage* stage, const char* out_path);
 const char* skippy_stage_materialized_path(const skippy_stage* stage);
 
+/* ---- Generation defaults (spec: "Policy Resolution", "Speculative
+ * Decoding"). Both answer with one JSON document, the one `policy --json`
+ * and `speculative --json` print, in a string the caller frees with
+ * skippy_string_free(). *json_out is NULL on failure. */
+
+/* The execution path for one request shape. phase: "decode", "prefill" or
+ * "verify"; backend: NULL or "reference" (every path), "cpu", "cuda",
+ * "metal", or the path of a backend description file. Keys include
+ * "phase", "selected_path", "package_path", "fallback_reason" and
+ * "telemetry" (the spec's record). When the package's recommendation is not
+ * what runs, the decision's JSON log line is in "log". */
+skippy_status skippy_policy_resolve(skippy_package* package, const char* phase, uint64_t n_tokens, uint64_t n_kv,
+                                    const char* backend, char** json_out);
+
+/* The speculative-decoding plan: strategy NULL for the package's default,
+ * else a strategy id (or "none"). Keys include "strategy" (the effective
+ * strategy id, or "disabled") and "plan". A refusal by a rule of the spec
+ * is SKIPPY_ERR_INVALID_INPUT, its message naming the rule; the document
+ * is then still returned with an "error" object. */
+skippy_status skippy_speculative_resolve(skippy_package* package, const char* strategy, char** json_out);
+
+/* Frees a string returned by this API (NULL is fine). */
+void skippy_string_free(char* s);
+
 #ifdef __cplusplus
 }
 #endif

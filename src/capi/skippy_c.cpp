@@ -2,9 +2,12 @@
 // point catches everything, turns it into a status and a per-thread message.
 #include "skippy/skippy.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +15,9 @@
 #include "skippy/hub.h"
 #include "skippy/manifest.h"
 #include "skippy/materialize.h"
+#include "skippy/package_generation.h"
+#include "skippy/policy.h"
+#include "skippy/speculative.h"
 #include "skippy/source.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
@@ -19,7 +25,8 @@
 
 struct skippy_package {
   skippy::OpenedPackage pkg;
-  std::string abi, activation, commit;
+  std::string abi, commit;
+  std::optional<uint64_t> activation_width;
 };
 
 struct skippy_stage {
@@ -76,6 +83,14 @@ const char* or_empty(const skippy_package* p, const std::string skippy::SourceMo
   return p ? (p->pkg.manifest.source_model.*field).c_str() : "";
 }
 
+// A malloc'd copy for the caller (freed by skippy_string_free).
+char* new_c_string(const std::string& s) {
+  char* p = static_cast<char*>(std::malloc(s.size() + 1));
+  if (p == nullptr) throw std::bad_alloc();
+  std::memcpy(p, s.c_str(), s.size() + 1);
+  return p;
+}
+
 }  // namespace
 
 extern "C" {
@@ -114,6 +129,7 @@ skippy_status skippy_package_open(const char* ref, skippy_package** out) {
     p->pkg = skippy::open_package(ref, skippy::default_sources());
     p->abi = p->pkg.manifest.skippy_abi_version;
     p->commit = p->pkg.commit.value_or("");
+    p->activation_width = skippy::activation_width_of(p->pkg).width;  // the reference runtime's fallback when undeclared
     *out = p.release();
   });
 }
@@ -128,7 +144,7 @@ const char* skippy_package_source_revision(const skippy_package* p) { return or_
 const char* skippy_package_source_file(const skippy_package* p) { return or_empty(p, &skippy::SourceModel::primary_file); }
 uint32_t skippy_package_layer_count(const skippy_package* p) { return p ? p->pkg.manifest.layer_count : 0; }
 uint64_t skippy_package_activation_width(const skippy_package* p) {
-  return p ? p->pkg.manifest.activation_width.value_or(0) : 0;
+  return p ? p->activation_width.value_or(0) : 0;
 }
 const char* skippy_package_root(const skippy_package* p) { return p ? p->pkg.root.c_str() : ""; }
 const char* skippy_package_commit(const skippy_package* p) { return p && p->pkg.commit ? p->commit.c_str() : nullptr; }
@@ -203,5 +219,57 @@ skippy_status skippy_stage_materialize(skippy_stage* stage, const char* out_path
 const char* skippy_stage_materialized_path(const skippy_stage* stage) {
   return stage && !stage->materialized.empty() ? stage->materialized.c_str() : nullptr;
 }
+
+skippy_status skippy_policy_resolve(skippy_package* package, const char* phase, uint64_t n_tokens, uint64_t n_kv,
+                                    const char* backend, char** json_out) {
+  if (json_out == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_policy_resolve: json_out is NULL");
+  *json_out = nullptr;
+  if (package == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_policy_resolve: package is NULL");
+  const auto kind = phase ? skippy::parse_request_kind(phase) : std::nullopt;
+  if (!kind) return fail(SKIPPY_ERR_USAGE, "skippy_policy_resolve: phase must be \"decode\", \"prefill\" or \"verify\"");
+  return guarded([&] {
+    auto in = skippy::package_policy_inputs(package->pkg);
+    in.backend = skippy::backend_by_name_or_file(backend ? backend : "reference");
+    in.request.kind = *kind;
+    in.request.n_tokens = n_tokens;
+    in.request.n_kv = n_kv;
+    std::vector<std::string> log;
+    const auto d = skippy::resolve_policy(in, [&](const std::string& line) { log.push_back(line); });
+    auto doc = skippy::policy_decision_json(d);
+    doc["architecture"] = in.architecture;
+    doc["warnings"] = skippy::generation_warnings(package->pkg.manifest.generation);
+    doc["log"] = log;
+    *json_out = new_c_string(doc.dump());
+  });
+}
+
+skippy_status skippy_speculative_resolve(skippy_package* package, const char* strategy, char** json_out) {
+  if (json_out == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_speculative_resolve: json_out is NULL");
+  *json_out = nullptr;
+  if (package == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_speculative_resolve: package is NULL");
+  std::optional<skippy::SpeculativeRefusal> refused;
+  const auto st = guarded([&] {
+    std::vector<std::string> notes;
+    const auto model = skippy::package_speculative_model(package->pkg, &notes);
+    skippy::SpeculativeSettings flags;
+    if (strategy) flags.strategy = strategy;
+    const auto r = skippy::resolve_speculative(model, skippy::layer_settings(flags, nullptr, {}));
+    auto doc = skippy::speculative_resolution_json(r);
+    doc["model"] = package->pkg.manifest.model_id;
+    for (const auto& n : r.notes) notes.push_back(n);
+    doc["notes"] = notes;
+    if (r.refusal) {
+      doc["error"] = {{"kind", "refused"}, {"rule", r.refusal->rule}, {"message", r.refusal->message}};
+      refused = *r.refusal;
+    }
+    *json_out = new_c_string(doc.dump());
+  });
+  if (st == SKIPPY_OK && refused) {
+    return fail(SKIPPY_ERR_INVALID_INPUT, "speculative decoding refused (rule " + refused->rule + "): " + refused->message);
+  }
+  return st;
+}
+
+void skippy_string_free(char* s) { std::free(s); }
 
 }  // extern "C"

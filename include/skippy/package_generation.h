@@ -1,0 +1,39 @@
+// A package's generation defaults gathered for the resolvers (spec:
+// "Generation Defaults"): what policy.h and speculative.h need from an
+// opened package, read the same way by the CLI and the C API. Unlike those
+// two (pure), this reads files: shared/metadata.gguf for the architecture
+// and the IndexShare top-k, and the layers a native-mtp proposer names, to
+// see which hold NextN tensors. Each part is verified first when the package
+// requires it (hf://).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "skippy/model_source.h"
+#include "skippy/policy.h"
+#include "skippy/speculative.h"
+#include "skippy/stage.h"
+
+namespace skippy {
+
+// The package's generation.policy and thresholds, general.architecture and
+// (when the metadata declares it) <arch>.attention.indexer.top_k as the
+// request's top_k. The caller fills in the rest of the request, the backend
+// and any overrides.
+PolicyInputs package_policy_inputs(const OpenedPackage& pkg);
+
+// The package's speculative_decoding (pointing into pkg.manifest: keep pkg
+// alive), its layer count and the NextN layers among those its native-mtp
+// proposers and strategies name. An hf:// package's layer that is not in the
+// cache yet is not downloaded for this: nextn_layers is then nullopt and a
+// note says so.
+SpeculativeModel package_speculative_model(const OpenedPackage& pkg, std::vector<std::string>* notes = nullptr);
+
+// A GGUF served directly (no package): every layer holding the NextN tensors.
+SpeculativeModel gguf_speculative_model(const ModelSource& model);
+
+}  // namespace skippy
