@@ -5,7 +5,7 @@
 # etags) seeded with fuzz/corpus-inputs/, then the peer-transfer frame parser
 # seeded with fuzz/corpus-peer/ (written by fuzz/peer_seeds.py).
 #
-#   scripts/fuzz.sh --ci     about 60 + 30 + 30 s (CI); fails on any crash, leak,
+#   scripts/fuzz.sh --ci     about 40 + 20 + 20 s (CI); fails on any crash, leak,
 #                            oversized allocation or timeout
 #   scripts/fuzz.sh          the long run: FUZZ_RUNS executions (10,000,000) of the
 #                            reader, FUZZ_INPUTS_RUNS (2,000,000) of the text parsers,
@@ -79,9 +79,9 @@ flags=(-dict=fuzz/gguf.dict "${common[@]}")
 inputs_flags=("${common[@]}")
 peer_flags=("${common[@]}")
 if [ "$mode" = ci ]; then
-  flags+=(-max_total_time="${FUZZ_SECONDS:-60}")
-  inputs_flags+=(-max_total_time="${FUZZ_INPUTS_SECONDS:-30}")
-  peer_flags+=(-max_total_time="${FUZZ_PEER_SECONDS:-30}")
+  flags+=(-max_total_time="${FUZZ_SECONDS:-40}")
+  inputs_flags+=(-max_total_time="${FUZZ_INPUTS_SECONDS:-20}")
+  peer_flags+=(-max_total_time="${FUZZ_PEER_SECONDS:-20}")
 else
   flags+=(-runs="${FUZZ_RUNS:-10000000}")
   inputs_flags+=(-runs="${FUZZ_INPUTS_RUNS:-2000000}")

@@ -315,8 +315,21 @@ class Validator {
   void check_slice_kvs(const Artifact& a, const GgufFile& g) {
     const auto& path = a.entry->path;
     const auto& src = model_.primary();
-    for (const auto& kv : src.kvs()) {
-      if (kv.key.starts_with("split.") || kv.key == kAlignmentKey) continue;
+    check_source_kvs_present(path, g, [](std::string_view key) {
+      return !key.starts_with("split.") && key != kAlignmentKey;
+    });
+    for (const auto& kv : g.kvs()) {
+      if (is_fragment_key(kv.key) || kv.key == kAlignmentKey) continue;
+      if (src.find_kv(kv.key) == nullptr) problem(path + ": KV '" + std::string(kv.key) + "' is not in the source");
+    }
+  }
+
+  // Every source KV `kept` selects is in the fragment with the source's type
+  // and value.
+  template <class Kept>
+  void check_source_kvs_present(const std::string& path, const GgufFile& g, const Kept& kept) {
+    for (const auto& kv : model_.primary().kvs()) {
+      if (!kept(kv.key)) continue;
       const auto* mine = g.find_kv(kv.key);
       if (mine == nullptr) {
         problem(path + ": KV '" + std::string(kv.key) + "' of the source is missing");
@@ -324,10 +337,6 @@ class Validator {
         problem(path + ": KV '" + std::string(kv.key) + "' is " + describe(mine->value) + ", the source has " +
                 describe(kv.value));
       }
-    }
-    for (const auto& kv : g.kvs()) {
-      if (is_fragment_key(kv.key) || kv.key == kAlignmentKey) continue;
-      if (src.find_kv(kv.key) == nullptr) problem(path + ": KV '" + std::string(kv.key) + "' is not in the source");
     }
   }
 
@@ -336,16 +345,9 @@ class Validator {
   void check_kvs(const Artifact& a, const GgufFile& g) {
     const auto& path = a.entry->path;
     const auto& src = model_.primary();
-    for (const auto& kv : src.kvs()) {
-      if (!fragment_keeps_kv(a.role, kv.key, src.architecture())) continue;
-      const auto* mine = g.find_kv(kv.key);
-      if (mine == nullptr) {
-        problem(path + ": KV '" + std::string(kv.key) + "' of the source is missing");
-      } else if (!same_value(mine->value, kv.value)) {
-        problem(path + ": KV '" + std::string(kv.key) + "' is " + describe(mine->value) + ", the source has " +
-                describe(kv.value));
-      }
-    }
+    check_source_kvs_present(path, g, [&](std::string_view key) {
+      return fragment_keeps_kv(a.role, key, src.architecture());
+    });
     for (const auto& kv : g.kvs()) {
       if (is_role_key(kv.key)) continue;
       const auto* theirs = src.find_kv(kv.key);
