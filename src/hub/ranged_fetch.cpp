@@ -4,6 +4,7 @@
 #include <atomic>
 #include <charconv>
 #include <exception>
+#include <map>
 
 #include "skippy/error.h"
 
@@ -48,8 +49,16 @@ struct Shared {
   DownloadLocation where;
   uint64_t generation = 0;        // bumped whenever `where` changes
   unsigned redirects = 0;
-  uint64_t ok_generation = UINT64_MAX;  // the newest location a range request succeeded on
-  unsigned dead_refreshes = 0;           // locations in a row refused before any success
+  // Per location (generation): requests still waiting for their answer, and
+  // whether any got its range. A refusal is judged once the others sent
+  // on that location have answered.
+  struct Tally {
+    unsigned waiting = 0;
+    bool served = false;
+  };
+  std::map<uint64_t, Tally> tally;
+  std::condition_variable answered;
+  unsigned dead_locations = 0;  // locations in a row refused before serving anything
   std::optional<Error> fatal;     // the first error that stops the file
   bool ranges_ignored = false;
   unsigned running = 0;
@@ -95,7 +104,20 @@ class RangeWorker {
         if (sh_.stop) return false;
         where = sh_.where;
         generation = sh_.generation;
+        ++sh_.tally[generation].waiting;
       }
+      bool answered = false;
+      auto answer_is = [&](bool served) {
+        if (answered) return;
+        answered = true;
+        {
+          std::lock_guard g(sh_.mu);
+          auto& t = sh_.tally[generation];
+          --t.waiting;
+          t.served = t.served || served;
+        }
+        sh_.answered.notify_all();
+      };
       HttpRequest req;
       req.url = where.url;
       req.headers = o_.headers;
@@ -116,8 +138,7 @@ class RangeWorker {
                       ") for bytes=" + std::to_string(asked) + "-" + std::to_string(end - 1);
           return false;
         }
-        std::lock_guard g(sh_.mu);
-        if (sh_.ok_generation == UINT64_MAX || sh_.ok_generation < generation) sh_.ok_generation = generation;
+        answer_is(true);
         return true;
       };
       req.sink = [&](std::span<const uint8_t> data) {
@@ -140,6 +161,7 @@ class RangeWorker {
         return true;
       };
       auto res = conn.perform(req);
+      answer_is(false);
       if (ignored) {
         std::lock_guard g(sh_.mu);
         sh_.ranges_ignored = true;
@@ -218,16 +240,23 @@ class RangeWorker {
   }
 
   // A signed storage URL that expired (or was refused): a fresh one from the
-  // Hub, shared by every worker. When two locations in a row are refused
-  // before any range request succeeded on them, the file stops with the
-  // storage's reason (one such refusal may be a race between connections).
+  // Hub, shared by every worker. When two locations in a row served nothing
+  // (every request sent there was refused), the file stops with the
+  // storage's reason.
   bool refresh(const HttpResponse& r, uint64_t generation) {
     std::lock_guard rg(sh_.refresh_mu);
     std::unique_lock g(sh_.mu);
     if (sh_.generation != generation) return !sh_.stop;  // refreshed meanwhile: use that
-    const bool worked = sh_.ok_generation != UINT64_MAX && sh_.ok_generation >= generation;
-    sh_.dead_refreshes = worked ? 0 : sh_.dead_refreshes + 1;
-    if (sh_.dead_refreshes >= 2 || !o_.refresh) {
+    // Let the requests still out on this location answer first (bounded:
+    // one that hangs is judged without).
+    sh_.answered.wait_for(g, std::chrono::seconds(2), [&] {
+      const auto& t = sh_.tally[generation];
+      return t.served || t.waiting == 0 || sh_.stop;
+    });
+    if (sh_.stop) return false;
+    const bool served = sh_.tally[generation].served;
+    sh_.dead_locations = served ? 0 : sh_.dead_locations + 1;
+    if (sh_.dead_locations >= 2 || !o_.refresh) {
       const std::string origin = url_origin(sh_.where.url);
       g.unlock();
       sh_.fail(Error(r.status == 400 ? ErrorKind::kTransport : ErrorKind::kUnauthorized,
