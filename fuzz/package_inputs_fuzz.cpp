@@ -1,10 +1,12 @@
 // libFuzzer target for the package-level parsers that read untrusted text:
 // model-package.json (from a peer or the Hub), hf:// references and
 // org/repo:distribution coordinates (from configs and command lines), the
-// Hub's file names (distribution matching) and etags (cache file names);
-// and the generation inputs an operator hands the runtime: config.toml
-// (speculative decoding), a backend capability file, --override FIELD=VALUE.
-// The first input byte picks the parser; the rest is its input. Each must
+// Hub's file names (distribution matching), etags (cache file names), the
+// range record a partial ranged download leaves beside its blob (read back
+// from disk on resume), and the generation inputs an operator hands the
+// runtime: config.toml (speculative decoding), a backend capability file,
+// --override FIELD=VALUE. The first input byte picks the parser (0xF0 and
+// up: the range record; else byte % 8); the rest is its input. Each must
 // either succeed and keep its promises or throw skippy::Error; anything
 // else (another exception, a sanitizer report, a broken promise) is a crash.
 #include <cstdint>
@@ -22,6 +24,7 @@
 #include "skippy/manifest.h"
 #include "skippy/policy.h"
 #include "skippy/speculative.h"
+#include "source/blob_writer.h"
 
 namespace {
 
@@ -126,12 +129,42 @@ void policy_override(std::string_view text) {
   (void)skippy::resolve_policy(in, {});
 }
 
+void range_record(std::string_view text) {
+  // The blob a record must name, and its size, come first: "<size>\n".
+  const auto nl = text.find('\n');
+  if (nl == std::string_view::npos || nl > 20) return;
+  uint64_t size = 0;
+  for (const char c : text.substr(0, nl)) {
+    if (c < '0' || c > '9') return;
+    size = size * 10 + static_cast<uint64_t>(c - '0');
+  }
+  const std::string etag(64, 'a');
+  skippy::detail::ByteRanges done;
+  if (skippy::detail::parse_range_record(text.substr(nl + 1), etag, size, done)) return;
+  // Accepted: ordered, disjoint, inside the file; and it writes back as itself.
+  uint64_t prev = 0;
+  for (size_t i = 0; i < done.ranges().size(); ++i) {
+    const auto& [a, b] = done.ranges()[i];
+    CHECK(a < b && b <= size);
+    CHECK(i == 0 || a > prev);
+    prev = b;
+  }
+  CHECK(done.total() <= size);
+  skippy::detail::ByteRanges again;
+  CHECK(!skippy::detail::parse_range_record(skippy::detail::format_range_record(etag, size, done), etag, size, again));
+  CHECK(again.ranges() == done.ranges());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
+    if (data[0] >= 0xF0) {
+      range_record(text);
+      return 0;
+    }
     switch (data[0] % 8) {
       case 0: manifest(text); break;
       case 1: hf_ref(text); break;

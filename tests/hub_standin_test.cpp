@@ -5,6 +5,8 @@
 #include "hub_standin.h"
 
 #include <gtest/gtest.h>
+
+#include <chrono>
 #include <openssl/evp.h>
 
 #include <filesystem>
@@ -142,6 +144,37 @@ TEST_F(HubStandinTest, FollowingTheLocationGetsTheBytes) {
   const auto manifest = HubStandin::http("GET", resolve("main", "model-package.json"));
   EXPECT_EQ(manifest.status, 200);
   EXPECT_EQ(manifest.body, files.manifest);
+}
+
+TEST_F(HubStandinTest, StorageCapsEachConnectionExpiresUrlsAfterUseAndCanIgnoreRange) {
+  // About 1 MiB at 2 MiB/s per connection: half a second, not less.
+  hub.configure({{"storage_conn_bytes_per_sec", 2 << 20}});
+  const std::string url = location("big.bin");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto capped = HubStandin::http("GET", url);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(capped.status, 200);
+  EXPECT_EQ(capped.body, files.big);
+  EXPECT_GE(secs, 0.4);
+  hub.configure({{"storage_conn_bytes_per_sec", 0}});
+
+  // Each signed URL answers url_max_uses requests; each resolve signs a new one.
+  hub.configure({{"url_max_uses", 2}});
+  const std::string once = location("big.bin");
+  EXPECT_NE(once, url);
+  EXPECT_EQ(HubStandin::http("GET", once, {"Range: bytes=0-9"}).status, 206);
+  EXPECT_EQ(HubStandin::http("GET", once, {"Range: bytes=10-19"}).status, 206);
+  const auto stale = HubStandin::http("GET", once, {"Range: bytes=20-29"});
+  EXPECT_EQ(stale.status, 403);
+  EXPECT_NE(stale.body.find("expired"), std::string::npos) << stale.body;
+  EXPECT_EQ(HubStandin::http("GET", location("big.bin"), {"Range: bytes=20-29"}).status, 206);
+  hub.configure({{"url_max_uses", 0}});
+
+  hub.configure({{"storage_ignore_range", true}});
+  const auto whole = HubStandin::http("GET", location("big.bin"), {"Range: bytes=0-9"});
+  EXPECT_EQ(whole.status, 200);
+  EXPECT_EQ(whole.body.size(), files.big.size());
+  hub.configure({{"storage_ignore_range", false}});
 }
 
 TEST_F(HubStandinTest, StorageRejectsBadOrExpiredSignatures) {

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "skippy/error.h"
 #include "skippy/hf_ref.h"
+#include "skippy/hub.h"
 #include "skippy/verify.h"
 
 namespace skippy::cli {
@@ -17,10 +18,12 @@ Command register_fetch(CLI::App& app) {
       "the cache huggingface_hub uses ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub). Every part is checked\n"
       "against the manifest's size and SHA-256 before it gets its final name; cache hits are verified too.\n"
       "Without --layers, every artifact of the package is fetched.\n"
-      "Environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE=1 (cache only, no network).");
+      "Large parts come as byte ranges over several connections at once (--connections, default 8).\n"
+      "Environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE=1 (cache only, no network), SKIPPY_HF_CONNECTIONS.");
   struct Args {
     std::string ref, layers, projector;
     bool json = false, single_stage = false, refresh = false;
+    unsigned connections = 0;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("package", a->ref, "hf://ns/repo, hf://ns/repo:rev or hf://ns/repo@rev")->required();
@@ -30,6 +33,10 @@ Command register_fetch(CLI::App& app) {
   cmd->add_flag("--refresh", a->refresh,
                 "For a branch or tag: ask the Hub what it names now (default: a ref already in the cache answers, "
                 "with no network)");
+  cmd->add_option("--connections", a->connections,
+                  "Connections to the Hub's storage at once, shared by all files; a large file is split into byte "
+                  "ranges over them (default 8, or SKIPPY_HF_CONNECTIONS; 1 = one stream at a time)")
+      ->check(CLI::Range(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a]() {
             if (!is_hf_ref(a->ref)) {
@@ -41,7 +48,13 @@ Command register_fetch(CLI::App& app) {
             if (!range && (!a->projector.empty() || a->single_stage)) {
               throw Error(ErrorKind::kUsage, "--projector and --single-stage need --layers");
             }
-            const auto pkg = open_package_for_cli(a->ref, a->refresh);
+            std::optional<Sources> with_connections;
+            if (a->connections) {
+              HubConfig hub = HubConfig::from_env();
+              hub.connections = a->connections;
+              with_connections = default_sources(hub);
+            }
+            const auto pkg = open_package_for_cli(a->ref, a->refresh, with_connections);
             SelectOptions so;
             if (!a->projector.empty()) so.projector_path = a->projector;
             so.single_stage = a->single_stage;

@@ -16,11 +16,18 @@ Progress::~Progress() {
 void Progress::update(uint64_t done, uint64_t total) {
   if (!enabled_) return;
   std::lock_guard g(mu_);
+  if (total > 0 && done >= total) {
+    // Finished: clear the line so what the command prints next starts clean.
+    if (drawn_) std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+    drawn_ = false;
+    return;
+  }
   const auto now = std::chrono::steady_clock::now();
-  if (now - last_ < std::chrono::milliseconds(125) && done < total) return;
+  if (now - last_ < std::chrono::milliseconds(125)) return;
   last_ = now;
   const double secs = std::chrono::duration<double>(now - start_).count();
-  if (secs < 0.3 && done < total) return;  // quick jobs stay quiet
+  if (secs < 0.3) return;  // quick jobs stay quiet
   const double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
   std::string eta = "--:--";
   if (rate > 0 && total >= done) {
@@ -32,8 +39,8 @@ void Progress::update(uint64_t done, uint64_t total) {
   const double pct = total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0;
   std::fprintf(stderr, "\r\033[K%s %s / %s  %5.1f%%  %s/s  ETA %s", label_.c_str(), human_bytes(done).c_str(),
                human_bytes(total).c_str(), pct, human_bytes(static_cast<uint64_t>(rate)).c_str(), eta.c_str());
-  std::fflush(stderr);
   drawn_ = true;
+  std::fflush(stderr);
 }
 
 }  // namespace skippy::cli

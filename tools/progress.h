@@ -14,6 +14,7 @@ class Progress {
   explicit Progress(std::string label);
   ~Progress();  // clears the line
   // Thread-safe; cheap when called often (redraws at most ~8 times a second).
+  // Reaching the total clears the line (what the command prints next starts clean).
   void update(uint64_t done, uint64_t total);
 
  private:

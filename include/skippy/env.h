@@ -77,6 +77,8 @@ std::optional<std::string> hf_token();
 bool hf_hub_offline();
 unsigned hf_parallel_downloads();  // SKIPPY_HF_DOWNLOADS, default 4
 unsigned hf_parallel_uploads();    // SKIPPY_HF_UPLOADS, default 4
+unsigned hf_connections();         // SKIPPY_HF_CONNECTIONS, default 8 (1..64)
+uint64_t hf_min_range_bytes();     // SKIPPY_HF_MIN_RANGE (bytes), default 4 MiB, at least 64 KiB
 unsigned hf_max_attempts();        // SKIPPY_HF_MAX_ATTEMPTS, default 5
 unsigned hf_backoff_ms();          // SKIPPY_HF_BACKOFF_MS, default 1000
 

@@ -5,7 +5,8 @@
 //     -> X-Repo-Commit (the commit), X-Linked-Etag / X-Linked-Size (LFS
 //        files; else ETag / Content-Length), and for LFS files a redirect
 //        to a storage host, which is fetched WITHOUT the token;
-//   GET  that URL (with Range to resume blobs/<etag>.incomplete);
+//   GET  that URL (with Range to resume blobs/<etag>.incomplete; a large
+//        file as byte ranges over several connections at once);
 //   GET  {endpoint}/api/models/{repo}/revision/{revision}?blobs=true
 //     -> the commit and every file with its size and LFS SHA-256.
 //
@@ -18,6 +19,7 @@
 // that do not match), kInvalidInput (answers that break the protocol).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,7 +33,14 @@ struct HubConfig {
   std::optional<std::string> token;
   unsigned max_attempts = 5;     // per request, retries included
   unsigned backoff_ms = 1000;    // first retry delay; doubles, capped at 30 s
-  unsigned parallel_downloads = 4;
+  unsigned parallel_downloads = 4;  // files at once (at least `connections`)
+  // Connections one fetch opens at most, shared by all its files: a file of
+  // at least 2 x min_range_bytes is fetched as byte ranges spread over them
+  // (about four ranges per connection, each at least min_range_bytes and at
+  // most 64 MiB); smaller files take one connection each. 1: one stream at
+  // a time, as curl would.
+  unsigned connections = 8;
+  uint64_t min_range_bytes = uint64_t{4} << 20;
   // From the environment (skippy/env.h: HF_ENDPOINT, HF_TOKEN..., and the
   // SKIPPY_HF_* tuning). Throws Error(kUsage) for a bad HF_ENDPOINT.
   static HubConfig from_env();
@@ -45,5 +54,7 @@ std::shared_ptr<Remote> make_hub_remote(HubConfig config);
 // (env::hf_hub_cache_dir()), then the Hub (HubConfig::from_env()) — or,
 // with HF_HUB_OFFLINE=1, the cache alone (Sources::offline).
 Sources default_sources();
+// The same with the Hub configured as `hub` (fetch --connections).
+Sources default_sources(const HubConfig& hub);
 
 }  // namespace skippy

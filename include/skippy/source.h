@@ -94,6 +94,10 @@ class Remote {
   virtual std::vector<RemoteOutcome> fetch(const HfRepoCache& cache, const std::string& commit,
                                            const std::vector<RemoteFile>& files,
                                            const std::function<void(uint64_t)>& on_bytes) = 0;
+  // What the last fetch() did that the user should know but that failed
+  // nothing (a damaged record of a partial download it started over); the
+  // notes are handed over once. None by default.
+  virtual std::vector<std::string> take_notes() { return {}; }
 };
 
 // The sources an open_package or open_model_source call may use.

@@ -130,12 +130,26 @@ std::optional<std::string> HttpResponse::header(const std::string& lower_name) c
 }
 
 HttpResult http_perform(const HttpRequest& req) {
+  HttpConnection c;
+  return c.perform(req);
+}
+
+HttpConnection::HttpConnection() {
   global_init();
-  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
-  if (!curl) return {std::nullopt, TransportError{"cannot initialise libcurl", false}};
+  curl_ = curl_easy_init();
+}
+
+HttpConnection::~HttpConnection() {
+  if (curl_) curl_easy_cleanup(static_cast<CURL*>(curl_));
+}
+
+HttpResult HttpConnection::perform(const HttpRequest& req) {
+  if (!curl_) return {std::nullopt, TransportError{"cannot initialise libcurl", false}};
+  CURL* const c = static_cast<CURL*>(curl_);
+  curl_easy_reset(c);  // every option anew; the open connection stays in the handle's cache
   Transfer t;
   t.req = &req;
-  t.curl = curl.get();
+  t.curl = c;
   curl_slist* list = nullptr;
   for (const auto& h : req.headers) list = curl_slist_append(list, h.c_str());
   const bool has_body = req.method == "POST" || req.method == "PUT";
@@ -143,7 +157,6 @@ HttpResult http_perform(const HttpRequest& req) {
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(list, &curl_slist_free_all);
   char errbuf[CURL_ERROR_SIZE] = {0};
 
-  CURL* c = curl.get();
   curl_easy_setopt(c, CURLOPT_URL, req.url.c_str());
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
@@ -174,6 +187,7 @@ HttpResult http_perform(const HttpRequest& req) {
   }
 
   const CURLcode rc = curl_easy_perform(c);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, nullptr);  // errbuf goes out of scope
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &t.resp.status);
   if (rc != CURLE_OK) {
     if (t.sink_aborted) return {std::nullopt, TransportError{"download aborted", false, true}};

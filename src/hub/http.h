@@ -67,6 +67,23 @@ struct HttpResult {
 };
 HttpResult http_perform(const HttpRequest& request);
 
+// One connection kept open across requests (HTTP keep-alive): a libcurl
+// handle whose connection cache survives between perform() calls, so
+// consecutive requests to one host skip the TCP (and TLS) handshake. Not
+// thread-safe: one thread at a time. A transfer the sink aborted closes the
+// connection; the next request opens a new one.
+class HttpConnection {
+ public:
+  HttpConnection();
+  ~HttpConnection();
+  HttpConnection(const HttpConnection&) = delete;
+  HttpConnection& operator=(const HttpConnection&) = delete;
+  HttpResult perform(const HttpRequest& request);
+
+ private:
+  void* curl_ = nullptr;  // CURL*
+};
+
 // "scheme://host[:port]" of an absolute URL (lower-cased), or "" if not absolute.
 std::string url_origin(const std::string& url);
 // Where a redirect from `from` to a Location header value leads: a relative

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "hub/http.h"
+#include "hub/ranged_fetch.h"
 #include "hub/retry.h"
 #include "skippy/env.h"
 #include "skippy/error.h"
@@ -197,7 +198,8 @@ class HubRepo {
   // resumes with Range, starts over when the server ignores it, follows
   // redirects (dropping the token across hosts), refreshes an expired
   // signed URL, retries with backoff.
-  void transfer(detail::BlobWriter& w, FileMeta& meta, const std::string& commit, const std::string& path) const {
+  void transfer(detail::HttpConnection& conn, detail::BlobWriter& w, FileMeta& meta, const std::string& commit,
+                const std::string& path) const {
     const std::string& what = w.spec().what;
     std::string failure;
     unsigned redirects = 0;
@@ -242,7 +244,7 @@ class HubRepo {
           return false;
         }
       };
-      auto res = http_perform(req);
+      auto res = conn.perform(req);
       if (res.error) {
         if (!bad_range.empty()) {  // our partial file is useless to this server: start over
           failure = bad_range;
@@ -311,9 +313,11 @@ class HubRepo {
   }
 
   // One file: what the Hub says about it must agree with the request; then
-  // the blob writer receives it.
-  RemoteOutcome fetch_one(const HfRepoCache& cache, const std::string& commit, const RemoteFile& want,
-                          const std::function<void(uint64_t)>& on_bytes) {
+  // the blob writer receives it over the fetch's pooled connections: in
+  // ranges over several at once when it is large, else in one stream.
+  RemoteOutcome fetch_one(detail::ConnectionPool& pool, const HfRepoCache& cache, const std::string& commit,
+                          const RemoteFile& want, const std::function<void(uint64_t)>& on_bytes,
+                          const std::function<void(const std::string&)>& on_note) {
     FileMeta meta = head_cached(commit, want.path);
     const std::string what = "hf://" + repo + "@" + commit + ": " + want.path;
     if (meta.commit != commit) {
@@ -332,8 +336,38 @@ class HubRepo {
     spec.sha256 = want.sha256;
     spec.declared_by = want.declared_by;
     spec.what = what;
-    const auto got = detail::receive_blob(cache, commit, want.path, spec, on_bytes,
-                                          [&](detail::BlobWriter& w) { transfer(w, meta, commit, want.path); });
+    spec.on_note = on_note;
+    auto one_stream = [&](detail::BlobWriter& w) {
+      pool.run([&](detail::HttpConnection& conn) { transfer(conn, w, meta, commit, want.path); });
+    };
+    const unsigned connections = pool.size();
+    const uint64_t min_range = std::max<uint64_t>(cfg.min_range_bytes, 1);
+    if (connections < 2 || meta.size < 2 * min_range) {
+      const auto got = detail::receive_blob(cache, commit, want.path, spec, on_bytes, one_stream);
+      return RemoteOutcome{true, got.received, got.received && got.verified, std::nullopt};
+    }
+    detail::RangedFetchOptions o;
+    o.pool = &pool;
+    o.connections = connections;
+    o.range_bytes = detail::range_size_for(meta.size, connections, min_range);
+    o.retry = {cfg.max_attempts, cfg.backoff_ms};
+    o.headers = headers(false);
+    if (cfg.token) o.token_header = "Authorization: Bearer " + *cfg.token;
+    o.refresh = [&]() {
+      const FileMeta fresh = head(commit, want.path);
+      if (fresh.etag != meta.etag || fresh.size != meta.size || fresh.commit != meta.commit) {
+        throw_integrity(what + ": the Hub changed its answer during the download (etag " + meta.etag + " -> " +
+                        fresh.etag + ", " + std::to_string(meta.size) + " -> " + std::to_string(fresh.size) + " bytes)");
+      }
+      return detail::DownloadLocation{fresh.download_url, fresh.token_allowed};
+    };
+    o.refused = [&](const HttpResponse& r, const std::string& url) { fail_status(r, url, commit, want.path); };
+    const auto got = detail::receive_blob_ranged(
+        cache, commit, want.path, spec, on_bytes,
+        [&](detail::RangedBlobWriter& w) {
+          return detail::fetch_ranges(w, {meta.download_url, meta.token_allowed}, o);
+        },
+        one_stream);
     return RemoteOutcome{true, got.received, got.received && got.verified, std::nullopt};
   }
 
@@ -407,16 +441,32 @@ class HubRemote final : public Remote {
     std::vector<RemoteOutcome> out(files.size());
     std::vector<uint64_t> sizes;
     for (const auto& f : files) sizes.push_back(f.size.value_or(0));
+    // One pool of connections for every file of this fetch: a large file
+    // spreads its ranges over all of them, small files take one each.
+    const unsigned connections = std::max(1u, cfg_.connections);
+    detail::ConnectionPool pool(static_cast<unsigned>(std::min<size_t>(connections, std::max<uint64_t>(
+                                                                                         1, total_ranges(sizes)))));
+    auto on_note = [this](const std::string& n) {
+      std::lock_guard g(mu_);
+      notes_.push_back(n);
+    };
     // Every file is tried even when another fails: what arrives stays in
-    // the cache for the next run.
-    detail::run_jobs_largest_first(sizes, cfg_.parallel_downloads, [&](size_t i) {
+    // the cache for the next run. Enough files at once that while one
+    // file's last ranges finish, the next ones' requests are queued.
+    const unsigned files_at_once = std::max(cfg_.parallel_downloads, pool.size());
+    detail::run_jobs_largest_first(sizes, files_at_once, [&](size_t i) {
       try {
-        out[i] = repo.fetch_one(cache, commit, files[i], on_bytes);
+        out[i] = repo.fetch_one(pool, cache, commit, files[i], on_bytes, on_note);
       } catch (const Error& e) {
         out[i] = RemoteOutcome{false, false, false, e};
       }
     });
     return out;
+  }
+
+  std::vector<std::string> take_notes() override {
+    std::lock_guard g(mu_);
+    return std::exchange(notes_, {});
   }
 
  private:
@@ -427,9 +477,18 @@ class HubRemote final : public Remote {
     return *r;
   }
 
+  // How many requests the files could use at once (sizes unknown count as one).
+  uint64_t total_ranges(const std::vector<uint64_t>& sizes) const {
+    const uint64_t min_range = std::max<uint64_t>(cfg_.min_range_bytes, 1);
+    uint64_t n = 0;
+    for (const uint64_t s : sizes) n += std::max<uint64_t>(1, s / min_range);
+    return n;
+  }
+
   HubConfig cfg_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<HubRepo>> repos_;
+  std::vector<std::string> notes_;
 };
 
 }  // namespace
@@ -441,6 +500,8 @@ HubConfig HubConfig::from_env() {
   c.backoff_ms = env::hf_backoff_ms();
   c.max_attempts = env::hf_max_attempts();
   c.parallel_downloads = env::hf_parallel_downloads();
+  c.connections = env::hf_connections();
+  c.min_range_bytes = env::hf_min_range_bytes();
   return c;
 }
 
@@ -451,6 +512,14 @@ Sources default_sources() {
   s.hf_cache = env::hf_hub_cache_dir();
   s.offline = env::hf_hub_offline();
   if (!s.offline) s.remotes.push_back(make_hub_remote(HubConfig::from_env()));
+  return s;
+}
+
+Sources default_sources(const HubConfig& hub) {
+  Sources s;
+  s.hf_cache = env::hf_hub_cache_dir();
+  s.offline = env::hf_hub_offline();
+  if (!s.offline) s.remotes.push_back(make_hub_remote(hub));
   return s;
 }
 

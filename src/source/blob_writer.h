@@ -19,14 +19,30 @@
 //
 // A transfer that fails midway (transport, timeout) keeps the partial file
 // for the next run. Internal to the library (hub/ and peer/ use it).
+//
+// Large blobs may instead arrive as byte ranges over several connections at
+// once (receive_blob_ranged, RangedBlobWriter): each range is written in
+// place (pwrite) into the same .incomplete file, the SHA-256 follows the
+// contiguous prefix as it grows (reading back what was just written, from
+// the page cache), and the finished ranges are recorded beside it in
+// blobs/<etag>.incomplete.ranges (the range record, replaced atomically) so
+// the next run resumes every range exactly. Bytes the record does not list
+// are never trusted; a record that cannot be read means starting over, with
+// a note saying so. Steps 1, 3, 4 and 5 are the same.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "skippy/file.h"
 #include "skippy/hf_cache.h"
@@ -42,6 +58,9 @@ struct BlobSpec {
   std::string declared_by = "the manifest";
   std::string etag_from = "the Hub's etag";  // who named the blob (for messages)
   std::string what;                   // "hf://ns/repo@commit: path", prefixes every message
+  // Told what the writer did that the user should know but that is no
+  // failure (a range record it could not read and ignored). Optional.
+  std::function<void(const std::string&)> on_note;
 };
 
 // Receives one blob's bytes. Not thread-safe; one per transfer.
@@ -72,8 +91,12 @@ class BlobWriter {
   friend struct ReceivedBlob receive_blob(const HfRepoCache&, const std::string&, const std::string&, const BlobSpec&,
                                           const std::function<void(uint64_t)>&,
                                           const std::function<void(BlobWriter&)>&);
+  friend struct ReceivedBlob receive_single(const HfRepoCache&, const std::string&, const std::string&, const BlobSpec&,
+                                            const std::function<void(uint64_t)>&,
+                                            const std::function<void(BlobWriter&)>&);
   std::optional<std::string> problem();  // what is wrong with the received bytes, if anything
   void install();                        // fsync + rename to blobs/<etag>
+  uint64_t take_over_range_record(uint64_t kept);  // a ranged download's record: its prefix, or 0
 
   const HfRepoCache& cache_;
   BlobSpec spec_;
@@ -99,5 +122,113 @@ struct ReceivedBlob {
 ReceivedBlob receive_blob(const HfRepoCache& cache, const std::string& commit, const std::string& rel_path,
                           const BlobSpec& spec, const std::function<void(uint64_t)>& on_bytes,
                           const std::function<void(BlobWriter&)>& transfer);
+
+// ------------------------------------------------------------ ranged blobs
+
+// Half-open byte ranges [first, second), kept sorted, disjoint and merged.
+class ByteRanges {
+ public:
+  using Range = std::pair<uint64_t, uint64_t>;
+  void add(uint64_t begin, uint64_t end);
+  void clear() noexcept { ranges_.clear(); }
+  const std::vector<Range>& ranges() const noexcept { return ranges_; }
+  uint64_t total() const noexcept;
+  // The end of the range that starts at byte 0 (0 when none does).
+  uint64_t prefix() const noexcept;
+  // What [0, size) lacks, in order.
+  std::vector<Range> missing(uint64_t size) const;
+
+ private:
+  std::vector<Range> ranges_;
+};
+
+// blobs/<etag>.incomplete.ranges: the record of a ranged download's finished
+// ranges, beside its .incomplete file.
+std::filesystem::path range_record_path(const HfRepoCache& cache, std::string_view etag);
+// The record's text: a version line, the etag, the size, one "BEGIN END"
+// line per finished range, and the SHA-256 of everything before it.
+std::string format_range_record(std::string_view etag, uint64_t size, const ByteRanges& done);
+// Reads a record (untrusted: it may be truncated, damaged or another blob's)
+// into `done`; returns why it cannot be used, or nullopt when it can. Every
+// number is bounds-checked against `size`; ranges must be in order and
+// disjoint; at most kMaxRecordRanges of them.
+inline constexpr size_t kMaxRecordRanges = 100000;
+inline constexpr uint64_t kMaxRecordBytes = uint64_t{4} << 20;
+std::optional<std::string> parse_range_record(std::string_view text, std::string_view etag, uint64_t size,
+                                              ByteRanges& done);
+
+// Receives one blob as byte ranges written concurrently from several
+// threads. Whoever drives it (the caller of receive_blob_ranged's
+// `transfer`) hands each byte offset to exactly one writer thread at a time.
+class RangedBlobWriter {
+ public:
+  // Opens (creating) blobs/<etag>.incomplete with what its range record
+  // says was received (or, with no record, its length as a prefix left by
+  // a one-stream download), then records that before any new byte lands.
+  RangedBlobWriter(const HfRepoCache& cache, BlobSpec spec, std::function<void(uint64_t)> on_bytes);
+  // Records what arrived (the range record) unless the blob was installed
+  // or discarded: an interrupted download resumes from it.
+  ~RangedBlobWriter();
+  RangedBlobWriter(const RangedBlobWriter&) = delete;
+  RangedBlobWriter& operator=(const RangedBlobWriter&) = delete;
+
+  const BlobSpec& spec() const noexcept { return spec_; }
+  // What is still missing, in order.
+  std::vector<ByteRanges::Range> missing() const;
+  uint64_t received() const;
+  bool complete() const;
+  // Some of the bytes came from an earlier run (the record or a prefix).
+  bool resumed() const noexcept { return resumed_; }
+  // Thread-safe: writes `data` at `offset` and counts it received. Throws
+  // Error(kIntegrity) past the declared size, Error(kIo) when the disk refuses.
+  void write_at(uint64_t offset, std::span<const uint8_t> data);
+  // For the one thread that waits while others write: hashes what the
+  // contiguous prefix gained, records the finished ranges when it is time
+  // (at most every half second), then waits up to `wait` or until notify().
+  void pump(std::chrono::milliseconds wait);
+  void notify();
+  // Drops everything received (and the record); the download starts over.
+  // Only while no thread writes.
+  void restart();
+
+ private:
+  friend ReceivedBlob receive_blob_ranged(const HfRepoCache&, const std::string&, const std::string&, const BlobSpec&,
+                                          const std::function<void(uint64_t)>&,
+                                          const std::function<bool(RangedBlobWriter&)>&,
+                                          const std::function<void(BlobWriter&)>&);
+  void hash_prefix();  // hashes [hashed_, prefix)
+  void record();       // writes the range record
+  std::optional<std::string> problem();
+  void install();
+  void discard() noexcept;  // deletes the partial file and its record
+
+  const HfRepoCache& cache_;
+  BlobSpec spec_;
+  std::function<void(uint64_t)> on_bytes_;
+  std::filesystem::path incomplete_, record_path_;
+  Fd fd_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  ByteRanges done_;          // guarded by mu_
+  bool dirty_ = false;       // done_ changed since the last record (mu_)
+  bool woken_ = false;       // notify() since the last wait (mu_)
+  bool finished_ = false;    // installed or discarded: nothing to record
+  bool resumed_ = false;
+  uint64_t hashed_ = 0;      // the pump thread's
+  uint64_t flushed_ = 0;     // writeback started for [0, flushed_)
+  std::chrono::steady_clock::time_point recorded_at_{};
+  Sha256 sha_;
+  std::optional<GitBlobId> git_;
+};
+
+// receive_blob's steps around a ranged `transfer`, which must write every
+// missing range (writer.missing()) and return true, or throw (the record
+// keeps what arrived); or return false when the server cannot serve ranges,
+// and then `single` receives the blob in one stream from byte 0 as
+// receive_blob's transfer does.
+ReceivedBlob receive_blob_ranged(const HfRepoCache& cache, const std::string& commit, const std::string& rel_path,
+                                 const BlobSpec& spec, const std::function<void(uint64_t)>& on_bytes,
+                                 const std::function<bool(RangedBlobWriter&)>& transfer,
+                                 const std::function<void(BlobWriter&)>& single);
 
 }  // namespace skippy::detail

@@ -184,6 +184,10 @@ std::vector<fs::path> FetchChain::bring(const std::string& commit, const std::ve
     } catch (const Error& e) {
       outcomes.assign(want.size(), RemoteOutcome{false, false, false, e});
     }
+    for (auto& n : remote.take_notes()) {
+      std::lock_guard g(mu_);
+      notes_.push_back(std::move(n));
+    }
     if (outcomes.size() != want.size()) {
       throw_invalid(where + ": the " + remote.name() + " source answered for " + std::to_string(outcomes.size()) +
                     " of " + std::to_string(want.size()) + " files");

@@ -128,6 +128,10 @@ std::optional<std::string> hf_token() {
 bool hf_hub_offline() { return flag("HF_HUB_OFFLINE"); }
 unsigned hf_parallel_downloads() { return std::max(1u, unsigned_or("SKIPPY_HF_DOWNLOADS", 4)); }
 unsigned hf_parallel_uploads() { return std::max(1u, unsigned_or("SKIPPY_HF_UPLOADS", 4)); }
+unsigned hf_connections() { return std::clamp(unsigned_or("SKIPPY_HF_CONNECTIONS", 8), 1u, 64u); }
+uint64_t hf_min_range_bytes() {
+  return std::max<uint64_t>(uint64_t{64} << 10, unsigned_or("SKIPPY_HF_MIN_RANGE", 4u << 20));
+}
 unsigned hf_max_attempts() { return std::max(1u, unsigned_or("SKIPPY_HF_MAX_ATTEMPTS", 5)); }
 unsigned hf_backoff_ms() { return unsigned_or("SKIPPY_HF_BACKOFF_MS", 1000); }
 

@@ -81,11 +81,18 @@
 //   cut and slow faults also apply to storage PUT bodies.
 //
 // Storage listener:
-//   GET|HEAD /repos/{ns}/{name}/{sha256}?expires=<unix s>&sig=<hex HMAC-SHA256(secret, path "\n" expires)>
+//   GET|HEAD /repos/{ns}/{name}/{sha256}?expires=<unix s>&n=<serial>&sig=<hex HMAC-SHA256(secret, path "\n" expires "\n" n)>
 //     400 (S3 "InvalidArgument") when the request has an Authorization header;
-//     403 (S3 "AccessDenied") for a bad signature or expires <= now;
+//     403 (S3 "AccessDenied") for a bad signature or expires <= now, and, with
+//       config url_max_uses N > 0, for every request after the first N on one
+//       signed URL ("Request has expired": a link that expires mid-download;
+//       each resolve signs a new URL);
 //     Range bytes=N- / N-M / -N -> 206 + Content-Range, 416 when unsatisfiable;
-//     200 otherwise. Files are streamed from where they were published.
+//     200 otherwise (always, with config storage_ignore_range). Files are
+//     streamed from where they were published. With config
+//     storage_conn_bytes_per_sec R > 0, every storage connection sends its
+//     bodies at R bytes/s at most (a CDN edge's per-connection cap: several
+//     connections at once get several times R).
 //
 // Admin API on the hub listener (never logged):
 //   POST   /_admin/repos   {"repo":"ns/name","dir":"/abs","branch":"main","tags":[],
@@ -107,7 +114,8 @@
 //   GET    /_admin/faults, DELETE /_admin/faults
 //   POST   /_admin/config  {"token":"hf_test","read_token":"hf_read","url_ttl_secs":3600,
 //                           "reject_unknown_tokens":false,"resolve_cache_redirect":false,
-//                           "multipart_threshold":16777216,"multipart_chunk_size":8388608}
+//                           "multipart_threshold":16777216,"multipart_chunk_size":8388608,
+//                           "storage_conn_bytes_per_sec":0,"url_max_uses":0,"storage_ignore_range":false}
 //                           (these are the defaults; any subset)
 //   DELETE /_admin/uploads  forget every uploaded LFS object (benchmarks)
 //   GET    /_admin/config
@@ -130,7 +138,12 @@ const config = {
   resolve_cache_redirect: false,
   multipart_chunk_size: 8 * MiB,
   multipart_threshold: 16 * MiB,
+  storage_conn_bytes_per_sec: 0,
+  url_max_uses: 0,
+  storage_ignore_range: false,
 };
+const urlUses = new Map(); // signature -> requests answered with it
+let urlSerial = 0;
 const secret = crypto.randomBytes(32);
 const repos = new Map(); // "ns/name" -> Repo
 const blobs = new Map(); // sha256 -> [{ abs, size }]: every published copy (content-addressed, like S3)
@@ -497,12 +510,14 @@ async function sendBody(ctx, status, headers, source) {
   }
   const fault = status >= 200 && status < 300 ? takeFault(ctx.listener, entry, "body") : null;
   const slow = fault?.kind === "slow" ? fault.bytes_per_sec : 0;
+  const capped = ctx.listener === "storage" ? config.storage_conn_bytes_per_sec : 0;
+  const chunkFor = (rate) => Math.max(1, Math.min(MiB, Math.floor(rate / 50)));
   const chunks = Buffer.isBuffer(source)
     ? [source]
     : fs.createReadStream(source.abs, {
         start: source.start,
         end: source.end,
-        highWaterMark: slow ? Math.max(1, Math.min(MiB, Math.floor(slow / 20))) : MiB,
+        highWaterMark: slow ? chunkFor(slow) : capped ? chunkFor(capped) : MiB,
       });
   let off = 0;
   try {
@@ -525,6 +540,7 @@ async function sendBody(ctx, status, headers, source) {
         return;
       }
       if (slow) await new Promise((r) => setTimeout(r, (chunk.length / slow) * 1000));
+      if (capped) await paceConnection(res.socket, chunk.length, capped);
       if (!(await writeChunk(res, chunk))) break;
       off += chunk.length;
       entry.bytes_sent += chunk.length;
@@ -536,6 +552,17 @@ async function sendBody(ctx, status, headers, source) {
   } finally {
     if (!Buffer.isBuffer(chunks)) chunks.destroy?.();
   }
+}
+
+// The per-connection cap: a socket's bytes leave no faster than `rate`
+// bytes/s, over all the responses it carries (keep-alive included).
+function paceConnection(sock, n, rate) {
+  if (!sock) return null;
+  const now = performance.now();
+  const st = sock.__pace ?? (sock.__pace = { next: now });
+  st.next = Math.max(st.next, now) + (n / rate) * 1000;
+  const wait = st.next - now;
+  return wait >= 1 ? new Promise((r) => setTimeout(r, wait)) : null;
 }
 
 // Range header -> {start,end} (inclusive), "unsatisfiable", or null (no or
@@ -613,10 +640,11 @@ function signStorageUrl(repoId, f) {
   const [ns, name] = repoId.split("/");
   const p = `/repos/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/${f.sha256}`;
   const expires = nowSecs() + Number(config.url_ttl_secs);
-  const sig = crypto.createHmac("sha256", secret).update(`${p}\n${expires}`).digest("hex");
+  const n = ++urlSerial; // every resolve signs a URL of its own
+  const sig = crypto.createHmac("sha256", secret).update(`${p}\n${expires}\n${n}`).digest("hex");
   const base = path.posix.basename(f.path);
   const disp = `inline; filename*=UTF-8''${encodeURIComponent(base)}; filename="${base}";`;
-  return `${storageBase}${p}?response-content-disposition=${encodeURIComponent(disp)}&expires=${expires}&sig=${sig}`;
+  return `${storageBase}${p}?response-content-disposition=${encodeURIComponent(disp)}&expires=${expires}&n=${n}&sig=${sig}`;
 }
 
 function contentTypeFor(p) {
@@ -1443,6 +1471,13 @@ async function handleAdmin(req, res, url) {
             config[k] = body[k];
           }
         }
+        for (const k of ["storage_conn_bytes_per_sec", "url_max_uses"]) {
+          if (body[k] !== undefined) {
+            if (!Number.isInteger(body[k]) || body[k] < 0) throw new Error(`${k} must be an integer >= 0 (0: off)`);
+            config[k] = body[k];
+          }
+        }
+        if (body.storage_ignore_range !== undefined) config.storage_ignore_range = !!body.storage_ignore_range;
         return reply(200, config);
       }
       case "GET /_admin/config":
@@ -1520,13 +1555,18 @@ function storageHandler(req, res) {
       "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified");
   }
   const expires = url.searchParams.get("expires") ?? "";
+  const serial = url.searchParams.get("n") ?? "";
   const sig = url.searchParams.get("sig") ?? "";
-  const want = crypto.createHmac("sha256", secret).update(`${url.pathname}\n${expires}`).digest();
+  const want = crypto.createHmac("sha256", secret).update(`${url.pathname}\n${expires}\n${serial}`).digest();
   const got = /^[0-9a-f]{64}$/.test(sig) ? Buffer.from(sig, "hex") : Buffer.alloc(0);
   if (got.length !== want.length || !crypto.timingSafeEqual(got, want)) {
     return s3Error(ctx, 403, "AccessDenied", "The request signature we calculated does not match the signature you provided.");
   }
   if (!/^\d+$/.test(expires) || Number(expires) <= nowSecs()) return s3Error(ctx, 403, "AccessDenied", "Request has expired");
+  const uses = (urlUses.get(sig) ?? 0) + 1;
+  urlUses.set(sig, uses);
+  if (config.url_max_uses > 0 && uses > config.url_max_uses) return s3Error(ctx, 403, "AccessDenied", "Request has expired");
+  if (config.storage_ignore_range) delete ctx.req.headers.range;
   const sha = url.pathname.split("/").pop();
   // A copy whose directory a test has since removed no longer serves.
   const blob = (blobs.get(sha) ?? []).find((b) => fs.existsSync(b.abs));

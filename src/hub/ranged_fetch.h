@@ -1,0 +1,90 @@
+// Downloads at the speed of the pipe: one pool of kept-alive connections
+// shared by every file of a fetch, and large files split into HTTP Range
+// requests spread over those connections, written in place into the blob's
+// .incomplete file (source/blob_writer.h: RangedBlobWriter). Internal.
+//
+// A signed storage URL that expires mid-download is refreshed (once per
+// expiry, for every connection: they all move to the fresh URL) for the
+// ranges still missing; a server that answers a Range request with 200 (it
+// ignores Range) makes fetch_ranges return false so the caller receives the
+// file in one stream instead.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hub/http.h"
+#include "hub/retry.h"
+#include "source/blob_writer.h"
+
+namespace skippy::detail {
+
+// A fixed number of connections, each a thread with its own HttpConnection
+// (so consecutive requests reuse the open TCP connection), taking jobs in
+// the order they were queued.
+class ConnectionPool {
+ public:
+  explicit ConnectionPool(unsigned connections);
+  // Waits for the queued jobs, then stops the threads.
+  ~ConnectionPool();
+  ConnectionPool(const ConnectionPool&) = delete;
+  ConnectionPool& operator=(const ConnectionPool&) = delete;
+
+  unsigned size() const noexcept { return static_cast<unsigned>(threads_.size()); }
+  // Queues `job` (it must not throw: what it throws is lost).
+  void submit(std::function<void(HttpConnection&)> job);
+  // Runs `job` on one of the connections and waits for it; rethrows what it throws.
+  void run(const std::function<void(HttpConnection&)>& job);
+
+ private:
+  void loop();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void(HttpConnection&)>> queue_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// Where a file's bytes are: the storage URL the Hub redirected to (no token
+// there), or the Hub's own URL (token allowed).
+struct DownloadLocation {
+  std::string url;
+  bool token_allowed = false;
+};
+
+struct RangedFetchOptions {
+  ConnectionPool* pool = nullptr;
+  unsigned connections = 8;           // at most this many requests at once for this file
+  uint64_t range_bytes = 16u << 20;   // the missing bytes are asked for in ranges of this size
+  RetryPolicy retry;                  // per range
+  std::vector<std::string> headers;   // sent with every request
+  std::optional<std::string> token_header;  // "Authorization: Bearer ...", only where token_allowed
+  // A fresh location describing the same bytes (a new HEAD on the Hub);
+  // throws when the Hub's answer changed or it refuses.
+  std::function<DownloadLocation()> refresh;
+  // Throws the error for a final refusal of the Hub's own host (404, 401...).
+  std::function<void(const HttpResponse&, const std::string& url)> refused;
+};
+
+// Brings every range writer.missing() lists, over up to options.connections
+// pooled connections at once, hashing the prefix as it grows while it
+// waits. Returns true when the writer is complete; false when the server
+// ignored Range (nothing more was written then: receive the file in one
+// stream). Throws Error when a range cannot be had (its retries used up, a
+// refusal, the disk): the writer keeps every byte that did arrive.
+bool fetch_ranges(RangedBlobWriter& writer, const DownloadLocation& start, const RangedFetchOptions& options);
+
+// The range size for a file of `size` bytes over `connections`: about four
+// ranges per connection (so the hashed prefix grows steadily and a slow
+// connection holds back little at the end), at least `min_range` and at
+// most 64 MiB, in whole 64 KiB.
+uint64_t range_size_for(uint64_t size, unsigned connections, uint64_t min_range) noexcept;
+
+}  // namespace skippy::detail
