@@ -130,13 +130,13 @@ class PeerRemote final : public Remote {
     return Declined(kind, "peer " + o_.endpoint + ": " + path + ": " + why);
   }
 
-  std::optional<std::string> unusable() const {
+  std::optional<Error> unusable() const {
     std::lock_guard g(mu_);
     return down_;
   }
-  void mark_unusable(const std::string& why) {
+  void mark_unusable(ErrorKind kind, const std::string& why) {
     std::lock_guard g(mu_);
-    if (!down_) down_ = why;
+    if (!down_) down_ = Error(kind, why);
   }
 
   StagePlan stage_plan(const HfRepoCache& cache) const {
@@ -171,7 +171,7 @@ class PeerRemote final : public Remote {
     RemoteOutcome o;
     try {
       if (const auto why = unusable()) {
-        o.error = failure(ErrorKind::kTransport, file.path, "not asked: " + *why);
+        o.error = failure(why->kind(), file.path, std::string("not asked after ") + why->what());
         return o;
       }
       const detail::ReceivedBlob got =
@@ -182,7 +182,7 @@ class PeerRemote final : public Remote {
     } catch (const Declined& e) {
       o.error = e;
     } catch (const PeerError& e) {
-      if (peer_unusable(e)) mark_unusable(reason(e));
+      if (peer_unusable(e)) mark_unusable(kind_of(e), file.path + ": " + reason(e));
       o.error = failure(kind_of(e), file.path, reason(e));
     } catch (const Error& e) {
       // The blob writer: wrong bytes (discarded), disk full; our own checks.
@@ -280,7 +280,7 @@ class PeerRemote final : public Remote {
   std::string commit_;
   TopologyStage stage_;
   mutable std::mutex mu_;
-  std::optional<std::string> down_;  // why the peer is not asked any more
+  std::optional<Error> down_;  // why the peer is not asked any more
 };
 
 }  // namespace
