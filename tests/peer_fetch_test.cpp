@@ -24,6 +24,7 @@
 #include "skippy/file.h"
 #include "skippy/manifest.h"
 #include "skippy/peer.h"
+#include "skippy/peer_identity.h"
 
 namespace skippy {
 namespace {
@@ -113,6 +114,10 @@ class FaultyPeer {
       const int fd = ::accept4(listen_, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) continue;
       std::lock_guard g(mu_);
+      if (stop_) {  // closing down: serve nothing more
+        ::close(fd);
+        return;
+      }
       open_.insert(fd);
       conns_.emplace_back([this, fd] { serve(fd); });
     }
@@ -207,7 +212,7 @@ class FaultyPeer {
       case Act::kServe:
         break;
       case Act::kCorrupt:
-        data[data.size() / 2] ^= 0x5a;  // same size: only the hash can tell
+        if (!data.empty()) data[data.size() / 2] ^= 0x5a;  // same size: only the hash can tell
         break;
       case Act::kCutOnce:
         cut = nth == 1;
@@ -269,18 +274,21 @@ struct World {
   std::map<std::string, std::vector<uint8_t>> files;  // every file of the package
 
   World() {
+    // Identities from the library in this process: the same files as the
+    // identity commands write (peer_identity_test.cpp checks those), without
+    // six more processes per test under the sanitizers.
     owner_a = dir / "owner-a";
     owner_b = dir / "owner-b";
-    test::peer::make_owner(owner_a);
-    test::peer::make_owner(owner_b);
+    peer::init_owner(owner_a);
+    peer::init_owner(owner_b);
     coord = dir / "coord";
     w0 = dir / "w0";
     w1 = dir / "w1";
     b1 = dir / "b1";
-    test::peer::make_node(owner_a, coord);
-    w0_id = test::peer::make_node(owner_a, w0);
-    w1_id = test::peer::make_node(owner_a, w1);
-    b1_id = test::peer::make_node(owner_b, b1);
+    peer::issue_node(owner_a, coord);
+    w0_id = peer::issue_node(owner_a, w0).node_id;
+    w1_id = peer::issue_node(owner_a, w1).node_id;
+    b1_id = peer::issue_node(owner_b, b1).node_id;
 
     // llama-tiny (8 layers, output tied to the embeddings), one layer made
     // large enough to cut and stall in the middle.
@@ -663,7 +671,7 @@ TEST_F(PeerFetch, EightWorkersAtOnce) {
   std::vector<StageSpec> stages;
   for (uint32_t i = 0; i < 8; ++i) {
     nodes.push_back(tmp_ / ("n" + std::to_string(i)));
-    stages.push_back({"s" + std::to_string(i), i, test::peer::make_node(w().owner_a, nodes.back()), i, i + 1});
+    stages.push_back({"s" + std::to_string(i), i, peer::issue_node(w().owner_a, nodes.back()).node_id, i, i + 1});
   }
   const fs::path topo = tmp_ / "eight.json";
   test::peer::write_topology(topo, w().ref, w().manifest_sha, stages);
