@@ -113,7 +113,8 @@ Command register_fetch(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("package", a->ref, "hf://ns/repo, hf://ns/repo:rev or hf://ns/repo@rev")->required();
-  cmd->add_option("--layers", a->layers, "Stage layer range START..END (half-open); default: the whole package");
+  cmd->add_option("--layers", a->layers,
+                  "Stage layer range START..END (half-open); default: the whole package (with --peer: the stage's range)");
   cmd->add_option("--projector", a->projector, "With --layers: the declared projector the stage uses");
   cmd->add_flag("--single-stage", a->single_stage, "Single-stage serving: the stage also gets the default projector");
   cmd->add_flag("--refresh", a->refresh,
