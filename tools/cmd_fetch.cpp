@@ -1,13 +1,94 @@
+#include <chrono>
+#include <cmath>
 #include <iostream>
 #include <map>
+#include <vector>
 
 #include "cli.h"
+#include "skippy/env.h"
 #include "skippy/error.h"
 #include "skippy/hf_ref.h"
 #include "skippy/hub.h"
+#include "skippy/peer.h"
 #include "skippy/verify.h"
 
 namespace skippy::cli {
+namespace {
+
+struct PeerArgs {
+  std::string peer, topology, stage, identity;
+  std::vector<std::string> trust_owner;
+  double connect_timeout = 30, idle_timeout = 30;
+  bool timeouts_given = false;
+};
+
+std::chrono::milliseconds seconds_to_ms(double s) {
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(s * 1000.0)));
+}
+
+// --peer and the flags that go with it, checked before anything is read.
+void check_peer_flags(const PeerArgs& p) {
+  if (p.peer.empty()) {
+    if (!p.topology.empty() || !p.stage.empty() || !p.identity.empty() || !p.trust_owner.empty() || p.timeouts_given) {
+      throw Error(ErrorKind::kUsage,
+                  "--topology, --stage, --identity, --trust-owner and --peer-*-timeout go with --peer HOST:PORT");
+    }
+    return;
+  }
+  std::string missing;
+  if (p.topology.empty()) missing += " --topology FILE";
+  if (p.stage.empty()) missing += " --stage STAGE_ID";
+  if (p.identity.empty()) missing += " --identity NODE_DIR";
+  if (!missing.empty()) throw Error(ErrorKind::kUsage, "--peer " + p.peer + " also needs" + missing);
+  const auto colon = p.peer.rfind(':');
+  const std::string port = colon == std::string::npos ? std::string() : p.peer.substr(colon + 1);
+  const bool digits = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
+  if (colon == 0 || !digits || std::stoul(port) == 0 || std::stoul(port) > 65535) {
+    throw Error(ErrorKind::kUsage, "--peer " + p.peer + ": expected HOST:PORT (e.g. 10.0.0.5:7470 or [::1]:7470)");
+  }
+}
+
+// The sources of a `fetch --peer`: the cache, the peer, then the Hub (unless
+// HF_HUB_OFFLINE=1). Checks that the reference is the topology's package.
+Sources peer_sources(const PeerArgs& p, const HfRef& ref, const peer::Topology& topology, const HubConfig& hub) {
+  const auto commit = peer::pinned_commit(topology.package_ref);
+  if (!commit) {
+    throw Error(ErrorKind::kInvalidInput, p.topology + ": package_ref " + topology.package_ref +
+                                              " does not pin a commit (hf://ns/repo@<40-hex commit>)");
+  }
+  const HfRef topo_ref = parse_hf_ref(topology.package_ref);
+  if (topo_ref.repo_id != ref.repo_id || (is_commit_hash(ref.revision) && ref.revision != *commit)) {
+    throw Error(ErrorKind::kUsage, ref.text() + " is not the topology's package (" + p.topology + ": " +
+                                       topology.package_ref + ")");
+  }
+  auto identity = peer::NodeIdentity::load(p.identity);
+  peer::PeerTrust trust;
+  // --peer is the opt-in: the server must be of our owner or a --trust-owner
+  // (trusted), unless MESH_LLM_ARTIFACT_TRANSFER=open says any node will do.
+  trust.mode = peer::transfer_mode_from_env() == peer::TransferMode::kOpen ? peer::TransferMode::kOpen
+                                                                          : peer::TransferMode::kTrusted;
+  for (const auto& cert : p.trust_owner) trust.trusted_owner_ids.push_back(peer::owner_id_of_certificate(cert));
+  if (trust.mode == peer::TransferMode::kTrusted && !identity.owner_verified()) {
+    std::cerr << "warning: " << p.identity
+              << "/node.crt does not verify under its owner.crt: no peer is trusted (set "
+              << peer::kTransferModeEnv << "=open to accept any node)\n";
+  }
+  peer::ClientOptions co;
+  co.connect_timeout = seconds_to_ms(p.connect_timeout);
+  co.idle_timeout = seconds_to_ms(p.idle_timeout);
+  peer::PeerRemoteOptions po;
+  po.endpoint = p.peer;
+  po.topology = topology;
+  po.stage_id = p.stage;
+  Sources s;
+  s.hf_cache = env::hf_hub_cache_dir();
+  s.offline = env::hf_hub_offline();
+  s.remotes.push_back(peer::make_peer_remote(peer::PeerClient(std::move(identity), std::move(trust), co), std::move(po)));
+  if (!s.offline) s.remotes.push_back(make_hub_remote(hub));
+  return s;
+}
+
+}  // namespace
 
 Command register_fetch(CLI::App& app) {
   auto* cmd = app.add_subcommand("fetch", "Bring a stage's parts of an hf:// package into the Hugging Face cache, verified");
@@ -19,15 +100,23 @@ Command register_fetch(CLI::App& app) {
       "against the manifest's size and SHA-256 before it gets its final name; cache hits are verified too.\n"
       "Without --layers, every artifact of the package is fetched.\n"
       "Large parts come as byte ranges over several connections at once (--connections, default 8).\n"
-      "Environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE=1 (cache only, no network), SKIPPY_HF_CONNECTIONS.");
+      "With --peer, a worker of a split run asks the coordinator's serve-artifacts first (TLS 1.3, both sides\n"
+      "authenticated) for the parts its stage may have, then the Hub for whatever the peer did not deliver:\n"
+      "  skippy-model-package fetch hf://ns/repo@<commit> --layers 4..8 --peer 10.0.0.5:7470 \\\n"
+      "      --topology topology.json --stage s1 --identity ~/.skippy/node\n"
+      "--layers defaults to the stage's range then. The server must be of our owner or of a --trust-owner\n"
+      "(MESH_LLM_ARTIFACT_TRANSFER=open: any node). Every part is verified the same way whoever sent it.\n"
+      "Environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE=1 (cache and peer only, no Hub), SKIPPY_HF_CONNECTIONS.");
   struct Args {
     std::string ref, layers, projector;
     bool json = false, single_stage = false, refresh = false;
     unsigned connections = 0;
+    PeerArgs peer;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("package", a->ref, "hf://ns/repo, hf://ns/repo:rev or hf://ns/repo@rev")->required();
-  cmd->add_option("--layers", a->layers, "Stage layer range START..END (half-open); default: the whole package");
+  cmd->add_option("--layers", a->layers,
+                  "Stage layer range START..END (half-open); default: the whole package (with --peer: the stage's range)");
   cmd->add_option("--projector", a->projector, "With --layers: the declared projector the stage uses");
   cmd->add_flag("--single-stage", a->single_stage, "Single-stage serving: the stage also gets the default projector");
   cmd->add_flag("--refresh", a->refresh,
@@ -38,23 +127,54 @@ Command register_fetch(CLI::App& app) {
                   "ranges over them (default 8, or SKIPPY_HF_CONNECTIONS; 1 = one stream at a time)")
       ->check(CLI::Range(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
-  return {cmd, [a]() {
+  cmd->add_option("--peer", a->peer.peer, "HOST:PORT of the coordinator's serve-artifacts: asked first for the stage's parts");
+  cmd->add_option("--topology", a->peer.topology, "With --peer: the active split topology (JSON, see docs/CLI.md)");
+  cmd->add_option("--stage", a->peer.stage, "With --peer: this node's stage id in the topology");
+  cmd->add_option("--identity", a->peer.identity, "With --peer: this node's identity directory (node.key, node.crt, owner.crt)");
+  cmd->add_option("--trust-owner", a->peer.trust_owner, "With --peer: an owner certificate whose nodes are trusted too (repeatable)");
+  auto* ct = cmd->add_option("--peer-connect-timeout", a->peer.connect_timeout,
+                             "With --peer: seconds to connect and authenticate (default 30)")
+                 ->check(CLI::Range(0.01, 3600.0));
+  auto* idle = cmd->add_option("--peer-idle-timeout", a->peer.idle_timeout,
+                             "With --peer: seconds without progress before the peer is given up for the Hub (default 30)")
+                 ->check(CLI::Range(0.01, 3600.0));
+  return {cmd, [a, ct, idle]() {
             if (!is_hf_ref(a->ref)) {
               throw Error(ErrorKind::kUsage, a->ref + ": fetch takes an hf://ns/repo[@rev] reference "
                                                       "(a local package directory needs no fetching)");
             }
+            a->peer.timeouts_given = ct->count() > 0 || idle->count() > 0;
+            check_peer_flags(a->peer);
             std::optional<LayerRange> range;
             if (!a->layers.empty()) range = parse_layer_range(a->layers);
+            HubConfig hub = HubConfig::from_env();
+            if (a->connections) hub.connections = a->connections;
+            std::optional<Sources> chosen;
+            if (a->connections) chosen = default_sources(hub);
+            if (!a->peer.peer.empty()) {
+              const auto topology = peer::load_topology(a->peer.topology);
+              const auto* stage = topology.find_stage(a->peer.stage);
+              if (!stage) {
+                std::string ids;
+                for (const auto& st : topology.stages) ids += (ids.empty() ? "" : ", ") + st.stage_id;
+                throw Error(ErrorKind::kUsage, "--stage " + a->peer.stage + ": not a stage of " + a->peer.topology +
+                                                   " (its stages: " + ids + ")");
+              }
+              chosen = peer_sources(a->peer, parse_hf_ref(a->ref), topology, hub);
+              if (!range) {
+                range = stage->layers;
+                std::cerr << "note: --layers " << format_layer_range(*range) << ", stage " << stage->stage_id
+                          << "'s range in the topology\n";
+              } else if (range->start < stage->layers.start || range->end > stage->layers.end) {
+                std::cerr << "warning: --layers " << format_layer_range(*range) << " reaches outside stage "
+                          << stage->stage_id << "'s range " << format_layer_range(stage->layers)
+                          << ": the peer serves a stage only its own parts, the rest come from the Hub\n";
+              }
+            }
             if (!range && (!a->projector.empty() || a->single_stage)) {
               throw Error(ErrorKind::kUsage, "--projector and --single-stage need --layers");
             }
-            std::optional<Sources> with_connections;
-            if (a->connections) {
-              HubConfig hub = HubConfig::from_env();
-              hub.connections = a->connections;
-              with_connections = default_sources(hub);
-            }
-            const auto pkg = open_package_for_cli(a->ref, a->refresh, with_connections);
+            const auto pkg = open_package_for_cli(a->ref, a->refresh, chosen);
             SelectOptions so;
             if (!a->projector.empty()) so.projector_path = a->projector;
             so.single_stage = a->single_stage;
@@ -72,9 +192,8 @@ Command register_fetch(CLI::App& app) {
               const auto it = origins.find(p.rel_path);
               sources[p.rel_path] = it == origins.end() ? "cache" : it->second;
             }
-            if (pkg.source) {
-              for (const auto& n : pkg.source->notes()) std::cerr << "note: " << n << "\n";
-            }
+            const auto source_notes = pkg.source ? pkg.source->notes() : std::vector<std::string>{};
+            for (const auto& n : source_notes) std::cerr << "note: " << n << "\n";
             uint64_t total = 0;
             for (const auto& p : parts) total += p.bytes;
             if (a->json) {
@@ -94,7 +213,9 @@ Command register_fetch(CLI::App& app) {
                                     {"cache_hits", report ? report->cache_hits : 0},
                                     {"hashed_bytes", report ? report->hashed_bytes : 0},
                                     {"warnings", pkg.warnings},
-                                    {"notes", notes}};
+                                    {"notes", notes},
+                                    {"source_notes", source_notes}};
+              if (!a->peer.peer.empty()) doc["peer"] = {{"endpoint", a->peer.peer}, {"stage", a->peer.stage}};
               if (range) {
                 doc["layer_start"] = range->start;
                 doc["layer_end"] = range->end;
@@ -102,6 +223,19 @@ Command register_fetch(CLI::App& app) {
               print_json(doc);
             } else {
               for (const auto& n : notes) std::cerr << "note: " << n << "\n";
+              if (!a->peer.peer.empty()) {
+                std::map<std::string, size_t> count;
+                for (const auto& p : parts) {
+                  const std::string from = sources[p.rel_path];
+                  ++count[from];
+                  if (from == "peer") {
+                    std::cerr << "from the peer " << a->peer.peer << ": " << p.rel_path << " (" << human_bytes(p.bytes)
+                              << ")\n";
+                  }
+                }
+                std::cerr << "parts: " << count["peer"] << " from the peer, " << count["hub"] << " from the Hub, "
+                          << count["cache"] << " already in the cache\n";
+              }
               std::cerr << "fetched " << parts.size() << " part(s), " << human_bytes(total) << " ("
                         << downloaded.size() << " file(s) downloaded, the rest from the cache), verified\n";
               std::cout << pkg.root.string() << "\n";

@@ -4,6 +4,8 @@
 // (peer_identity.h), before it falls back to the Hub.
 //
 //   PeerClient::fetch     one artifact from one peer, streamed to a sink
+//   make_peer_remote      the peer as a Remote of the source layer
+//                         (source.h), asked before the Hub: `fetch --peer`
 //   ArtifactServer        serve-artifacts: serves the package in the local
 //                         Hugging Face cache to the stages of a topology
 //
@@ -26,6 +28,7 @@
 #include "skippy/error.h"
 #include "skippy/peer_identity.h"
 #include "skippy/peer_topology.h"
+#include "skippy/source.h"
 
 namespace skippy::peer {
 
@@ -177,6 +180,45 @@ class PeerClient {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+// ------------------------------------------------------ the peer as a source
+
+struct PeerRemoteOptions {
+  std::string endpoint;          // the coordinator's serve-artifacts, "HOST:PORT"
+  Topology topology;             // the active split topology (package_ref pins a commit)
+  std::string stage_id;          // our stage in it (assigned to the client's node)
+  unsigned parallel_transfers = 4;   // files at once (one connection each)
+  unsigned max_attempts = 3;     // per file: a connection that drops after bytes
+                                 // arrived is asked again from where it stopped
+};
+
+// The peer as a Remote (skippy/source.h) named "peer", to put before the Hub
+// in Sources::remotes. It serves one package, the topology's, at its commit:
+// resolve_commit answers only that commit, list() is nullopt (a peer is not
+// a discovery service). fetch():
+//   - model-package.json: asked for with the topology's SHA-256 (at most
+//     kManifestMaxBytes, held in memory, then written through the blob
+//     writer);
+//   - every other file: only one in stage_artifacts() of our stage,
+//     computed from the snapshot's manifest, which must hash to the
+//     topology's manifest_sha256; asked for with the manifest's size and
+//     SHA-256, several at once;
+//   - bytes enter the cache through the source layer's blob writer (the
+//     same one as the Hub's, so a partial file either left is resumed by
+//     the other): blobs/<sha256>.incomplete, resumed from its length, the
+//     size and SHA-256 checked before the rename and the snapshot link.
+// Each failure is that file's RemoteOutcome::error, naming the peer and the
+// reason (refused and why, not offered to us, untrusted server, timeout,
+// dropped connection, wrong bytes, not among the stage's parts), so the
+// source layer asks the next remote and keeps the reason as a note. A
+// failure that makes the peer itself unusable (not offered, untrusted,
+// transfer disabled, timeout, unreachable) is remembered: later files are
+// not asked of it, with the same reason. fetch() never throws Error.
+//
+// Throws Error(kUsage) when the stage is not in the topology or is assigned
+// to another node than the client's, Error(kInvalidInput) when the
+// topology's package_ref does not pin a 40-hex commit.
+std::shared_ptr<Remote> make_peer_remote(PeerClient client, PeerRemoteOptions options);
 
 // ----------------------------------------------------------------- server
 

@@ -1,0 +1,311 @@
+// The peer as a Remote of the source layer (skippy/peer.h: make_peer_remote):
+// PeerClient for the bytes, the source layer's blob writer for the cache.
+#include <algorithm>
+#include <mutex>
+#include <optional>
+
+#include "skippy/error.h"
+#include "skippy/file.h"
+#include "skippy/hf_ref.h"
+#include "skippy/manifest.h"
+#include "skippy/package_layout.h"
+#include "skippy/peer.h"
+#include "skippy/sha256.h"
+#include "source/blob_writer.h"
+#include "util/parallel.h"
+
+namespace skippy::peer {
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& c : s) {
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return s;
+}
+
+// The kind a peer failure has for the source layer (and `fetch --json`).
+ErrorKind kind_of(const PeerError& e) noexcept {
+  switch (e.peer_kind()) {
+    case PeerErrorKind::kRefused:
+      if (e.refusal() == Refusal::kDisabled) return ErrorKind::kUnauthorized;
+      if (e.refusal() == Refusal::kBusy) return ErrorKind::kTransport;
+      return ErrorKind::kNotFound;
+    case PeerErrorKind::kFeatureUnavailable:
+    case PeerErrorKind::kUntrusted:
+      return ErrorKind::kUnauthorized;
+    case PeerErrorKind::kTimeout:
+    case PeerErrorKind::kTransport:
+      return ErrorKind::kTransport;
+    case PeerErrorKind::kProtocol:
+      return ErrorKind::kInvalidInput;
+  }
+  return ErrorKind::kTransport;
+}
+
+// A failure after which the peer is not asked for anything else: it does
+// not deal with us, or it cannot be reached or stopped answering.
+bool peer_unusable(const PeerError& e) noexcept {
+  switch (e.peer_kind()) {
+    case PeerErrorKind::kRefused:
+      return e.refusal() == Refusal::kDisabled;
+    case PeerErrorKind::kFeatureUnavailable:
+    case PeerErrorKind::kUntrusted:
+    case PeerErrorKind::kTimeout:
+    case PeerErrorKind::kTransport:
+      return true;
+    case PeerErrorKind::kProtocol:
+      return false;
+  }
+  return false;
+}
+
+// A failure already worded for the source layer ("peer HOST:PORT: path: why").
+class Declined : public Error {
+ public:
+  using Error::Error;
+};
+
+// What a PeerError says, without repeating the path the message starts with.
+std::string reason(const PeerError& e) {
+  if (e.peer_kind() == PeerErrorKind::kRefused && e.refusal()) return "refused: " + std::string(refusal_text(*e.refusal()));
+  return e.what();
+}
+
+// The snapshot's manifest, checked against the topology, and the parts our
+// stage may ask for.
+struct StagePlan {
+  std::optional<StageArtifacts> artifacts;
+  std::string problem;  // why no part but the manifest can be asked for
+};
+
+class PeerRemote final : public Remote {
+ public:
+  PeerRemote(PeerClient client, PeerRemoteOptions o, std::string repo_id, std::string commit, TopologyStage stage)
+      : client_(std::move(client)),
+        o_(std::move(o)),
+        repo_id_(std::move(repo_id)),
+        commit_(std::move(commit)),
+        stage_(std::move(stage)) {}
+
+  std::string name() const override { return "peer"; }
+
+  std::optional<std::string> resolve_commit(const HfRepoCache& cache, const std::string& revision,
+                                            const std::string&) override {
+    // A peer serves the topology's commit and names nothing else.
+    if (cache.repo_id() == repo_id_ && revision == commit_) return commit_;
+    return std::nullopt;
+  }
+
+  std::optional<RemoteListing> list(const HfRepoCache&, const std::string&) override { return std::nullopt; }
+
+  std::vector<RemoteOutcome> fetch(const HfRepoCache& cache, const std::string& commit,
+                                   const std::vector<RemoteFile>& files,
+                                   const std::function<void(uint64_t)>& on_bytes) override {
+    std::vector<RemoteOutcome> out(files.size());
+    auto fail_all = [&](ErrorKind kind, const std::string& why) {
+      for (size_t i = 0; i < files.size(); ++i) out[i].error = failure(kind, files[i].path, why);
+      return out;
+    };
+    if (cache.repo_id() != repo_id_ || commit != commit_) {
+      return fail_all(ErrorKind::kNotFound, "it serves only the topology's package, " + o_.topology.package_ref +
+                                                 ", not hf://" + cache.repo_id() + "@" + commit);
+    }
+    bool any_part = false;
+    for (const auto& f : files) any_part = any_part || f.path != kManifestFileName;
+    StagePlan plan;
+    if (any_part) plan = stage_plan(cache);
+
+    std::vector<uint64_t> sizes;
+    for (const auto& f : files) sizes.push_back(f.size.value_or(0));
+    detail::run_jobs_largest_first(sizes, std::max(1u, o_.parallel_transfers), [&](size_t i) {
+      out[i] = fetch_one(cache, files[i], plan, on_bytes);
+    });
+    return out;
+  }
+
+ private:
+  // "peer HOST:PORT: <path>: <why>", with a kind the source layer keeps.
+  Declined failure(ErrorKind kind, const std::string& path, const std::string& why) const {
+    return Declined(kind, "peer " + o_.endpoint + ": " + path + ": " + why);
+  }
+
+  std::optional<Error> unusable() const {
+    std::lock_guard g(mu_);
+    return down_;
+  }
+  void mark_unusable(ErrorKind kind, const std::string& why) {
+    std::lock_guard g(mu_);
+    if (!down_) down_ = Error(kind, why);
+  }
+
+  StagePlan stage_plan(const HfRepoCache& cache) const {
+    StagePlan p;
+    const auto local = cache.snapshot_file(commit_, kManifestFileName);
+    if (!local) {
+      p.problem = "the snapshot has no " + std::string(kManifestFileName) + " to tell what the stage needs";
+      return p;
+    }
+    try {
+      const std::string text = read_small_file(*local, kManifestMaxBytes);
+      const std::string sha = sha256_hex(text);
+      if (sha != o_.topology.manifest_sha256) {
+        p.problem = "the cached " + std::string(kManifestFileName) + " has SHA-256 " + sha + ", the topology's is " +
+                    o_.topology.manifest_sha256 + " (the peer serves only the topology's package)";
+        return p;
+      }
+      const auto manifest = parse_manifest(text, kManifestFileName);
+      // A final stage may have the embeddings when its output is tied to
+      // them. Whether it is, the stage consumer decides (it asks for the
+      // embeddings only then); the peer applies the exact rule, so the
+      // superset here costs at most one refusal for a file nobody asks for.
+      p.artifacts = stage_artifacts(stage_, manifest, /*output_tied=*/true);
+    } catch (const Error& e) {
+      p.problem = std::string("the cached ") + std::string(kManifestFileName) + " cannot be used: " + e.what();
+    }
+    return p;
+  }
+
+  RemoteOutcome fetch_one(const HfRepoCache& cache, const RemoteFile& file, const StagePlan& plan,
+                          const std::function<void(uint64_t)>& on_bytes) {
+    RemoteOutcome o;
+    try {
+      if (const auto why = unusable()) {
+        o.error = failure(why->kind(), file.path, std::string("not asked after ") + why->what());
+        return o;
+      }
+      const detail::ReceivedBlob got =
+          file.path == kManifestFileName ? fetch_manifest(cache, file, on_bytes) : fetch_part(cache, file, plan, on_bytes);
+      o.delivered = true;
+      o.received = got.received;
+      o.verified = got.received && got.verified;
+    } catch (const Declined& e) {
+      o.error = e;
+    } catch (const PeerError& e) {
+      if (peer_unusable(e)) mark_unusable(kind_of(e), file.path + ": " + reason(e));
+      o.error = failure(kind_of(e), file.path, reason(e));
+    } catch (const Error& e) {
+      // The blob writer: wrong bytes (discarded), disk full; our own checks.
+      o.error = Error(e.kind(), "peer " + o_.endpoint + ": " + e.what());
+    } catch (const std::exception& e) {
+      o.error = failure(ErrorKind::kIo, file.path, e.what());
+    }
+    return o;
+  }
+
+  std::string what(const std::string& path) const { return "hf://" + repo_id_ + "@" + commit_ + ": " + path; }
+
+  // model-package.json: its size is the peer's word (capped), its SHA-256
+  // the topology's. Small: received into memory, then written.
+  detail::ReceivedBlob fetch_manifest(const HfRepoCache& cache, const RemoteFile& file,
+                                      const std::function<void(uint64_t)>& on_bytes) {
+    if (file.sha256 && !sha256_equal(*file.sha256, o_.topology.manifest_sha256)) {
+      throw failure(ErrorKind::kIntegrity, file.path,
+                    "wanted with SHA-256 " + *file.sha256 + ", the topology's is " + o_.topology.manifest_sha256);
+    }
+    std::vector<uint8_t> bytes;
+    TransferSink sink;
+    sink.on_accept = [&](const TransferAnswer& a) {
+      if (a.total_size > kManifestMaxBytes || a.total_size == 0) {
+        throw PeerError(PeerErrorKind::kProtocol, "the peer offers a " + std::string(kManifestFileName) + " of " +
+                                                      std::to_string(a.total_size) + " bytes (1 to " +
+                                                      std::to_string(kManifestMaxBytes) + " allowed)");
+      }
+      bytes.reserve(static_cast<size_t>(a.total_size));
+    };
+    sink.on_bytes = [&](std::span<const uint8_t> b) { bytes.insert(bytes.end(), b.begin(), b.end()); };
+    client_.fetch(o_.endpoint, manifest_request(o_.topology, stage_), sink);
+    detail::BlobSpec spec;
+    spec.etag = o_.topology.manifest_sha256;  // lowercase (parse_topology)
+    spec.size = bytes.size();
+    spec.sha256 = o_.topology.manifest_sha256;
+    spec.declared_by = "the topology";
+    spec.etag_from = "the topology";
+    spec.what = what(file.path);
+    return detail::receive_blob(cache, commit_, file.path, spec, on_bytes, [&](detail::BlobWriter& w) {
+      w.append(std::span<const uint8_t>(bytes).subspan(static_cast<size_t>(w.have())));
+    });
+  }
+
+  detail::ReceivedBlob fetch_part(const HfRepoCache& cache, const RemoteFile& file, const StagePlan& plan,
+                                  const std::function<void(uint64_t)>& on_bytes) {
+    if (!plan.artifacts) throw failure(ErrorKind::kNotFound, file.path, "not asked: " + plan.problem);
+    const PeerArtifact* a = plan.artifacts->find(file.path);
+    if (!a) {
+      throw failure(ErrorKind::kNotFound, file.path,
+                    "not asked: not among the parts stage " + stage_.stage_id + " (layers " +
+                        format_layer_range(stage_.layers) + ") may fetch from a peer");
+    }
+    if ((file.size && *file.size != a->bytes) || (file.sha256 && !sha256_equal(*file.sha256, a->sha256))) {
+      throw failure(ErrorKind::kIntegrity, file.path,
+                    "not asked: wanted with a size or SHA-256 that the topology's manifest does not declare");
+    }
+    detail::BlobSpec spec;
+    spec.etag = lower(a->sha256);
+    spec.size = a->bytes;
+    spec.sha256 = file.sha256 ? *file.sha256 : a->sha256;
+    spec.declared_by = file.declared_by;
+    spec.etag_from = "the manifest";
+    spec.what = what(file.path);
+    return detail::receive_blob(cache, commit_, file.path, spec, on_bytes,
+                                [&](detail::BlobWriter& w) { transfer(w, *a); });
+  }
+
+  // Appends [w.have(), size) from the peer. A connection that drops after
+  // bytes arrived is asked again from where it stopped, up to max_attempts.
+  void transfer(detail::BlobWriter& w, const PeerArtifact& a) {
+    TransferSink sink;
+    sink.on_bytes = [&](std::span<const uint8_t> b) { w.append(b); };
+    for (unsigned attempt = 1;; ++attempt) {
+      const uint64_t from = w.have();
+      w.mark_resumed();  // (no effect from byte 0)
+      try {
+        client_.fetch(o_.endpoint, transfer_request(o_.topology, stage_, a, from), sink);
+        return;
+      } catch (const PeerError& e) {
+        if (attempt >= std::max(1u, o_.max_attempts)) throw;
+        if (e.peer_kind() == PeerErrorKind::kTransport && w.have() > from) continue;
+        if (e.refusal() == Refusal::kInvalidOffset && from > 0) {
+          w.restart();  // our partial file is not one the peer can continue
+          continue;
+        }
+        throw;
+      }
+    }
+  }
+
+  PeerClient client_;
+  PeerRemoteOptions o_;
+  std::string repo_id_;
+  std::string commit_;
+  TopologyStage stage_;
+  mutable std::mutex mu_;
+  std::optional<Error> down_;  // why the peer is not asked any more
+};
+
+}  // namespace
+
+std::shared_ptr<Remote> make_peer_remote(PeerClient client, PeerRemoteOptions options) {
+  const auto commit = pinned_commit(options.topology.package_ref);
+  if (!commit) {
+    throw_invalid("the topology's package_ref " + options.topology.package_ref +
+                  " does not pin a commit (hf://ns/repo@<40-hex commit>): a name that can move is never fetched "
+                  "from a peer");
+  }
+  const std::string repo_id = parse_hf_ref(options.topology.package_ref).repo_id;
+  const TopologyStage* stage = options.topology.find_stage(options.stage_id);
+  if (!stage) {
+    std::string ids;
+    for (const auto& s : options.topology.stages) ids += (ids.empty() ? "" : ", ") + s.stage_id;
+    throw Error(ErrorKind::kUsage, "stage \"" + options.stage_id + "\" is not in the topology (its stages: " + ids + ")");
+  }
+  if (stage->node_id != client.identity().node_id()) {
+    throw Error(ErrorKind::kUsage, "stage " + stage->stage_id + " of the topology is assigned to node " + stage->node_id +
+                                       ", not to this node (" + client.identity().node_id() +
+                                       "): the peer serves a stage only to its node");
+  }
+  TopologyStage s = *stage;
+  return std::make_shared<PeerRemote>(std::move(client), std::move(options), repo_id, *commit, std::move(s));
+}
+
+}  // namespace skippy::peer
