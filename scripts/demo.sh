@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DSKIPPY_WERROR=ON >/dev/null
+cmake -S . -B build -G Ninja -DSKIPPY_WERROR=ON -DCMAKE_BUILD_TYPE=Release >/dev/null  # as scripts/test.sh: one build tree
 cmake --build build -j2 --target skippy-model-package
 
 cli=build/bin/skippy-model-package
