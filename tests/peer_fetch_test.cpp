@@ -293,21 +293,7 @@ struct World {
     // llama-tiny (8 layers, output tied to the embeddings), one layer made
     // large enough to cut and stall in the middle.
     pkg = dir / "pkg";
-    const auto r = test::write_pkg(test::data_path("llama-tiny-q8_0.gguf"), pkg);
-    if (r.exit_code != 0) throw std::runtime_error(r.err);
-    auto manifest = parse_manifest(test::read_text(pkg / "model-package.json"), "model-package.json");
-    std::vector<uint8_t> noise(kBigBytes);
-    uint64_t x = 0x2545f4914f6cdd1dull;
-    for (size_t i = 0; i < noise.size(); i += 8) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      std::memcpy(noise.data() + i, &x, 8);
-    }
-    test::write_file(pkg / kBigLayer, noise);
-    manifest.layers[5].artifact_bytes = kBigBytes;
-    manifest.layers[5].sha256 = sha256_hex(std::span<const uint8_t>(noise));
-    write_file_atomic(pkg / "model-package.json", serialize_manifest(manifest));
+    (void)test::peer::write_package_with_big_layer5(pkg, kBigBytes, 0x2545f4914f6cdd1dull);
     manifest_sha = sha256_hex(test::read_text(pkg / "model-package.json"));
     for (const auto& e : fs::recursive_directory_iterator(pkg)) {
       if (e.is_regular_file()) files[fs::relative(e.path(), pkg).generic_string()] = test::peer::slurp(e.path());

@@ -29,6 +29,8 @@
 #include <thread>
 #include <vector>
 
+#include "skippy/file.h"
+#include "skippy/manifest.h"
 #include "skippy/sha256.h"
 #include "test_util.h"
 
@@ -50,6 +52,29 @@ inline std::vector<uint8_t> slurp(const fs::path& p) {
 }
 
 // `identity init-owner` / `issue-node` through the real CLI; the id printed.
+// Writes llama-tiny-q8_0's package to `pkg` with layer 5 replaced by `bytes`
+// of incompressible noise (xorshift64 from `seed`: cheap in a sanitizer
+// build) and the manifest updated: a part big enough to cut, stall and
+// resume. Returns the manifest as written.
+inline PackageManifest write_package_with_big_layer5(const fs::path& pkg, size_t bytes, uint64_t seed) {
+  const auto r = write_pkg(data_path("llama-tiny-q8_0.gguf"), pkg);
+  if (r.exit_code != 0) throw std::runtime_error(r.err);
+  auto manifest = parse_manifest(read_text(pkg / "model-package.json"), "model-package.json");
+  std::vector<uint8_t> noise(bytes);
+  uint64_t x = seed;
+  for (size_t i = 0; i + 8 <= noise.size(); i += 8) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    std::memcpy(noise.data() + i, &x, 8);
+  }
+  write_file(pkg / manifest.layers[5].path, noise);
+  manifest.layers[5].artifact_bytes = bytes;
+  manifest.layers[5].sha256 = sha256_hex(std::span<const uint8_t>(noise));
+  write_file_atomic(pkg / "model-package.json", serialize_manifest(manifest));
+  return manifest;
+}
+
 inline std::string make_owner(const fs::path& dir) {
   const auto r = run_cli({"identity", "init-owner", "--dir", dir.string(), "--json"});
   if (r.exit_code != 0) throw std::runtime_error("identity init-owner: " + r.err);

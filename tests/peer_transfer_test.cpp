@@ -68,21 +68,7 @@ struct World {
     // The package: llama-tiny (8 layers, output tied to the embeddings),
     // with one layer made large enough to cut and stall mid-file.
     pkg = dir / "pkg";
-    const auto r = test::write_pkg(test::data_path("llama-tiny-q8_0.gguf"), pkg);
-    if (r.exit_code != 0) throw std::runtime_error(r.err);
-    manifest = parse_manifest(test::read_text(pkg / "model-package.json"), "model-package.json");
-    std::vector<uint8_t> noise(kBigBytes);
-    uint64_t x = 0x9e3779b97f4a7c15ull;  // xorshift64: incompressible, cheap in a sanitizer build
-    for (size_t i = 0; i < noise.size(); i += 8) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      std::memcpy(noise.data() + i, &x, 8);
-    }
-    test::write_file(pkg / kBigLayer, noise);
-    manifest.layers[5].artifact_bytes = kBigBytes;
-    manifest.layers[5].sha256 = sha256_hex(std::span<const uint8_t>(noise));
-    write_file_atomic(pkg / "model-package.json", serialize_manifest(manifest));
+    manifest = test::peer::write_package_with_big_layer5(pkg, kBigBytes, 0x9e3779b97f4a7c15ull);
     manifest_sha = sha256_hex(test::read_text(pkg / "model-package.json"));
     hf = dir / "hf";
     test::peer::place_in_hf_cache(pkg, hf, kRepo, kCommit);
