@@ -16,7 +16,8 @@
 #                            the line and branch coverage of the GGUF reader
 #
 # Extra arguments go to libFuzzer. Inputs the fuzzer finds go to
-# fuzz/corpus-work/ (git-ignored); crashing inputs to build-fuzz/artifacts/.
+# fuzz/corpus-work/ (git-ignored); crashing inputs to build-fuzz/artifacts/
+# (build-asan/artifacts/ with --ci, which uses the tree of test.sh --sanitize).
 # Reproduce one: build-fuzz/bin/gguf_reader_fuzz build-fuzz/artifacts/crash-...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,9 +49,17 @@ if [ "$mode" = coverage ]; then
   exit 0
 fi
 
-build=build-fuzz
-cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DSKIPPY_BUILD_FUZZ=ON -DSKIPPY_BUILD_TESTS=OFF -DSKIPPY_BUILD_BENCH=OFF >/dev/null
+if [ "$mode" = ci ]; then
+  # The sanitizer tree of scripts/test.sh --sanitize (CI runs that first):
+  # the fuzz targets are built there already.
+  source scripts/sanitizer-build.sh
+  build=$SANITIZER_BUILD
+  configure_sanitizer_build
+else
+  build=build-fuzz
+  cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DSKIPPY_BUILD_FUZZ=ON -DSKIPPY_BUILD_TESTS=OFF -DSKIPPY_BUILD_BENCH=OFF >/dev/null
+fi
 
 if [ "$mode" = seeds ]; then
   cmake --build "$build" -j2 --target gguf_fuzz_seeds

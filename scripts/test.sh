@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # README command 2: install dependencies, build with warnings as errors, run
 # every test, then install into a scratch prefix and build a C and a C++
-# program against it. Usage: scripts/test.sh [--sanitize]   (ASan + UBSan
-# build in build-asan/, tests only)
+# program against it. Usage: scripts/test.sh [--sanitize]   (clang, ASan +
+# UBSan build in build-asan/ (scripts/sanitizer-build.sh), tests only; it
+# also builds the fuzz targets that scripts/fuzz.sh --ci then runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 
 build=build
-# Release (-O2, no debug info): the tests need no debugger, and debug info
-# doubles the compile time of the header-heavy CLI and test files.
-flags=(-DSKIPPY_WERROR=ON -DCMAKE_BUILD_TYPE=Release)
 if [ "${1:-}" = "--sanitize" ]; then
-  build=build-asan
-  flags+=(-DSKIPPY_SANITIZE=ON -DSKIPPY_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug)
+  source scripts/sanitizer-build.sh
+  build=$SANITIZER_BUILD
+  configure_sanitizer_build
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+else
+  # Release (-O2, no debug info): the tests need no debugger, and debug
+  # info doubles the compile time of the header-heavy CLI and test files.
+  cmake -S . -B "$build" -G Ninja -DSKIPPY_WERROR=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
-cmake -S . -B "$build" -G Ninja "${flags[@]}" >/dev/null
 cmake --build "$build" -j2
 ctest --test-dir "$build" --output-on-failure -j2
 if [ "$build" = build ]; then

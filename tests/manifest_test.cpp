@@ -612,7 +612,7 @@ TEST(ManifestParse, UnknownProjectorKindIsKeptForTheConsumerToDecide) {
   json p = artifact("projectors/audio.gguf", 3);
   p["kind"] = "audio-encoder";
   json j = minimal();
-  j["projectors"] = {p};
+  j["projectors"] = json::array({p});
   const auto m = parse(j);
   ASSERT_EQ(m.projectors.size(), 1u);
   EXPECT_EQ(m.projectors[0].kind, "audio-encoder");
@@ -628,13 +628,13 @@ TEST(ManifestParse, ProjectorsNeedSafePathsPositiveBytesAndValidDigests) {
   json p = artifact("projectors/mmproj.gguf", 3);
   p["kind"] = "mmproj";
   json j = minimal();
-  j["projectors"] = {p};
+  j["projectors"] = json::array({p});
   j["projectors"][0]["path"] = "/abs/mmproj.gguf";
   expect_refused(j, "projectors[0].path: unsafe path \"/abs/mmproj.gguf\": is absolute");
-  j["projectors"] = {p};
+  j["projectors"] = json::array({p});
   j["projectors"][0]["artifact_bytes"] = 0;
   expect_refused(j, "projectors[0].artifact_bytes: must be greater than zero");
-  j["projectors"] = {p};
+  j["projectors"] = json::array({p});
   j["projectors"][0]["sha256"] = "zz";
   expect_refused(j, "projectors[0].sha256: not a 64-character hex digest");
   j["projectors"] = p;

@@ -18,6 +18,9 @@
 #include "skippy/peer.h"
 
 namespace skippy {
+// Named: the unity build compiles this file with others that have their
+// own World, kRepo, expect_refused...
+namespace peer_transfer_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -807,4 +810,5 @@ TEST_F(PeerTransfer, LimitsKeepIdleConnectionsFromStarvingOthers) {
 }
 
 }  // namespace
+}  // namespace peer_transfer_test
 }  // namespace skippy

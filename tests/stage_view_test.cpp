@@ -21,6 +21,9 @@
 #include "test_util.h"
 
 namespace skippy {
+// Named: the unity build compiles this file with others that have their
+// own World, kRepo, expect_refused...
+namespace stage_view_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -245,4 +248,5 @@ TEST(StageView, MovesKeepTheTableValid) {
 }
 
 }  // namespace
+}  // namespace stage_view_test
 }  // namespace skippy

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -55,6 +56,9 @@ struct PartsToUse {
   std::vector<std::string> notes;
 };
 PartsToUse parts_for(const OpenedPackage& pkg, const std::optional<LayerRange>& range, const SelectOptions& options);
+
+// A --*-timeout in seconds (fractions allowed), rounded to milliseconds.
+std::chrono::milliseconds seconds_to_ms(double s);
 
 Command register_inspect(CLI::App& app);
 Command register_write_package(CLI::App& app);

@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -59,6 +60,10 @@ PartsToUse parts_for(const OpenedPackage& pkg, const std::optional<LayerRange>& 
   if (sel.projector) out.parts.push_back(std::move(*sel.projector));
   out.notes = std::move(sel.notes);
   return out;
+}
+
+std::chrono::milliseconds seconds_to_ms(double s) {
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(s * 1000.0)));
 }
 
 }  // namespace skippy::cli

@@ -22,10 +22,6 @@ struct PeerArgs {
   bool timeouts_given = false;
 };
 
-std::chrono::milliseconds seconds_to_ms(double s) {
-  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(s * 1000.0)));
-}
-
 // --peer and the flags that go with it, checked before anything is read.
 void check_peer_flags(const PeerArgs& p) {
   if (p.peer.empty()) {

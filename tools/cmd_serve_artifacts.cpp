@@ -13,14 +13,6 @@
 #include "skippy/peer.h"
 
 namespace skippy::cli {
-namespace {
-
-std::chrono::milliseconds seconds_to_ms(double s) {
-  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(s * 1000.0)));
-}
-
-}  // namespace
-
 Command register_serve_artifacts(CLI::App& app) {
   auto* cmd = app.add_subcommand("serve-artifacts", "Serve package artifacts to the peers of an active split topology");
   cmd->footer(

@@ -54,6 +54,10 @@ struct NgramBounds {
   uint32_t max_proposal_tokens = 8;
 };
 
+// The most tokens one propose() may return (max_proposal_tokens), for both
+// N-gram proposers.
+inline constexpr uint32_t kMaxNgramProposalTokens = 64;
+
 // ngram-cache: a request-local incremental table from every n-gram
 // (ngram_min <= n <= ngram_max <= 4) of the committed history to its most
 // frequent continuations. propose() looks up the longest n-gram ending the

@@ -32,7 +32,7 @@ constexpr std::string_view kSidecarFormat = "skippy-materialized-stage";
 constexpr uint64_t kSidecarMaxBytes = 1u << 20;
 constexpr std::string_view kMaterializedKeyPrefix = "skippy.materialized.";
 
-bool inside(const fs::path& p, const fs::path& boundary) {
+bool inside_or_at(const fs::path& p, const fs::path& boundary) {
   const auto& ps = p.native();
   const auto& bs = boundary.native();
   return ps == bs || (ps.size() > bs.size() && ps.compare(0, bs.size(), bs) == 0 && ps[bs.size()] == '/');
@@ -44,7 +44,7 @@ void refuse_inside_package(const OpenedPackage& pkg, const fs::path& target, std
   std::error_code ec;
   const auto real = fs::weakly_canonical(fs::absolute(target, ec), ec);
   if (ec) return;  // unresolvable: the write itself reports it
-  if (inside(real, pkg.boundary)) {
+  if (inside_or_at(real, pkg.boundary)) {
     throw_invalid(std::string(what) + " " + target.string() + " is inside the package " + pkg.ref +
                   ": a materialized stage is derived cache and never goes into the package");
   }

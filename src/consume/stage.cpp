@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 
 [[noreturn]] void fail(const OpenedPackage& pkg, const std::string& what) { throw_invalid(pkg.ref + ": " + what); }
 
-bool inside(const fs::path& p, const fs::path& boundary) {
+bool strictly_inside(const fs::path& p, const fs::path& boundary) {
   const auto ps = p.native();
   const auto bs = boundary.native();
   return ps.size() > bs.size() && ps.compare(0, bs.size(), bs) == 0 && ps[bs.size()] == '/';
@@ -31,7 +31,7 @@ fs::path check_artifact_file(const OpenedPackage& pkg, const ArtifactEntry& e, s
   if (!fs::exists(fs::symlink_status(p, ec))) fail(pkg, e.path + ": missing (" + std::string(what) + ")");
   const fs::path real = fs::canonical(p, ec);
   if (ec) fail(pkg, e.path + ": cannot resolve (" + ec.message() + "): a dangling symlink?");
-  if (!inside(real, pkg.boundary)) {
+  if (!strictly_inside(real, pkg.boundary)) {
     fail(pkg, e.path + ": resolves to " + real.string() + ", outside the package (" + pkg.boundary.string() + ")");
   }
   if (!fs::is_regular_file(real, ec)) fail(pkg, e.path + ": not a regular file");

@@ -5,6 +5,7 @@
 #include <array>
 #include <set>
 
+#include "generation/wording.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/policy.h"
@@ -13,6 +14,7 @@ namespace skippy {
 namespace {
 
 using json = nlohmann::json;
+using generation_detail::is_known_switch;
 
 constexpr uint64_t kBackendFileMaxBytes = uint64_t{1} << 20;
 constexpr int kBackendJsonMaxDepth = 8;
@@ -50,11 +52,6 @@ json parse_strict(std::string_view text, std::string_view origin) {
     if (const size_t pos = why.find("] "); pos != std::string::npos) why.erase(0, pos + 2);
     fail(origin, "", "not valid JSON: " + why);
   }
-}
-
-bool is_known_switch(std::string_view name) {
-  const auto k = known_experimental_switches();
-  return std::find(k.begin(), k.end(), name) != k.end();
 }
 
 }  // namespace

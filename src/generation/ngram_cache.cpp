@@ -10,7 +10,6 @@ namespace skippy {
 namespace {
 
 constexpr uint32_t kCacheMaxWindow = 4;
-constexpr uint32_t kMaxProposal = 64;
 constexpr size_t kCandidates = 3;  // continuations kept per n-gram (the rarest is replaced)
 
 struct Continuation {
@@ -92,7 +91,7 @@ class NgramCacheProposer final : public DraftProposer {
       throw_invalid("ngram-cache: ngram_min " + std::to_string(b.ngram_min) + ", ngram_max " +
                     std::to_string(b.ngram_max) + ": needs 1 <= ngram_min <= ngram_max <= 4");
     }
-    if (b.max_proposal_tokens < 1 || b.max_proposal_tokens > kMaxProposal) {
+    if (b.max_proposal_tokens < 1 || b.max_proposal_tokens > kMaxNgramProposalTokens) {
       throw_invalid("ngram-cache: max_proposal_tokens must be 1..64");
     }
   }

@@ -14,7 +14,6 @@ namespace {
 
 constexpr uint32_t kSuffixMinSeed = 3;
 constexpr uint32_t kSuffixMaxMatch = 64;
-constexpr uint32_t kMaxProposal = 64;
 constexpr int kMaxCandidates = 32;  // seed occurrences examined per proposal, latest first
 constexpr int kMaxChainSteps = 64;  // chain entries visited (other seeds in the bucket included)
 constexpr uint64_t kBase = 0x100000001B3ull;
@@ -33,7 +32,7 @@ class NgramSuffixProposer final : public DraftProposer {
       throw_invalid("ngram-suffix: ngram_min " + std::to_string(b.ngram_min) + ", ngram_max " +
                     std::to_string(b.ngram_max) + ": needs 3 <= ngram_min <= ngram_max <= 64");
     }
-    if (b.max_proposal_tokens < 1 || b.max_proposal_tokens > kMaxProposal) {
+    if (b.max_proposal_tokens < 1 || b.max_proposal_tokens > kMaxNgramProposalTokens) {
       throw_invalid("ngram-suffix: max_proposal_tokens must be 1..64");
     }
     pow_ = 1;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "generation/builtin_policy.h"
+#include "generation/wording.h"
 #include "skippy/error.h"
 #include "skippy/policy.h"
 
@@ -12,8 +13,8 @@ namespace {
 
 using generation_detail::BuiltinPolicy;
 
-std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
-std::string num(uint64_t v) { return std::to_string(v); }
+using generation_detail::in_quotes;
+using generation_detail::num;
 
 bool contains(std::span<const std::string_view> list, std::string_view v) {
   return std::find(list.begin(), list.end(), v) != list.end();

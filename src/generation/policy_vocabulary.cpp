@@ -5,6 +5,7 @@
 #include <array>
 #include <charconv>
 
+#include "generation/wording.h"
 #include "skippy/error.h"
 #include "skippy/policy.h"
 
@@ -17,7 +18,8 @@ constexpr std::array<std::string_view, 4> kPathNames = {"dense", "direct-sparse"
                                                         "sparse-chunked"};
 constexpr std::array<std::string_view, 4> kPhaseNames = {"decode", "short_prefill", "long_prefill", "verify"};
 
-std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+using generation_detail::in_quotes;
+using generation_detail::is_known_switch;
 
 std::optional<uint64_t> parse_u64(std::string_view s) {
   uint64_t v = 0;
@@ -25,11 +27,6 @@ std::optional<uint64_t> parse_u64(std::string_view s) {
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
   return v;
-}
-
-bool is_known_switch(std::string_view name) {
-  const auto k = known_experimental_switches();
-  return std::find(k.begin(), k.end(), name) != k.end();
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ namespace {
 using generation_detail::in_quotes;
 using generation_detail::refuse;
 
-std::string num(uint64_t v) { return std::to_string(v); }
+using generation_detail::num;
 
 class Planner {
  public:

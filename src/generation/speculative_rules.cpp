@@ -10,8 +10,6 @@
 namespace skippy {
 namespace generation_detail {
 
-std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
 void refuse(std::string rule, std::string message) { throw Refused{{std::move(rule), std::move(message)}}; }
 
 std::optional<SpeculativeRefusal> ngram_bounds_problem(std::string_view type, uint64_t lo, uint64_t hi,

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "generation/wording.h"
 #include "skippy/speculative.h"
 
 namespace skippy::generation_detail {
@@ -23,7 +24,5 @@ struct Refused {
 // A refusal naming rule ngram_cache_window / ngram_suffix_bounds, or nullopt.
 std::optional<SpeculativeRefusal> ngram_bounds_problem(std::string_view type, uint64_t ngram_min, uint64_t ngram_max,
                                                        std::string_view where);
-
-std::string in_quotes(std::string_view s);
 
 }  // namespace skippy::generation_detail

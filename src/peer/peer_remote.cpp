@@ -13,16 +13,10 @@
 #include "skippy/sha256.h"
 #include "source/blob_writer.h"
 #include "util/parallel.h"
+#include "util/text.h"
 
 namespace skippy::peer {
 namespace {
-
-std::string lower(std::string s) {
-  for (auto& c : s) {
-    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return s;
-}
 
 // The kind a peer failure has for the source layer (and `fetch --json`).
 ErrorKind kind_of(const PeerError& e) noexcept {
@@ -118,7 +112,7 @@ class PeerRemote final : public Remote {
 
     std::vector<uint64_t> sizes;
     for (const auto& f : files) sizes.push_back(f.size.value_or(0));
-    detail::run_jobs_largest_first(sizes, std::max(1u, o_.parallel_transfers), [&](size_t i) {
+    skippy::detail::run_jobs_largest_first(sizes, std::max(1u, o_.parallel_transfers), [&](size_t i) {
       out[i] = fetch_one(cache, files[i], plan, on_bytes);
     });
     return out;
@@ -174,7 +168,7 @@ class PeerRemote final : public Remote {
         o.error = failure(why->kind(), file.path, std::string("not asked after ") + why->what());
         return o;
       }
-      const detail::ReceivedBlob got =
+      const skippy::detail::ReceivedBlob got =
           file.path == kManifestFileName ? fetch_manifest(cache, file, on_bytes) : fetch_part(cache, file, plan, on_bytes);
       o.delivered = true;
       o.received = got.received;
@@ -197,7 +191,7 @@ class PeerRemote final : public Remote {
 
   // model-package.json: its size is the peer's word (capped), its SHA-256
   // the topology's. Small: received into memory, then written.
-  detail::ReceivedBlob fetch_manifest(const HfRepoCache& cache, const RemoteFile& file,
+  skippy::detail::ReceivedBlob fetch_manifest(const HfRepoCache& cache, const RemoteFile& file,
                                       const std::function<void(uint64_t)>& on_bytes) {
     if (file.sha256 && !sha256_equal(*file.sha256, o_.topology.manifest_sha256)) {
       throw failure(ErrorKind::kIntegrity, file.path,
@@ -215,19 +209,19 @@ class PeerRemote final : public Remote {
     };
     sink.on_bytes = [&](std::span<const uint8_t> b) { bytes.insert(bytes.end(), b.begin(), b.end()); };
     client_.fetch(o_.endpoint, manifest_request(o_.topology, stage_), sink);
-    detail::BlobSpec spec;
+    skippy::detail::BlobSpec spec;
     spec.etag = o_.topology.manifest_sha256;  // lowercase (parse_topology)
     spec.size = bytes.size();
     spec.sha256 = o_.topology.manifest_sha256;
     spec.declared_by = "the topology";
     spec.etag_from = "the topology";
     spec.what = what(file.path);
-    return detail::receive_blob(cache, commit_, file.path, spec, on_bytes, [&](detail::BlobWriter& w) {
+    return skippy::detail::receive_blob(cache, commit_, file.path, spec, on_bytes, [&](skippy::detail::BlobWriter& w) {
       w.append(std::span<const uint8_t>(bytes).subspan(static_cast<size_t>(w.have())));
     });
   }
 
-  detail::ReceivedBlob fetch_part(const HfRepoCache& cache, const RemoteFile& file, const StagePlan& plan,
+  skippy::detail::ReceivedBlob fetch_part(const HfRepoCache& cache, const RemoteFile& file, const StagePlan& plan,
                                   const std::function<void(uint64_t)>& on_bytes) {
     if (!plan.artifacts) throw failure(ErrorKind::kNotFound, file.path, "not asked: " + plan.problem);
     const PeerArtifact* a = plan.artifacts->find(file.path);
@@ -240,20 +234,20 @@ class PeerRemote final : public Remote {
       throw failure(ErrorKind::kIntegrity, file.path,
                     "not asked: wanted with a size or SHA-256 that the topology's manifest does not declare");
     }
-    detail::BlobSpec spec;
-    spec.etag = lower(a->sha256);
+    skippy::detail::BlobSpec spec;
+    spec.etag = skippy::detail::ascii_lower(a->sha256);
     spec.size = a->bytes;
     spec.sha256 = file.sha256 ? *file.sha256 : a->sha256;
     spec.declared_by = file.declared_by;
     spec.etag_from = "the manifest";
     spec.what = what(file.path);
-    return detail::receive_blob(cache, commit_, file.path, spec, on_bytes,
-                                [&](detail::BlobWriter& w) { transfer(w, *a); });
+    return skippy::detail::receive_blob(cache, commit_, file.path, spec, on_bytes,
+                                [&](skippy::detail::BlobWriter& w) { transfer(w, *a); });
   }
 
   // Appends [w.have(), size) from the peer. A connection that drops after
   // bytes arrived is asked again from where it stopped, up to max_attempts.
-  void transfer(detail::BlobWriter& w, const PeerArtifact& a) {
+  void transfer(skippy::detail::BlobWriter& w, const PeerArtifact& a) {
     TransferSink sink;
     sink.on_bytes = [&](std::span<const uint8_t> b) { w.append(b); };
     for (unsigned attempt = 1;; ++attempt) {

@@ -8,6 +8,7 @@
 #include "skippy/peer_identity.h"
 #include "skippy/peer_topology.h"
 #include "skippy/sha256.h"
+#include "util/text.h"
 
 namespace skippy::peer {
 namespace {
@@ -52,13 +53,6 @@ class Fields {
   std::string origin_;
 };
 
-std::string lower(std::string s) {
-  for (auto& c : s) {
-    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return s;
-}
-
 }  // namespace
 
 const TopologyStage* Topology::find_stage(std::string_view stage_id) const noexcept {
@@ -88,7 +82,7 @@ Topology parse_topology(std::string_view json_text, std::string_view origin) {
   } catch (const Error& e) {
     f.fail("package_ref", e.what());
   }
-  t.manifest_sha256 = lower(f.text(doc, "manifest_sha256", ""));
+  t.manifest_sha256 = skippy::detail::ascii_lower(f.text(doc, "manifest_sha256", ""));
   if (!is_sha256_hex(t.manifest_sha256)) f.fail("manifest_sha256", "not 64 hex digits");
   const json& stages = f.member(doc, "stages", "stages");
   if (!stages.is_array() || stages.empty()) f.fail("stages", "not a non-empty array");
@@ -101,7 +95,7 @@ Topology parse_topology(std::string_view json_text, std::string_view origin) {
     TopologyStage st;
     st.stage_id = f.text(s, "stage_id", p);
     st.stage_index = f.u32(s, "stage_index", p);
-    st.node_id = lower(f.text(s, "node_id", p));
+    st.node_id = skippy::detail::ascii_lower(f.text(s, "node_id", p));
     if (!is_peer_id(st.node_id)) f.fail(p + ".node_id", "not a node id (64 hex digits)");
     st.layers.start = f.u32(s, "layer_start", p);
     st.layers.end = f.u32(s, "layer_end", p);

@@ -25,7 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using detail::describe_projector;
 using detail::is_projector_gguf;
-constexpr size_t kChunk = 8u << 20;
+constexpr size_t kHashChunk = 8u << 20;
 constexpr std::string_view kAlignmentKey = "general.alignment";
 
 struct Artifact {
@@ -111,9 +111,9 @@ class Validator {
   std::optional<std::string> hash_mapped(const MappedFile& file) {
     const auto bytes = file.bytes();
     Sha256 sha;
-    for (uint64_t pos = 0; pos < bytes.size(); pos += kChunk) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, bytes.size() - pos));
-      detail::prefetch_mapped(bytes, pos + kChunk, kChunk);
+    for (uint64_t pos = 0; pos < bytes.size(); pos += kHashChunk) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kHashChunk, bytes.size() - pos));
+      detail::prefetch_mapped(bytes, pos + kHashChunk, kHashChunk);
       if (!detail::guarded([&] { sha.update(bytes.subspan(pos, n)); })) return std::nullopt;
       detail::release_mapped(bytes, pos, n);
       progress(n);
@@ -237,8 +237,8 @@ class Validator {
     Sha256 sha;
     size_t first = 0;
     for (uint64_t pos = 0; pos < file.size();) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, file.size() - pos));
-      detail::prefetch_mapped(bytes, pos + kChunk, kChunk);
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kHashChunk, file.size() - pos));
+      detail::prefetch_mapped(bytes, pos + kHashChunk, kHashChunk);
       if (!detail::guarded([&] { sha.update(bytes.subspan(pos, n)); })) {
         problem(e.path + ": the file shrank while it was being read (changed by another process?)");
         return;

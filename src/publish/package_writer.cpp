@@ -191,10 +191,10 @@ ProjectorEntry copy_projector(const PlannedProjector& p, const fs::path& out_dir
   fs::create_directories(out_dir / kProjectorsDir, ec);
   AtomicFile out(out_dir / p.entry.path);
   Sha256 sha;
-  constexpr size_t kChunk = 8u << 20;
-  std::vector<uint8_t> buf(kChunk);
+  constexpr size_t kCopyChunk = 8u << 20;
+  std::vector<uint8_t> buf(kCopyChunk);
   for (uint64_t pos = 0; pos < file->size();) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, file->size() - pos));
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kCopyChunk, file->size() - pos));
     file->pread_exact(pos, {buf.data(), n});
     out.write_all({buf.data(), n});
     sha.update({buf.data(), n});
