@@ -63,12 +63,12 @@ check() {
   row "$1" "$2${5:-}" "$3 $4${5:-}" "$st"
 }
 
-# run_timed CMD...: one run; T_WALL (seconds, ms precision) and T_RSS (peak
-# KiB, /usr/bin/time %M). Output goes to $WORK/logs/last.{out,err}.
+# run_timed CMD...: one run; T_WALL (seconds, ms precision), T_RSS (peak
+# KiB, /usr/bin/time %M) and T_CPU (user + system seconds). Output goes to $WORK/logs/last.{out,err}.
 run_timed() {
   local start end
   start=$(date +%s%N)
-  if ! /usr/bin/time -f '%e %M' -o "$WORK/logs/time" "$@" >"$WORK/logs/last.out" 2>"$WORK/logs/last.err"; then
+  if ! /usr/bin/time -f '%e %M %U %S' -o "$WORK/logs/time" "$@" >"$WORK/logs/last.out" 2>"$WORK/logs/last.err"; then
     note "FAILED: $*"
     tail -n 5 "$WORK/logs/last.err" | sed 's/^/     /'
     return 1
@@ -76,22 +76,25 @@ run_timed() {
   end=$(date +%s%N)
   T_WALL=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
   T_RSS=$(tail -n 1 "$WORK/logs/time" | awk '{ print $2 }')
+  T_CPU=$(tail -n 1 "$WORK/logs/time" | awk '{ printf "%.2f", $3 + $4 }')
 }
 
 # measure PREP CMD...: one warm-up run, then $RUNS timed runs, each after
 # PREP (a function: clean outputs, flush dirty pages). M_WALL = median wall,
-# M_RSS = largest peak RSS (KiB).
+# M_RSS = largest peak RSS (KiB), M_CPU = median CPU seconds (user + system).
 measure() {
-  local prep=$1 i walls=() rss=0
+  local prep=$1 i walls=() cpus=() rss=0
   shift
   for ((i = 0; i <= RUNS; i++)); do
     "$prep"
     run_timed "$@" || return 1
     ((i == 0)) && continue
     walls+=("$T_WALL")
+    cpus+=("$T_CPU")
     ((T_RSS > rss)) && rss=$T_RSS
   done
   M_WALL=$(printf '%s\n' "${walls[@]}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+  M_CPU=$(printf '%s\n' "${cpus[@]}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
   M_RSS=$rss
 }
 
@@ -170,16 +173,16 @@ note "GgufFile::open ${OPEN_MS} ms, ModelSource::open ${SRC_MS} ms, split (3 sha
 
 section "yardsticks on the model (median of $RUNS after a warm-up)"
 yard_cp "$MODEL"
-CP_MODEL=$Y_CP
+CP_MODEL=$Y_CP CP_CPU=$M_CPU
 start=$(date +%s%N)
 sync "$SCRATCH/$(basename "$MODEL")"
 FSYNC_COPY=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
 rm -rf "$SCRATCH"
 yard_dgst "$MODEL"
-DGST_MODEL=$Y_DGST
-note "cp                 ${CP_MODEL} s  ($(awk -v b="$MODEL_BYTES" -v s="$CP_MODEL" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }'))"
+DGST_MODEL=$Y_DGST DGST_CPU=$M_CPU
+note "cp                 ${CP_MODEL} s  ($(awk -v b="$MODEL_BYTES" -v s="$CP_MODEL" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }'), CPU ${CP_CPU} s)"
 note "                   (then fsync of the copy: ${FSYNC_COPY} s; not part of the yardstick)"
-note "openssl dgst       ${DGST_MODEL} s  ($(awk -v b="$MODEL_BYTES" -v s="$DGST_MODEL" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }'))"
+note "openssl dgst       ${DGST_MODEL} s  ($(awk -v b="$MODEL_BYTES" -v s="$DGST_MODEL" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }'), CPU ${DGST_CPU} s)"
 note "reader open / cp = $(awk -v o="$OPEN_MS" -v c="$CP_MODEL" 'BEGIN { printf "%.6f", o / 1000 / c }')"
 row "GgufFile::open, $SIZE model" "$OPEN_MS ms" "ms (header only)" info
 row "ModelSource::open, 3-shard split" "$SPLIT_MS ms" "ms (header only)" info
@@ -215,13 +218,17 @@ bench_write_package() {
   }
   WRITE_OK=1
   WRITE_WALL=$M_WALL
-  local wall=$M_WALL rss_big=$M_RSS yard r
+  local wall=$M_WALL rss_big=$M_RSS cpu=$M_CPU yard r floor
   yard=$(sum "$CP_MODEL" "$DGST_MODEL")
   r=$(ratio "$wall" "$yard")
   PKG_FILES=()
   mapfile -t PKG_FILES < <(find "$PKG" -type f | sort)
   note "package: ${#PKG_FILES[@]} files, $(gib "$(bytes_of "${PKG_FILES[@]}")")"
-  note "write-package ${wall} s, peak RSS $(mib "$rss_big"); cp + dgst = ${yard} s; ratio $r"
+  note "write-package ${wall} s (CPU ${cpu} s), peak RSS $(mib "$rss_big"); cp + dgst = ${yard} s; ratio $r"
+  # The floor: cp's copy and two SHA-256 streams (the shard's and the
+  # fragments'), each as costly as dgst, spread perfectly over the cores.
+  floor=$(awk -v c="$CP_MODEL" -v d="$DGST_MODEL" -v n="$(nproc)" 'BEGIN { printf "%.3f", (c + 2 * d) / n }')
+  note "floor: (cp + 2 x dgst) / $(nproc) cores = ${floor} s, ratio $(ratio "$floor" "$yard")"
   check "write-package / (cp + dgst)" "$r" "<=" 0.8
 
   # RSS flatness: the same command on a model half the size.
@@ -359,7 +366,10 @@ bench_write_package_hub() {
   hashed=$(sed -n 's/.*"source_bytes_hashed": *\([0-9]*\).*/\1/p' "$WORK/logs/last.out")
   yard=$(sum "$CP_MODEL" "$DGST_MODEL")
   r=$(ratio "$M_WALL" "$yard")
-  note "write-package ${M_WALL} s, peak RSS $(mib "$M_RSS"), source bytes hashed: ${hashed:-?}; cp + dgst = ${yard} s; ratio $r"
+  note "write-package ${M_WALL} s (CPU ${M_CPU} s), peak RSS $(mib "$M_RSS"), source bytes hashed: ${hashed:-?}; cp + dgst = ${yard} s; ratio $r"
+  # The floor: the same work as cp and dgst (copy every byte, hash every
+  # byte once) spread perfectly over the cores, with nothing else.
+  note "floor: (cp + dgst) / $(nproc) cores = $(awk -v y="$yard" -v n="$(nproc)" 'BEGIN { printf "%.3f", y / n }') s, ratio $(awk -v n="$(nproc)" 'BEGIN { printf "%.2f", 1 / n }')"
   check "$fig" "$r" "<=" 0.5
   check "$fig_rss" "$(awk -v k="$M_RSS" 'BEGIN { printf "%.1f", k / 1024 }')" "<" 100 " MiB"
   rm -rf "$out" "$hf" "$cache" "$repo_dir"

@@ -653,6 +653,8 @@ TEST_F(HubFetch, WritePackageFromAHubCoordinate) {
                          {"HF_HUB_OFFLINE=1", "SOURCE_DATE_EPOCH=1700000000", "SKIPPY_CACHE_DIR=" + (tmp_ / "empty").string()});
   ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
   EXPECT_EQ(json::parse(fresh.out)["source_bytes_hashed"], shard_bytes);
+  EXPECT_EQ(test::read_text(tmp_ / "pkg3" / "model-package.json"), test::read_text(out / "model-package.json"))
+      << "one pass hashing the shards writes the package the lanes over verified shards wrote";
   // ...and a cached shard changed since it was verified is hashed and refused.
   const auto blob = fs::canonical(shard);
   auto bytes = test::read_file(blob);

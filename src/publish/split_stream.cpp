@@ -44,6 +44,17 @@ struct Chunk {
   bool writing = false;
 };
 
+// A place in the source: (shard, byte offset), ordered.
+using Position = std::pair<size_t, uint64_t>;
+
+// The part of the pass one Pipeline does: its outputs, and the source
+// range [begin, end) that holds all their pieces and no other output's.
+struct Lane {
+  std::vector<size_t> outputs;
+  Position begin{0, 0};
+  Position end{SIZE_MAX, 0};  // the end of the last shard
+};
+
 // Pieces of all outputs, ordered by source position.
 struct PieceRef {
   size_t shard;
@@ -56,9 +67,9 @@ struct PieceRef {
 class Pipeline {
  public:
   Pipeline(const std::vector<std::shared_ptr<const MappedFile>>& shards, const std::vector<StreamOutput>& outputs,
-           const StreamOptions& opt)
-      : shards_(shards), outputs_(outputs), opt_(opt) {
-    for (size_t o = 0; o < outputs.size(); ++o) {
+           const StreamOptions& opt, Lane lane)
+      : shards_(shards), outputs_(outputs), opt_(opt), lane_(std::move(lane)) {
+    for (const size_t o : lane_.outputs) {
       for (size_t p = 0; p < outputs[o].pieces.size(); ++p) {
         const auto& pc = outputs[o].pieces[p];
         if (pc.bytes != 0) refs_.push_back({pc.shard, pc.src_offset, pc.bytes, o, p});
@@ -68,13 +79,15 @@ class Pipeline {
       return a.shard != b.shard ? a.shard < b.shard : a.src < b.src;
     });
     slots_ = std::max<size_t>(1, opt.buffers);
+    shard_ = lane_.begin.first;
+    pos_ = lane_.begin.second;
     while (shard_ < shards_.size() && shards_[shard_]->size() == 0) ++shard_;  // empty files yield no chunk
     shard_sha_.resize(shards.size());
     out_sha_.resize(outputs.size());
     files_.resize(outputs.size());
     streaming_ = static_cast<bool>(opt.on_output_complete);
     if (!streaming_) {
-      for (size_t o = 0; o < outputs.size(); ++o) open_output(o);
+      for (const size_t o : lane_.outputs) open_output(o);
       return;
     }
     hash_left_.assign(outputs.size(), 0);
@@ -89,17 +102,18 @@ class Pipeline {
       ++undefined_[r.output];
       last[r.output] = std::max(last[r.output], std::pair<size_t, uint64_t>{r.shard, r.src + r.bytes});
     }
-    for (size_t o = 0; o < outputs.size(); ++o) {
+    for (const size_t o : lane_.outputs) {
       if (undefined_[o] > 0) ends_.push_back(last[o]);
     }
     std::sort(ends_.begin(), ends_.end());
   }
 
-  StreamResult run() {
+  // Runs this lane's pass; then collect() gives its digests.
+  void run() {
     std::thread finisher;
     if (streaming_) {
       // Outputs with no piece (a metadata fragment without tensors) are complete at once.
-      for (size_t o = 0; o < outputs_.size(); ++o) {
+      for (const size_t o : lane_.outputs) {
         if (undefined_[o] == 0) {
           open_output(o);
           finalize(o);
@@ -122,8 +136,45 @@ class Pipeline {
       finisher.join();
     }
     if (error_) std::rethrow_exception(error_);
-    return finish();
   }
+
+  // Another lane failed: stop this one (run() then throws `why`).
+  void abort(std::exception_ptr why) {
+    std::lock_guard g(mu_);
+    if (!error_) error_ = std::move(why);
+    cv_.notify_all();
+  }
+
+  // Source bytes this lane walked (reported through on_bytes).
+  uint64_t walked() const { return walked_; }
+
+  // After run(): shard digests (every shard: computed here or known) and
+  // this lane's output digests, each output's size checked. The files of a
+  // non-streaming pass stay under their temporary names (files()).
+  void collect(StreamResult& r) {
+    // A shard of zero bytes never produced a chunk; its hash is of nothing.
+    r.shard_sha256.clear();
+    for (size_t i = 0; i < shard_sha_.size(); ++i) {
+      r.shard_sha256.push_back(known(i) ? *opt_.known_shard_sha256[i] : shard_sha_[i].hex_digest());
+    }
+    for (const size_t o : lane_.outputs) {
+      if (streaming_) {
+        if (!finished_[o]) throw_invalid(outputs_[o].final_path.string() + ": the pass ended before this output was complete");
+        r.output_sha256[o] = out_hex_[o];
+        continue;
+      }
+      struct stat st {};
+      if (::fstat(files_[o]->fd(), &st) != 0) throw_io(files_[o]->temp_path().string() + ": cannot stat");
+      if (static_cast<uint64_t>(st.st_size) != outputs_[o].total_size) {
+        throw_invalid(files_[o]->temp_path().string() + ": wrote " + std::to_string(st.st_size) + " bytes, expected " +
+                      std::to_string(outputs_[o].total_size));
+      }
+      r.output_sha256[o] = out_sha_[o].hex_digest();
+    }
+  }
+
+  std::vector<std::unique_ptr<AtomicFile>>& files() { return files_; }
+  const std::vector<size_t>& outputs() const { return lane_.outputs; }
 
  private:
   enum class Job { kNone, kRead, kSrcHash, kOutHash, kWrite };
@@ -178,7 +229,7 @@ class Pipeline {
     }
   }
 
-  bool reading_done() const { return shard_ >= shards_.size(); }
+  bool reading_done() const { return shard_ >= shards_.size() || Position{shard_, pos_} >= lane_.end; }
 
   void work() {
     std::unique_lock lk(mu_);
@@ -311,6 +362,7 @@ class Pipeline {
     c->shard = shard_;
     c->offset = pos_;
     c->len = static_cast<size_t>(std::min<uint64_t>(opt_.chunk_bytes, f.size() - pos_));
+    if (lane_.end.first == shard_ && lane_.end.second - pos_ < c->len) c->len = static_cast<size_t>(lane_.end.second - pos_);
     if (streaming_ && opt_.before_create) {
       // One output at a time: a read never runs past the end of an output.
       while (end_cursor_ < ends_.size() && ends_[end_cursor_] <= std::pair<size_t, uint64_t>{shard_, pos_}) ++end_cursor_;
@@ -385,6 +437,7 @@ class Pipeline {
       c->buf = nullptr;
       c->segments.clear();
       c->segments.shrink_to_fit();
+      walked_ += c->len;
       if (opt_.on_bytes) opt_.on_bytes(c->len);
     }
     while (first_live_ < chunks_.size() && !chunks_[first_live_]->live &&
@@ -402,64 +455,11 @@ class Pipeline {
                   ": the file shrank while it was being read (changed by another process?)");
   }
 
-  StreamResult finish() {
-    StreamResult r;
-    // A shard of zero bytes never produced a chunk; its hash is of nothing.
-    for (size_t i = 0; i < shard_sha_.size(); ++i) {
-      r.shard_sha256.push_back(known(i) ? *opt_.known_shard_sha256[i] : shard_sha_[i].hex_digest());
-    }
-    if (streaming_) {
-      for (size_t o = 0; o < outputs_.size(); ++o) {
-        if (!finished_[o]) throw_invalid(outputs_[o].final_path.string() + ": the pass ended before this output was complete");
-        r.output_sha256.push_back(out_hex_[o]);
-      }
-      if (opt_.before_commit) opt_.before_commit(r);
-      return r;
-    }
-    for (size_t o = 0; o < outputs_.size(); ++o) {
-      struct stat st {};
-      if (::fstat(files_[o]->fd(), &st) != 0) throw_io(files_[o]->temp_path().string() + ": cannot stat");
-      if (static_cast<uint64_t>(st.st_size) != outputs_[o].total_size) {
-        throw_invalid(files_[o]->temp_path().string() + ": wrote " + std::to_string(st.st_size) + " bytes, expected " +
-                      std::to_string(outputs_[o].total_size));
-      }
-      r.output_sha256.push_back(out_sha_[o].hex_digest());
-    }
-    if (opt_.before_commit) opt_.before_commit(r);
-    // Every output is complete: make them durable (fsyncs in parallel: they
-    // wait on the disk, not a core), give them their names, then make the
-    // names durable with one fsync per directory.
-    {
-      std::atomic<size_t> next{0};
-      std::exception_ptr err;
-      std::mutex err_mu;
-      auto syncer = [&] {
-        for (size_t i; (i = next.fetch_add(1)) < files_.size();) {
-          try {
-            files_[i]->sync();
-          } catch (...) {
-            std::lock_guard g(err_mu);
-            if (!err) err = std::current_exception();
-          }
-        }
-      };
-      std::vector<std::thread> ts;
-      for (size_t t = 0; t < std::min<size_t>(kSyncThreads, files_.size()); ++t) ts.emplace_back(syncer);
-      for (auto& t : ts) t.join();
-      if (err) std::rethrow_exception(err);
-    }
-    std::set<std::filesystem::path> dirs;
-    for (auto& f : files_) {
-      f->commit(/*sync_directory=*/false);
-      dirs.insert(f->final_path().parent_path());
-    }
-    for (const auto& d : dirs) fsync_directory(d.empty() ? "." : d);
-    return r;
-  }
-
   const std::vector<std::shared_ptr<const MappedFile>>& shards_;
   const std::vector<StreamOutput>& outputs_;
   const StreamOptions& opt_;
+  const Lane lane_;
+  uint64_t walked_ = 0;  // under mu_
   std::vector<PieceRef> refs_;
   std::vector<std::unique_ptr<AtomicFile>> files_;
   std::vector<Sha256> shard_sha_, out_sha_;
@@ -488,12 +488,170 @@ class Pipeline {
   size_t end_cursor_ = 0;
 };
 
+// Where the pass can be cut into independent lanes: every shard's digest is
+// known (no shard hash chain needs the source in order) and no disk budget
+// asks for one output at a time. Each lane gets a contiguous source range
+// that holds all the pieces of its outputs and no other output's piece, cut
+// as near an equal share of the bytes as the layout allows, so the output
+// hash chains of different fragments run on different cores. One lane (the
+// whole pass) when that is not possible.
+std::vector<Lane> plan_lanes(const std::vector<std::shared_ptr<const MappedFile>>& shards,
+                             const std::vector<StreamOutput>& outputs, const StreamOptions& opt) {
+  Lane all;
+  for (size_t o = 0; o < outputs.size(); ++o) all.outputs.push_back(o);
+  const size_t want = std::min<size_t>(opt.lanes, std::max(1u, opt.threads));
+  bool known = opt.known_shard_sha256.size() >= shards.size();
+  for (size_t i = 0; known && i < shards.size(); ++i) known = opt.known_shard_sha256[i].has_value();
+  if (want < 2 || !known || opt.before_create) return {all};
+
+  struct Span {
+    Position first, end;
+    uint64_t bytes = 0;
+    size_t output;
+  };
+  std::vector<Span> spans;
+  std::vector<size_t> empty;  // outputs without a piece (all header)
+  uint64_t total = 0;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    Span sp{{SIZE_MAX, 0}, {0, 0}, 0, o};
+    for (const auto& pc : outputs[o].pieces) {
+      if (pc.bytes == 0) continue;
+      sp.first = std::min(sp.first, Position{pc.shard, pc.src_offset});
+      sp.end = std::max(sp.end, Position{pc.shard, pc.src_offset + pc.bytes});
+      sp.bytes += pc.bytes;
+    }
+    if (sp.bytes == 0) {
+      empty.push_back(o);
+      continue;
+    }
+    total += sp.bytes;
+    spans.push_back(sp);
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.first < b.first; });
+  // Cuts: after span i when no earlier span reaches past the next one's start.
+  std::vector<Lane> lanes(1);
+  lanes[0].outputs = empty;
+  lanes[0].begin = spans.empty() ? Position{0, 0} : spans.front().first;
+  Position reach{0, 0};
+  uint64_t before = 0;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (i > 0 && spans[i].first >= reach && lanes.size() < want &&
+        before >= total * lanes.size() / want) {
+      lanes.back().end = reach;
+      lanes.emplace_back();
+      lanes.back().begin = spans[i].first;
+    }
+    lanes.back().outputs.push_back(spans[i].output);
+    reach = std::max(reach, spans[i].end);
+    before += spans[i].bytes;
+  }
+  lanes.back().end = reach;
+  if (lanes.size() < 2) return {all};
+  return lanes;
+}
+
 }  // namespace
+
+size_t stream_lanes(const std::vector<std::shared_ptr<const MappedFile>>& shards,
+                    const std::vector<StreamOutput>& outputs, const StreamOptions& options) {
+  return plan_lanes(shards, outputs, options).size();
+}
 
 StreamResult stream_split(const std::vector<std::shared_ptr<const MappedFile>>& shards,
                           const std::vector<StreamOutput>& outputs, const StreamOptions& options) {
-  Pipeline p(shards, outputs, options);
-  return p.run();
+  auto lanes = plan_lanes(shards, outputs, options);
+  StreamOptions lane_opt = options;
+  std::mutex callback_mu;  // lanes call back from their own threads: one at a time
+  if (lanes.size() > 1) {
+    // Each lane: as many workers as the whole pass (a hash chain and the
+    // writes overlap inside a lane too), and its share of the buffers, so
+    // the mapped window (resident memory) stays what one pass uses.
+    lane_opt.buffers = std::max<size_t>(2, options.buffers / lanes.size());
+    if (options.on_bytes) {
+      lane_opt.on_bytes = [&](uint64_t n) {
+        std::lock_guard g(callback_mu);
+        options.on_bytes(n);
+      };
+    }
+    if (options.on_output_complete) {
+      lane_opt.on_output_complete = [&](size_t o, const std::string& sha) {
+        std::lock_guard g(callback_mu);
+        options.on_output_complete(o, sha);
+      };
+    }
+  }
+  std::vector<std::unique_ptr<Pipeline>> pipes;
+  for (auto& l : lanes) pipes.push_back(std::make_unique<Pipeline>(shards, outputs, lane_opt, std::move(l)));
+  {
+    std::vector<std::exception_ptr> errors(pipes.size());
+    auto run_lane = [&](size_t i) {
+      try {
+        pipes[i]->run();
+      } catch (...) {
+        errors[i] = std::current_exception();
+        for (size_t k = 0; k < pipes.size(); ++k) {
+          if (k != i) pipes[k]->abort(errors[i]);
+        }
+      }
+    };
+    std::vector<std::thread> ts;
+    for (size_t i = 1; i < pipes.size(); ++i) ts.emplace_back(run_lane, i);
+    run_lane(0);
+    for (auto& t : ts) t.join();
+    for (auto& e : errors) {
+      if (e) std::rethrow_exception(e);  // the first lane's own failure, or the one it was aborted for
+    }
+  }
+  StreamResult r;
+  r.output_sha256.resize(outputs.size());
+  uint64_t walked = 0;
+  for (auto& p : pipes) {
+    p->collect(r);
+    walked += p->walked();
+  }
+  // Lanes skip the source bytes outside every piece (the GGUF header):
+  // progress still ends at the whole source.
+  if (lanes.size() > 1 && options.on_bytes) {
+    uint64_t total = 0;
+    for (const auto& f : shards) total += f->size();
+    if (total > walked) options.on_bytes(total - walked);
+  }
+  if (options.before_commit) options.before_commit(r);
+  if (options.on_output_complete) return r;  // each output is in place already
+
+  // Every output is complete: make them durable (fsyncs in parallel: they
+  // wait on the disk, not a core), give them their names, then make the
+  // names durable with one fsync per directory.
+  std::vector<AtomicFile*> files;
+  for (auto& p : pipes) {
+    for (const size_t o : p->outputs()) files.push_back(p->files()[o].get());
+  }
+  {
+    std::atomic<size_t> next{0};
+    std::exception_ptr err;
+    std::mutex err_mu;
+    auto syncer = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < files.size();) {
+        try {
+          files[i]->sync();
+        } catch (...) {
+          std::lock_guard g(err_mu);
+          if (!err) err = std::current_exception();
+        }
+      }
+    };
+    std::vector<std::thread> ts;
+    for (size_t t = 0; t < std::min<size_t>(kSyncThreads, files.size()); ++t) ts.emplace_back(syncer);
+    for (auto& t : ts) t.join();
+    if (err) std::rethrow_exception(err);
+  }
+  std::set<std::filesystem::path> dirs;
+  for (auto* f : files) {
+    f->commit(/*sync_directory=*/false);
+    dirs.insert(f->final_path().parent_path());
+  }
+  for (const auto& d : dirs) fsync_directory(d.empty() ? "." : d);
+  return r;
 }
 
 }  // namespace skippy::detail
