@@ -217,7 +217,7 @@ bench_write_package() {
     return 0
   }
   WRITE_OK=1
-  WRITE_WALL=$M_WALL
+  WRITE_WALL=$M_WALL WRITE_CPU=$M_CPU
   local wall=$M_WALL rss_big=$M_RSS cpu=$M_CPU yard r floor
   yard=$(sum "$CP_MODEL" "$DGST_MODEL")
   r=$(ratio "$wall" "$yard")
@@ -429,7 +429,10 @@ bench_push() {
   local fifo=$WORK/hub-push.fifo out=$WORK/logs/hub-push.out ep i
   rm -f "$fifo" "$out" && mkfifo "$fifo"
   HUB_STANDIN_DATA_DIR=$WORK node tests/hub/hub_standin.mjs <"$fifo" >"$out" 2>"$WORK/logs/hub-push.err" &
+  local node_pid=$!
   exec 8>"$fifo"
+  # The stand-in's CPU seconds so far (it shares the cores with the client).
+  node_cpu() { awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$node_pid/stat"; }
   for ((i = 0; i < 100; i++)); do [ -s "$out" ] && break; sleep 0.1; done
   ep=$(sed -n 's/.*"endpoint":"\([^"]*\)".*/\1/p' "$out")
   if [ -z "$ep" ]; then note "FAILED: the stand-in did not start"; row "$fig" failed "<= 0.7" MISS; exec 8>&-; return 0; fi
@@ -460,16 +463,25 @@ bench_push() {
       while read -r sha href; do printf 'upload-file = "%s"\nurl = "%s"\noutput = /dev/null\n' "${file_of[$sha]}" "$href"; done >"$curlcfg"
     sync
   }
+  local n0 n1 n2
+  n0=$(node_cpu)
   measure prep_push env HF_ENDPOINT="$ep" HF_TOKEN=hf_test "$CLI" write-package "$MODEL" --out-dir "$pushdir" \
     --model-id bench/synthetic:Q8_0 --source-revision r --source-file "$(basename "$MODEL")" \
     --push hf://bench/pushed --create --json || { row "$fig" failed "<= 0.7" MISS; exec 8>&-; return 0; }
-  local push_wall=$M_WALL push_rss=$M_RSS
+  local push_wall=$M_WALL push_rss=$M_RSS push_cpu=$M_CPU
+  n1=$(node_cpu)
   measure prep_curl_up curl -sf --no-progress-meter --parallel --parallel-max 4 -K "$curlcfg" ||
     { row "$fig" "curl failed" "<= 0.7" MISS; exec 8>&-; return 0; }
-  local curl_wall=$M_WALL yard r
+  local curl_wall=$M_WALL curl_cpu=$M_CPU yard r
+  n2=$(node_cpu)
   yard=$(sum "$WRITE_WALL" "$curl_wall")
   r=$(ratio "$push_wall" "$yard")
   note "write-package --push ${push_wall} s (peak RSS $(mib "$push_rss")); write-package ${WRITE_WALL} s + curl upload ${curl_wall} s = ${yard} s; ratio $r"
+  # CPU per run: the client, and the stand-in's share (all runs of each
+  # measure, warm-up included, divided evenly).
+  local runs=$((RUNS + 1))
+  note "CPU per run: --push ${push_cpu} s + stand-in $(awk -v a="$n0" -v b="$n1" -v r="$runs" 'BEGIN { printf "%.2f", (b - a) / r }') s;" \
+    "write-package ${WRITE_CPU} s; curl ${curl_cpu} s + stand-in $(awk -v a="$n1" -v b="$n2" -v r="$runs" 'BEGIN { printf "%.2f", (b - a) / r }') s"
   check "$fig" "$r" "<=" 0.7
 
   # --max-disk: the output directory sampled every 20 ms while it runs.
