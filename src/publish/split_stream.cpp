@@ -528,22 +528,42 @@ std::vector<Lane> plan_lanes(const std::vector<std::shared_ptr<const MappedFile>
     spans.push_back(sp);
   }
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.first < b.first; });
-  // Cuts: after span i when no earlier span reaches past the next one's start.
+  // Where a cut may go: before span i when no earlier span reaches past its
+  // start. Each cut k is the candidate nearest to k/want of the bytes.
+  std::vector<std::pair<size_t, uint64_t>> candidates;  // (span index, bytes before it)
+  {
+    Position reach{0, 0};
+    uint64_t before = 0;
+    for (size_t i = 0; i < spans.size(); ++i) {
+      if (i > 0 && spans[i].first >= reach) candidates.emplace_back(i, before);
+      reach = std::max(reach, spans[i].end);
+      before += spans[i].bytes;
+    }
+  }
+  std::vector<size_t> cuts;
+  for (size_t k = 1, c = 0; k < want && c < candidates.size(); ++k) {
+    const uint64_t target = total * k / want;
+    auto distance = [&](size_t j) {
+      const uint64_t b = candidates[j].second;
+      return b > target ? b - target : target - b;
+    };
+    while (c + 1 < candidates.size() && distance(c + 1) <= distance(c)) ++c;
+    cuts.push_back(candidates[c].first);
+    ++c;  // cuts strictly increase
+  }
   std::vector<Lane> lanes(1);
   lanes[0].outputs = empty;
   lanes[0].begin = spans.empty() ? Position{0, 0} : spans.front().first;
   Position reach{0, 0};
-  uint64_t before = 0;
-  for (size_t i = 0; i < spans.size(); ++i) {
-    if (i > 0 && spans[i].first >= reach && lanes.size() < want &&
-        before >= total * lanes.size() / want) {
+  for (size_t i = 0, next = 0; i < spans.size(); ++i) {
+    if (next < cuts.size() && cuts[next] == i) {
       lanes.back().end = reach;
       lanes.emplace_back();
       lanes.back().begin = spans[i].first;
+      ++next;
     }
     lanes.back().outputs.push_back(spans[i].output);
     reach = std::max(reach, spans[i].end);
-    before += spans[i].bytes;
   }
   lanes.back().end = reach;
   if (lanes.size() < 2) return {all};
