@@ -124,7 +124,7 @@ Command register_plan(CLI::App& app) {
   auto a = std::make_shared<Args>();
   cmd->add_option("package", a->ref, "Package directory or hf://ns/repo[@rev]")->required();
   auto* stages_opt = cmd->add_option("--stages", a->stages, "Number of stages (1..layer_count); optional with --budgets")
-                        ->check(CLI::Range(1u, 1000000u));
+                        ->check(number_in(1u, 1000000u));
   auto* max_opt = cmd->add_option("--max-bytes", a->max_bytes,
                                   "Byte budget of every stage (SIZE): artifact bytes the stage downloads and maps "
                                   "(disk, and the weights in memory when loaded directly; not KV cache or activations)");
@@ -136,7 +136,7 @@ Command register_plan(CLI::App& app) {
   cmd->add_flag("--with-projector", a->with_projector, "Count the default mmproj projector on stage 0");
   auto* context_opt = cmd->add_option("--context", a->context,
                                       "Plan by memory at this context (tokens): weights + KV cache + reserves per stage")
-                          ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+                          ->check(number_in(uint64_t{1}, uint64_t{1} << 40));
   auto* kv_opt = cmd->add_option("--kv-type", a->kv_type, "KV cache type with --context: f16 (default) or q8_0");
   auto* bw_opt = cmd->add_option("--bandwidth", a->bandwidth,
                                  "With --context: memory bandwidth per node, stage order (B1,B2,...: 400GB/s)")
@@ -144,10 +144,10 @@ Command register_plan(CLI::App& app) {
   auto* cr_opt = cmd->add_option("--compute-reserve", a->compute_reserve,
                                  "With --context: percent of memory kept for compute buffers; the cache is charged at "
                                  "100/(100-P) (default 15)")
-                     ->check(CLI::Range(0u, 99u));
+                     ->check(number_in(0u, 99u));
   auto* hp_opt = cmd->add_option("--headroom-percent", a->headroom_percent,
                                  "With --context: per-node headroom, percent of its budget (default 10)")
-                     ->check(CLI::Range(0u, 100u));
+                     ->check(number_in(0u, 100u));
   auto* hc_opt = cmd->add_option("--headroom-cap", a->headroom_cap,
                                  "With --context: headroom is at least min(SIZE, budget/2) (default 1GiB)");
   for (auto* needs_context : {kv_opt, bw_opt, cr_opt, hp_opt, hc_opt}) needs_context->needs(context_opt);

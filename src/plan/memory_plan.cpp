@@ -244,6 +244,9 @@ MemoryPlan plan_memory(const PackageManifest& m, const CacheShape& shape, const 
     plan.bottleneck_time_us = slowest;
     plan.decode_time_per_token_us = sum;
   }
+  if (auto n = plan_detail::nextn_only_note(m, plan.stages.back().range.start, m.layer_count); !n.empty()) {
+    plan.notes.push_back(n);
+  }
   if (std::any_of(shape.layers.begin(), shape.layers.end(), [](const auto& l) { return l.kind == LayerCacheKind::kSlidingWindow; })) {
     plan.notes.push_back(
         "sliding-window layers are counted at min(context, window) tokens; llama.cpp allocates window + ubatch "

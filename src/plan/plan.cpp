@@ -146,6 +146,8 @@ Plan plan_stages(const PackageManifest& m, const PlanOptions& o) {
     plan.stages.push_back(s);
   }
 
+  if (auto n = plan_detail::nextn_only_note(m, plan.stages.back().range.start, L); !n.empty()) plan.notes.push_back(n);
+
   // The best plan still over budget: name its worst stage.
   const PlannedStage* worst = nullptr;
   for (const auto& s : plan.stages) {

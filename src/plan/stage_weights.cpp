@@ -1,6 +1,7 @@
 #include "stage_weights.h"
 
 #include <limits>
+#include <set>
 #include <string>
 
 #include "skippy/error.h"
@@ -58,6 +59,24 @@ StageWeights stage_weights(const PackageManifest& m, uint32_t N, bool tied, bool
   w.total = w.prefix[L];
   for (uint64_t f : w.fixed) w.total = checked_add(w.total, f);
   return w;
+}
+
+std::string nextn_only_note(const PackageManifest& m, uint32_t a, uint32_t b) {
+  if (!m.generation || !m.generation->speculative_decoding) return {};
+  std::set<uint32_t> mtp;
+  auto take = [&](const std::string& type, const ProposerFields& f) {
+    if (type == "native-mtp" && f.layer_indices) mtp.insert(f.layer_indices->begin(), f.layer_indices->end());
+  };
+  for (const auto& [id, p] : m.generation->speculative_decoding->proposers) take(p.type, p);
+  for (const auto& [id, s] : m.generation->speculative_decoding->strategies) take(s.type, s);
+  for (uint32_t l = a; l < b; ++l) {
+    if (!mtp.contains(l)) return {};
+  }
+  if (a >= b) return {};
+  const std::string layers = b - a == 1 ? "layer " + std::to_string(a) : "layers " + std::to_string(a) + ".." + std::to_string(b);
+  return "the last stage holds only " + layers + ", the native MTP (NextN) block: legal, but in ordinary decoding "
+         "that stage only runs the output head; with one stage fewer, or a last range that also holds ordinary layers, the "
+         "last node does real work";
 }
 
 }  // namespace skippy::plan_detail

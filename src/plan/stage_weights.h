@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "skippy/manifest.h"
@@ -29,6 +30,11 @@ struct StageWeights {
 // `include_projector` counts the first declared mmproj on stage 0.
 // Throws Error(kUsage) for stages == 0, Error(kInvalidInput) otherwise.
 StageWeights stage_weights(const PackageManifest& manifest, uint32_t stages, bool tied, bool include_projector);
+
+// When the final stage's range holds only the package's native MTP (NextN)
+// layers, a note saying so: legal, and rarely what one wants (that stage does
+// no work in ordinary decoding). Empty otherwise.
+std::string nextn_only_note(const PackageManifest& manifest, uint32_t last_start, uint32_t last_end);
 
 // a + b and a * b, refusing to overflow 64 bits (Error(kInvalidInput)).
 uint64_t checked_add(uint64_t a, uint64_t b);
