@@ -105,5 +105,23 @@ TEST(Newcomer, PlanSaysWhenTheLastStageHoldsOnlyTheNextNBlock) {
   EXPECT_EQ(notes({"--stages", "1"}).find("NextN"), std::string::npos);
 }
 
+TEST(Newcomer, TheExampleConfigWorksWithTheMtpPackageAsDocumented) {
+  test::TempDir tmp;
+  const auto pkg = tmp / "pkg";
+  const auto w = run_cli({"write-package", test::data_path("glm4moe-mtp-tiny.gguf").string(), "--out-dir", pkg.string(),
+                          "--model-id", "org/GLM-MTP-Tiny-GGUF:Q8_0", "--source-revision", "0123abc", "--source-file",
+                          "glm4moe-mtp-tiny.gguf"});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  const std::string config = std::string(SKIPPY_SOURCE_DIR) + "/examples/config.toml";
+  const auto r = run_cli({"speculative", pkg.string(), "--config", config, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["strategy"], "mtp");
+  EXPECT_EQ(r.err.find("note:"), std::string::npos) << "the example needs no correction: " << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  // The --help example, as written.
+  const auto h = run_cli({"speculative", pkg.string(), "--strategy", "mtp", "--config", config});
+  EXPECT_EQ(h.exit_code, 0) << h.err;
+}
+
 }  // namespace
 }  // namespace skippy
