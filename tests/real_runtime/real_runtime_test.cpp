@@ -57,7 +57,7 @@ const Fixture kFixtures[] = {
 const Fixture kSliceable[] = {kFixtures[0], kFixtures[1], kFixtures[2], kFixtures[3]};
 
 std::string fixture_name(const ::testing::TestParamInfo<Fixture>& i) { return i.param.name; }
-// Also what ctest's test names end with ("# GetParam() = ...").
+// How gtest shows the parameter in messages.
 void PrintTo(const Fixture& f, std::ostream* os) { *os << f.source; }
 
 // A runtime that is not here: skipped with the reason, unless CI demands it.
