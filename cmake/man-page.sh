@@ -18,7 +18,9 @@ roff() { sed -e 's/\\/\\e/g' -e "s/^\([.']\)/\\\\\&\1/"; }
   echo "Every command takes \\fB\\-\\-json\\fR for one JSON document on stdout. Exit codes: 0 success,"
   echo "1 invalid input or failed check, 2 usage error."
   echo "[COMMANDS]"
-  for cmd in $("$cli" --help | sed -n '/^Subcommands:/,$p' | awk 'NR > 1 && NF { print $1 }'); do
+  # The names listed under "Subcommands:", up to the blank line after them.
+  for cmd in $("$cli" --help | awk '/^Subcommands:/ { on = 1; next } on && !NF { exit }
+                                    on && /^  [a-z][a-z0-9-]* / { print $1 }'); do
     echo ".SS $cmd"
     echo ".nf"
     "$cli" "$cmd" --help | roff
