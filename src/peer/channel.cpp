@@ -34,13 +34,23 @@ void TlsChannel::set_idle_timeout(std::chrono::milliseconds idle) {
   timer_.cancel();
 }
 
-void TlsChannel::set_total_deadline(Clock::time_point deadline) {
+void TlsChannel::set_total_deadline(Clock::time_point deadline, std::string why) {
   total_deadline_ = deadline;
+  total_why_ = std::move(why);
+  timer_.cancel();
+}
+
+void TlsChannel::evict(const char* why) noexcept {
+  if (closed_ || expired_) return;
+  evicted_ = why;
+  expired_ = true;
+  asio::error_code ec;
+  socket_.cancel(ec);
   timer_.cancel();
 }
 
 awaitable<void> TlsChannel::watch(std::shared_ptr<TlsChannel> self) {
-  while (!self->closed_) {
+  while (!self->closed_ && !self->expired_) {
     const auto deadline = std::min(self->idle_deadline_, self->total_deadline_);
     if (Clock::now() >= deadline) {
       self->expired_ = true;
@@ -55,10 +65,12 @@ awaitable<void> TlsChannel::watch(std::shared_ptr<TlsChannel> self) {
 }
 
 void TlsChannel::throw_timeout() const {
+  if (evicted_) throw PeerError(PeerErrorKind::kTimeout, std::string("closed: ") + evicted_ + " while " + phase_);
   const bool total = Clock::now() >= total_deadline_;
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(idle_).count();
   throw PeerError(PeerErrorKind::kTimeout,
-                  total ? std::string("timed out: the connection's time limit passed while ") + phase_
+                  total ? std::string("timed out: ") + (total_why_.empty() ? std::string("the connection's time limit") : total_why_) +
+                              " passed while " + phase_
                         : "timed out: no progress for " + std::to_string(ms) + " ms while " + phase_);
 }
 
