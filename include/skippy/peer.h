@@ -252,7 +252,7 @@ struct ServerLimits {
   std::chrono::milliseconds request_timeout{10'000};    // TCP accept to a complete request
   std::chrono::milliseconds idle_timeout{30'000};       // no progress reading or writing
   std::chrono::milliseconds total_timeout{3'600'000};   // a whole connection
-  std::chrono::milliseconds shutdown_grace{3'000};      // stop(): how long drain() waits for busy threads
+  std::chrono::milliseconds shutdown_grace{2'000};      // stop(): how long drain() waits for busy threads
   unsigned threads = 0;                     // I/O threads; 0 = hardware concurrency (>= 2)
 };
 

@@ -12,11 +12,13 @@
 //                    max_authenticated. A flood of the first kind never
 //                    takes a slot of this kind.
 // When the unauthenticated pool is full, a newcomer takes the slot of the
-// oldest evictable connection of the address holding the most slots, when
-// that address holds more than the newcomer's would after admission; else
-// the newcomer is refused. So slots are shared out evenly between
-// addresses, and an address with one handshake in flight (a real peer)
-// keeps it unless at least max_unauthenticated addresses flood at once.
+// oldest connection that has not delivered its ClientHello, from the
+// address holding the most of those (a raw-socket flood holds those; a real
+// peer sends its ClientHello at once). If every one has, it takes the
+// oldest slot of the address holding the most, when that address would
+// still hold at least as many as the newcomer's after the swap; else the
+// newcomer is refused. Slots thus go first to connections that progress,
+// then are shared out evenly between addresses.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +49,9 @@ class Admission {
   // At accept. `evict` ends that connection (it must not call back into
   // this object synchronously: post it). Refused connections are not kept.
   Verdict admit(uint64_t id, const std::string& address, std::function<void()> evict);
+  // The connection's ClientHello has been processed: it is evicted only
+  // after every connection that has not got that far.
+  void hello(uint64_t id);
   // After the handshake, for a peer we deal with: moves the connection to
   // the authenticated pool when it has room (true). False: the server is
   // full; the connection stays unauthenticated, no longer evictable (it
@@ -67,7 +72,9 @@ class Admission {
     std::string address;
     std::function<void()> evict;
     bool evictable = true;
+    bool hello = false;  // its ClientHello was processed
   };
+  std::map<uint64_t, Pending>::iterator choose_victim(unsigned newcomer_share);
   const AdmissionLimits limits_;
   mutable std::mutex mu_;
   std::map<uint64_t, Pending> pending_;  // by id: oldest first

@@ -9,6 +9,8 @@
 #include <asio/io_context.hpp>
 #include <openssl/err.h>
 
+#include <utility>
+
 #include "peer/protocol.h"
 
 namespace skippy::peer::detail {
@@ -101,7 +103,7 @@ awaitable<void> TlsChannel::connect(const std::vector<tcp::endpoint>& endpoints)
   throw PeerError(PeerErrorKind::kTransport, "cannot connect: " + (errors.empty() ? std::string("no address") : errors));
 }
 
-awaitable<void> TlsChannel::handshake(SSL_CTX* ctx, TlsRole role) {
+awaitable<void> TlsChannel::handshake(SSL_CTX* ctx, TlsRole role, std::function<void()> on_hello) {
   asio::error_code ec;
   socket_.non_blocking(true, ec);
   if (ec) throw PeerError(PeerErrorKind::kTransport, "socket: " + ec.message());
@@ -113,6 +115,9 @@ awaitable<void> TlsChannel::handshake(SSL_CTX* ctx, TlsRole role) {
     const int r = SSL_do_handshake(ssl_.get());
     if (r == 1) break;
     const int e = SSL_get_error(ssl_.get(), r);
+    if (on_hello && SSL_get_state(ssl_.get()) != TLS_ST_BEFORE) {
+      std::exchange(on_hello, nullptr)();
+    }
     if (e == SSL_ERROR_WANT_READ) {
       co_await wait(tcp::socket::wait_read);
     } else if (e == SSL_ERROR_WANT_WRITE) {

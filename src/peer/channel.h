@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <optional>
@@ -70,7 +71,8 @@ class TlsChannel : public std::enable_shared_from_this<TlsChannel> {
   // Client: connects to the first endpoint that accepts.
   asio::awaitable<void> connect(const std::vector<tcp::endpoint>& endpoints);
   // Creates the TLS session on the connected socket and runs the handshake.
-  asio::awaitable<void> handshake(SSL_CTX* ctx, TlsRole role);
+  // `on_hello` (server) runs once, as soon as the ClientHello is processed.
+  asio::awaitable<void> handshake(SSL_CTX* ctx, TlsRole role, std::function<void()> on_hello = {});
 
   // At least one byte, as many as are ready (up to buf.size()); 0 when the
   // peer closed cleanly (close_notify).

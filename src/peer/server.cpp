@@ -312,7 +312,7 @@ awaitable<void> ArtifactServer::Impl::serve(std::shared_ptr<TlsChannel> ch, uint
   std::string what;
   bool authenticated = false;
   try {
-    co_await ch->handshake(ctx.get(), detail::TlsRole::kServer);
+    co_await ch->handshake(ctx.get(), detail::TlsRole::kServer, [this, id] { admission.hello(id); });
     authenticated = true;
     const PeerInfo peer = detail::peer_info(ch->ssl());
     who = "peer " + short_id(peer.node_id) + " (owner " +
