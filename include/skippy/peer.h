@@ -79,6 +79,8 @@ enum class PeerErrorKind {
   kUntrusted,           // the server's identity does not satisfy our PeerTrust
   kTimeout,             // connect, or no progress within the idle timeout
   kTransport,           // TCP/TLS failure, or the stream ended early
+  kClosedEarly,         // the server closed the connection before answering our ClientHello
+                        // (how its caps before authentication refuse): asked again like "server busy"
   kProtocol,            // the server said something malformed or inconsistent
 };
 
@@ -197,8 +199,10 @@ struct PeerRemoteOptions {
   unsigned parallel_transfers = 4;   // files at once (one connection each)
   unsigned max_attempts = 3;     // per file: a connection that drops after bytes
                                  // arrived is asked again from where it stopped
-  // "server busy": asked again after busy_backoff, doubling (with jitter),
-  // up to busy_attempts in all; then the file goes to the next remote.
+  // "server busy", and a connection the server closed before answering
+  // our ClientHello (its caps before authentication): asked again after
+  // busy_backoff, doubling (with jitter), up to busy_attempts in all; then
+  // the file goes to the next remote.
   unsigned busy_attempts = 5;
   std::chrono::milliseconds busy_backoff{250};
   // Where each retry is said, one line each (default: stderr, whether or

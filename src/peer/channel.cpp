@@ -123,6 +123,17 @@ awaitable<void> TlsChannel::handshake(SSL_CTX* ctx, TlsRole role, std::function<
     } else if (e == SSL_ERROR_WANT_WRITE) {
       co_await wait(tcp::socket::wait_write);
     } else {
+      // A server that closes the connection before it answers our
+      // ClientHello at all: what its caps before authentication do (closed
+      // at accept, or the slot given to another). Worth asking again later.
+      const bool eof = e == SSL_ERROR_SYSCALL ||
+                       (e == SSL_ERROR_SSL && ERR_GET_REASON(ERR_peek_last_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING);
+      if (role == TlsRole::kClient && eof && SSL_get_state(ssl_.get()) == TLS_ST_CW_CLNT_HELLO) {
+        const std::string text = tls_error_text(ssl_.get(), r, "TLS handshake failed");
+        throw PeerError(PeerErrorKind::kClosedEarly,
+                        "the peer closed the connection before answering our TLS ClientHello (its connection limits?): " +
+                            text);
+      }
       throw PeerError(PeerErrorKind::kTransport, tls_error_text(ssl_.get(), r, "TLS handshake failed"));
     }
   }

@@ -305,52 +305,52 @@ awaitable<TransferAnswer> session(const PeerClient::Impl& c, std::vector<tcp::en
     };
     RateGuard rate(*ch, c.options, remaining, req->rel_path);
     try {
-    if (c.options.sink_on_helper_thread && sink->on_bytes && remaining > 0) {
-      // Whole 1 MiB pieces to the helper (fewer hand-overs), four in flight.
-      SinkThread helper(sink->on_bytes, kSinkBuffers, chunk);
-      while (remaining > 0) {
-        const auto waited = detail::Clock::now();
-        const auto buf = helper.acquire();  // may wait for the sink
-        ch->touch();                         // which is not the peer's idleness
-        rate.paused(detail::Clock::now() - waited);
-        const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), remaining));
-        size_t got = 0;
-        bool eof = false;
-        try {
-          while (got < want && !eof) {
-            const size_t n = co_await ch->read_some(buf.subspan(got, want - got));
-            eof = n == 0;
-            got += n;
-            rate.arrived(n);
+      if (c.options.sink_on_helper_thread && sink->on_bytes && remaining > 0) {
+        // Whole 1 MiB pieces to the helper (fewer hand-overs), four in flight.
+        SinkThread helper(sink->on_bytes, kSinkBuffers, chunk);
+        while (remaining > 0) {
+          const auto waited = detail::Clock::now();
+          const auto buf = helper.acquire();  // may wait for the sink
+          ch->touch();                         // which is not the peer's idleness
+          rate.paused(detail::Clock::now() - waited);
+          const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), remaining));
+          size_t got = 0;
+          bool eof = false;
+          try {
+            while (got < want && !eof) {
+              const size_t n = co_await ch->read_some(buf.subspan(got, want - got));
+              eof = n == 0;
+              got += n;
+              rate.arrived(n);
+            }
+          } catch (...) {
+            // The stream broke mid-piece: what arrived is still the caller's.
+            if (got > 0) helper.submit(buf.first(got));
+            if (!helper.failed()) helper.finish();
+            throw;
           }
-        } catch (...) {
-          // The stream broke mid-piece: what arrived is still the caller's.
           if (got > 0) helper.submit(buf.first(got));
-          if (!helper.failed()) helper.finish();
-          throw;
+          remaining -= got;
+          if (eof) {
+            helper.finish();
+            throw closed_early();
+          }
         }
-        if (got > 0) helper.submit(buf.first(got));
-        remaining -= got;
-        if (eof) {
-          helper.finish();
-          throw closed_early();
+        helper.finish();
+      } else {
+        std::vector<uint8_t> buf(chunk);
+        while (remaining > 0) {
+          const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), remaining));
+          const size_t n = co_await ch->read_some({buf.data(), want});
+          if (n == 0) throw closed_early();
+          rate.arrived(n);
+          const auto sinking = detail::Clock::now();
+          if (sink->on_bytes) sink->on_bytes({buf.data(), n});
+          ch->touch();  // the sink's time is not the peer's idleness
+          rate.paused(detail::Clock::now() - sinking);
+          remaining -= n;
         }
       }
-      helper.finish();
-    } else {
-      std::vector<uint8_t> buf(chunk);
-      while (remaining > 0) {
-        const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), remaining));
-        const size_t n = co_await ch->read_some({buf.data(), want});
-        if (n == 0) throw closed_early();
-        rate.arrived(n);
-        const auto sinking = detail::Clock::now();
-        if (sink->on_bytes) sink->on_bytes({buf.data(), n});
-        ch->touch();  // the sink's time is not the peer's idleness
-        rate.paused(detail::Clock::now() - sinking);
-        remaining -= n;
-      }
-    }
     } catch (const PeerError& e) {
       if (auto slow = rate.tripped(e)) throw *slow;
       throw;

@@ -36,6 +36,7 @@ ErrorKind kind_of(const PeerError& e) noexcept {
       return ErrorKind::kUnauthorized;
     case PeerErrorKind::kTimeout:
     case PeerErrorKind::kTransport:
+    case PeerErrorKind::kClosedEarly:
       return ErrorKind::kTransport;
     case PeerErrorKind::kProtocol:
       return ErrorKind::kInvalidInput;
@@ -55,6 +56,7 @@ bool peer_unusable(const PeerError& e) noexcept {
     case PeerErrorKind::kTransport:
       return true;
     case PeerErrorKind::kProtocol:
+    case PeerErrorKind::kClosedEarly:  // (asked again already: the next file may fare better)
       return false;
   }
   return false;
@@ -259,7 +261,8 @@ class PeerRemote final : public Remote {
       try {
         return client_.fetch(o_.endpoint, r, sink);
       } catch (const PeerError& e) {
-        if (e.refusal() != Refusal::kBusy || attempt >= attempts) throw;
+        const bool busy = e.refusal() == Refusal::kBusy || e.peer_kind() == PeerErrorKind::kClosedEarly;
+        if (!busy || attempt >= attempts) throw;
         const auto base = o_.busy_backoff * (1u << std::min(attempt - 1, 10u));
         std::chrono::milliseconds wait;
         {
@@ -269,8 +272,9 @@ class PeerRemote final : public Remote {
         }
         char secs[32];
         std::snprintf(secs, sizeof secs, "%.2f s", static_cast<double>(wait.count()) / 1000);
-        say("peer " + o_.endpoint + ": " + r.rel_path + ": server busy (attempt " + std::to_string(attempt) + " of " +
-            std::to_string(attempts) + "), asking again in " + secs);
+        say("peer " + o_.endpoint + ": " + r.rel_path + ": " +
+            (e.refusal() == Refusal::kBusy ? "server busy" : "closed before the TLS handshake (server busy?)") +
+            " (attempt " + std::to_string(attempt) + " of " + std::to_string(attempts) + "), asking again in " + secs);
         std::this_thread::sleep_for(wait);
       }
     }
