@@ -288,6 +288,25 @@ TEST_F(PeerHostile, AFifoInTheCacheIsRefusedAtOnceTheRestIsServedAndSigtermEndsT
   EXPECT_NE(s->log().find("serve-artifacts: stopped"), std::string::npos) << s->log();
 }
 
+TEST_F(PeerHostile, AFifoInTheWorkersCacheIsAClearErrorNotAHang) {
+  // The worker's side: a FIFO where the partial file of a part would be.
+  // Nothing blocks on it; the error names it.
+  const fs::path hf = coord_cache("fifo-coord-hf");
+  auto s = serve(hf);
+  const fs::path repo = worker_repo("fifo-client");
+  fs::create_directories(repo / "blobs");
+  const std::string partial_rel = "layers/layer-00004.gguf";
+  const fs::path partial = repo / "blobs" / (w().sha_of(partial_rel) + ".incomplete");
+  ASSERT_EQ(::mkfifo(partial.c_str(), 0644), 0);
+  const auto t0 = Clock::now();
+  const auto r = fetch(s->endpoint(), "fifo-client");
+  EXPECT_LT(secs(Clock::now() - t0), 20.0);
+  EXPECT_NE(r.exit_code, 124) << "it blocked on the FIFO: " << r.err;
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(partial.filename().string()), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not a regular file"), std::string::npos) << r.out;
+}
+
 TEST_F(PeerHostile, SigtermEndsTheServerWithinSecondsWhateverItsThreadsAreDoing) {
   // A layer the preverifier takes long to hash (a 4 GiB sparse file whose
   // declared digest is wrong: it reads every byte, then refuses it), a
