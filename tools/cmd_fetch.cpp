@@ -102,7 +102,11 @@ Command register_fetch(CLI::App& app) {
       "      --topology topology.json --stage s1 --identity ~/.skippy/node\n"
       "--layers defaults to the stage's range then. The server must be of our owner or of a --trust-owner\n"
       "(MESH_LLM_ARTIFACT_TRANSFER=open: any node). Every part is verified the same way whoever sent it.\n"
-      "Environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE=1 (cache and peer only, no Hub), SKIPPY_HF_CONNECTIONS.");
+      "Every retry prints one line on stderr (\"retry: <what>: <reason> (attempt N of M failed; trying again in S s)\"),\n"
+      "on a terminal and off it. A download slower than SKIPPY_HF_MIN_RATE bytes/s per connection (default 4096)\n"
+      "over SKIPPY_HF_MIN_RATE_SECS (default 30) is a failed attempt; what arrived stays and the next run resumes.\n"
+      "Environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE=1 (cache and peer only, no Hub), SKIPPY_HF_CONNECTIONS,\n"
+      "SKIPPY_HF_MAX_ATTEMPTS (5), SKIPPY_HF_BACKOFF_MS (1000), SKIPPY_HF_MIN_RATE, SKIPPY_HF_MIN_RATE_SECS.");
   struct Args {
     std::string ref, layers, projector;
     bool json = false, single_stage = false, refresh = false;

@@ -100,7 +100,7 @@
 //          -> {"commit","files":[{path,size,sha256,lfs,oid}]}
 //          gated/private are repo-wide and change only when given.
 //   GET    /_admin/repos   -> {repo: {branches,tags,gated,private}}
-//   GET    /_admin/log     -> [{listener,method,path,query,range,authorization,status,bytes_sent,bytes_received}]
+//   GET    /_admin/log     -> [{listener,method,path,query,range,authorization,port,status,bytes_sent,bytes_received}]
 //          (waits up to 500 ms for requests still being answered)
 //   DELETE /_admin/log
 //   POST   /_admin/faults  a rule {match, listener?, method?, kind, times?=1 (-1: forever), ...}
@@ -115,8 +115,13 @@
 //   POST   /_admin/config  {"token":"hf_test","read_token":"hf_read","url_ttl_secs":3600,
 //                           "reject_unknown_tokens":false,"resolve_cache_redirect":false,
 //                           "multipart_threshold":16777216,"multipart_chunk_size":8388608,
-//                           "storage_conn_bytes_per_sec":0,"url_max_uses":0,"storage_ignore_range":false}
-//                           (these are the defaults; any subset)
+//                           "storage_conn_bytes_per_sec":0,"url_max_uses":0,"storage_ignore_range":false,
+//                           "storage_same_origin":false}
+//                           (these are the defaults; any subset). storage_same_origin: signed
+//                           storage URLs (downloads, basic and multipart uploads) name the Hub's
+//                           own origin, which serves /repos/... and /upload/... as the storage
+//                           listener does (logged as listener "storage"; an Authorization
+//                           header there gets 400 InvalidArgument, as S3 answers)
 //   DELETE /_admin/uploads  forget every uploaded LFS object (benchmarks)
 //   GET    /_admin/config
 import http from "node:http";
@@ -141,6 +146,7 @@ const config = {
   storage_conn_bytes_per_sec: 0,
   url_max_uses: 0,
   storage_ignore_range: false,
+  storage_same_origin: false,
 };
 const urlUses = new Map(); // signature -> requests answered with it
 let urlSerial = 0;
@@ -153,6 +159,10 @@ let pending = 0;
 let pendingWaiters = [];
 let publishSeq = 0;
 let storageBase = "";
+// Where signed storage URLs point: the storage listener, or (config
+// storage_same_origin) the Hub's own origin, which then serves the storage
+// routes too, as a Hub whose LFS storage shares its host.
+const storageUrlBase = () => (config.storage_same_origin ? endpoint : storageBase);
 // Uploaded bytes (LFS objects, multipart parts, regular files of commits):
 // $HUB_STANDIN_DATA_DIR when set (it must exist), else a fresh temporary
 // directory removed when the stand-in exits.
@@ -366,6 +376,7 @@ function startEntry(listener, req, url) {
     query: url.search.startsWith("?") ? url.search.slice(1) : url.search,
     range: req.headers.range ?? null,
     authorization: req.headers.authorization ?? null,
+    port: req.socket?.localPort ?? 0, // which listener's port the request reached
     status: 0,
     bytes_sent: 0,
     bytes_received: 0,
@@ -644,7 +655,7 @@ function signStorageUrl(repoId, f) {
   const sig = crypto.createHmac("sha256", secret).update(`${p}\n${expires}\n${n}`).digest("hex");
   const base = path.posix.basename(f.path);
   const disp = `inline; filename*=UTF-8''${encodeURIComponent(base)}; filename="${base}";`;
-  return `${storageBase}${p}?response-content-disposition=${encodeURIComponent(disp)}&expires=${expires}&n=${n}&sig=${sig}`;
+  return `${storageUrlBase()}${p}?response-content-disposition=${encodeURIComponent(disp)}&expires=${expires}&n=${n}&sig=${sig}`;
 }
 
 function contentTypeFor(p) {
@@ -1009,7 +1020,14 @@ async function receiveToFile(ctx, dest, limit) {
       n += c.length;
       ctx.entry.bytes_received += c.length;
       if (n > limit) throw new Error("more bytes than declared");
-      if (fault?.kind === "slow") await sleep((c.length / fault.bytes_per_sec) * 1000);
+      if (fault?.kind === "slow") {
+        // Throttled: take the chunk at the rule's rate, in short sleeps so a
+        // client that gives up is noticed at once.
+        const until = performance.now() + (c.length / fault.bytes_per_sec) * 1000;
+        const gone = () => ctx.req.destroyed || ctx.req.socket?.destroyed;
+        while (performance.now() < until && !gone()) await sleep(Math.min(100, until - performance.now()));
+        if (gone()) throw new Error("the client closed the connection");
+      }
       h256.update(c);
       batch.push(c);
       batched += c.length;
@@ -1167,14 +1185,14 @@ async function handleLfsBatch(ctx, repoId) {
       const header = { chunk_size: String(chunk) };
       for (let i = 1; i <= nParts; i++) {
         const p = `/upload/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/${o.oid}/part/${i}`;
-        header[String(i).padStart(5, "0")] = `${storageBase}${p}?uploadId=${uploadId}&expires=${expires}&sig=${signUpload(p, expires, uploadId)}`;
+        header[String(i).padStart(5, "0")] = `${storageUrlBase()}${p}?uploadId=${uploadId}&expires=${expires}&sig=${signUpload(p, expires, uploadId)}`;
       }
       const cp = "/api/complete_multipart";
       const complete = `${ctx.endpoint}${cp}?uploadId=${uploadId}&expires=${expires}&sig=${signUpload(cp, expires, uploadId)}`;
       objects.push({ oid: o.oid, size: o.size, authenticated: true, actions: { upload: { href: complete, header, expires_at: verify.expires_at }, verify } });
     } else {
       const p = `/upload/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/${o.oid}`;
-      const href = `${storageBase}${p}?size=${o.size}&expires=${expires}&sig=${signUpload(p, expires, String(o.size))}`;
+      const href = `${storageUrlBase()}${p}?size=${o.size}&expires=${expires}&sig=${signUpload(p, expires, String(o.size))}`;
       objects.push({ oid: o.oid, size: o.size, authenticated: true, actions: { upload: { href, expires_at: verify.expires_at }, verify } });
     }
   }
@@ -1478,6 +1496,7 @@ async function handleAdmin(req, res, url) {
           }
         }
         if (body.storage_ignore_range !== undefined) config.storage_ignore_range = !!body.storage_ignore_range;
+        if (body.storage_same_origin !== undefined) config.storage_same_origin = !!body.storage_same_origin;
         return reply(200, config);
       }
       case "GET /_admin/config":
@@ -1520,6 +1539,9 @@ function applyStatusFault(ctx) {
 async function hubHandler(req, res, endpoint) {
   const url = new URL(req.url, "http://127.0.0.1");
   if (url.pathname.startsWith("/_admin/")) return handleAdmin(req, res, url);
+  if (config.storage_same_origin && (url.pathname.startsWith("/upload/") || url.pathname.startsWith("/repos/"))) {
+    return storageHandler(req, res);  // logged as listener "storage"
+  }
   const ctx = makeCtx("hub", req, res, url, endpoint);
   if (applyStatusFault(ctx)) return;
   const segs = url.pathname.split("/").slice(1);
