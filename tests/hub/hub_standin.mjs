@@ -1024,7 +1024,8 @@ async function receiveToFile(ctx, dest, limit) {
         // Throttled: take the chunk at the rule's rate, in short sleeps so a
         // client that gives up is noticed at once.
         const until = performance.now() + (c.length / fault.bytes_per_sec) * 1000;
-        const gone = () => ctx.req.destroyed || ctx.req.socket?.destroyed;
+        // (not req.destroyed: a request read to its end is auto-destroyed)
+        const gone = () => !ctx.req.socket || ctx.req.socket.destroyed || ctx.res.destroyed;
         while (performance.now() < until && !gone()) await sleep(Math.min(100, until - performance.now()));
         if (gone()) throw new Error("the client closed the connection");
       }
