@@ -87,7 +87,7 @@ int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ult
   std::snprintf(b, sizeof b, "%.0f", secs);
   t->too_slow = std::string(uploading ? "the upload" : "the download") + " moved at " + rate_text(rate) + " over the last " + b +
                 " s, below the minimum of " + rate_text(static_cast<double>(req.min_rate_bytes_per_sec)) +
-                " (SKIPPY_HF_MIN_RATE, SKIPPY_HF_MIN_RATE_SECS)";
+                " (the floor: SKIPPY_HF_MIN_RATE or publish --min-rate, over SKIPPY_HF_MIN_RATE_SECS)";
   return 1;
 }
 
