@@ -1,6 +1,8 @@
 #include "hub/http.h"
 
 #include <curl/curl.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,19 +62,34 @@ std::string rate_text(double bytes_per_sec) {
 int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
   auto* t = static_cast<Transfer*>(user);
   const HttpRequest& req = *t->req;
-  // The body in flight: an upload until the answer begins (bytes handed to
-  // the kernel are not bytes the server took: a small file fits in the
-  // socket buffers, and a throttled server then drains them at its pace),
-  // else the answer's body from its first byte until its declared end.
-  (void)ultotal;
-  const bool uploading = req.body_file.has_value() && !t->answering;
+  // The body in flight: an upload from its first byte until the answer
+  // begins, else the answer's body from its first byte until its declared
+  // end. An upload's bytes count once the server's side holds them: bytes
+  // still in our socket buffers (SIOCOUTQ) do not. Once all of it is there,
+  // waiting for the answer still counts (a server behind large buffers that
+  // reads at 1000 B/s looks just like that), unless the whole body is no
+  // more than the floor asks of one window: then a slow answer is the
+  // server thinking, which the stall timeout bounds.
+  uint64_t queued = 0;
+  if (req.body_file) {
+    curl_socket_t sock = CURL_SOCKET_BAD;
+    int outq = 0;
+    if (curl_easy_getinfo(t->curl, CURLINFO_ACTIVESOCKET, &sock) == CURLE_OK && sock != CURL_SOCKET_BAD &&
+        ::ioctl(sock, SIOCOUTQ, &outq) == 0 && outq > 0) {
+      queued = static_cast<uint64_t>(outq);
+    }
+  }
+  const uint64_t floor_per_window = req.min_rate_bytes_per_sec * std::max(1u, req.min_rate_secs);
+  const bool handed_over = ulnow >= ultotal && queued == 0;
+  const bool uploading = req.body_file.has_value() && !t->answering && ulnow > 0 &&
+                         !(handed_over && static_cast<uint64_t>(ultotal) <= floor_per_window);
   const bool downloading = !req.body_file && dlnow > 0 && (dltotal <= 0 || dlnow < dltotal);
   if (!uploading && !downloading) {
     t->samples.clear();
     return 0;
   }
-  if (uploading && ulnow == 0 && t->samples.empty()) return 0;  // still connecting (connect_timeout_secs)
-  const uint64_t moved = static_cast<uint64_t>(uploading ? ulnow : dlnow);
+  const uint64_t sent = static_cast<uint64_t>(ulnow);
+  const uint64_t moved = uploading ? sent - std::min(sent, queued) : static_cast<uint64_t>(dlnow);
   const auto now = std::chrono::steady_clock::now();
   const auto window = std::chrono::seconds(std::max(1u, req.min_rate_secs));
   if (t->samples.empty() || now - t->samples.back().at >= std::chrono::milliseconds(200)) t->samples.push_back({now, moved});
@@ -81,7 +98,7 @@ int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ult
   const auto& first = t->samples.front();
   const double secs = std::chrono::duration<double>(now - first.at).count();
   if (now - first.at < window) return 0;
-  const double rate = static_cast<double>(moved - first.bytes) / secs;
+  const double rate = (static_cast<double>(moved) - static_cast<double>(first.bytes)) / secs;
   if (rate >= static_cast<double>(req.min_rate_bytes_per_sec)) return 0;
   char b[32];
   std::snprintf(b, sizeof b, "%.0f", secs);

@@ -43,12 +43,13 @@ struct HttpRequest {
   long stall_timeout_secs = 60;       // abort when no byte arrives for this long
   // A floor on the body's rate while it moves (a download client's low-speed
   // limit): once the request body (an upload from body_file, from its first
-  // byte until the answer begins: bytes in the socket buffers have not
-  // reached the server) or the answer's body has been in flight for
-  // min_rate_secs, fewer than min_rate_bytes_per_sec * min_rate_secs bytes
-  // over the last min_rate_secs abort the transfer with a retryable "too
-  // slow" TransportError. Waiting for a download's first byte is the stall
-  // timeout's business, not this one's. 0: off.
+  // byte until the answer begins; bytes still in our socket buffers,
+  // SIOCOUTQ, do not count as sent) or the answer's body has been in flight
+  // for min_rate_secs, fewer than min_rate_bytes_per_sec * min_rate_secs
+  // bytes over the last min_rate_secs abort the transfer with a retryable
+  // "too slow" TransportError. An upload no larger than that one window's
+  // worth is not judged once all of it is handed over (a slow answer is the
+  // server thinking: the stall timeout's business). 0: off.
   uint64_t min_rate_bytes_per_sec = 0;
   unsigned min_rate_secs = 30;
 };
