@@ -297,6 +297,35 @@ TEST_F(HubHostile, FetchWithNoHubAnsweringSaysSoOnEveryRetry) {
   EXPECT_LT(secs, 20.0);
 }
 
+TEST_F(HubHostile, ABlackholeHubIsGivenUpOnWithALinePerRetry) {
+  // The Hub takes every request and never answers: each attempt ends at the
+  // stall limit (1 s here, 60 s by default) with a line, not in silence.
+  const std::string commit = hub_->publish("org/blackhole", pkg());
+  hub_->fault({{"listener", "hub"}, {"kind", "hang"}, {"times", -1}});
+  const std::vector<std::string> stall = {"SKIPPY_HF_STALL_SECS=1", "SKIPPY_HF_MAX_ATTEMPTS=3"};
+  for (const bool publish : {true, false}) {
+    SCOPED_TRACE(publish ? "publish" : "fetch");
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = publish ? cli({"publish", pkg().string(), "hf://org/blackhole", "--json"}, stall)
+                           : cli({"fetch", "hf://org/blackhole@" + commit, "--json"}, stall);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cout << "[ measured ] " << (publish ? "publish" : "fetch") << " gave up on the blackhole after " << secs << " s\n";
+    EXPECT_EQ(r.exit_code, 1);
+    test::expect_json_error(r, "transport", "after 3 attempts");
+    const auto lines = retry_lines(r.err);
+    ASSERT_EQ(lines.size(), 2u) << r.err;
+    for (unsigned i = 0; i < 2; ++i) {
+      EXPECT_NE(lines[i].find(publish ? "checking the token (whoami): nothing moved for 1 s (the server took the request "
+                                        "and never answered"
+                                      : "model-package.json: nothing moved for 1 s"),
+                std::string::npos)
+          << lines[i];
+      EXPECT_NE(lines[i].find("(attempt " + std::to_string(i + 1) + " of 3 failed;"), std::string::npos) << lines[i];
+    }
+    EXPECT_LT(secs, 20.0);
+  }
+}
+
 TEST_F(HubHostile, RetryLinesAreWrittenOnATerminalToo) {
   // stderr on a pseudo-terminal (util-linux script): the same lines.
   const auto r = test::run_program(

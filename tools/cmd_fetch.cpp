@@ -106,7 +106,8 @@ Command register_fetch(CLI::App& app) {
       "on a terminal and off it. A download slower than SKIPPY_HF_MIN_RATE bytes/s per connection (default 4096)\n"
       "over SKIPPY_HF_MIN_RATE_SECS (default 30) is a failed attempt; what arrived stays and the next run resumes.\n"
       "Environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE=1 (cache and peer only, no Hub), SKIPPY_HF_CONNECTIONS,\n"
-      "SKIPPY_HF_MAX_ATTEMPTS (5), SKIPPY_HF_BACKOFF_MS (1000), SKIPPY_HF_MIN_RATE, SKIPPY_HF_MIN_RATE_SECS.");
+      "SKIPPY_HF_MAX_ATTEMPTS (5), SKIPPY_HF_BACKOFF_MS (1000), SKIPPY_HF_MIN_RATE, SKIPPY_HF_MIN_RATE_SECS,\n"
+      "SKIPPY_HF_STALL_SECS (60: no byte moving for that long is a failed attempt).");
   struct Args {
     std::string ref, layers, projector;
     bool json = false, single_stage = false, refresh = false;

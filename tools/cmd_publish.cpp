@@ -66,7 +66,8 @@ Command register_publish(CLI::App& app) {
       "attempt: retried, then given up with the rate in the message; rerunning sends only what is missing.\n"
       "Environment: HF_TOKEN (a token with write access), HF_ENDPOINT, SKIPPY_HF_UPLOADS (files at once, default 4),\n"
       "SKIPPY_HF_MAX_ATTEMPTS (5), SKIPPY_HF_BACKOFF_MS (1000), SKIPPY_HF_MIN_RATE (bytes/s, 4096),\n"
-      "SKIPPY_HF_MIN_RATE_SECS (30).");
+      "SKIPPY_HF_MIN_RATE_SECS (30),\n"
+      "SKIPPY_HF_STALL_SECS (60: no byte moving for that long is a failed attempt).");
   struct Args {
     std::string dir, target, message;
     bool create = false, private_repo = false, json = false;

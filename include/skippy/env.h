@@ -26,6 +26,8 @@
 //   SKIPPY_HF_MIN_RATE          minimum rate of a storage transfer, bytes/s per
 //                               connection (default 4096; 0: no floor)
 //   SKIPPY_HF_MIN_RATE_SECS     ...averaged over this many seconds (default 30, >= 1)
+//   SKIPPY_HF_STALL_SECS        a Hub request with no byte moving for this long is
+//                               a failed attempt (default 60, >= 1)
 //   MESH_LLM_ARTIFACT_TRANSFER  peer artifact transfer: off (unset, unknown),
 //                               trusted or open (peer.h: transfer_mode_from_env)
 //   SOURCE_DATE_EPOCH           created_at_unix_secs of written packages
@@ -86,6 +88,7 @@ unsigned hf_max_attempts();        // SKIPPY_HF_MAX_ATTEMPTS, default 5
 unsigned hf_backoff_ms();          // SKIPPY_HF_BACKOFF_MS, default 1000
 uint64_t hf_min_rate();            // SKIPPY_HF_MIN_RATE (bytes/s), default 4096, 0 = off
 unsigned hf_min_rate_secs();       // SKIPPY_HF_MIN_RATE_SECS, default 30, at least 1
+unsigned hf_stall_secs();          // SKIPPY_HF_STALL_SECS, default 60, at least 1
 
 // ------------------------------------------------------------------ others
 

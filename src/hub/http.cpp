@@ -16,6 +16,8 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "skippy/env.h"
+
 namespace skippy::detail {
 namespace {
 
@@ -202,6 +204,11 @@ bool retryable_code(CURLcode c) {
 
 }  // namespace
 
+long default_stall_timeout_secs() {
+  static const long secs = static_cast<long>(env::hf_stall_secs());
+  return secs;
+}
+
 std::optional<std::string> HttpResponse::header(const std::string& lower_name) const {
   const auto it = headers.find(lower_name);
   if (it == headers.end()) return std::nullopt;
@@ -279,6 +286,11 @@ HttpResult HttpConnection::perform(const HttpRequest& req) {
     if (!t.read_error.empty()) return {std::nullopt, TransportError{t.read_error, false}};
     if (!t.too_slow.empty()) return {std::nullopt, TransportError{t.too_slow, true}};
     std::string msg = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+    if (rc == CURLE_OPERATION_TIMEDOUT && msg.starts_with("Operation too slow")) {
+      // libcurl's low-speed limit is our stall timeout: say it plainly.
+      msg = "nothing moved for " + std::to_string(req.stall_timeout_secs) + " s (the server took the request and " +
+            (t.resp.status > 0 ? "stopped sending" : "never answered") + "; the limit is SKIPPY_HF_STALL_SECS)";
+    }
     return {std::nullopt, TransportError{msg, retryable_code(rc)}};
   }
   return {std::move(t.resp), std::nullopt};

@@ -23,6 +23,9 @@ struct FileSlice {
   uint64_t length = 0;
 };
 
+// SKIPPY_HF_STALL_SECS (env.h), read once.
+long default_stall_timeout_secs();
+
 struct HttpRequest {
   std::string method = "GET";       // "GET", "HEAD", "POST" or "PUT"
   std::string url;
@@ -40,7 +43,9 @@ struct HttpRequest {
   std::function<void(uint64_t)> on_sent;
   size_t max_body = size_t{4} << 20;  // kept bodies larger than this abort
   long connect_timeout_secs = 15;
-  long stall_timeout_secs = 60;       // abort when no byte arrives for this long
+  // Abort when no byte moves for this long (SKIPPY_HF_STALL_SECS, default 60):
+  // a server that accepts and never answers is a failed attempt, not a hang.
+  long stall_timeout_secs = default_stall_timeout_secs();
   // A floor on the body's rate while it moves (a download client's low-speed
   // limit): once the request body (an upload from body_file, from its first
   // byte until the answer begins; bytes still in our socket buffers,

@@ -108,8 +108,11 @@
 //            kind "cut":     after_bytes (send that many body bytes, then close the socket)
 //            kind "corrupt": offset (flip the body byte at that offset)
 //            kind "slow":    bytes_per_sec (throttle the body: keeps downloads in
-//                            flight long enough for concurrency tests)
-//          status rules are taken when a request arrives; cut/corrupt rules when
+//                            flight long enough for concurrency tests; for a
+//                            storage PUT, the rate the body is read at)
+//            kind "hang":    take the request and never answer (a blackhole;
+//                            the socket is closed after 120 s at the latest)
+//          status and hang rules are taken when a request arrives; cut/corrupt rules when
 //          a 2xx body starts. Rules are tried in order; the first match is used.
 //   GET    /_admin/faults, DELETE /_admin/faults
 //   POST   /_admin/config  {"token":"hf_test","read_token":"hf_read","url_ttl_secs":3600,
@@ -414,7 +417,7 @@ function waitForPending(ms) {
 function takeFault(listener, entry, phase) {
   for (let i = 0; i < faults.length; i++) {
     const r = faults[i];
-    const isStatus = r.kind === "status";
+    const isStatus = r.kind === "status" || r.kind === "hang";
     if ((phase === "request") !== isStatus) continue;
     if (r.listener && r.listener !== listener) continue;
     if (r.method && r.method.toUpperCase() !== entry.method) continue;
@@ -430,7 +433,7 @@ function takeFault(listener, entry, phase) {
 
 function validateFault(r) {
   if (!r || typeof r !== "object") throw new Error("a fault rule is an object");
-  if (!["status", "cut", "corrupt", "slow"].includes(r.kind)) throw new Error("kind must be status, cut, corrupt or slow");
+  if (!["status", "cut", "corrupt", "slow", "hang"].includes(r.kind)) throw new Error("kind must be status, cut, corrupt, slow or hang");
   if (r.listener !== undefined && !["hub", "storage"].includes(r.listener)) throw new Error("listener must be hub or storage");
   if (r.match !== undefined && typeof r.match !== "string") throw new Error("match must be a string");
   const times = r.times ?? 1;
@@ -444,6 +447,8 @@ function validateFault(r) {
   } else if (r.kind === "cut") {
     if (!Number.isInteger(r.after_bytes) || r.after_bytes < 0) throw new Error("after_bytes must be >= 0");
     rule.after_bytes = r.after_bytes;
+  } else if (r.kind === "hang") {
+    // nothing more: the request is taken and never answered
   } else if (r.kind === "slow") {
     if (!Number.isInteger(r.bytes_per_sec) || r.bytes_per_sec <= 0) throw new Error("bytes_per_sec must be > 0");
     rule.bytes_per_sec = r.bytes_per_sec;
@@ -1533,6 +1538,14 @@ function applyStatusFault(ctx) {
   const f = takeFault(ctx.listener, ctx.entry, "request");
   if (!f) return false;
   ctx.req.resume();
+  if (f.kind === "hang") {
+    // A blackhole: the connection stays open and silent until the client
+    // gives up (or 120 s pass: nothing here waits forever).
+    const sock = ctx.req.socket;
+    const t = setTimeout(() => sock?.destroy(), 120000);
+    sock?.once("close", () => clearTimeout(t));
+    return true;
+  }
   sendSmallCounted(ctx, f.status, { "Content-Type": "application/json; charset=utf-8", ...f.headers }, f.body);
   return true;
 }
