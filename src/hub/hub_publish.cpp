@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "hub/http.h"
+#include "hub/hub_write_api.h"
 #include "hub/lfs_upload.h"
 #include "hub/retry.h"
 #include "skippy/error.h"
@@ -33,36 +34,16 @@ namespace {
 namespace fs = std::filesystem;
 using detail::HttpRequest;
 using detail::HttpResponse;
+using detail::base64;
+using detail::check_write_token;
+using detail::commit_ndjson;
+using detail::CommitFile;
 using detail::url_encode;
 using nlohmann::json;
 
 constexpr size_t kGroup = 100;                         // files per preupload / batch call
 constexpr uint64_t kMaxRegularBytes = uint64_t{64} << 20;  // a "regular" file is kept in memory for the commit
 constexpr unsigned kMaxRefreshes = 3;                  // fresh upload URLs per file
-
-std::string base64(std::string_view in) {
-  static const char* tbl = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    const uint32_t v = (uint32_t{static_cast<uint8_t>(in[i])} << 16) | (uint32_t{static_cast<uint8_t>(in[i + 1])} << 8) |
-                       uint32_t{static_cast<uint8_t>(in[i + 2])};
-    out += tbl[(v >> 18) & 63];
-    out += tbl[(v >> 12) & 63];
-    out += tbl[(v >> 6) & 63];
-    out += tbl[v & 63];
-  }
-  if (i < in.size()) {
-    uint32_t v = uint32_t{static_cast<uint8_t>(in[i])} << 16;
-    if (i + 1 < in.size()) v |= uint32_t{static_cast<uint8_t>(in[i + 1])} << 8;
-    out += tbl[(v >> 18) & 63];
-    out += tbl[(v >> 12) & 63];
-    out += i + 1 < in.size() ? tbl[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
 
 // Reads [offset, offset + n) of fd fully.
 std::string pread_all(int fd, uint64_t offset, size_t n, const fs::path& path) {
@@ -232,42 +213,7 @@ class HubPublisher::Impl {
     }
     if (r.status == 404) return;  // a Hub without whoami (a mirror): its write endpoints decide
     if (r.status != 200) fail(r, what);
-    const json j = parse_json(r, what);
-    if (!j.is_object()) throw_invalid(what + ": the Hub's answer is not an object");
-    if (j.contains("name") && j["name"].is_string()) user_ = j["name"].get<std::string>();
-    const json* tok = nullptr;
-    if (j.contains("auth") && j["auth"].is_object() && j["auth"].contains("accessToken") && j["auth"]["accessToken"].is_object()) {
-      tok = &j["auth"]["accessToken"];
-    }
-    if (!tok || !tok->contains("role") || !(*tok)["role"].is_string()) return;  // no word on the role: the Hub decides
-    const std::string role = (*tok)["role"].get<std::string>();
-    if (role == "read") {
-      throw Error(ErrorKind::kUnauthorized, where_ + ": the token in use (HF_TOKEN) is read-only (role \"read\"); "
-                                                     "publishing needs a write token (" +
-                                                         cfg_.endpoint + "/settings/tokens)");
-    }
-    if (role == "fineGrained") {
-      const std::string ns = target_.repo.substr(0, target_.repo.find('/'));
-      bool can = false;
-      const json& fg = tok->contains("fineGrained") ? (*tok)["fineGrained"] : json();
-      if (fg.is_object() && fg.contains("scoped") && fg["scoped"].is_array()) {
-        for (const auto& s : fg["scoped"]) {
-          if (!s.is_object() || !s.contains("entity") || !s["entity"].is_object() || !s.contains("permissions") ||
-              !s["permissions"].is_array()) {
-            continue;
-          }
-          const auto& ent = s["entity"];
-          const std::string name = ent.contains("name") && ent["name"].is_string() ? ent["name"].get<std::string>() : "";
-          if (name != ns && name != target_.repo) continue;
-          for (const auto& p : s["permissions"]) can = can || (p.is_string() && p.get<std::string>() == "repo.write");
-        }
-      }
-      if (!can) {
-        throw Error(ErrorKind::kUnauthorized, where_ + ": the fine-grained token in use (HF_TOKEN) has no repo.write "
-                                                       "permission for " +
-                                                           ns + " or " + target_.repo);
-      }
-    }
+    user_ = check_write_token(parse_json(r, what), target_.repo, where_, cfg_.endpoint, what);
   }
 
   void create_repo() {
@@ -667,8 +613,6 @@ class HubPublisher::Impl {
     res.lfs_already_on_hub = already_;
     res.bytes_uploaded = uploaded_bytes_;
 
-    std::vector<std::string> ordered;
-    for (const auto& it : items_) ordered.push_back(it.rel);
     for (const auto& [p, f] : remote_) {
       if (package_owned(p) && !paths_.count(p)) res.deleted.push_back(p);
     }
@@ -676,24 +620,9 @@ class HubPublisher::Impl {
       res.commit = head_;
       return res;  // the branch holds exactly this package already
     }
-    std::string body = json{{"key", "header"},
-                            {"value", description.empty() ? json{{"summary", summary}, {"parentCommit", head_}}
-                                                          : json{{"summary", summary}, {"description", description},
-                                                                 {"parentCommit", head_}}}}
-                           .dump() +
-                       "\n";
-    std::vector<const Item*> sorted;
-    for (const auto& it : items_) sorted.push_back(&it);
-    std::sort(sorted.begin(), sorted.end(), [](const Item* a, const Item* b) { return a->rel < b->rel; });
-    for (const Item* it : sorted) {
-      if (it->lfs) {
-        body += json{{"key", "lfsFile"}, {"value", {{"path", it->rel}, {"algo", "sha256"}, {"oid", it->sha256}, {"size", it->size}}}}.dump();
-      } else {
-        body += json{{"key", "file"}, {"value", {{"path", it->rel}, {"content", base64(it->content)}, {"encoding", "base64"}}}}.dump();
-      }
-      body += "\n";
-    }
-    for (const auto& p : res.deleted) body += json{{"key", "deletedFile"}, {"value", {{"path", p}}}}.dump() + "\n";
+    std::vector<CommitFile> files;
+    for (const auto& it : items_) files.push_back({it.rel, it.lfs, it.sha256, it.size, &it.content});
+    const std::string body = commit_ndjson(summary, description, head_, files, res.deleted);
 
     const std::string what = where_ + ": commit";
     const unsigned attempts = std::max(1u, cfg_.max_attempts);
