@@ -15,6 +15,10 @@
 #include <sstream>
 
 #include "hub/http.h"
+#include "hub/lfs_upload.h"
+#include "hub/retry.h"
+#include "skippy/error.h"
+#include "skippy/hub.h"
 #include "hub_standin.h"
 #include "test_util.h"
 
@@ -234,6 +238,38 @@ TEST(HubHttp, ServerReasonAndTheHubsApiUrls) {
   EXPECT_FALSE(detail::is_hub_api_url(hub, hub + "/api/../upload/a/b/0123"));
   EXPECT_TRUE(detail::is_hub_api_url(hub + "/mirror", hub + "/mirror/api/whoami-v2"));
   EXPECT_FALSE(detail::is_hub_api_url(hub + "/mirror", hub + "/api/whoami-v2"));
+}
+
+TEST(HubHttp, LfsActionHeadersAreSentAsGivenOrRefused) {
+  EXPECT_TRUE(detail::lfs_action_headers(json{{"href", "http://s/x"}}, "w").empty());
+  EXPECT_EQ(detail::lfs_action_headers(json{{"href", "http://s/x"}, {"header", {{"X-Amz-Acl", "private"}}}}, "w"),
+            std::vector<std::string>{"X-Amz-Acl: private"});
+  for (const json& bad : {json{{"X-A", "v\r\nAuthorization: Bearer x"}}, json{{"Bad Name", "v"}}, json{{"X-N", 1}}}) {
+    try {
+      (void)detail::lfs_action_headers(json{{"href", "http://s/x"}, {"header", bad}}, "uploading a.gguf");
+      ADD_FAILURE() << bad.dump() << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+      EXPECT_NE(std::string(e.what()).find("uploading a.gguf: the action"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(HubHttp, EveryRetryGoesThroughTheReporter) {
+  std::vector<RetryNotice> seen;
+  set_retry_reporter([&](const RetryNotice& n) { seen.push_back(n); });
+  detail::HttpRequest req;
+  req.url = "http://127.0.0.1:9/api/whoami-v2";  // a closed port: refused at once
+  req.connect_timeout_secs = 5;
+  EXPECT_THROW((void)detail::perform_with_retries(req, {3, 1}, "checking", "hint"), Error);
+  set_retry_reporter(print_retry_line);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].what, "checking");
+  EXPECT_EQ(seen[0].attempt, 1u);
+  EXPECT_EQ(seen[1].attempt, 2u);
+  EXPECT_EQ(seen[1].attempts, 3u);
+  EXPECT_EQ(seen[1].delay_ms, 2u) << "doubling from 1 ms";
+  EXPECT_EQ(retry_line(seen[1]), "retry: checking: " + seen[1].reason + " (attempt 2 of 3 failed; trying again in 0.00 s)");
 }
 
 // ------------------------------------------------------------ retry lines
