@@ -118,8 +118,13 @@ Command register_fetch(CLI::App& app) {
       "--peer-rate-window seconds (default 10, or SKIPPY_PEER_RATE_WINDOW), or than the deadline that gives a\n"
       "file (its size at that rate plus two windows), is given up: that file goes to the Hub, the reason in\n"
       "the notes. \"server busy\" is asked again a few times with a growing pause, one line on stderr each.\n"
+      "Every retry prints one line on stderr (\"retry: <what>: <reason> (attempt N of M failed; trying again in S s)\"),\n"
+      "on a terminal and off it. A download slower than SKIPPY_HF_MIN_RATE bytes/s per connection (default 4096)\n"
+      "over SKIPPY_HF_MIN_RATE_SECS (default 30) is a failed attempt; what arrived stays and the next run resumes.\n"
       "Environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE=1 (cache and peer only, no Hub), SKIPPY_HF_CONNECTIONS,\n"
-      "SKIPPY_PEER_MIN_RATE, SKIPPY_PEER_RATE_WINDOW.");
+      "SKIPPY_HF_MAX_ATTEMPTS (5), SKIPPY_HF_BACKOFF_MS (1000), SKIPPY_HF_MIN_RATE, SKIPPY_HF_MIN_RATE_SECS,\n"
+      "SKIPPY_HF_STALL_SECS (60: no byte moving for that long is a failed attempt), SKIPPY_PEER_MIN_RATE,\n"
+      "SKIPPY_PEER_RATE_WINDOW.");
   struct Args {
     std::string ref, layers, projector;
     bool json = false, single_stage = false, refresh = false;

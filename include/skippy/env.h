@@ -23,6 +23,11 @@
 //   SKIPPY_HF_UPLOADS           files uploaded at once by publish (default 4, >= 1)
 //   SKIPPY_HF_MAX_ATTEMPTS      attempts per Hub request, retries included (default 5, >= 1)
 //   SKIPPY_HF_BACKOFF_MS        first retry delay in ms, doubling (default 1000)
+//   SKIPPY_HF_MIN_RATE          minimum rate of a storage transfer, bytes/s per
+//                               connection (default 4096; 0: no floor)
+//   SKIPPY_HF_MIN_RATE_SECS     ...averaged over this many seconds (default 30, >= 1)
+//   SKIPPY_HF_STALL_SECS        a Hub request with no byte moving for this long is
+//                               a failed attempt (default 60, >= 1)
 //   MESH_LLM_ARTIFACT_TRANSFER  peer artifact transfer: off (unset, unknown),
 //                               trusted or open (peer.h: transfer_mode_from_env)
 //   SKIPPY_PEER_MIN_RATE        fetch --peer: the slowest transfer waited for, in
@@ -86,6 +91,9 @@ unsigned hf_connections();         // SKIPPY_HF_CONNECTIONS, default 8 (1..64)
 uint64_t hf_min_range_bytes();     // SKIPPY_HF_MIN_RANGE (bytes), default 4 MiB, at least 64 KiB
 unsigned hf_max_attempts();        // SKIPPY_HF_MAX_ATTEMPTS, default 5
 unsigned hf_backoff_ms();          // SKIPPY_HF_BACKOFF_MS, default 1000
+uint64_t hf_min_rate();            // SKIPPY_HF_MIN_RATE (bytes/s), default 4096, 0 = off
+unsigned hf_min_rate_secs();       // SKIPPY_HF_MIN_RATE_SECS, default 30, at least 1
+unsigned hf_stall_secs();          // SKIPPY_HF_STALL_SECS, default 60, at least 1
 
 // ------------------------------------------------------------------ peers
 

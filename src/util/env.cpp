@@ -134,6 +134,9 @@ uint64_t hf_min_range_bytes() {
 }
 unsigned hf_max_attempts() { return std::max(1u, unsigned_or("SKIPPY_HF_MAX_ATTEMPTS", 5)); }
 unsigned hf_backoff_ms() { return unsigned_or("SKIPPY_HF_BACKOFF_MS", 1000); }
+uint64_t hf_min_rate() { return unsigned_or("SKIPPY_HF_MIN_RATE", 4096); }
+unsigned hf_min_rate_secs() { return std::max(1u, unsigned_or("SKIPPY_HF_MIN_RATE_SECS", 30)); }
+unsigned hf_stall_secs() { return std::max(1u, unsigned_or("SKIPPY_HF_STALL_SECS", 60)); }
 
 std::optional<uint64_t> parse_byte_rate(std::string_view text) {
   if (text.empty() || text.size() > 24) return std::nullopt;
