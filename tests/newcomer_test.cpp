@@ -15,6 +15,8 @@ namespace {
 namespace fs = std::filesystem;
 using test::run_cli;
 
+std::vector<uint8_t> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
+
 TEST(Newcomer, AnUnknownCommandIsNamedWithTheNearestOne) {
   auto r = run_cli({"inspct", test::data_path("llama-tiny-q8_0.gguf").string()});
   EXPECT_EQ(r.exit_code, 2);
@@ -121,6 +123,34 @@ TEST(Newcomer, TheExampleConfigWorksWithTheMtpPackageAsDocumented) {
   // The --help example, as written.
   const auto h = run_cli({"speculative", pkg.string(), "--strategy", "mtp", "--config", config});
   EXPECT_EQ(h.exit_code, 0) << h.err;
+}
+
+TEST(Newcomer, AnOwnersDirectoryGivenAsANodeIdentityIsNamedAsSuch) {
+  test::TempDir tmp;
+  const std::string owner = (tmp / "owner").string();
+  ASSERT_EQ(run_cli({"identity", "init-owner", "--dir", owner}).exit_code, 0);
+  const std::string h40(40, 'a'), h64(64, 'b');
+  test::write_file(tmp / "topology.json",
+                   to_bytes("{\"topology_id\": \"t\", \"run_id\": \"r\", \"package_ref\": \"hf://org/x@" + h40 +
+                                  "\", \"manifest_sha256\": \"" + h64 + "\", \"stages\": [{\"stage_id\": \"s0\", "
+                                  "\"stage_index\": 0, \"node_id\": \"" + h64 + "\", \"layer_start\": 0, \"layer_end\": 1}]}"));
+  const auto r = run_cli({"serve-artifacts", "--listen", "127.0.0.1:0", "--topology", (tmp / "topology.json").string(),
+                          "--identity", owner});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("is an owner's directory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("identity issue-node --owner " + owner), std::string::npos) << r.err;
+}
+
+TEST(Newcomer, TheUserAgentCarriesTheVersion) {
+  test::HubStandin hub;
+  test::TempDir tmp;
+  (void)run_cli({"fetch", "hf://org/none@main"}, {"HF_ENDPOINT=" + hub.endpoint(), "HF_HUB_CACHE=" + (tmp / "hf").string(),
+                                                  "SKIPPY_HF_MAX_ATTEMPTS=1"});
+  const auto v = run_cli({"--version"});
+  const std::string version = v.out.substr(v.out.rfind(' ') + 1, v.out.find_last_not_of(" \n") - v.out.rfind(' '));
+  const auto log = hub.log();
+  ASSERT_FALSE(log.empty());
+  for (const auto& r : log) EXPECT_EQ(r.user_agent.value_or(""), "skippy-model-package/" + version) << r.path;
 }
 
 }  // namespace

@@ -261,8 +261,12 @@ Command register_fetch(CLI::App& app) {
                 std::cerr << "parts: " << count["peer"] << " from the peer, " << count["hub"] << " from the Hub, "
                           << count["cache"] << " already in the cache\n";
               }
+              size_t cached = 0;
+              for (const auto& p : parts) cached += sources[p.rel_path] == "cache" ? 1 : 0;
               std::cerr << "fetched " << parts.size() << " part(s), " << human_bytes(total) << " ("
-                        << downloaded.size() << " file(s) downloaded, the rest from the cache), verified\n";
+                        << downloaded.size() << " file(s) downloaded"
+                        << (cached == 0 ? std::string() : ", " + std::to_string(cached) + " part(s) already in the cache")
+                        << "), verified\n";
               std::cout << pkg.root.string() << "\n";
             }
             return kExitOk;

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "skippy/version.h"
 #include "skippy/env.h"
 
 namespace skippy::detail {
@@ -252,7 +253,8 @@ HttpResult HttpConnection::perform(const HttpRequest& req) {
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, req.stall_timeout_secs);
   curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 2L * 1024L * 1024L);  // fewer, larger writes
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "skippy-model-package/0.1.0");
+  static const std::string kUserAgent = "skippy-model-package/" + std::string(library_version());
+  curl_easy_setopt(c, CURLOPT_USERAGENT, kUserAgent.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);

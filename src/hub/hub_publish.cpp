@@ -730,8 +730,8 @@ PublishResult publish_package(const fs::path& dir, const HubConfig& hub, const P
   const auto& src = pkg.manifest.source_model;
   if (!src.path.empty() && (fs::path(src.path).is_absolute() || src.path.starts_with("~"))) {
     throw_invalid(dir.string() + "/model-package.json: source_model.path records a local path (\"" + src.path +
-                  "\"); nothing private goes to the Hub: write the package with write-package --no-local-path "
-                  "(or --push, which never records it)");
+                  "\"); nothing private goes to the Hub: write the package again with this tool's write-package, which "
+                  "records only the source file's name there");
   }
   // The consumer's checks first: every artifact a safe relative path to a
   // regular file inside the package, of its declared size; then SHA-256.

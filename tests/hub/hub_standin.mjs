@@ -379,6 +379,7 @@ function startEntry(listener, req, url) {
     query: url.search.startsWith("?") ? url.search.slice(1) : url.search,
     range: req.headers.range ?? null,
     authorization: req.headers.authorization ?? null,
+    user_agent: req.headers["user-agent"] ?? null,
     port: req.socket?.localPort ?? 0, // which listener's port the request reached
     status: 0,
     bytes_sent: 0,
