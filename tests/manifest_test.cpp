@@ -63,12 +63,13 @@ json minimal(uint32_t layer_count = 3) {
           {"skippy_abi_version", "0.1.39"}};
 }
 
-PackageManifest parse(const json& j) { return parse_manifest(j.dump(), kOrigin); }
+// The strict reading: every rule refused (generation included).
+PackageManifest parse(const json& j) { return parse_manifest(j.dump(), kOrigin, GenerationProblems::kRefuse); }
 
 // The manifest must be refused with a message "model-package.json: <needle>...".
 void expect_refused_text(const std::string& text, const std::string& needle) {
   try {
-    parse_manifest(text, kOrigin);
+    parse_manifest(text, kOrigin, GenerationProblems::kRefuse);
     ADD_FAILURE() << "accepted; expected refusal containing: " << needle;
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();

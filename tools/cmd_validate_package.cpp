@@ -11,7 +11,8 @@ Command register_validate_package(CLI::App& app) {
   cmd->footer(
       "Example:\n  skippy-model-package validate-package ./model.gguf model-package/ --json\n"
       "Recomputes SHA-256 and size of every source shard and artifact and checks every tensor's placement,\n"
-      "type, shape and bytes. Exit 1 lists every problem found.");
+      "type, shape and bytes. Exit 1 lists every problem found; when the source is not the file the package\n"
+      "was written from (its SHA-256 is not source_model.sha256), that comes first.");
   struct Args {
     std::string source, package;
     bool json = false;
@@ -32,6 +33,7 @@ Command register_validate_package(CLI::App& app) {
             if (a->json) {
               print_json({{"valid", r.valid},
                           {"problems", r.problems},
+                          {"wrong_source", r.wrong_source ? nlohmann::json(*r.wrong_source) : nlohmann::json(nullptr)},
                           {"warnings", r.warnings},
                           {"artifacts_checked", r.artifacts_checked},
                           {"tensors_checked", r.tensors_checked},
