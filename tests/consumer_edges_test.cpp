@@ -66,6 +66,12 @@ bool any_has(const json& list, std::initializer_list<std::string> needles) {
 
 std::vector<std::string> cache_env(const TempDir& tmp) { return {"SKIPPY_CACHE_DIR=" + (tmp / "cache").string()}; }
 
+// tests/capi_test.c on a stage of `pkg`: one line per fact ("warning ...", "error policy ...", "part ...").
+CliResult run_c(const fs::path& pkg, const std::string& start, const std::string& end, const TempDir& tmp) {
+  return test::run_program(SKIPPY_CAPI_TEST_PATH, {pkg.string(), start, end},
+                           {"HF_HUB_OFFLINE=1", "SKIPPY_CACHE_DIR=" + (tmp / "c-cache").string()});
+}
+
 // ------------------------------------------------------ 1. projector kinds
 
 TEST(ConsumerEdges, UnknownProjectorKindIsNeverUsedAndEveryStageCommandReportsIt) {
@@ -115,6 +121,12 @@ TEST(ConsumerEdges, UnknownProjectorKindIsNeverUsedAndEveryStageCommandReportsIt
   EXPECT_TRUE(m["projector"].get<std::string>().ends_with("/projectors/mmproj.gguf")) << m.dump(2);
   const auto i = ok_json(run_cli({"inspect", pkg.string(), "--json"}));
   EXPECT_TRUE(any_has(i["warnings"], {needle})) << i.dump(2);
+  // The C API: the same warning, and stage 0 gets the mmproj.
+  const auto c = run_c(pkg, "0", "2", tmp);
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  EXPECT_NE(c.out.find("\nwarning " + needle), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find(" projectors/mmproj.gguf "), std::string::npos) << c.out;
+  EXPECT_EQ(c.out.find(" projectors/audio.gguf "), std::string::npos) << c.out;
   // An explicit --projector of the unknown kind stays refused.
   test::expect_json_error(
       run_cli({"select", pkg.string(), "--layers", "0..2", "--projector", "projectors/audio.gguf", "--json"}),
@@ -196,6 +208,14 @@ TEST(ConsumerEdges, MalformedGenerationBlockNeverStopsLayerLoading) {
       run_cli({"policy", pkg.string(), "--phase", "prefill", "--n-tokens", "16", "--n-kv", "16", "--json"}),
       "invalid_input", kBadThreshold);
   test::expect_json_error(run_cli({"speculative", pkg.string(), "--json"}), "invalid_input", kBadThreshold);
+  // The C API: the warning, a policy refusal naming the field, and the stage loads and verifies.
+  const auto c = run_c(pkg, "0", "2", tmp);
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  EXPECT_NE(c.out.find("\nwarning "), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("error policy invalid_input: "), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find(kBadThreshold), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("speculative invalid_input"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("\nverified hashed_bytes "), std::string::npos) << c.out;
   // The publisher's gate lists it as a problem, and nothing else is wrong.
   const auto val = run_cli({"validate-package", data_path("llama-tiny-q8_0.gguf").string(), pkg.string(), "--json"});
   EXPECT_EQ(val.exit_code, 1) << val.out;
@@ -316,8 +336,8 @@ void expect_derived_width(const fs::path& pkg, uint64_t width, const std::string
   EXPECT_EQ(ins["activation_width"], width);
   EXPECT_EQ(ins["activation_width_declared"], false);
   EXPECT_NE(ins["activation_width_note"].dump().find(tensor), std::string::npos) << ins.dump(2);
-  const auto c = test::run_program(SKIPPY_CAPI_TEST_PATH, {pkg.string(), "0", "2"},
-                                   {"HF_HUB_OFFLINE=1", "SKIPPY_CACHE_DIR=" + (pkg.parent_path() / "c").string()});
+  TempDir tmp;
+  const auto c = run_c(pkg, "0", "2", tmp);
   ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
   EXPECT_NE(c.out.find("\nactivation_width " + std::to_string(width) + "\n"), std::string::npos) << c.out;
 }
