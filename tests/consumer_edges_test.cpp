@@ -16,7 +16,9 @@
 #include "skippy/sha256.h"
 #include "test_util.h"
 
-namespace skippy {
+// A named namespace of its own: unity builds put several test files in one
+// translation unit, where helpers of the same name in anonymous namespaces collide.
+namespace skippy::consumer_edges_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -436,4 +438,4 @@ TEST(ConsumerEdges, ValidateAgainstTheWrongSourceSaysSoFirst) {
 }
 
 }  // namespace
-}  // namespace skippy
+}  // namespace skippy::consumer_edges_test
