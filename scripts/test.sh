@@ -24,4 +24,5 @@ cmake --build "$build" -j2
 ctest --test-dir "$build" --output-on-failure -j2
 if [ "$build" = build ]; then
   bash scripts/test-install.sh "$build"
+  bash scripts/tour.sh "$build/bin"   # the README's tour, run verbatim
 fi

@@ -28,10 +28,7 @@ nlohmann::json validate_json(const fs::path& src, const fs::path& pkg, int expec
   return nlohmann::json::parse(r.out);
 }
 
-PackageManifest load_package_manifest(const fs::path& pkg) {
-  return parse_manifest(test::read_text(pkg / "model-package.json"),
-                        "model-package.json");
-}
+using test::load_manifest;
 
 std::vector<fs::path> all_artifacts(const fs::path& pkg, const PackageManifest& m) {
   std::vector<fs::path> out = {pkg / m.shared.metadata.path, pkg / m.shared.embeddings.path, pkg / m.shared.output.path};
@@ -57,7 +54,7 @@ TEST(WritePackage, EveryFixturePackagesAndValidates) {
 
     // Independently of validate-package: every source tensor sits in exactly
     // one fragment, in the right one, byte-identical, with type and shape.
-    const auto m = load_package_manifest(out);
+    const auto m = load_manifest(out);
     std::map<std::string, int> seen;
     for (const auto& art : all_artifacts(out, m)) {
       const auto g = GgufFile::open(art);
@@ -108,7 +105,7 @@ TEST(WritePackage, SplitSourceRecordsEveryShard) {
   test::TempDir tmp;
   const auto src = data_path("llama-tiny-q4_0-00003-of-00003.gguf");  // any shard
   ASSERT_EQ(write_pkg(src, tmp / "p").exit_code, 0);
-  const auto m = load_package_manifest(tmp / "p");
+  const auto m = load_manifest(tmp / "p");
   ASSERT_EQ(m.source_model.files.size(), 3u);
   for (int i = 0; i < 3; ++i) {
     const auto shard = data_path("llama-tiny-q4_0-0000" + std::to_string(i + 1) + "-of-00003.gguf");
@@ -123,7 +120,7 @@ TEST(WritePackage, ManifestFieldsFollowTheSpec) {
   test::TempDir tmp;
   const auto src = data_path("qwen3moe-tiny.gguf");
   ASSERT_EQ(write_pkg(src, tmp / "p", {}, {"SOURCE_DATE_EPOCH=1790000000"}).exit_code, 0);
-  const auto m = load_package_manifest(tmp / "p");
+  const auto m = load_manifest(tmp / "p");
   EXPECT_EQ(m.schema_version, 1u);
   EXPECT_EQ(m.format, "layer-package");
   EXPECT_EQ(m.model_id, "org/tiny:Q8_0");
@@ -150,7 +147,7 @@ TEST(WritePackage, ManifestFieldsFollowTheSpec) {
 TEST(WritePackage, MtpDeclaredOnlyWithNextnTensors) {
   test::TempDir tmp;
   ASSERT_EQ(write_pkg(data_path("glm4moe-mtp-tiny.gguf"), tmp / "glm").exit_code, 0);
-  const auto m = load_package_manifest(tmp / "glm");
+  const auto m = load_manifest(tmp / "glm");
   ASSERT_TRUE(m.generation && m.generation->speculative_decoding);
   const auto& sd = *m.generation->speculative_decoding;
   EXPECT_EQ(sd.default_strategy, "mtp");
@@ -161,7 +158,7 @@ TEST(WritePackage, MtpDeclaredOnlyWithNextnTensors) {
   EXPECT_EQ(sd.proposers.at("mtp").layer_indices, (std::vector<uint32_t>{3}));
   EXPECT_FALSE(m.generation->policy);  // glm4moe is not glm-dsa
   ASSERT_EQ(write_pkg(data_path("llama-tiny-f16.gguf"), tmp / "llama").exit_code, 0);
-  EXPECT_FALSE(load_package_manifest(tmp / "llama").generation);
+  EXPECT_FALSE(load_manifest(tmp / "llama").generation);
 }
 
 TEST(WritePackage, ReproducibleBytes) {
@@ -176,8 +173,8 @@ TEST(WritePackage, ReproducibleBytes) {
     EXPECT_EQ(sha256_file(e.path()), sha256_file(tmp / "b" / rel)) << rel;
   }
   // The manifest differs only in source_model.path (the local path read).
-  auto ma = load_package_manifest(tmp / "a");
-  auto mb = load_package_manifest(tmp / "b");
+  auto ma = load_manifest(tmp / "a");
+  auto mb = load_manifest(tmp / "b");
   EXPECT_EQ(ma, mb);
 }
 
@@ -324,7 +321,7 @@ TEST(WritePackage, ProjectorsAreCopiedAndDeclared) {
   const size_t projector_tensors = test::make_projector(tmp / "mmproj-model-f16.gguf");
   const auto r = write_pkg(src, tmp / "p", {"--projector", (tmp / "mmproj-model-f16.gguf").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto m = load_package_manifest(tmp / "p");
+  const auto m = load_manifest(tmp / "p");
   ASSERT_EQ(m.projectors.size(), 1u);
   EXPECT_EQ(m.projectors[0].kind, "mmproj");
   EXPECT_EQ(m.projectors[0].path, "projectors/mmproj-model-f16.gguf");
@@ -350,7 +347,7 @@ TEST(WritePackage, ReadmeListsThePublishingItems) {
   test::TempDir tmp;
   ASSERT_EQ(write_pkg(data_path("glm4moe-mtp-tiny.gguf"), tmp / "p").exit_code, 0);
   const auto readme = test::read_text(tmp / "p" / "README.md");
-  const auto m = load_package_manifest(tmp / "p");
+  const auto m = load_manifest(tmp / "p");
   for (const std::string& item : {std::string("org/tiny:Q8_0"), std::string("0123abc"), m.source_model.sha256,
                                  sha256_file(tmp / "p" / "model-package.json"), std::string("Layers: 4"),
                                  std::string("Activation width: 64"), m.skippy_abi_version,
@@ -369,7 +366,7 @@ TEST(WritePackage, FragmentsParseWithHuggingFaceGguf) {
   for (const auto& src : test::model_fixtures()) {
     const auto out = tmp / src.stem().string();
     ASSERT_EQ(write_pkg(src, out).exit_code, 0);
-    const auto m = load_package_manifest(out);
+    const auto m = load_manifest(out);
     std::vector<std::string> args = {(js / "read_gguf.mjs").string()};
     for (const auto& a : all_artifacts(out, m)) args.push_back(a.string());
     const auto r = test::run_program("node", args);
