@@ -410,6 +410,8 @@ TEST(ConsumerEdges, ValidateAgainstTheWrongSourceSaysSoFirst) {
     ASSERT_GT(j["problems"].size(), 10u) << j.dump(2);
     EXPECT_EQ(j["problems"][0].get<std::string>().rfind(headline, 0), 0u) << j["problems"][0];
     EXPECT_EQ(j["wrong_source"], j["problems"][0]);
+    const auto rest = std::to_string(j["problems"].size() - 1) + " problem(s) after this one come from comparing";
+    EXPECT_NE(j["problems"][0].get<std::string>().find(rest), std::string::npos) << j["problems"][0];
     const auto text = run_cli({"validate-package", data_path("llama-tiny-f16.gguf").string(), pkg.string()});
     const auto first = text.err.find("\n  ");
     ASSERT_NE(first, std::string::npos) << text.err;
@@ -428,6 +430,7 @@ TEST(ConsumerEdges, ValidateAgainstTheWrongSourceSaysSoFirst) {
     ASSERT_EQ(v["problems"].size(), 1u) << v.dump(2);
     EXPECT_EQ(v["problems"][0].get<std::string>().rfind(headline, 0), 0u) << v.dump(2);
     EXPECT_NE(v["problems"][0].get<std::string>().find("source_model.sha256 declares " + sha), std::string::npos);
+    EXPECT_EQ(v["problems"][0].get<std::string>().find("after this one"), std::string::npos) << v["problems"][0];
   }
   // The right source and manifest: valid, no wrong_source.
   TempDir ok;

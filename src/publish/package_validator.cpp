@@ -150,8 +150,7 @@ class Validator {
       std::lock_guard g(mu_);
       wrong_source_ = "this is not the source the package was written from: " + f.name() + " hashes to " + sha +
                       ", source_model.sha256 declares " + m_.source_model.sha256 + " (" + m_.source_model.repo + "@" +
-                      m_.source_model.revision + ", " + m_.source_model.primary_file +
-                      "); the problems after this one follow from comparing against the wrong file";
+                      m_.source_model.revision + ", " + m_.source_model.primary_file + ")";
     }
   }
 
@@ -510,7 +509,13 @@ ValidationReport validate_package(const fs::path& source, const fs::path& packag
   std::sort(r.problems.begin(), r.problems.end());
   std::sort(r.warnings.begin(), r.warnings.end());
   // The wrong source explains most of the rest: say so first.
-  if (r.wrong_source) r.problems.insert(r.problems.begin(), *r.wrong_source);
+  if (r.wrong_source) {
+    if (!r.problems.empty()) {
+      *r.wrong_source += "; the " + std::to_string(r.problems.size()) +
+                         " problem(s) after this one come from comparing the package with another file";
+    }
+    r.problems.insert(r.problems.begin(), *r.wrong_source);
+  }
   r.valid = r.problems.empty();
   return r;
 }
