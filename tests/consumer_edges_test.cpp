@@ -247,6 +247,13 @@ TEST(ConsumerEdges, MalformedGenerationBlockStillFetchesFromTheHub) {
   offline.back() = "HF_HUB_OFFLINE=1";
   const auto sel = ok_json(run_cli({"select", ref, "--layers", "0..2", "--json"}, offline));
   EXPECT_EQ(sel["verified"], true) << sel.dump(2);
+  // publish is a publisher's gate: the block is fixed there, not spread.
+  auto writer = env;
+  writer[4] = "HF_TOKEN=hf_test";
+  const auto pub = run_cli({"publish", pkg.string(), "hf://org/bad-generation-again", "--create"}, writer);
+  EXPECT_EQ(pub.exit_code, 1) << pub.err;
+  EXPECT_NE(pub.err.find("fix the block before publishing"), std::string::npos) << pub.err;
+  EXPECT_NE(pub.err.find(kBadThreshold), std::string::npos) << pub.err;
 }
 
 // ------------------------------------------------- 4. pipeline_depth above 1

@@ -727,6 +727,12 @@ PublishResult publish_package(const fs::path& dir, const HubConfig& hub, const P
                               const PublishSettings& settings, const std::string& message,
                               const std::function<void(uint64_t, uint64_t)>& on_verify) {
   const auto pkg = open_local_package(dir);
+  // Consumers set a broken generation block aside so that layers still load;
+  // the publisher's gate is where it gets fixed, not where it spreads.
+  if (pkg.manifest.generation_problem) {
+    throw_invalid(dir.string() + "/model-package.json: " + *pkg.manifest.generation_problem +
+                  "; consumers would ignore the package's generation defaults: fix the block before publishing");
+  }
   const auto& src = pkg.manifest.source_model;
   if (!src.path.empty() && (fs::path(src.path).is_absolute() || src.path.starts_with("~"))) {
     throw_invalid(dir.string() + "/model-package.json: source_model.path records a local path (\"" + src.path +
