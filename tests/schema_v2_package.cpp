@@ -49,10 +49,46 @@ ojson artifact_json(const std::string& id, const std::string& path, const fs::pa
   return {{"id", id}, {"path", path}, {"byte_size", fs::file_size(file)}, {"sha256", sha256_file(file)}};
 }
 
+// The reference's field order, from its struct declarations: one list in
+// which every struct's fields appear in their declared order (the structs
+// share no pair of fields in opposite orders). Objects under "proposers" and
+// "strategies" are maps (BTreeMap): their keys sort bytewise instead.
+constexpr std::string_view kFieldOrder[] = {
+    "schema_version", "package_id", "model_id", "source_model", "format", "layer_count", "artifact_catalog",
+    "entries", "sidecars", "generation", "request_defaults", "speculative_decoding", "default", "initial_window",
+    "min_window", "max_window", "pipeline_depth", "proposers", "strategies", "type", "proposer", "prediction_depth",
+    "layer_indices", "ngram_min", "ngram_max", "max_proposal_tokens", "history_scope", "primary", "extender",
+    "extension_policy", "max_tokens", "initial_tokens", "tail_backoff_proposals", "window_policy",
+    "native_abi_version", "generator_version", "created_at_unix_secs", "id", "kind", "artifact_id", "name", "path",
+    "byte_size", "sha256", "metadata_artifact_id", "repo", "revision", "primary_file", "canonical_ref",
+    "distribution_id", "files"};
+
+size_t field_rank(const std::string& key) {
+  const auto it = std::find(std::begin(kFieldOrder), std::end(kFieldOrder), key);
+  return static_cast<size_t>(it - std::begin(kFieldOrder));
+}
+
+ojson in_declared_order(const ojson& j, bool is_map) {
+  if (j.is_array()) {
+    ojson out = ojson::array();
+    for (const auto& e : j) out.push_back(in_declared_order(e, false));
+    return out;
+  }
+  if (!j.is_object()) return j;
+  std::vector<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+  std::stable_sort(keys.begin(), keys.end(), [&](const std::string& a, const std::string& b) {
+    return is_map ? a < b : field_rank(a) < field_rank(b);
+  });
+  ojson out = ojson::object();
+  for (const auto& k : keys) out[k] = in_declared_order(j.at(k), k == "proposers" || k == "strategies");
+  return out;
+}
+
 }  // namespace
 
-std::string schema_v2_package_id(const ojson& root) {
-  ojson n = root;
+std::string schema_v2_package_id(const ojson& given) {
+  ojson n = in_declared_order(given, false);
   n["package_id"] = "";
   n["created_at_unix_secs"] = 0;
   auto& files = n["source_model"]["files"];

@@ -352,7 +352,7 @@ TEST(V2Root, ArtifactCatalogRules) {
     e["path"] = bad;
     expect_refused(with_entry(e), "artifact_catalog.entries[1].path:");
   }
-  for (const std::string bad : {std::string(64, 'A'), std::string(63, 'a'), std::string("sha256:") + kDigest}) {
+  for (const std::string& bad : {std::string(64, 'A'), std::string(63, 'a'), std::string("sha256:") + kDigest}) {
     e = good;
     e["sha256"] = bad;
     expect_refused(with_entry(e), "artifact_catalog.entries[1].sha256: must be 64 lowercase hexadecimal characters");
