@@ -332,3 +332,56 @@ TEST(V2Select, PartFileRules) {
 
 }  // namespace
 }  // namespace skippy
+
+namespace skippy {
+namespace {
+
+// ------------------------------------------------------------------ CLI
+
+TEST(V2Cli, SelectJsonReadsASchema2Package) {
+  TempDir dir;
+  const auto written = test::write_schema_v2_package(kLlama, dir.path());
+  const auto r = test::run_cli({"select", dir.path().string(), "--layers", "1..2", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_EQ(j["package_id"], written.root["package_id"]);
+  EXPECT_EQ(j["layer_start"], 1);
+  ASSERT_EQ(j["parts"].size(), 2u);  // a middle stage of llama-tiny (no global tensors): the carrier and layer 1
+  EXPECT_EQ(j["parts"][0]["artifact_id"], "zz-carrier");
+  std::set<std::string> ids;
+  for (const auto& p : j["parts"]) ids.insert(p["artifact_id"].get<std::string>());
+  EXPECT_TRUE(ids.contains("q-998"));
+  for (const auto& t : j["tensors"]) {
+    EXPECT_EQ(t["artifact_id"], written.tensors.at(t["name"].get<std::string>()).artifact_id);
+    EXPECT_EQ(t["offset"], written.tensors.at(t["name"].get<std::string>()).offset);
+  }
+  const auto bad = test::run_cli({"select", dir.path().string(), "--layers", "0..99", "--json"});
+  test::expect_json_error(bad, "invalid_input", "outside the package's");
+  const auto proj = test::run_cli({"select", dir.path().string(), "--layers", "0..1", "--projector", "x", "--json"});
+  EXPECT_EQ(proj.exit_code, 2) << proj.out;
+}
+
+TEST(V2Cli, InspectJsonNamesSchemaAndPackageId) {
+  TempDir dir;
+  const auto written = test::write_schema_v2_package(kLlama, dir.path());
+  const auto r = test::run_cli({"inspect", dir.path().string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["kind"], "package");
+  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_EQ(j["package_id"], written.root["package_id"]);
+  EXPECT_EQ(j["architecture"], "llama");
+  EXPECT_EQ(j["artifacts"].size(), written.root["artifact_catalog"]["entries"].size());
+  // A tampered root is refused with the field named.
+  auto root = written.root;
+  root["future"] = 1;
+  test::write_file(dir / "model-package.json", [&] {
+    const std::string t = root.dump(2);
+    return std::vector<uint8_t>(t.begin(), t.end());
+  }());
+  test::expect_json_error(test::run_cli({"inspect", dir.path().string(), "--json"}), "invalid_input", "future: unknown field");
+}
+
+}  // namespace
+}  // namespace skippy
