@@ -190,7 +190,8 @@ SchemaV2Package write_schema_v2_package(const fs::path& source, const fs::path& 
     w.add_u32("skippy.package.part_count", static_cast<uint32_t>(parts.size()));
     w.add_u32("skippy.package.locator_schema", o.carrier_locator_schema);
     w.add_kv("skippy.package.tensor_part", GgufType::kArray, array_kv(GgufType::kUint32, widen(loc.part)));
-    w.add_kv("skippy.package.tensor_offset", GgufType::kArray, array_kv(GgufType::kUint64, loc.offset));
+    w.add_kv("skippy.package.tensor_offset", GgufType::kArray,
+             array_kv(o.carrier_offsets_as_u32 ? GgufType::kUint32 : GgufType::kUint64, loc.offset));
     w.add_kv("skippy.package.tensor_size", GgufType::kArray, array_kv(GgufType::kUint64, loc.size));
     w.add_kv("skippy.package.tensor_alignment", GgufType::kArray, array_kv(GgufType::kUint32, widen(loc.alignment)));
     for (const auto& t : model.tensors()) w.add_tensor_from(model.shards()[t.shard], *t.info);

@@ -49,6 +49,7 @@ struct SchemaV2Options {
   uint64_t carrier_trailing_bytes = 0;  // payload bytes after the carrier's data offset
   bool carrier_metadata_only = true;
   uint32_t carrier_locator_schema = 1;
+  bool carrier_offsets_as_u32 = false;  // tensor_offset as u32[] instead of u64[]
   // Applied to the root JSON after package_id was computed (unless
   // recompute_id_after_edit).
   std::function<void(nlohmann::ordered_json&)> edit_root;

@@ -185,6 +185,12 @@ TEST(V2Catalog, RefusesLocatorArraysOfTheWrongLength) {
   expect_open_refused(o, "skippy.package.tensor_alignment: holds");
 }
 
+TEST(V2Catalog, RefusesLocatorArraysOfTheWrongType) {
+  SchemaV2Options o;
+  o.carrier_offsets_as_u32 = true;
+  expect_open_refused(o, "skippy.package.tensor_offset: must be u64[], found u32[]");
+}
+
 TEST(V2Catalog, RefusesACarrierWithPayloadOrWithoutItsMarkers) {
   SchemaV2Options o;
   o.carrier_trailing_bytes = 64;

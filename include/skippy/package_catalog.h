@@ -112,7 +112,9 @@ std::optional<uint32_t> artifact_path_layer(std::string_view path) noexcept;
 //   - skippy.package.metadata_only is bool true, locator_schema is 1 and
 //     part_count equals the number of payload parts (catalog artifacts that
 //     are neither the carrier nor a sidecar; there is at least one);
-//   - the four locator arrays hold non-negative integers, one per tensor;
+//   - the four locator arrays have the contract's types (tensor_part and
+//     tensor_alignment u32[], tensor_offset and tensor_size u64[]), one entry
+//     per tensor;
 //   - per tensor: the part index names a payload part; the alignment is a
 //     power of two and divides the offset; the stored size is > 0 and equals
 //     the bytes its ggml type and dims take; offset + size lies inside the

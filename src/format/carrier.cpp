@@ -28,37 +28,30 @@ std::optional<uint32_t> catalog_decimal_u32(std::string_view s, bool allow_leadi
   return static_cast<uint32_t>(v);
 }
 
-// A locator array: integers of any GGUF integer type, each non-negative
-// (what the reference's Value::as_u64 accepts), one per tensor.
-std::vector<uint64_t> carrier_locator_array(const GgufFile& f, std::string_view key, size_t tensors, std::string_view origin) {
+// A locator array: exactly the element type the contract names (u32 for
+// parts and alignments, u64 for offsets and sizes), one entry per tensor.
+std::vector<uint64_t> carrier_locator_array(const GgufFile& f, std::string_view key, GgufType element, size_t tensors,
+                                            std::string_view origin) {
   const GgufKv* kv = f.find_kv(key);
   const std::string k(key);
-  if (kv == nullptr) carrier_fail(origin, "metadata carrier is missing the locator array " + k);
-  if (!kv->value.is_array()) {
-    carrier_fail(origin, k + ": must be an array, found " + std::string(gguf_type_name(kv->value.type())));
+  const std::string want = std::string(gguf_type_name(element)) + "[]";
+  if (kv == nullptr) carrier_fail(origin, "metadata carrier is missing the locator array " + k + " (" + want + ")");
+  if (!kv->value.is_array() || kv->value.array_type() != element) {
+    const std::string found = kv->value.is_array() ? std::string(gguf_type_name(kv->value.array_type())) + "[]"
+                                                   : std::string(gguf_type_name(kv->value.type()));
+    carrier_fail(origin, k + ": must be " + want + ", found " + found);
   }
-  const GgufType et = kv->value.array_type();
-  const size_t width = gguf_scalar_size(et);
-  const bool is_signed = et == GgufType::kInt8 || et == GgufType::kInt16 || et == GgufType::kInt32 || et == GgufType::kInt64;
-  const bool is_integer = is_signed || et == GgufType::kUint8 || et == GgufType::kUint16 || et == GgufType::kUint32 ||
-                          et == GgufType::kUint64;
-  if (!is_integer) carrier_fail(origin, k + ": must be an array of integers, found " + std::string(gguf_type_name(et)) + "[]");
   const uint64_t n = kv->value.array_size();
   if (n != tensors) {
     carrier_fail(origin, k + ": holds " + std::to_string(n) + " entries for " + std::to_string(tensors) +
                              " tensors in the carrier's directory (one per tensor, in directory order)");
   }
+  const size_t width = gguf_scalar_size(element);
   const auto enc = kv->value.encoded();  // element type (4), count (8), elements
   std::vector<uint64_t> out(static_cast<size_t>(n));
   for (size_t i = 0; i < out.size(); ++i) {
-    const uint8_t* p = enc.data() + 12 + i * width;
     uint64_t u = 0;
-    std::memcpy(&u, p, width);  // little-endian host (the GGUF reader requires it too)
-    if (is_signed && width < 8 && (u >> (width * 8 - 1)) != 0) u |= ~uint64_t{0} << (width * 8);
-    if (is_signed && static_cast<int64_t>(u) < 0) {
-      carrier_fail(origin, k + "[" + std::to_string(i) + "] (tensor '" + std::string(f.tensors()[i].name) +
-                               "') is negative: " + std::to_string(static_cast<int64_t>(u)));
-    }
+    std::memcpy(&u, enc.data() + 12 + i * width, width);  // little-endian, as the GGUF reader requires
     out[i] = u;
   }
   return out;
@@ -198,10 +191,10 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
   if (cat.architecture.empty()) carrier_fail(origin, cpath + ": the carrier has no general.architecture");
 
   const size_t n = f.tensors().size();
-  const auto parts = carrier_locator_array(f, kCarrierTensorPartKey, n, origin);
-  const auto offsets = carrier_locator_array(f, kCarrierTensorOffsetKey, n, origin);
-  const auto sizes = carrier_locator_array(f, kCarrierTensorSizeKey, n, origin);
-  const auto aligns = carrier_locator_array(f, kCarrierTensorAlignmentKey, n, origin);
+  const auto parts = carrier_locator_array(f, kCarrierTensorPartKey, GgufType::kUint32, n, origin);
+  const auto offsets = carrier_locator_array(f, kCarrierTensorOffsetKey, GgufType::kUint64, n, origin);
+  const auto sizes = carrier_locator_array(f, kCarrierTensorSizeKey, GgufType::kUint64, n, origin);
+  const auto aligns = carrier_locator_array(f, kCarrierTensorAlignmentKey, GgufType::kUint32, n, origin);
 
   cat.tensors.reserve(n);
   for (size_t i = 0; i < n; ++i) {
