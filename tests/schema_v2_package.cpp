@@ -196,6 +196,16 @@ SchemaV2Package write_schema_v2_package(const fs::path& source, const fs::path& 
     w.add_kv("skippy.package.tensor_alignment", GgufType::kArray, array_kv(GgufType::kUint32, widen(loc.alignment)));
     for (const auto& t : model.tensors()) w.add_tensor_from(model.shards()[t.shard], *t.info);
     std::vector<uint8_t> bytes = w.header();  // the directory, padded to the data offset: no payload
+    if (o.carrier_directory_offsets_zero) {
+      GgufLimits directory;
+      directory.directory_only = true;
+      const auto parsed = GgufFile::parse(bytes, "carrier", directory);
+      for (const auto& t : parsed.tensors()) {
+        // name length (8), name, n_dims (4), dims (8 each), type (4), then the offset
+        const uint64_t at = t.info_offset + 8 + t.name.size() + 4 + 8 * t.ne.size() + 4;
+        std::memset(bytes.data() + at, 0, 8);
+      }
+    }
     bytes.resize(bytes.size() + o.carrier_trailing_bytes, 0);
     write_file_atomic(out_dir / "shared/metadata.gguf", std::string(bytes.begin(), bytes.end()));
     artifacts["zz-carrier"] = artifact_json("zz-carrier", "shared/metadata.gguf", out_dir / "shared/metadata.gguf");

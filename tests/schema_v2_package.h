@@ -50,6 +50,9 @@ struct SchemaV2Options {
   bool carrier_metadata_only = true;
   uint32_t carrier_locator_schema = 1;
   bool carrier_offsets_as_u32 = false;  // tensor_offset as u32[] instead of u64[]
+  // Every tensor of the carrier's directory at data offset 0, as the
+  // reference's own test carriers are (a directory, not a layout).
+  bool carrier_directory_offsets_zero = false;
   // Applied to the root JSON after package_id was computed (unless
   // recompute_id_after_edit).
   std::function<void(nlohmann::ordered_json&)> edit_root;

@@ -112,6 +112,19 @@ TEST(V2Catalog, LayerPartsAndSidecars) {
   EXPECT_EQ(ids, (std::set<std::string>{"zz-carrier", "m-common", "q-999-a", "q-999-b"}));
 }
 
+TEST(V2Catalog, ACarrierDirectoryMayPutEveryTensorAtOffsetZero) {
+  // The carrier's directory names types and dims; where the bytes are is
+  // the locators' business (the reference's own test carriers do this).
+  TempDir dir;
+  SchemaV2Options o;
+  o.carrier_directory_offsets_zero = true;
+  const auto written = test::write_schema_v2_package(kLlama, dir.path(), o);
+  const auto cat = open_local_catalog_v2(dir.path()).catalog;
+  ASSERT_GT(cat.carrier_file->tensors().size(), 1u);
+  for (const auto& t : cat.carrier_file->tensors()) EXPECT_EQ(t.offset, 0u);
+  for (const auto& t : cat.tensors) EXPECT_EQ(t.offset, written.tensors.at(t.name).offset);
+}
+
 TEST(V2Catalog, PathAndNameLayers) {
   EXPECT_EQ(artifact_path_layer("layers/layer-00042.gguf"), 42u);
   EXPECT_EQ(artifact_path_layer("layers/layer-00042-part01.gguf"), 42u);

@@ -254,6 +254,10 @@ TEST(V2Root, ModelMetadataAndTensorCatalogAreRefusedInTheRoot) {
   root = fixture_root();
   root["tensor_catalog"] = {{"entries", ojson::array()}};
   expect_refused(root, "tensor_catalog: must not appear in the root");
+  // Fields of reference releases newer than v0.76.1.
+  root = fixture_root();
+  root["publisher_metadata"] = ojson::array();
+  expect_refused(root, "publisher_metadata: newer than the schema this reader speaks");
 }
 
 TEST(V2Root, RequiredFieldsTypesAndNumbers) {

@@ -266,7 +266,11 @@ PackageRootV2 parse_root_v2(const json& j, const FieldReader& r) {
                   "created_at_unix_secs"},
                  r,
                  {{"model_metadata", "must not appear in the root: schema 2 rebuilds it from the metadata carrier"},
-                  {"tensor_catalog", "must not appear in the root: schema 2 rebuilds it from the metadata carrier"}});
+                  {"tensor_catalog", "must not appear in the root: schema 2 rebuilds it from the metadata carrier"},
+                  {"publisher_metadata",
+                   "newer than the schema this reader speaks (reference v0.76.1): not supported"},
+                  {"publisher_defaults",
+                   "newer than the schema this reader speaks (reference v0.76.1): not supported"}});
   PackageRootV2 m;
   m.schema_version = v2_u32(j, "schema_version", "", r);
   if (m.schema_version != kPackageSchemaV2) {
