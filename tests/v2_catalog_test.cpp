@@ -364,7 +364,7 @@ TEST(V2Cli, SelectJsonReadsASchema2Package) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["schema_version"], 2);
-  EXPECT_EQ(j["package_id"], written.root["package_id"]);
+  EXPECT_EQ(j["package_id"].get<std::string>(), written.root["package_id"].get<std::string>());
   EXPECT_EQ(j["layer_start"], 1);
   ASSERT_EQ(j["parts"].size(), 2u);  // a middle stage of llama-tiny (no global tensors): the carrier and layer 1
   EXPECT_EQ(j["parts"][0]["artifact_id"], "zz-carrier");
@@ -389,7 +389,7 @@ TEST(V2Cli, InspectJsonNamesSchemaAndPackageId) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["kind"], "package");
   EXPECT_EQ(j["schema_version"], 2);
-  EXPECT_EQ(j["package_id"], written.root["package_id"]);
+  EXPECT_EQ(j["package_id"].get<std::string>(), written.root["package_id"].get<std::string>());
   EXPECT_EQ(j["architecture"], "llama");
   EXPECT_EQ(j["artifacts"].size(), written.root["artifact_catalog"]["entries"].size());
   // A tampered root is refused with the field named.
