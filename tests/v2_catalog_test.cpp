@@ -375,6 +375,19 @@ TEST(V2Cli, SelectJsonReadsASchema2Package) {
     EXPECT_EQ(t["artifact_id"], written.tensors.at(t["name"].get<std::string>()).artifact_id);
     EXPECT_EQ(t["offset"], written.tensors.at(t["name"].get<std::string>()).offset);
   }
+  EXPECT_EQ(j["verified"], false);
+  // SKIPPY_VERIFY_PACKAGE_SHA: the payload parts are hashed, and a changed
+  // byte is an integrity error naming the artifact.
+  const auto v = test::run_cli({"select", dir.path().string(), "--layers", "1..2", "--json"}, {"SKIPPY_VERIFY_PACKAGE_SHA=1"});
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_EQ(nlohmann::json::parse(v.out)["verified"], true);
+  {
+    auto bytes = test::read_file(dir / "layers/layer-00001.gguf");
+    bytes.back() ^= 1;
+    test::write_file(dir / "layers/layer-00001.gguf", bytes);
+  }
+  test::expect_json_error(test::run_cli({"select", dir.path().string(), "--layers", "1..2", "--json"}, {"SKIPPY_VERIFY_PACKAGE_SHA=1"}),
+                          "integrity", "artifact q-998 (layers/layer-00001.gguf): SHA-256");
   const auto bad = test::run_cli({"select", dir.path().string(), "--layers", "0..99", "--json"});
   test::expect_json_error(bad, "invalid_input", "outside the package's");
   const auto proj = test::run_cli({"select", dir.path().string(), "--layers", "0..1", "--projector", "x", "--json"});
@@ -400,6 +413,59 @@ TEST(V2Cli, InspectJsonNamesSchemaAndPackageId) {
     return std::vector<uint8_t>(t.begin(), t.end());
   }());
   test::expect_json_error(test::run_cli({"inspect", dir.path().string(), "--json"}), "invalid_input", "future: unknown field");
+}
+
+}  // namespace
+}  // namespace skippy
+
+namespace skippy {
+namespace {
+
+// ----------------------------------------------------------- robustness
+
+// Random byte mutations of a real root and carrier: each must either parse
+// or be refused with skippy::Error; any other exception (or, under the
+// sanitizers, a memory error) fails. A cheap stand-in for a fuzz target.
+TEST(V2Robustness, MutatedRootsAndCarriersFailOnlyWithErrors) {
+  TempDir dir;
+  (void)test::write_schema_v2_package(kLlama, dir.path());
+  const std::string root_text = test::read_text(dir / "model-package.json");
+  const auto carrier = test::read_file(dir / "shared/metadata.gguf");
+  const PackageRootV2 root = parse_package_root_v2(root_text, "root");
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return state;
+  };
+  size_t accepted = 0;
+  for (int i = 0; i < 1500; ++i) {
+    std::string text = root_text;
+    for (int k = 0, n = 1 + static_cast<int>(next() % 4); k < n; ++k) {
+      text[next() % text.size()] = static_cast<char>(next() & 0xff);
+    }
+    try {
+      (void)parse_package_root_v2(text, "mutated");
+      ++accepted;
+    } catch (const Error&) {
+    }
+  }
+  for (int i = 0; i < 1500; ++i) {
+    std::vector<uint8_t> bytes = carrier;
+    for (int k = 0, n = 1 + static_cast<int>(next() % 4); k < n; ++k) {
+      bytes[next() % bytes.size()] = static_cast<uint8_t>(next() & 0xff);
+    }
+    try {
+      GgufLimits limits;
+      limits.directory_only = true;
+      auto file = std::make_shared<const GgufFile>(GgufFile::parse(bytes, "mutated", limits));
+      (void)build_catalog_v2(root, file, "mutated");
+      ++accepted;
+    } catch (const Error&) {
+    }
+  }
+  // Some mutations land in values that are free text (or padding): not all
+  // can be refused, and not all must be.
+  EXPECT_LT(accepted, 3000u);
 }
 
 }  // namespace

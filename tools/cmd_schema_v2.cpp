@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "skippy/catalog_stage.h"
+#include "skippy/env.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/manifest.h"
@@ -16,11 +17,11 @@ namespace {
 
 nlohmann::json v2_optional(const std::optional<uint32_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
-nlohmann::json v2_part_json(const OpenedCatalog& pkg, const CatalogPart& p) {
+nlohmann::json v2_part_json(const OpenedCatalog& pkg, const CatalogPart& p, bool verify) {
   return {{"artifact_id", p.artifact_id},
           {"kind", catalog_artifact_kind_name(p.kind)},
           {"layer_index", v2_optional(p.layer)},
-          {"path", check_catalog_part(pkg, p).string()},
+          {"path", (verify ? verify_catalog_part(pkg, p) : check_catalog_part(pkg, p)).string()},
           {"relative_path", p.rel_path},
           {"bytes", p.bytes},
           {"tensor_count", p.tensors.size()},
@@ -51,8 +52,11 @@ int select_schema_v2(const std::string& ref, LayerRange range, bool json, bool p
   const auto s = select_catalog_range(cat, range);
   nlohmann::json parts = nlohmann::json::array();
   uint64_t total = 0;
+  // Consumer validation of each file; SHA-256 too when SKIPPY_VERIFY_PACKAGE_SHA
+  // asks for it (the carrier was hashed when the package was opened).
+  const bool verify = env::verify_package_sha();
   for (const auto& p : s.parts) {
-    parts.push_back(v2_part_json(pkg, p));  // checks each file (consumer validation)
+    parts.push_back(v2_part_json(pkg, p, verify && p.kind != CatalogArtifactKind::kCarrier));
     total += p.bytes;
   }
   if (json) {
@@ -71,9 +75,7 @@ int select_schema_v2(const std::string& ref, LayerRange range, bool json, bool p
                 {"parts", parts},
                 {"tensors", tensors},
                 {"total_bytes", total},
-                // The carrier was hashed when the package was opened; the
-                // payload parts are hashed by verify (not for schema 2 yet).
-                {"verified", false},
+                {"verified", verify},
                 {"notes", s.notes},
                 {"warnings", nlohmann::json::array()}});
   } else {

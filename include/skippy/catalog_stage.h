@@ -86,4 +86,9 @@ CatalogStage select_catalog_tensors(const PackageCatalog& catalog, const std::ve
 // Error(kInvalidInput) naming the artifact.
 std::filesystem::path check_catalog_part(const OpenedCatalog& pkg, const CatalogPart& part);
 
+// check_catalog_part, then the file's SHA-256 against the catalog's
+// (Error(kIntegrity) naming the artifact when they differ). No verification
+// cache yet: every call hashes the file.
+std::filesystem::path verify_catalog_part(const OpenedCatalog& pkg, const CatalogPart& part);
+
 }  // namespace skippy

@@ -170,4 +170,14 @@ fs::path check_catalog_part(const OpenedCatalog& pkg, const CatalogPart& part) {
   return check_catalog_file(pkg.ref, pkg.root, pkg.boundary, part.artifact_id, part.rel_path, part.bytes);
 }
 
+fs::path verify_catalog_part(const OpenedCatalog& pkg, const CatalogPart& part) {
+  const fs::path real = check_catalog_part(pkg, part);
+  const std::string digest = sha256_file(real);
+  if (digest != part.sha256) {
+    throw_integrity(pkg.ref + ": artifact " + part.artifact_id + " (" + part.rel_path + "): SHA-256 " + digest +
+                    " differs from the catalog's " + part.sha256);
+  }
+  return real;
+}
+
 }  // namespace skippy
