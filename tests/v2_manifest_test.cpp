@@ -254,6 +254,10 @@ TEST(V2Root, ModelMetadataAndTensorCatalogAreRefusedInTheRoot) {
   root = fixture_root();
   root["tensor_catalog"] = {{"entries", ojson::array()}};
   expect_refused(root, "tensor_catalog: must not appear in the root");
+  // A schema 1 manifest relabelled 2 is refused naming the schema.
+  root = fixture_root();
+  root["layers"] = ojson::array();
+  expect_refused(root, "layers: a schema 1 field in a manifest whose schema_version is 2");
   // Fields of reference releases newer than v0.76.1.
   root = fixture_root();
   root["publisher_metadata"] = ojson::array();

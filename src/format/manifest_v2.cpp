@@ -258,6 +258,9 @@ V2SourceModel parse_v2_source_model(const json& root, const FieldReader& r) {
   return s;
 }
 
+constexpr std::string_view kV2SchemaOneField =
+    "a schema 1 field in a manifest whose schema_version is 2 (package schema 2 does not declare it)";
+
 PackageRootV2 parse_root_v2(const json& j, const FieldReader& r) {
   r.expect_object(j, "");
   v2_refuse_unknown(j, "",
@@ -267,6 +270,13 @@ PackageRootV2 parse_root_v2(const json& j, const FieldReader& r) {
                  r,
                  {{"model_metadata", "must not appear in the root: schema 2 rebuilds it from the metadata carrier"},
                   {"tensor_catalog", "must not appear in the root: schema 2 rebuilds it from the metadata carrier"},
+                  // A schema 1 manifest whose schema_version says 2 (or a
+                  // hand-made mix): say which schema the field belongs to.
+                  {"activation_width", kV2SchemaOneField},
+                  {"shared", kV2SchemaOneField},
+                  {"layers", kV2SchemaOneField},
+                  {"projectors", kV2SchemaOneField},
+                  {"skippy_abi_version", kV2SchemaOneField},
                   {"publisher_metadata",
                    "newer than the schema this reader speaks (reference v0.76.1): not supported"},
                   {"publisher_defaults",
