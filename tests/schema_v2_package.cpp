@@ -257,6 +257,24 @@ SchemaV2Package write_schema_v2_package(const fs::path& source, const fs::path& 
   root["layer_count"] = layers;
   root["artifact_catalog"] = {{"entries", entries}};
   if (!sidecars.empty()) root["sidecars"] = sidecars;
+  // The reference writer's one generation shape: a native-mtp strategy when
+  // <arch>.nextn_predict_layers is 1 and blk.<layer_count-1>.nextn.* exist.
+  const auto nextn = src.get_uint(std::string(src.architecture()) + ".nextn_predict_layers");
+  bool nextn_tensors = false;
+  for (const auto& t : model.tensors()) {
+    nextn_tensors |= std::string_view(t.info->name).starts_with("blk." + std::to_string(layers - 1) + ".nextn.");
+  }
+  if (nextn == 1u && nextn_tensors) {
+    root["generation"] = {
+        {"speculative_decoding",
+         {{"default", "mtp"},
+          {"strategies",
+           {{"mtp",
+             {{"type", "native-mtp"},
+              {"prediction_depth", 1},
+              {"layer_indices", {layers - 1}},
+              {"window_policy", {{"default", "fixed"}, {"initial_window", 1}, {"min_window", 1}, {"max_window", 1}}}}}}}}}};
+  }
   root["native_abi_version"] = "0.1.41";
   root["generator_version"] = "0.76.1";
   root["created_at_unix_secs"] = 1790000000;

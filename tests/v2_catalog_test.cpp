@@ -52,6 +52,14 @@ TEST(V2Catalog, ReadsEveryTensorLocatorOfAReferenceLayoutPackage) {
     EXPECT_EQ(cat.layer_count, model.layer_count());
     EXPECT_EQ(cat.architecture, model.architecture());
     EXPECT_EQ(cat.artifacts.at(cat.carrier).path, "shared/metadata.gguf");
+    // The MTP fixture gets the reference writer's native-mtp generation.
+    EXPECT_EQ(cat.root_v2->generation.has_value(), written.root.contains("generation"));
+    if (fixture.filename() == "glm4moe-mtp-tiny.gguf") {
+      ASSERT_TRUE(cat.root_v2->generation.has_value());
+      const auto& mtp = cat.root_v2->generation->speculative_decoding->strategies.at("mtp");
+      EXPECT_EQ(mtp.layer_indices, std::vector<uint32_t>{cat.layer_count - 1});
+      EXPECT_EQ(mtp.window_policy->max_window, 1u);
+    }
     ASSERT_EQ(cat.tensors.size(), model.tensors().size());
     for (const auto& t : cat.tensors) {
       const auto& want = written.tensors.at(t.name);
