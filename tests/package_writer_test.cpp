@@ -28,10 +28,7 @@ nlohmann::json validate_json(const fs::path& src, const fs::path& pkg, int expec
   return nlohmann::json::parse(r.out);
 }
 
-PackageManifest load_manifest(const fs::path& pkg) {
-  return parse_manifest(test::read_text(pkg / "model-package.json"),
-                        "model-package.json");
-}
+using test::load_manifest;
 
 std::vector<fs::path> all_artifacts(const fs::path& pkg, const PackageManifest& m) {
   std::vector<fs::path> out = {pkg / m.shared.metadata.path, pkg / m.shared.embeddings.path, pkg / m.shared.output.path};

@@ -10,6 +10,7 @@
 #include "skippy/error.h"
 #include "skippy/manifest.h"
 #include "skippy/plan.h"
+#include "split_enumeration.h"
 #include "test_util.h"
 
 namespace skippy {
@@ -59,19 +60,7 @@ uint64_t expected_bytes(const PackageManifest& m, uint32_t i, uint32_t n, uint32
   return s;
 }
 
-// Every split of the layers into n contiguous non-empty ranges: cuts[0] = 0, cuts[n] = L.
-void each_split(uint32_t L, uint32_t n, const std::function<void(const std::vector<uint32_t>&)>& f) {
-  std::vector<uint32_t> cuts(n + 1, 0);
-  cuts[n] = L;
-  std::function<void(uint32_t)> rec = [&](uint32_t i) {
-    if (i == n) return f(cuts);
-    for (uint32_t c = cuts[i - 1] + 1; c + (n - i) <= L; ++c) {
-      cuts[i] = c;
-      rec(i + 1);
-    }
-  };
-  rec(1);
-}
+using test::each_split;
 
 void expect_contiguous(const Plan& p, uint32_t L, uint32_t n) {
   ASSERT_EQ(p.stages.size(), n);
@@ -363,9 +352,7 @@ TEST(PlanByteSize, ParsesUnits) {
 
 using test::write_pkg;
 
-PackageManifest load_manifest(const fs::path& pkg) {
-  return parse_manifest(test::read_text(pkg / "model-package.json"), "model-package.json");
-}
+using test::load_manifest;
 
 class PlanCli : public ::testing::Test {
  protected:

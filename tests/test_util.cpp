@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include "skippy/manifest.h"
+
 #include <algorithm>
 
 #include <fcntl.h>
@@ -102,6 +104,10 @@ std::string drain(int fd) {
 std::string read_text(const std::filesystem::path& p) {
   const auto b = read_file(p);
   return {b.begin(), b.end()};
+}
+
+PackageManifest load_manifest(const std::filesystem::path& package_dir) {
+  return parse_manifest(read_text(package_dir / "model-package.json"), "model-package.json");
 }
 
 CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env) {

@@ -10,6 +10,7 @@
 
 namespace skippy {
 class ModelSource;
+struct PackageManifest;
 }
 
 namespace skippy::test {
@@ -47,6 +48,8 @@ size_t make_projector(const std::filesystem::path& path, uint8_t seed = 1);
 std::vector<uint8_t> read_file(const std::filesystem::path& p);
 void write_file(const std::filesystem::path& p, const std::vector<uint8_t>& bytes);
 std::string read_text(const std::filesystem::path& p);
+// The parsed model-package.json of a package directory.
+PackageManifest load_manifest(const std::filesystem::path& package_dir);
 
 struct CliResult {
   int exit_code = -1;

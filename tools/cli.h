@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <functional>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -56,6 +57,27 @@ struct PartsToUse {
   std::vector<std::string> notes;
 };
 PartsToUse parts_for(const OpenedPackage& pkg, const std::optional<LayerRange>& range, const SelectOptions& options);
+
+// A numeric option's check: the value must parse as T and lie in [lo, hi];
+// otherwise "--flag: must be a number from lo to hi, not "two"" (CLI11's
+// Range alone calls a word "not in range").
+template <typename T>
+CLI::Validator number_in(T lo, T hi) {
+  auto text = [](T v) {
+    std::ostringstream o;
+    o << v;
+    return o.str();
+  };
+  const std::string range = text(lo) + " to " + text(hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& value) -> std::string {
+        T v{};
+        if (!CLI::detail::lexical_cast(value, v)) return "must be a number from " + range + ", not \"" + value + "\"";
+        if (v < lo || v > hi) return "must be from " + range + ", not " + value;
+        return {};
+      },
+      "NUMBER in " + range);
+}
 
 // A --*-timeout in seconds (fractions allowed), rounded to milliseconds.
 std::chrono::milliseconds seconds_to_ms(double s);

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "cmd_plan_memory.h"
 #include "skippy/error.h"
 #include "skippy/plan.h"
 #include "skippy/stage.h"
@@ -84,16 +85,27 @@ Command register_plan(CLI::App& app) {
       "Examples:\n"
       "  skippy-model-package plan ./model-package --stages 4 --json\n"
       "  skippy-model-package plan ./model-package --stages 3 --max-bytes 24GiB\n"
-      "  skippy-model-package plan ./model-package --stages 3 --budgets 40G,24G,24G\n"
-      "Each stage loads shared/metadata.gguf, its layers, shared/embeddings.gguf when it is the first\n"
-      "(and the last, when the output is tied to the embeddings) and shared/output.gguf when it is the\n"
-      "last; the plan minimizes the largest stage (with --budgets: the fullest relative to its budget).\n"
-      "Stage bytes are artifact bytes: what the stage downloads and keeps on disk, and the weights it maps\n"
-      "into memory when it loads its parts directly (KV cache and activations come on top).\n"
+      "  skippy-model-package plan ./model-package --budgets 40G,24G,24G\n"
+      "  skippy-model-package plan ./model-package --context 32768 --budgets 24GiB,24GiB,48GiB\n"
+      "  skippy-model-package plan ./model-package --context 32768 --kv-type q8_0 \\\n"
+      "      --budgets 24GiB,24GiB,48GiB --bandwidth 400GB/s,400GB/s,800GB/s --json\n"
+      "Without --context, stages are balanced by the artifact bytes they load: shared/metadata.gguf,\n"
+      "its layers, shared/embeddings.gguf when it is the first (and the last, when the output is tied to\n"
+      "the embeddings) and shared/output.gguf when it is the last; the plan minimizes the largest stage\n"
+      "(with --budgets: the fullest relative to its budget). Those are disk bytes, and the weights a stage\n"
+      "maps when it loads its parts directly.\n"
+      "With --context TOKENS, a stage's memory is its weights plus its layers' KV cache at that context,\n"
+      "per layer from shared/metadata.gguf as llama.cpp allocates it (grouped-query heads, sliding-window\n"
+      "layers, MLA, recurrent state), charged at 100/85 for compute buffers, plus per-node headroom of\n"
+      "max(10% of the budget, min(1 GiB, budget/2)) (mesh-llm's reserves; see --compute-reserve,\n"
+      "--headroom-percent, --headroom-cap). With --bandwidth (bytes/s per node), the split among those\n"
+      "that fit whose slowest stage (weights / bandwidth, the modeled decode time per token) is fastest.\n"
       "SIZE: bytes, or a number (fractions allowed) with K, M, G, T or KiB, MiB, GiB, TiB (powers of\n"
-      "1024) or KB, MB, GB, TB (powers of 1000): 512M, 1.5GiB, 8GB.\n"
+      "1024) or KB, MB, GB, TB (powers of 1000): 512M, 1.5GiB, 8GB; a bandwidth is a SIZE with an\n"
+      "optional /s: 400GB/s.\n"
       "Exit 1 when the package is invalid, N exceeds the layer count, or no plan fits the budgets\n"
-      "(the message names the stage and by how many bytes it is over).");
+      "(the message names the tightest stage, by how many bytes it is short, the budget it would need\n"
+      "and the largest context that fits).");
   struct Args {
     std::string ref;
     uint32_t stages = 0;
@@ -102,12 +114,17 @@ Command register_plan(CLI::App& app) {
     uint32_t activation_bytes = 2;
     bool with_projector = false;
     bool json = false;
+    uint64_t context = 0;
+    std::string kv_type = "f16";
+    std::vector<std::string> bandwidth;
+    uint32_t compute_reserve = 15;
+    uint32_t headroom_percent = 10;
+    std::string headroom_cap = "1GiB";
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("package", a->ref, "Package directory or hf://ns/repo[@rev]")->required();
-  cmd->add_option("--stages", a->stages, "Number of stages (1..layer_count)")
-      ->required()
-      ->check(CLI::Range(1u, 1000000u));
+  auto* stages_opt = cmd->add_option("--stages", a->stages, "Number of stages (1..layer_count); optional with --budgets")
+                        ->check(number_in(1u, 1000000u));
   auto* max_opt = cmd->add_option("--max-bytes", a->max_bytes,
                                   "Byte budget of every stage (SIZE): artifact bytes the stage downloads and maps "
                                   "(disk, and the weights in memory when loaded directly; not KV cache or activations)");
@@ -117,8 +134,32 @@ Command register_plan(CLI::App& app) {
   cmd->add_option("--activation-bytes", a->activation_bytes, "Bytes per activation value: 2 (f16, default) or 4 (f32)")
       ->check(CLI::IsMember({2u, 4u}));
   cmd->add_flag("--with-projector", a->with_projector, "Count the default mmproj projector on stage 0");
+  auto* context_opt = cmd->add_option("--context", a->context,
+                                      "Plan by memory at this context (tokens): weights + KV cache + reserves per stage")
+                          ->check(number_in(uint64_t{1}, uint64_t{1} << 40));
+  auto* kv_opt = cmd->add_option("--kv-type", a->kv_type, "KV cache type with --context: f16 (default) or q8_0");
+  auto* bw_opt = cmd->add_option("--bandwidth", a->bandwidth,
+                                 "With --context: memory bandwidth per node, stage order (B1,B2,...: 400GB/s)")
+                     ->delimiter(',');
+  auto* cr_opt = cmd->add_option("--compute-reserve", a->compute_reserve,
+                                 "With --context: percent of memory kept for compute buffers; the cache is charged at "
+                                 "100/(100-P) (default 15)")
+                     ->check(number_in(0u, 99u));
+  auto* hp_opt = cmd->add_option("--headroom-percent", a->headroom_percent,
+                                 "With --context: per-node headroom, percent of its budget (default 10)")
+                     ->check(number_in(0u, 100u));
+  auto* hc_opt = cmd->add_option("--headroom-cap", a->headroom_cap,
+                                 "With --context: headroom is at least min(SIZE, budget/2) (default 1GiB)");
+  for (auto* needs_context : {kv_opt, bw_opt, cr_opt, hp_opt, hc_opt}) needs_context->needs(context_opt);
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
-  return {cmd, [a, max_opt, budgets_opt]() {
+  return {cmd, [a, max_opt, budgets_opt, stages_opt, context_opt]() {
+            if (stages_opt->count() == 0 && budgets_opt->count() == 0) {
+              throw Error(ErrorKind::kUsage, "give --stages N, or --budgets with one budget per stage");
+            }
+            if (stages_opt->count() == 0) a->stages = static_cast<uint32_t>(a->budgets.size());
+            if (max_opt->count() > 0 && stages_opt->count() == 0) {
+              throw Error(ErrorKind::kUsage, "--max-bytes needs --stages N (one budget for every stage)");
+            }
             PlanOptions o;
             o.stages = a->stages;
             o.activation_bytes_per_value = a->activation_bytes;
@@ -133,6 +174,24 @@ Command register_plan(CLI::App& app) {
                                                  " budgets for --stages " + std::to_string(o.stages) +
                                                  ": give one per stage, in stage order");
             }
+            // The memory mode's flags, also before the package.
+            MemoryPlanOptions mo;
+            const KvCacheType kv_type = parse_kv_cache_type(a->kv_type);
+            if (context_opt->count() > 0) {
+              mo.context = a->context;
+              mo.stages = o.stages;
+              mo.budgets = o.node_budgets;
+              if (o.max_bytes_per_stage) mo.budgets.assign(o.stages, *o.max_bytes_per_stage);
+              for (const auto& b : a->bandwidth) mo.bandwidth.push_back(parse_bandwidth(b));
+              if (!mo.bandwidth.empty() && mo.bandwidth.size() != o.stages) {
+                throw Error(ErrorKind::kUsage, "--bandwidth gives " + std::to_string(mo.bandwidth.size()) +
+                                                   " values for " + std::to_string(o.stages) +
+                                                   " stages: give one per stage, in stage order");
+              }
+              mo.reserves.compute_reserve_percent = a->compute_reserve;
+              mo.reserves.headroom_percent = a->headroom_percent;
+              mo.reserves.headroom_cap_bytes = parse_byte_size(a->headroom_cap);
+            }
             const auto pkg = open_package_for_cli(a->ref);
             const uint32_t layers = pkg.manifest.layer_count;
             // Tied output: ask selection what the final stage loads, so the
@@ -141,6 +200,11 @@ Command register_plan(CLI::App& app) {
               const auto tie = output_tie(pkg);
               (void)verify_if_required(pkg, {tie.output});  // hf://: trust nothing unverified
               o.final_stage_needs_embeddings = tie.tied;
+            }
+            if (context_opt->count() > 0) {
+              mo.final_stage_needs_embeddings = o.final_stage_needs_embeddings;
+              mo.include_projector = o.include_projector;
+              return run_memory_plan(pkg, mo, kv_type, a->json);
             }
             const auto width = activation_width_of(pkg);
             if (width.derived) o.activation_width = width.width;

@@ -2,14 +2,19 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "skippy/hf_ref.h"
 #include "skippy/package_validator.h"
+#include "skippy/source.h"
 
 namespace skippy::cli {
 
 Command register_validate_package(CLI::App& app) {
   auto* cmd = app.add_subcommand("validate-package", "Check a package against the model it was written from");
   cmd->footer(
-      "Example:\n  skippy-model-package validate-package ./model.gguf model-package/ --json\n"
+      "Examples:\n  skippy-model-package validate-package ./model.gguf model-package/ --json\n"
+      "  skippy-model-package validate-package org/Model-GGUF:Q4_K_M model-package/\n"
+      "A Hub source (ORG/REPO:DIST, as write-package takes it) is resolved through the Hugging Face cache\n"
+      "(downloaded and verified when it is not there).\n"
       "Recomputes SHA-256 and size of every source shard and artifact and checks every tensor's placement,\n"
       "type, shape and bytes. Exit 1 lists every problem found.");
   struct Args {
@@ -18,16 +23,24 @@ Command register_validate_package(CLI::App& app) {
     unsigned threads = 2;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("source", a->source, "Source .gguf (any shard of a split model)")->required();
+  cmd->add_option("source", a->source, "Source .gguf (any shard of a split model), or ORG/REPO:DIST")->required();
   cmd->add_option("package", a->package, "Package directory")->required();
-  cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(CLI::Range(1u, 64u));
+  cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(number_in(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a]() {
             ValidateOptions o;
             o.threads = a->threads;
+            std::filesystem::path source = a->source;
+            std::error_code ec;
+            if (!std::filesystem::exists(source, ec) && looks_like_model_coordinate(a->source)) {
+              Progress download("download");
+              source = open_model_source({a->source, "", "", ""}, default_sources(),
+                                         [&](uint64_t d, uint64_t t) { download.update(d, t); })
+                           .local;
+            }
             Progress progress("validate-package");
             o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
-            const auto r = validate_package(a->source, a->package, o);
+            const auto r = validate_package(source, a->package, o);
             for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
             if (a->json) {
               print_json({{"valid", r.valid},

@@ -33,7 +33,7 @@ Command register_verify(CLI::App& app) {
   cmd->add_option("--layers", a->layers, "Stage layer range START..END (half-open); default: every artifact");
   cmd->add_option("--projector", a->projector, "With --layers: the declared projector the stage uses");
   cmd->add_flag("--no-cache", a->no_cache, "Hash everything; neither read nor write verification records");
-  cmd->add_option("--threads", a->threads, "Files hashed in parallel (default 2)")->check(CLI::Range(1u, 64u));
+  cmd->add_option("--threads", a->threads, "Files hashed in parallel (default 2)")->check(number_in(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a]() {
             const auto pkg = open_package_for_cli(a->ref);

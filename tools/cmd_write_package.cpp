@@ -51,6 +51,23 @@ uint64_t parse_size(const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+// What to say about validation once the package is written (and maybe published).
+std::string validation_advice(bool validated, bool pushed, bool deleted_as_uploaded, const std::string& source,
+                              const std::string& out_dir) {
+  if (validated) return "validated against the source: valid\n";
+  const std::string command = "skippy-model-package validate-package " + source + " " + out_dir;
+  if (!pushed) return "not validated; before publishing run: " + command + "\n";
+  if (deleted_as_uploaded) {
+    return "published without validation; the fragments left the disk as they were uploaded (--max-disk): fetch the "
+           "package and run validate-package " + source + " on its snapshot directory to check it\n";
+  }
+  return "published without validation; to check the package against its source run: " + command + "\n";
+}
+
+}  // namespace
+
 Command register_write_package(CLI::App& app) {
   auto* cmd = app.add_subcommand("write-package", "Turn a GGUF model into a layer package");
   cmd->footer(
@@ -95,7 +112,7 @@ Command register_write_package(CLI::App& app) {
   cmd->add_flag("--force", a->force, "Replace the package in a non-empty --out-dir");
   cmd->add_flag("--validate", a->validate, "Validate the package against the source before committing its manifest");
   cmd->add_flag("--verbose", a->verbose, "Also say why nothing was declared (generation defaults)");
-  cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(CLI::Range(1u, 64u));
+  cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(number_in(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   cmd->add_option("--push", a->push, "Publish to hf://ns/repo[@branch] while writing, in one commit");
   cmd->add_flag("--create", a->create, "With --push: create the repository when it does not exist");
@@ -209,9 +226,7 @@ Command register_write_package(CLI::App& app) {
               std::cout << "wrote " << r.package_dir.string() << ": " << r.manifest.layer_count << " layers, "
                         << r.artifact_count << " artifacts\n"
                         << "manifest sha256 " << r.manifest_sha256 << "\n"
-                        << (r.validated ? "validated against the source: valid\n"
-                                        : "not validated; before publishing run: skippy-model-package validate-package " +
-                                              a->source + " " + a->out_dir + "\n");
+                        << validation_advice(r.validated, pushed.has_value(), o.disk_budget != nullptr, a->source, a->out_dir);
               for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
               if (a->verbose) {
                 for (const auto& n : r.details) std::cout << "note: " << n << "\n";

@@ -1,13 +1,43 @@
 // skippy-model-package: split GGUF models into layer packages and consume
 // them. Thin: parses flags, calls the library, prints.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "cli.h"
 #include "skippy/error.h"
 #include "skippy/version.h"
+
+namespace {
+
+// Edit distance (insert, delete, substitute), for "did you mean".
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The first word that is not an option: what the user meant as the command.
+int command_index(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] != '-') return i;
+  }
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace skippy::cli;
@@ -35,8 +65,37 @@ int main(int argc, char** argv) {
       register_serve_artifacts(app),
   };
 
+  // "--json" before the command belongs to the command: move it behind.
+  std::vector<char*> args(argv, argv + argc);
+  const int cmd_at = command_index(argc, argv);
+  if (cmd_at > 1) {
+    const auto first = args.begin() + 1, cmd = args.begin() + cmd_at;
+    const auto moved = std::stable_partition(first, cmd, [](char* a) { return std::string_view(a) != "--json"; });
+    std::rotate(moved, cmd, cmd + 1);  // [other options] command [--json...]
+  }
+  // An unknown command: name it, and the nearest one.
+  if (cmd_at > 0) {
+    const std::string_view word = argv[cmd_at];
+    std::string nearest, names;
+    size_t best = ~size_t{0};
+    for (const auto* sub : app.get_subcommands({})) {
+      if (sub->get_name() == word) {
+        best = 0;
+        break;
+      }
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      const size_t d = edit_distance(word, sub->get_name());
+      if (d < best) best = d, nearest = sub->get_name();
+    }
+    if (best != 0) {
+      std::string msg = "unknown command \"" + std::string(word) + "\"";
+      if (best <= std::max<size_t>(2, word.size() / 3)) msg += "; did you mean \"" + nearest + "\"?";
+      msg += " (commands: " + names + "; see skippy-model-package --help)";
+      return report_error(skippy::ErrorKind::kUsage, msg, json);
+    }
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -288,6 +288,10 @@ std::optional<std::string> unsupported_default_strategy(const SpeculativeDecodin
 // "." or ".."; no leading or trailing '/', no "//", no backslash, no NUL or
 // other control character, no drive prefix ("C:..."). Lexical only: symlinks
 // are the consumer's business.
+// Why `model_id` is not a model coordinate "namespace/name[:distribution]"
+// (the manifest's rule for model_id), or nullopt when it is one.
+std::optional<std::string> model_id_problem(std::string_view model_id);
+
 bool is_safe_relative_path(std::string_view path) noexcept;
 // Throws Error(kInvalidInput) "<what>: unsafe path \"...\": <reason>".
 void check_safe_relative_path(std::string_view path, std::string_view what);

@@ -516,4 +516,9 @@ std::string serialize_manifest(const PackageManifest& m) {
   return text;
 }
 
+std::optional<std::string> model_id_problem(std::string_view model_id) {
+  if (const char* problem = model_coordinate_problem(model_id)) return std::string(problem);
+  return std::nullopt;
+}
+
 }  // namespace skippy

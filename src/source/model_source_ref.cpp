@@ -6,6 +6,8 @@
 
 #include "skippy/error.h"
 #include "skippy/gguf.h"
+#include "skippy/hf_ref.h"
+#include "skippy/manifest.h"
 #include "skippy/sha256.h"
 #include "skippy/source.h"
 #include "skippy/verify.h"
@@ -38,6 +40,25 @@ std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
   return s;
+}
+
+// A source that is neither a file here nor an ORG/REPO:DIST coordinate: say
+// what it looks like and what would work.
+[[noreturn]] void explain_unknown_source(const std::string& source) {
+  if (is_hf_ref(source)) {
+    const auto rest = source.substr(5);
+    throw Error(ErrorKind::kUsage, source + " is a package reference (hf://): write-package reads a model, a local "
+                                            ".gguf file or a Hub coordinate ORG/REPO:DIST without hf:// (e.g. " +
+                                            rest.substr(0, rest.find_first_of("@")) + ")");
+  }
+  const auto slash = source.find('/');
+  const bool coordinate_like = !source.starts_with('/') && !source.starts_with('.') && slash != std::string::npos &&
+                               source.find('/', slash + 1) == std::string::npos && !lower(source).ends_with(".gguf");
+  if (coordinate_like && source.find(':') == std::string::npos) {
+    throw Error(ErrorKind::kUsage, source + " is not a file here; as a Hub source it needs its distribution: " + source +
+                                       ":DIST (the quantization tag in the GGUF file names, e.g. " + source + ":Q4_K_M)");
+  }
+  throw_not_found(source + ": no such file (a source is a local .gguf file, or a Hub coordinate ORG/REPO:DIST)");
 }
 
 }  // namespace
@@ -94,9 +115,17 @@ std::vector<std::string> match_distribution(const std::vector<std::string>& path
 ResolvedModelSource open_model_source(const ModelSourceRequest& req, const Sources& sources, const ProgressFn& on_progress) {
   ResolvedModelSource out;
   std::error_code ec;
-  if (fs::exists(req.source, ec) || !looks_like_model_coordinate(req.source)) {
+  const bool exists = fs::exists(req.source, ec);
+  if (exists || !looks_like_model_coordinate(req.source)) {
+    if (!exists) explain_unknown_source(req.source);
     if (req.model_id.empty() || req.revision.empty() || req.source_file.empty()) {
-      throw Error(ErrorKind::kUsage, "a local source needs explicit provenance: --model-id, --source-revision and --source-file");
+      throw Error(ErrorKind::kUsage,
+                  req.source + " is a local file: a local source needs explicit provenance, --model-id ORG/REPO:DIST "
+                               "--source-revision COMMIT --source-file NAME (or name the Hub source itself, ORG/REPO:DIST)");
+    }
+    if (const auto problem = model_id_problem(req.model_id)) {
+      throw Error(ErrorKind::kUsage, "--model-id \"" + req.model_id + "\" " + *problem +
+                                         " (the source model's Hub coordinate, e.g. org/Model-GGUF:Q4_K_M)");
     }
     out.local = req.source;
     out.provenance.model_id = req.model_id;

@@ -1,0 +1,121 @@
+// `plan --context`: the memory-aware plan (skippy/memory_plan.h), printed.
+#include "cmd_plan_memory.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "skippy/gguf.h"
+#include "skippy/verify.h"
+
+namespace skippy::cli {
+namespace {
+
+nlohmann::json opt_value(const std::optional<uint64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+nlohmann::json opt_value(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+nlohmann::json memory_plan_json(const OpenedPackage& pkg, const CacheShape& shape, const MemoryPlan& p) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& s : p.stages) {
+    stages.push_back({{"stage_index", s.index},
+                      {"layer_start", s.range.start},
+                      {"layer_end", s.range.end},
+                      {"layers", format_layer_range(s.range)},
+                      {"bytes", s.weight_bytes},
+                      {"weight_bytes", s.weight_bytes},
+                      {"kv_cache_bytes", s.kv_cache_bytes},
+                      {"state_bytes", s.state_bytes},
+                      {"charged_cache_bytes", s.charged_cache_bytes},
+                      {"headroom_bytes", s.headroom_bytes},
+                      {"memory_bytes", s.memory_bytes},
+                      {"budget_bytes", opt_value(s.budget)},
+                      {"bandwidth_bytes_per_second", opt_value(s.bandwidth)},
+                      {"decode_time_us", opt_value(s.decode_time_us)},
+                      {"embeddings", s.embeddings},
+                      {"output", s.output}});
+  }
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& l : shape.layers) {
+    layers.push_back({{"layer_index", l.layer},
+                      {"kind", layer_cache_kind_name(l.kind)},
+                      {"k_elements_per_token", l.k_elements},
+                      {"v_elements_per_token", l.v_elements},
+                      {"kv_bytes_per_token", l.kv_bytes_per_token},
+                      {"window_tokens", l.kind == LayerCacheKind::kSlidingWindow ? nlohmann::json(l.window) : nlohmann::json(nullptr)},
+                      {"state_bytes", l.state_bytes},
+                      {"cache_bytes", layer_cache_bytes(l, p.context)}});
+  }
+  const auto& r = p.reserves;
+  return {{"package", pkg.ref},
+          {"model_id", pkg.manifest.model_id},
+          {"manifest_sha256", pkg.manifest_sha256},
+          {"architecture", shape.architecture},
+          {"layer_count", p.layer_count},
+          {"stage_count", p.stages.size()},
+          {"context_tokens", p.context},
+          {"kv_type", kv_cache_type_name(p.kv_type)},
+          {"reserves",
+           {{"compute_reserve_percent", r.compute_reserve_percent},
+            {"headroom_percent", r.headroom_percent},
+            {"headroom_cap_bytes", r.headroom_cap_bytes},
+            {"rule", "memory = weights + (KV + state) x 100/" + std::to_string(100 - r.compute_reserve_percent) +
+                         " + headroom; headroom = max(" + std::to_string(r.headroom_percent) + "% of the budget, min(" +
+                         std::to_string(r.headroom_cap_bytes) + " bytes, budget / 2))"}}},
+          {"bottleneck_time_us", opt_value(p.bottleneck_time_us)},
+          {"decode_time_per_token_us", opt_value(p.decode_time_per_token_us)},
+          {"stages", stages},
+          {"cache_layers", layers},
+          {"notes", p.notes}};
+}
+
+void print_memory_plan(const OpenedPackage& pkg, const MemoryPlan& p) {
+  auto& o = std::cout;
+  o << pkg.manifest.model_id << " (" << pkg.ref << "): " << p.layer_count << " layers in " << p.stages.size()
+    << " stage(s) at a context of " << p.context << " tokens, " << kv_cache_type_name(p.kv_type) << " KV cache\n";
+  const bool budgets = !p.stages.empty() && p.stages.front().budget.has_value();
+  const bool timed = p.decode_time_per_token_us.has_value();
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "  %-5s  %-11s  %12s  %12s  %12s  %12s%s%s\n", "stage", "layers", "weights", "KV+state",
+                "headroom", "memory", budgets ? "        budget" : "", timed ? "    decode" : "");
+  o << buf;
+  for (const auto& s : p.stages) {
+    const std::string budget = budgets ? "  " + std::string(12 - std::min<size_t>(12, human_bytes(*s.budget).size()), ' ') +
+                                             human_bytes(*s.budget)
+                                       : "";
+    char t[32] = "";
+    if (timed) std::snprintf(t, sizeof t, "  %6.1f us", *s.decode_time_us);
+    std::snprintf(buf, sizeof buf, "  %-5u  %-11s  %12s  %12s  %12s  %12s%s%s\n", s.index,
+                  format_layer_range(s.range).c_str(), human_bytes(s.weight_bytes).c_str(),
+                  human_bytes(s.kv_cache_bytes + s.state_bytes).c_str(), human_bytes(s.headroom_bytes).c_str(),
+                  human_bytes(s.memory_bytes).c_str(), budget.c_str(), t);
+    o << buf;
+  }
+  const auto& r = p.reserves;
+  o << "  memory = weights + KV/state x 100/" << (100 - r.compute_reserve_percent) << " (compute buffers)"
+    << (budgets ? " + headroom max(" + std::to_string(r.headroom_percent) + "% of budget, min(" +
+                      human_bytes(r.headroom_cap_bytes) + ", budget/2))"
+                : std::string())
+    << "\n";
+  if (timed) {
+    std::snprintf(buf, sizeof buf, "  modeled decode: slowest stage %.1f us, %.1f us per token through the pipeline\n",
+                  *p.bottleneck_time_us, *p.decode_time_per_token_us);
+    o << buf;
+  }
+  for (const auto& n : p.notes) o << "  note: " << n << "\n";
+}
+
+}  // namespace
+
+int run_memory_plan(const OpenedPackage& pkg, const MemoryPlanOptions& options, KvCacheType kv_type, bool json) {
+  const auto meta = check_metadata_only(pkg);
+  (void)verify_if_required(pkg, {meta});  // hf://: trust nothing unverified
+  const auto shape = read_cache_shape(GgufFile::open(meta.path), kv_type);
+  const auto plan = plan_memory(pkg.manifest, shape, options);
+  if (json) {
+    print_json(memory_plan_json(pkg, shape, plan));
+  } else {
+    print_memory_plan(pkg, plan);
+  }
+  return kExitOk;
+}
+
+}  // namespace skippy::cli
