@@ -43,9 +43,23 @@ bool path_like(std::string_view s) {
 }
 
 void manifest(std::string_view text) {
-  const auto m = skippy::parse_manifest(text, "fuzz.json");
+  const auto m = skippy::parse_manifest(text, "fuzz.json");  // a consumer's reading
+  if (m.generation_problem) {
+    // A broken generation block is set aside, never half-kept; the strict
+    // reading refuses the same text.
+    CHECK(!m.generation);
+    bool refused = false;
+    try {
+      (void)skippy::parse_manifest(text, "fuzz.json", skippy::GenerationProblems::kRefuse);
+    } catch (const skippy::Error&) {
+      refused = true;
+    }
+    CHECK(refused);
+    return;
+  }
   // A manifest that parses serializes, and reads back as itself.
-  const auto again = skippy::parse_manifest(skippy::serialize_manifest(m), "fuzz-again.json");
+  const auto again = skippy::parse_manifest(skippy::serialize_manifest(m), "fuzz-again.json",
+                                            skippy::GenerationProblems::kRefuse);
   CHECK(again == m);
   for (const auto& l : m.layers) CHECK(skippy::is_safe_relative_path(l.path));
 }

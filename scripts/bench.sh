@@ -13,7 +13,8 @@
 # Environment: SKIPPY_BENCH_DIR (default /tmp/skippy-bench; must be under /tmp),
 #   SKIPPY_BENCH_SIZE (default 2GiB), SKIPPY_BENCH_RUNS (timed runs per figure,
 #   after one warm-up; default 3), SKIPPY_BENCH_SKIP_DEPS=1, SKIPPY_BENCH_SKIP_BUILD=1,
-#   SKIPPY_BENCH_ONLY (sections to run, e.g. "write_package push").
+#   SKIPPY_BENCH_ONLY (sections to run, e.g. "write_package push"),
+#   SKIPPY_BENCH_RSS_SIZES (validate-package RSS sizes, default "1GiB 4GiB 16GiB").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -23,6 +24,7 @@ CLI=$BIN/skippy-model-package
 WORK=${SKIPPY_BENCH_DIR:-/tmp/skippy-bench}
 SIZE=${SKIPPY_BENCH_SIZE:-2GiB}
 SMALL_SIZE=1GiB      # second model for the RSS-flatness check
+RSS_SIZES=${SKIPPY_BENCH_RSS_SIZES:-1GiB 4GiB 16GiB}  # validate-package RSS by model size
 LAYERS=32
 RUNS=${SKIPPY_BENCH_RUNS:-3}
 MAT_LAYERS=0..16     # materialize: half the layers (START..END, half-open)
@@ -255,6 +257,33 @@ bench_validate_package() {
   r=$(ratio "$wall" "$Y_DGST")
   note "validate-package ${wall} s, peak RSS $(mib "$rss"); openssl dgst of source + package = ${Y_DGST} s; ratio $r"
   check "$fig" "$r" "<=" 0.6
+}
+
+# validate-package's peak RSS at 1, 4 and 16 GiB (SKIPPY_BENCH_RSS_SIZES):
+# it must not grow with the model. Each model and its package are made,
+# measured once and deleted (16 GiB needs about 33 GiB free under $WORK).
+bench_validate_rss() {
+  section "validate-package peak RSS by model size"
+  local fig="validate-package peak RSS growth, ${RSS_SIZES// /, }"
+  if ! has_cmd validate-package; then skip_section validate-package "$fig"; return 0; fi
+  local s first="" last="" rss_list=""
+  for s in $RSS_SIZES; do
+    local model=$WORK/rss-model-$s.gguf pkg=$WORK/rss-pkg-$s
+    "$BIN/skippy-make-model" "$model" --size "$s" --layers "$LAYERS" --reuse -q >/dev/null
+    rm -rf "$pkg"
+    "$CLI" write-package "$model" --out-dir "$pkg" --model-id bench/rss:Q8_0 --source-revision r \
+      --source-file "$(basename "$model")" >/dev/null 2>&1 || { row "$fig" failed "< 16 MiB" MISS; return 0; }
+    if run_timed "$CLI" validate-package "$model" "$pkg"; then
+      note "$s: validate-package peak RSS $(mib "$T_RSS"), ${T_WALL} s"
+      rss_list+="$(mib "$T_RSS") "
+      [ -z "$first" ] && first=$T_RSS
+      last=$T_RSS
+    fi
+    rm -rf "$pkg" "$model"
+  done
+  [ -n "$first" ] || { row "$fig" failed "< 16 MiB" MISS; return 0; }
+  check "$fig" "$(awk -v a="$first" -v b="$last" 'BEGIN { printf "%.1f", (b - a) / 1024 }')" "<" 16 " MiB"
+  row "validate-package peak RSS at $RSS_SIZES" "$rss_list" "-" info
 }
 
 bench_verify() {
@@ -514,6 +543,7 @@ only select94 && bench_select94
 only write_package && bench_write_package
 only write_package_hub && bench_write_package_hub
 only validate_package && bench_validate_package
+only validate_rss && bench_validate_rss
 only verify && bench_verify
 only materialize && bench_materialize
 only fetch && bench_fetch

@@ -16,6 +16,8 @@ PKGS=(
   libgtest-dev libgmock-dev           # tests
   libbenchmark-dev                    # benchmarks
   openssl coreutils time              # benchmark yardsticks (openssl dgst, cp, /usr/bin/time)
+  help2man                            # the CLI's man page, made from --help at build time
+  libgomp1                            # OpenMP runtime of the reference stage runtime (../shared/refrt)
 )
 
 missing=()
@@ -37,4 +39,17 @@ fi
 root="$(cd "$(dirname "$0")/.." && pwd)"
 if [ ! -d "$root/tests/js/node_modules/@huggingface/gguf" ] || [ ! -d "$root/tests/js/node_modules/@huggingface/hub" ]; then
   (cd "$root/tests/js" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# A real llama.cpp runtime for the real-runtime tests: node-llama-cpp and its
+# prebuilt CPU binary for linux-x64, both from the npm registry, pinned by
+# tests/real_runtime/package-lock.json. NODE_LLAMA_CPP_SKIP_DOWNLOAD keeps its
+# postinstall from fetching or building llama.cpp; --omit=optional skips the
+# other platforms' (GPU) binaries. Reinstalled when the lockfile's version
+# is not the one installed.
+rt="$root/tests/real_runtime"
+want="$(node -p 'require(process.argv[1]).packages["node_modules/node-llama-cpp"].version' "$rt/package-lock.json")"
+have="$(node -p 'require(process.argv[1]).version' "$rt/node_modules/node-llama-cpp/package.json" 2>/dev/null || true)"
+if [ "$want" != "$have" ] || [ ! -d "$rt/node_modules/@node-llama-cpp/linux-x64" ]; then
+  (cd "$rt" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --omit=optional --no-audit --no-fund --loglevel=error)
 fi

@@ -22,6 +22,12 @@ else
 fi
 cmake --build "$build" -j2
 ctest --test-dir "$build" --output-on-failure -j2
+refrt="${SKIPPY_REFRT_DIR:-../shared/refrt}"
+if [ "$build" = build ] && [ ! -x "$refrt/bin/skippy-ref-stage" ]; then
+  echo "note: no reference stage runtime at $refrt (shared/ beside the clone, or SKIPPY_REFRT_DIR):" \
+       "its real-runtime tests were skipped" >&2
+fi
 if [ "$build" = build ]; then
   bash scripts/test-install.sh "$build"
+  bash scripts/tour.sh "$build/bin"   # the README's tour, run verbatim
 fi

@@ -75,11 +75,11 @@ int main(int argc, char** argv) {
   printf("source %s %s %s\n", skippy_package_source_repo(pkg), skippy_package_source_revision(pkg),
          skippy_package_source_file(pkg));
   printf("commit %s\n", skippy_package_commit(pkg) ? skippy_package_commit(pkg) : "(none)");
+  for (size_t i = 0; i < skippy_package_warning_count(pkg); ++i) printf("warning %s\n", skippy_package_warning(pkg, i));
   /* Generation defaults: the same JSON documents as the policy and
-   * speculative commands. */
+   * speculative commands. A refusal is reported and the stage still loads. */
   char* doc = NULL;
-  if (check(skippy_policy_resolve(pkg, "prefill", 4096, 131072, "cpu", &doc), "policy")) goto done;
-  printf("policy %s\n", doc);
+  if (check(skippy_policy_resolve(pkg, "prefill", 4096, 131072, "cpu", &doc), "policy") == 0) printf("policy %s\n", doc);
   skippy_string_free(doc);
   doc = NULL;
   skippy_status spec = skippy_speculative_resolve(pkg, NULL, &doc);

@@ -240,7 +240,7 @@ TEST(Fidelity, EveryFlagIsCheckedBeforeTheFirstByteIsWritten) {
     std::string needle;
   };
   const std::vector<Case> cases = {
-      {{"--model-id", "/home/me/model.gguf", "--source-revision", "r", "--source-file", "m.gguf"}, "model_id"},
+      {{"--model-id", "/home/me/model.gguf", "--source-revision", "r", "--source-file", "m.gguf"}, "--model-id"},
       {{"--model-id", "org/m:Q8_0", "--source-revision", "r", "--source-file", "../m.gguf"}, "unsafe path"},
       {{"--model-id", "org/m:Q8_0", "--source-revision", "r"}, "--source-file"},
       {{"--model-id", "org/m:Q8_0", "--source-revision", "r", "--source-file", "m.gguf", "--projector",

@@ -222,6 +222,7 @@ std::vector<HubRequest> HubStandin::log() {
     r.query = e.at("query").get<std::string>();
     if (!e.at("range").is_null()) r.range = e.at("range").get<std::string>();
     if (!e.at("authorization").is_null()) r.authorization = e.at("authorization").get<std::string>();
+    if (e.contains("user_agent") && !e.at("user_agent").is_null()) r.user_agent = e.at("user_agent").get<std::string>();
     r.status = e.at("status").get<int>();
     r.bytes_sent = e.at("bytes_sent").get<uint64_t>();
     out.push_back(std::move(r));

@@ -21,7 +21,7 @@ namespace skippy::test {
 // One request the stand-in answered (admin calls are not logged).
 struct HubRequest {
   std::string listener, method, path, query;  // listener: "hub" | "storage"; path decoded
-  std::optional<std::string> range, authorization;
+  std::optional<std::string> range, authorization, user_agent;
   int status = 0;
   uint64_t bytes_sent = 0;
 };

@@ -63,12 +63,13 @@ json minimal(uint32_t layer_count = 3) {
           {"skippy_abi_version", "0.1.39"}};
 }
 
-PackageManifest parse(const json& j) { return parse_manifest(j.dump(), kOrigin); }
+// The strict reading: every rule refused (generation included).
+PackageManifest parse(const json& j) { return parse_manifest(j.dump(), kOrigin, GenerationProblems::kRefuse); }
 
 // The manifest must be refused with a message "model-package.json: <needle>...".
 void expect_refused_text(const std::string& text, const std::string& needle) {
   try {
-    parse_manifest(text, kOrigin);
+    parse_manifest(text, kOrigin, GenerationProblems::kRefuse);
     ADD_FAILURE() << "accepted; expected refusal containing: " << needle;
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
@@ -418,6 +419,26 @@ TEST(ManifestParse, ModelIdMustBeANonEmptyModelCoordinate) {
   json j = minimal();
   j.erase("model_id");
   expect_refused(j, "model_id: missing required field");
+}
+
+// The reference runtime trims before its non-empty check: "  " is empty.
+TEST(ManifestParse, IdentityFieldsMustNotBeWhitespaceOnly) {
+  for (const char* key : {"repo", "revision", "primary_file", "canonical_ref", "path", "distribution_id"}) {
+    for (const char* blank : {" ", "   ", "\u00a0", " \u2003 \u3000"}) {
+      SCOPED_TRACE(std::string(key) + " = \"" + blank + "\"");
+      json j = minimal();
+      j["source_model"][key] = blank;
+      if (std::string(key) == "primary_file") j["source_model"]["files"][0]["path"] = blank;
+      expect_refused(j, std::string("source_model.") + key + ": must not be empty or whitespace-only");
+    }
+  }
+  json j = minimal();
+  j["model_id"] = "  ";
+  expect_refused(j, "model_id: must not be empty or whitespace-only");
+  // Around a value, white space is kept as written (what the field allows).
+  j = minimal();
+  j["source_model"]["revision"] = " 0123abcd ";
+  EXPECT_EQ(parse(j).source_model.revision, " 0123abcd ");
 }
 
 TEST(ManifestParse, SourceIdentityFieldsMustBeNonEmpty) {
@@ -1103,6 +1124,45 @@ TEST(ManifestGeneration, ThresholdsMustBeNonNegativeIntegersAndUnknownOnesAreKep
   const GenerationThresholds t = *parse(j).generation->thresholds;
   EXPECT_EQ(t.compact_flash_min_kv, 0u);
   EXPECT_EQ(t.extra.at("topk_sideband_max_bytes"), 3.5);
+}
+
+// Generation is policy, not tensor layout: by default (every consumer) a
+// block that breaks its rules is set aside with its error, not refused.
+TEST(ManifestGeneration, ConsumersSetABrokenGenerationBlockAside) {
+  json j = minimal();
+  j["generation"] = {{"thresholds", {{"short_prefill_max_tokens", "big"}}}};
+  const std::string why =
+      "model-package.json: generation.thresholds.short_prefill_max_tokens: must be a non-negative integer";
+  expect_refused(j, "generation.thresholds.short_prefill_max_tokens: must be a non-negative integer");
+  const PackageManifest m = parse_manifest(j.dump(), kOrigin);
+  EXPECT_FALSE(m.generation);
+  ASSERT_TRUE(m.generation_problem);
+  EXPECT_THAT(*m.generation_problem, HasSubstr(why));
+  EXPECT_EQ(m.layers.size(), 3u);
+  expect_serialize_refused(m, "generation: was set aside when read");
+  // Everything else is still refused as before.
+  j["layer_count"] = 0;
+  EXPECT_THROW(parse_manifest(j.dump(), kOrigin), Error);
+  // A valid block has no problem.
+  j = minimal();
+  j["generation"] = {{"thresholds", {{"short_prefill_max_tokens", 2048}}}};
+  EXPECT_FALSE(parse_manifest(j.dump(), kOrigin).generation_problem);
+}
+
+TEST(ManifestGeneration, FieldsOutsideTheSchemaAndDeepPipelinesAreNamed) {
+  json j = with_speculation(json::parse(R"({"default": "mtp", "strategies": {"mtp": {"type": "native-mtp",
+      "prediction_depth": 1, "layer_indices": [47], "window_policy": {"pipeline_depth": 2}},
+      "flat": {"type": "native-mtp", "prediction_depth": 1, "layer_indices": [47],
+      "window_policy": {"pipeline_depth": 1}}}})"));
+  j["generation"]["metal"] = {{"simdgroups", 4}};
+  j["generation"]["glm_dsa"] = {{"x", 1}};
+  const auto g = *parse(j).generation;
+  EXPECT_THAT(generation_fields_outside_schema(g),
+              ::testing::ElementsAre(HasSubstr("generation.glm_dsa: not a generation field"),
+                                     HasSubstr("generation.metal: not a generation field")));
+  EXPECT_THAT(pipeline_depths_needing_evidence(*g.speculative_decoding),
+              ::testing::ElementsAre(HasSubstr(
+                  "generation.speculative_decoding.strategies.mtp.window_policy.pipeline_depth: 2 in a package default")));
 }
 
 // ================================================================= serialize

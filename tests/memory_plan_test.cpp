@@ -415,6 +415,7 @@ TEST_F(MemoryPlanCli, KvBytesFollowTheMetadata) {
   EXPECT_EQ(j["context_tokens"], 32768);
   EXPECT_EQ(j["kv_type"], "f16");
   EXPECT_EQ(j["reserves"]["compute_reserve_percent"], 15);
+  EXPECT_TRUE(j["warnings"].is_array());
   uint64_t layers = 0;
   for (const auto& s : j["stages"]) {
     const uint64_t n = s["layer_end"].get<uint64_t>() - s["layer_start"].get<uint64_t>();

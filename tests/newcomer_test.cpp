@@ -15,6 +15,8 @@ namespace {
 namespace fs = std::filesystem;
 using test::run_cli;
 
+std::vector<uint8_t> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
+
 TEST(Newcomer, AnUnknownCommandIsNamedWithTheNearestOne) {
   auto r = run_cli({"inspct", test::data_path("llama-tiny-q8_0.gguf").string()});
   EXPECT_EQ(r.exit_code, 2);
@@ -103,6 +105,52 @@ TEST(Newcomer, PlanSaysWhenTheLastStageHoldsOnlyTheNextNBlock) {
   EXPECT_NE(notes({"--stages", "2"}).find("holds only layer 3, the native MTP (NextN) block"), std::string::npos);
   EXPECT_NE(notes({"--stages", "2", "--context", "64"}).find("native MTP (NextN) block"), std::string::npos);
   EXPECT_EQ(notes({"--stages", "1"}).find("NextN"), std::string::npos);
+}
+
+TEST(Newcomer, TheExampleConfigWorksWithTheMtpPackageAsDocumented) {
+  test::TempDir tmp;
+  const auto pkg = tmp / "pkg";
+  const auto w = run_cli({"write-package", test::data_path("glm4moe-mtp-tiny.gguf").string(), "--out-dir", pkg.string(),
+                          "--model-id", "org/GLM-MTP-Tiny-GGUF:Q8_0", "--source-revision", "0123abc", "--source-file",
+                          "glm4moe-mtp-tiny.gguf"});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  const std::string config = std::string(SKIPPY_SOURCE_DIR) + "/examples/config.toml";
+  const auto r = run_cli({"speculative", pkg.string(), "--config", config, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["strategy"], "mtp");
+  EXPECT_EQ(r.err.find("note:"), std::string::npos) << "the example needs no correction: " << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  // The --help example, as written.
+  const auto h = run_cli({"speculative", pkg.string(), "--strategy", "mtp", "--config", config});
+  EXPECT_EQ(h.exit_code, 0) << h.err;
+}
+
+TEST(Newcomer, AnOwnersDirectoryGivenAsANodeIdentityIsNamedAsSuch) {
+  test::TempDir tmp;
+  const std::string owner = (tmp / "owner").string();
+  ASSERT_EQ(run_cli({"identity", "init-owner", "--dir", owner}).exit_code, 0);
+  const std::string h40(40, 'a'), h64(64, 'b');
+  test::write_file(tmp / "topology.json",
+                   to_bytes("{\"topology_id\": \"t\", \"run_id\": \"r\", \"package_ref\": \"hf://org/x@" + h40 +
+                                  "\", \"manifest_sha256\": \"" + h64 + "\", \"stages\": [{\"stage_id\": \"s0\", "
+                                  "\"stage_index\": 0, \"node_id\": \"" + h64 + "\", \"layer_start\": 0, \"layer_end\": 1}]}"));
+  const auto r = run_cli({"serve-artifacts", "--listen", "127.0.0.1:0", "--topology", (tmp / "topology.json").string(),
+                          "--identity", owner});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("is an owner's directory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("identity issue-node --owner " + owner), std::string::npos) << r.err;
+}
+
+TEST(Newcomer, TheUserAgentCarriesTheVersion) {
+  test::HubStandin hub;
+  test::TempDir tmp;
+  (void)run_cli({"fetch", "hf://org/none@main"}, {"HF_ENDPOINT=" + hub.endpoint(), "HF_HUB_CACHE=" + (tmp / "hf").string(),
+                                                  "SKIPPY_HF_MAX_ATTEMPTS=1"});
+  const auto v = run_cli({"--version"});
+  const std::string version = v.out.substr(v.out.rfind(' ') + 1, v.out.find_last_not_of(" \n") - v.out.rfind(' '));
+  const auto log = hub.log();
+  ASSERT_FALSE(log.empty());
+  for (const auto& r : log) EXPECT_EQ(r.user_agent.value_or(""), "skippy-model-package/" + version) << r.path;
 }
 
 }  // namespace

@@ -18,7 +18,14 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <span>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -29,7 +36,11 @@
 #include <thread>
 #include <vector>
 
+#include "peer/protocol.h"
+#include "peer/tls.h"
 #include "skippy/file.h"
+#include "skippy/peer.h"
+#include "skippy/peer_identity.h"
 #include "skippy/manifest.h"
 #include "skippy/sha256.h"
 #include "test_util.h"
@@ -359,6 +370,248 @@ class RawTlsClient {
   SSL* ssl_ = nullptr;
   int fd_ = -1;
   bool handshake_ok_ = false;
+};
+
+// ------------------------------------------------------------ a faulty peer
+
+// A peer that speaks the protocol (src/peer/PROTOCOL.md) with a real node
+// identity and TLS context, but misbehaves on purpose for chosen paths:
+// serves wrong bytes under the right SHA-256, cuts the connection after some
+// bytes (once, or every time), or stops sending. Everything else it serves
+// correctly from `files`. Records each request's path and offset.
+class FaultyPeer {
+ public:
+  enum class Act { kServe, kCorrupt, kCutOnce, kCutAlways, kStall, kTrickle };
+  struct Rule {
+    Act act = Act::kServe;
+    uint64_t at = 0;  // kCut*, kStall, kTrickle: the byte (of the whole file) where it happens
+    std::chrono::milliseconds every{1000};  // kTrickle: then one byte each `every`
+    bool wrong = false;                     // kTrickle: the trickled bytes are not the file's
+  };
+  using Files = std::function<const std::vector<uint8_t>*(const std::string&)>;
+
+  FaultyPeer(const fs::path& identity, Files files, std::map<std::string, Rule> rules)
+      : files_(std::move(files)), rules_(std::move(rules)) {
+    ::signal(SIGPIPE, SIG_IGN);
+    ctx_ = ::skippy::peer::detail::make_tls_context(::skippy::peer::NodeIdentity::load(identity), ::skippy::peer::detail::TlsRole::kServer);
+    listen_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a {};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(listen_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listen_, 64) != 0 ||
+        ::getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      throw std::runtime_error("FaultyPeer: cannot listen");
+    }
+    endpoint_ = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+    acceptor_ = std::thread([this] { accept_loop(); });
+  }
+  ~FaultyPeer() {
+    {
+      std::lock_guard g(mu_);
+      stop_ = true;
+      for (const int fd : open_) ::shutdown(fd, SHUT_RDWR);
+    }
+    cv_.notify_all();
+    acceptor_.join();
+    for (auto& t : conns_) t.join();
+    ::close(listen_);
+  }
+  FaultyPeer(const FaultyPeer&) = delete;
+  FaultyPeer& operator=(const FaultyPeer&) = delete;
+
+  const std::string& endpoint() const { return endpoint_; }
+  // (path, offset) of every request, in arrival order.
+  std::vector<std::pair<std::string, uint64_t>> requests() const {
+    std::lock_guard g(mu_);
+    return requests_;
+  }
+  uint64_t trickled() const {
+    std::lock_guard g(mu_);
+    return trickled_;
+  }
+  std::vector<uint64_t> offsets_of(const std::string& path) const {
+    std::vector<uint64_t> out;
+    for (const auto& [p, off] : requests()) {
+      if (p == path) out.push_back(off);
+    }
+    return out;
+  }
+
+ private:
+  void accept_loop() {
+    for (;;) {
+      {
+        std::lock_guard g(mu_);
+        if (stop_) return;
+      }
+      struct pollfd p {listen_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      const int fd = ::accept4(listen_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      std::lock_guard g(mu_);
+      if (stop_) {  // closing down: serve nothing more
+        ::close(fd);
+        return;
+      }
+      open_.insert(fd);
+      conns_.emplace_back([this, fd] { serve(fd); });
+    }
+  }
+
+  static bool read_exact(SSL* ssl, uint8_t* p, size_t n) {
+    while (n > 0) {
+      size_t got = 0;
+      if (SSL_read_ex(ssl, p, n, &got) != 1) return false;
+      p += got;
+      n -= got;
+    }
+    return true;
+  }
+  static std::optional<std::vector<uint8_t>> read_frame(SSL* ssl, uint32_t cap) {
+    std::array<uint8_t, 4> h{};
+    if (!read_exact(ssl, h.data(), 4)) return std::nullopt;
+    const uint32_t n = ::skippy::peer::wire::frame_length(h, cap, "frame");
+    std::vector<uint8_t> payload(n);
+    if (!read_exact(ssl, payload.data(), n)) return std::nullopt;
+    return payload;
+  }
+  static bool write_all(SSL* ssl, std::span<const uint8_t> b) {
+    while (!b.empty()) {
+      size_t n = 0;
+      if (SSL_write_ex(ssl, b.data(), b.size(), &n) != 1) return false;
+      b = b.subspan(n);
+    }
+    return true;
+  }
+
+  void serve(int fd) {
+    struct timeval tv {10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    SSL* ssl = SSL_new(ctx_.get());
+    SSL_set_fd(ssl, fd);
+    bool clean = false;
+    if (SSL_accept(ssl) == 1) {
+      try {
+        clean = converse(ssl, fd);
+      } catch (const std::exception&) {  // a malformed frame: drop the connection
+      }
+    }
+    if (clean) SSL_shutdown(ssl);
+    SSL_free(ssl);
+    std::lock_guard g(mu_);
+    open_.erase(fd);
+    ::close(fd);
+  }
+
+  // True when the connection may end with a TLS close_notify.
+  bool converse(SSL* ssl, int fd) {
+    namespace wire = ::skippy::peer::wire;
+    uint8_t tag = 0;
+    if (!read_exact(ssl, &tag, 1) || tag != wire::kStreamTypeSubprotocol) return false;
+    const auto open = read_frame(ssl, wire::kMaxOpenFrameBytes);
+    if (!open) return false;
+    (void)wire::decode_open(*open);
+    wire::OpenAck ack;
+    ack.features.emplace_back(wire::kFeatureArtifactTransfer);
+    if (!write_all(ssl, wire::frame(wire::encode(ack)))) return false;
+    if (!read_exact(ssl, &tag, 1) || tag != wire::kKindArtifactTransfer) return false;
+    const auto req_bytes = read_frame(ssl, wire::kMaxRequestFrameBytes);
+    if (!req_bytes) return false;
+    const wire::Request req = wire::decode_request(*req_bytes);
+    Rule rule;
+    int nth = 0;
+    {
+      std::lock_guard g(mu_);
+      requests_.emplace_back(req.rel_path, req.offset);
+      nth = ++times_[req.rel_path];
+      if (rules_.count(req.rel_path)) rule = rules_.at(req.rel_path);
+    }
+    const std::vector<uint8_t>* bytes = files_(req.rel_path);
+    wire::Response resp;
+    if (!bytes || req.offset > bytes->size()) {
+      resp.accepted = false;
+      resp.refusal = ::skippy::peer::Refusal::kUnavailable;
+      return write_all(ssl, wire::frame(wire::encode(resp)));
+    }
+    const uint64_t size = bytes->size();
+    resp.accepted = true;
+    resp.offset = req.offset;
+    resp.total_size = size;
+    resp.sha256 = wire::digest_from_hex(::skippy::sha256_hex(std::span<const uint8_t>(*bytes)), "sha256");  // the true digest
+    if (!write_all(ssl, wire::frame(wire::encode(resp)))) return false;
+    std::vector<uint8_t> data(bytes->begin() + static_cast<ptrdiff_t>(req.offset), bytes->end());
+    uint64_t end = size;
+    bool cut = false, stall = false, trickle = false;
+    switch (rule.act) {
+      case Act::kServe:
+        break;
+      case Act::kCorrupt:
+        if (!data.empty()) data[data.size() / 2] ^= 0x5a;  // same size: only the hash can tell
+        break;
+      case Act::kCutOnce:
+        cut = nth == 1;
+        if (cut) end = std::min(size, rule.at);
+        break;
+      case Act::kCutAlways:
+        cut = true;
+        end = std::max(req.offset, std::min(size, rule.at));
+        break;
+      case Act::kStall:
+        stall = true;
+        end = std::min(size, rule.at);
+        break;
+      case Act::kTrickle:
+        trickle = true;
+        end = std::max(req.offset, std::min(size, rule.at));
+        break;
+    }
+    if (!write_all(ssl, std::span<const uint8_t>(data).first(static_cast<size_t>(end - req.offset)))) return false;
+    if (trickle) {  // then the rest, one byte at a time, until the client gives up or we stop
+      for (uint64_t pos = end; pos < size; ++pos) {
+        {
+          std::unique_lock g(mu_);
+          if (cv_.wait_for(g, rule.every, [&] { return stop_; })) return false;
+        }
+        uint8_t b = data[static_cast<size_t>(pos - req.offset)];
+        if (rule.wrong) b = static_cast<uint8_t>(b ^ 0xa5);
+        if (!write_all(ssl, std::span<const uint8_t>(&b, 1))) return false;
+        ++trickled_;
+      }
+      return true;
+    }
+    if (stall) {  // keep the connection open, send nothing more
+      std::unique_lock g(mu_);
+      cv_.wait(g, [&] { return stop_; });
+      return false;
+    }
+    if (cut) {
+      // FIN without close_notify, after everything written; wait for the
+      // client to give up so no reset can race the bytes already sent.
+      ::shutdown(fd, SHUT_WR);
+      uint8_t sink[4096];
+      while (::read(fd, sink, sizeof sink) > 0) {
+      }
+      return false;
+    }
+    return true;
+  }
+
+  Files files_;
+  std::map<std::string, Rule> rules_;
+  ::skippy::peer::detail::SslCtxPtr ctx_;
+  int listen_ = -1;
+  std::string endpoint_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::set<int> open_;
+  std::map<std::string, int> times_;
+  uint64_t trickled_ = 0;
+  std::vector<std::pair<std::string, uint64_t>> requests_;
+  std::thread acceptor_;
+  std::vector<std::thread> conns_;
 };
 
 }  // namespace skippy::test::peer

@@ -767,7 +767,10 @@ TEST_F(PeerTransfer, AClientWithoutACertificateIsRefusedByTls) {
 }
 
 TEST_F(PeerTransfer, LimitsKeepIdleConnectionsFromStarvingOthers) {
-  auto s = serve(ServerArgs().extra({"--max-connections", "3", "--handshake-timeout", "1"}));
+  // (Issue #20.) Unauthenticated connections have their own caps and a
+  // short handshake deadline; authenticated ones have the rest.
+  auto s = serve(ServerArgs().extra({"--max-unauthenticated-per-address", "3", "--max-connections", "1",
+                                     "--handshake-timeout", "1", "--request-timeout", "2"}));
   const auto c = client(w().w1);
   // Two connections that never say anything leave room for a real one.
   int idle1 = test::peer::connect_tcp(s->endpoint());
@@ -775,21 +778,34 @@ TEST_F(PeerTransfer, LimitsKeepIdleConnectionsFromStarvingOthers) {
   EXPECT_EQ(fetch(c, s->endpoint(), request("s1", "layers/layer-00004.gguf")).bytes, w().bytes_of("layers/layer-00004.gguf"));
   ASSERT_TRUE(s->wait_for_log(": accepted (")) << s->log();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // its slot is released just after the log line
-  // Three silent ones fill the server: the next connection is closed at once.
+  // Three silent ones from this address fill its share: the next
+  // connection from it is closed at once, before TLS.
   int idle3 = test::peer::connect_tcp(s->endpoint());
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  expect_failure(c, s->endpoint(), request("s1", "layers/layer-00004.gguf"), PeerErrorKind::kTransport);
-  EXPECT_TRUE(s->wait_for_log("connections already open (limit)")) << s->log();
-  // The handshake timeout frees them: each read sees the server's close.
+  // (The client can tell: the server closed before answering its ClientHello.)
+  expect_failure(c, s->endpoint(), request("s1", "layers/layer-00004.gguf"), PeerErrorKind::kClosedEarly);
+  EXPECT_TRUE(s->wait_for_log("3 unauthenticated connections from 127.0.0.1 already (limit 3)")) << s->log();
+  // The handshake deadline frees them: each read sees the server's close.
   for (const int fd : {idle1, idle2, idle3}) {
     char b;
     const auto t0 = std::chrono::steady_clock::now();
     EXPECT_LE(::read(fd, &b, 1), 0);
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2500));
     ::close(fd);
   }
-  EXPECT_TRUE(s->wait_for_log("timed out")) << s->log();
+  EXPECT_TRUE(s->wait_for_log("timed out: the handshake deadline (1000 ms from accept) passed while in the TLS handshake"))
+      << s->log();
   EXPECT_EQ(fetch(c, s->endpoint(), request("s1", "layers/layer-00004.gguf")).bytes, w().bytes_of("layers/layer-00004.gguf"));
+  {
+    // The one authenticated slot taken (a peer that says nothing after its
+    // handshake): a real request is answered "server busy", not dropped.
+    test::peer::RawTlsClient holder(s->endpoint(), w().w0);
+    ASSERT_TRUE(holder.handshake_ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    expect_refused(c, *s, request("s1", "layers/layer-00004.gguf"), Refusal::kBusy,
+                   "refused (server busy): 1 authenticated connections open (limit 1)");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   // A peer that keeps making progress, one byte at a time, is still cut off
   // when the handshake timeout has passed since accept.
   test::peer::RawTlsClient drip(s->endpoint(), w().w1);

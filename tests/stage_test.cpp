@@ -137,7 +137,9 @@ TEST(ConsumerValidation, UnknownProjectorKindServesTextStagesAndRefusesToSelectI
   write_manifest(pkg, j);
   const auto opened = open_local_package(pkg);
   ASSERT_EQ(opened.warnings.size(), 1u);
-  EXPECT_NE(opened.warnings[0].find("projector kind \"audio-encoder\" is not supported"), std::string::npos);
+  EXPECT_NE(opened.warnings[0].find("projectors[0] (projectors/audio.gguf): kind \"audio-encoder\" is not supported"),
+            std::string::npos)
+      << opened.warnings[0];
   // Stage 0 and single-stage serving get no projector: the default is the first mmproj.
   const auto s0 = select_stage(opened, {0, 2});
   EXPECT_FALSE(s0.projector);

@@ -359,7 +359,7 @@ TEST_F(VerifyTest, VerifyIfRequiredFollowsTheEnvironmentAndThrowsOnMismatch) {
     verify_if_required(pkg_, parts);
     FAIL() << "expected a refusal";
   } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_EQ(e.kind(), ErrorKind::kIntegrity);
     EXPECT_NE(std::string(e.what()).find(layer_rel(1) + ": SHA-256 is "), std::string::npos) << e.what();
   }
 }

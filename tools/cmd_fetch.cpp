@@ -19,6 +19,8 @@ struct PeerArgs {
   std::string peer, topology, stage, identity;
   std::vector<std::string> trust_owner;
   double connect_timeout = 30, idle_timeout = 30;
+  std::string min_rate;        // --peer-min-rate (else SKIPPY_PEER_MIN_RATE)
+  double rate_window = 0;      // --peer-rate-window seconds (else SKIPPY_PEER_RATE_WINDOW)
   bool timeouts_given = false;
 };
 
@@ -27,7 +29,8 @@ void check_peer_flags(const PeerArgs& p) {
   if (p.peer.empty()) {
     if (!p.topology.empty() || !p.stage.empty() || !p.identity.empty() || !p.trust_owner.empty() || p.timeouts_given) {
       throw Error(ErrorKind::kUsage,
-                  "--topology, --stage, --identity, --trust-owner and --peer-*-timeout go with --peer HOST:PORT");
+                  "--topology, --stage, --identity, --trust-owner, --peer-*-timeout, --peer-min-rate and "
+                  "--peer-rate-window go with --peer HOST:PORT");
     }
     return;
   }
@@ -72,6 +75,15 @@ Sources peer_sources(const PeerArgs& p, const HfRef& ref, const peer::Topology& 
   peer::ClientOptions co;
   co.connect_timeout = seconds_to_ms(p.connect_timeout);
   co.idle_timeout = seconds_to_ms(p.idle_timeout);
+  // The slowest transfer waited for: the flag, else the environment.
+  if (!p.min_rate.empty()) {
+    const auto r = env::parse_byte_rate(p.min_rate);
+    if (!r) throw Error(ErrorKind::kUsage, "--peer-min-rate " + p.min_rate + ": expected bytes per second (e.g. 1048576, 512K, 1M; 0 = none)");
+    co.min_rate = *r;
+  } else {
+    co.min_rate = env::peer_min_rate();
+  }
+  co.rate_window = p.rate_window > 0 ? seconds_to_ms(p.rate_window) : std::chrono::milliseconds(env::peer_rate_window_ms());
   peer::PeerRemoteOptions po;
   po.endpoint = p.peer;
   po.topology = topology;
@@ -102,7 +114,17 @@ Command register_fetch(CLI::App& app) {
       "      --topology topology.json --stage s1 --identity ~/.skippy/node\n"
       "--layers defaults to the stage's range then. The server must be of our owner or of a --trust-owner\n"
       "(MESH_LLM_ARTIFACT_TRANSFER=open: any node). Every part is verified the same way whoever sent it.\n"
-      "Environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE=1 (cache and peer only, no Hub), SKIPPY_HF_CONNECTIONS.");
+      "A peer slower than --peer-min-rate (default 1M bytes/s, or SKIPPY_PEER_MIN_RATE) averaged over\n"
+      "--peer-rate-window seconds (default 10, or SKIPPY_PEER_RATE_WINDOW), or than the deadline that gives a\n"
+      "file (its size at that rate plus two windows), is given up: that file goes to the Hub, the reason in\n"
+      "the notes. \"server busy\" is asked again a few times with a growing pause, one line on stderr each.\n"
+      "Every retry prints one line on stderr (\"retry: <what>: <reason> (attempt N of M failed; trying again in S s)\"),\n"
+      "on a terminal and off it. A download slower than SKIPPY_HF_MIN_RATE bytes/s per connection (default 4096)\n"
+      "over SKIPPY_HF_MIN_RATE_SECS (default 30) is a failed attempt; what arrived stays and the next run resumes.\n"
+      "Environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE=1 (cache and peer only, no Hub), SKIPPY_HF_CONNECTIONS,\n"
+      "SKIPPY_HF_MAX_ATTEMPTS (5), SKIPPY_HF_BACKOFF_MS (1000), SKIPPY_HF_MIN_RATE, SKIPPY_HF_MIN_RATE_SECS,\n"
+      "SKIPPY_HF_STALL_SECS (60: no byte moving for that long is a failed attempt), SKIPPY_PEER_MIN_RATE,\n"
+      "SKIPPY_PEER_RATE_WINDOW.");
   struct Args {
     std::string ref, layers, projector;
     bool json = false, single_stage = false, refresh = false;
@@ -134,12 +156,19 @@ Command register_fetch(CLI::App& app) {
   auto* idle = cmd->add_option("--peer-idle-timeout", a->peer.idle_timeout,
                              "With --peer: seconds without progress before the peer is given up for the Hub (default 30)")
                  ->check(CLI::Range(0.01, 3600.0));
-  return {cmd, [a, ct, idle]() {
+  auto* rate = cmd->add_option("--peer-min-rate", a->peer.min_rate,
+                               "With --peer: the slowest transfer waited for, bytes per second (K, M, G suffixes; "
+                               "default 1M or SKIPPY_PEER_MIN_RATE; 0 = none)");
+  auto* window = cmd->add_option("--peer-rate-window", a->peer.rate_window,
+                                 "With --peer: seconds that --peer-min-rate is averaged over (default 10 or "
+                                 "SKIPPY_PEER_RATE_WINDOW)")
+                     ->check(CLI::Range(0.1, 3600.0));
+  return {cmd, [a, ct, idle, rate, window]() {
             if (!is_hf_ref(a->ref)) {
               throw Error(ErrorKind::kUsage, a->ref + ": fetch takes an hf://ns/repo[@rev] reference "
                                                       "(a local package directory needs no fetching)");
             }
-            a->peer.timeouts_given = ct->count() > 0 || idle->count() > 0;
+            a->peer.timeouts_given = ct->count() > 0 || idle->count() > 0 || rate->count() > 0 || window->count() > 0;
             check_peer_flags(a->peer);
             std::optional<LayerRange> range;
             if (!a->layers.empty()) range = parse_layer_range(a->layers);
@@ -232,8 +261,12 @@ Command register_fetch(CLI::App& app) {
                 std::cerr << "parts: " << count["peer"] << " from the peer, " << count["hub"] << " from the Hub, "
                           << count["cache"] << " already in the cache\n";
               }
+              size_t cached = 0;
+              for (const auto& p : parts) cached += sources[p.rel_path] == "cache" ? 1 : 0;
               std::cerr << "fetched " << parts.size() << " part(s), " << human_bytes(total) << " ("
-                        << downloaded.size() << " file(s) downloaded, the rest from the cache), verified\n";
+                        << downloaded.size() << " file(s) downloaded"
+                        << (cached == 0 ? std::string() : ", " + std::to_string(cached) + " part(s) already in the cache")
+                        << "), verified\n";
               std::cout << pkg.root.string() << "\n";
             }
             return kExitOk;

@@ -96,8 +96,10 @@ int inspect_package(const std::string& ref, bool json) {
   (void)verify_if_required(pkg, {check_metadata_only(pkg)});  // hf://: verified before it is read
   const auto& m = pkg.manifest;
   // Unknown policy values / an unservable default strategy are never passed over in silence.
-  const auto warnings = generation_warnings(m.generation);
-  for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
+  const auto generation = generation_warnings(m.generation);
+  for (const auto& w : generation) std::cerr << "warning: " << w << "\n";
+  std::vector<std::string> warnings = pkg.warnings;  // already on stderr
+  warnings.insert(warnings.end(), generation.begin(), generation.end());
   const auto meta = GgufFile::open(pkg.root / m.shared.metadata.path);
   const auto width = activation_width_of(pkg);
   if (!width.note.empty() && !json) std::cerr << "note: " << width.note << "\n";

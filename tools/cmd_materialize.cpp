@@ -123,6 +123,7 @@ Command register_materialize(CLI::App& app) {
                           {"manifest_sha256", pkg.manifest_sha256},
                           {"projector", sel.projector ? nlohmann::json(sel.projector->path.string())
                                                       : nlohmann::json(nullptr)},
+                          {"warnings", pkg.warnings},
                           {"notes", sel.notes}});
             } else {
               std::cout << r.path.string() << "\n";

@@ -43,7 +43,8 @@ nlohmann::json plan_json(const OpenedPackage& pkg, const Plan& p) {
           {"activation_bytes_per_value", p.activation_bytes_per_value},
           {"activation_frame_bytes_per_token", opt_json(p.activation_frame_bytes_per_token)},
           {"stages", stages},
-          {"notes", p.notes}};
+          {"notes", p.notes},
+          {"warnings", pkg.warnings}};
 }
 
 void print_human(const OpenedPackage& pkg, const Plan& p) {

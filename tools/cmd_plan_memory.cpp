@@ -64,7 +64,8 @@ nlohmann::json memory_plan_json(const OpenedPackage& pkg, const CacheShape& shap
           {"decode_time_per_token_us", opt_value(p.decode_time_per_token_us)},
           {"stages", stages},
           {"cache_layers", layers},
-          {"notes", p.notes}};
+          {"notes", p.notes},
+          {"warnings", pkg.warnings}};
 }
 
 void print_memory_plan(const OpenedPackage& pkg, const MemoryPlan& p) {

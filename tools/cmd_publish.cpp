@@ -60,10 +60,18 @@ Command register_publish(CLI::App& app) {
       "read first: a commit someone else made meanwhile is detected and refused, never overwritten. Files the Hub\n"
       "already has are not sent again, so rerunning an interrupted publish sends only what is missing.\n"
       "Prints the commit to pin (hf://ns/repo@<commit>).\n"
-      "Environment: HF_TOKEN (a token with write access), HF_ENDPOINT, SKIPPY_HF_UPLOADS (files at once, default 4).");
+      "The token goes only to the Hub's API endpoints; storage URLs get exactly the headers the LFS batch gave.\n"
+      "Every retry prints one line on stderr (\"retry: <what>: <reason> (attempt N of M failed; trying again in S s)\").\n"
+      "An upload slower than --min-rate (averaged over SKIPPY_HF_MIN_RATE_SECS, default 30 s) is a failed\n"
+      "attempt: retried, then given up with the rate in the message; rerunning sends only what is missing.\n"
+      "Environment: HF_TOKEN (a token with write access), HF_ENDPOINT, SKIPPY_HF_UPLOADS (files at once, default 4),\n"
+      "SKIPPY_HF_MAX_ATTEMPTS (5), SKIPPY_HF_BACKOFF_MS (1000), SKIPPY_HF_MIN_RATE (bytes/s, 4096),\n"
+      "SKIPPY_HF_MIN_RATE_SECS (30),\n"
+      "SKIPPY_HF_STALL_SECS (60: no byte moving for that long is a failed attempt).");
   struct Args {
     std::string dir, target, message;
     bool create = false, private_repo = false, json = false;
+    uint64_t min_rate = 0;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("package", a->dir, "Local package directory")->required();
@@ -71,13 +79,18 @@ Command register_publish(CLI::App& app) {
   cmd->add_flag("--create", a->create, "Create the repository when it does not exist");
   cmd->add_flag("--private", a->private_repo, "With --create: make it private");
   cmd->add_option("--message", a->message, "Commit summary (default: \"Publish layer package <model_id> (N layers)\")");
+  auto* min_rate = cmd->add_option("--min-rate", a->min_rate,
+                  "Minimum upload rate per connection in bytes/s, averaged over SKIPPY_HF_MIN_RATE_SECS (default 4096, "
+                  "or SKIPPY_HF_MIN_RATE; 0: no floor)");
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
-  return {cmd, [a]() {
+  return {cmd, [a, min_rate]() {
             if (a->private_repo && !a->create) throw Error(ErrorKind::kUsage, "--private needs --create");
             const auto target = parse_push_target(a->target);
             Progress verify("verify");
             Progress upload("upload");
-            const auto r = publish_package(a->dir, HubConfig::from_env(), target,
+            HubConfig hub = HubConfig::from_env();
+            if (min_rate->count() > 0) hub.min_rate_bytes_per_sec = a->min_rate;
+            const auto r = publish_package(a->dir, hub, target,
                                            publish_settings_from_env(a->create, a->private_repo, upload), a->message,
                                            [&](uint64_t d, uint64_t t) { verify.update(d, t); });
             if (a->json) {

@@ -38,9 +38,13 @@ Command register_select(CLI::App& app) {
   return {cmd, [a]() {
             const auto range = parse_layer_range(a->layers);
             if (is_local_schema_v2(a->ref)) return select_schema_v2(a->ref, range, a->json, !a->projector.empty() || a->single_stage);
-            const auto pkg = open_package_for_cli(a->ref);
-            const auto warnings = generation_warnings(pkg.manifest.generation);
-            for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
+            const auto pkg = open_package_for_cli(a->ref);  // prints the package's warnings
+            const auto generation = generation_warnings(pkg.manifest.generation);
+            for (const auto& w : generation) std::cerr << "warning: " << w << "\n";
+            // The package's (unknown projector kinds, a set-aside generation block, a
+            // moving branch) and the generation block's, all in the JSON document.
+            std::vector<std::string> warnings = pkg.warnings;
+            warnings.insert(warnings.end(), generation.begin(), generation.end());
             SelectOptions o;
             if (!a->projector.empty()) o.projector_path = a->projector;
             o.single_stage = a->single_stage;

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -26,12 +27,15 @@ Command register_serve_artifacts(CLI::App& app) {
       "Only hf://ns/repo@<40-hex commit> packages. MESH_LLM_ARTIFACT_TRANSFER: unset = off (nothing is\n"
       "offered or served), trusted = peers of our owner or of a --trust-owner, open = any authenticated peer.\n"
       "Prints the bound HOST:PORT on stdout (with --json: one JSON line) once listening; one log line per\n"
-      "request on stderr. Stops on SIGINT or SIGTERM.");
+      "request on stderr. Stops on SIGINT or SIGTERM, within a few seconds whatever it is doing.\n"
+      "Before a peer authenticates, it has --handshake-timeout (3 s) from accept to finish the TLS handshake,\n"
+      "and its connection counts against --max-unauthenticated (32) and --max-unauthenticated-per-address (8),\n"
+      "never against the --max-connections (64) kept for authenticated peers.");
   struct Args {
     std::string listen, topology, identity;
     std::vector<std::string> trust_owner;
-    unsigned max_connections = 64, max_per_peer = 16, threads = 0;
-    double idle = 30, handshake = 10, total = 3600;
+    unsigned max_connections = 64, max_per_peer = 16, max_unauth = 32, max_unauth_per_address = 8, threads = 0;
+    double idle = 30, handshake = 3, request = 10, total = 3600;
     bool no_preverify = false, json = false;
   };
   auto a = std::make_shared<Args>();
@@ -39,12 +43,23 @@ Command register_serve_artifacts(CLI::App& app) {
   cmd->add_option("--topology", a->topology, "The active split topology (JSON, see docs/CLI.md)")->required();
   cmd->add_option("--identity", a->identity, "This node's identity directory (node.key, node.crt, owner.crt)")->required();
   cmd->add_option("--trust-owner", a->trust_owner, "An owner certificate whose nodes are trusted too (repeatable)");
-  cmd->add_option("--max-connections", a->max_connections, "Connections at once (default 64)")->check(CLI::Range(1u, 100000u));
+  cmd->add_option("--max-connections", a->max_connections,
+                  "Authenticated peers' connections at once; beyond: \"server busy\" (default 64)")
+      ->check(CLI::Range(1u, 100000u));
   cmd->add_option("--max-connections-per-peer", a->max_per_peer, "Connections at once from one node (default 16)")
+      ->check(CLI::Range(1u, 100000u));
+  cmd->add_option("--max-unauthenticated", a->max_unauth,
+                  "Connections still in the TLS handshake at once, kept apart from the authenticated ones (default 32)")
+      ->check(CLI::Range(1u, 100000u));
+  cmd->add_option("--max-unauthenticated-per-address", a->max_unauth_per_address,
+                  "Of those, from one IP address; beyond: closed at accept (default 8)")
       ->check(CLI::Range(1u, 100000u));
   cmd->add_option("--idle-timeout", a->idle, "Seconds without progress before a connection is closed (default 30)")
       ->check(CLI::Range(0.01, 86400.0));
-  cmd->add_option("--handshake-timeout", a->handshake, "Seconds from accept to a complete request (default 10)")
+  cmd->add_option("--handshake-timeout", a->handshake,
+                  "Seconds from accept to a finished TLS handshake, ClientHello included (default 3)")
+      ->check(CLI::Range(0.01, 86400.0));
+  cmd->add_option("--request-timeout", a->request, "Seconds from accept to a complete request (default 10)")
       ->check(CLI::Range(0.01, 86400.0));
   cmd->add_option("--total-timeout", a->total, "Seconds a connection may last (default 3600)")->check(CLI::Range(0.01, 604800.0));
   cmd->add_option("--threads", a->threads, "I/O threads (default: the number of cores, at least 2)")->check(CLI::Range(0u, 256u));
@@ -60,7 +75,10 @@ Command register_serve_artifacts(CLI::App& app) {
             o.limits.max_connections = a->max_connections;
             o.limits.max_connections_per_peer = a->max_per_peer;
             o.limits.idle_timeout = seconds_to_ms(a->idle);
+            o.limits.max_unauthenticated = a->max_unauth;
+            o.limits.max_unauthenticated_per_address = a->max_unauth_per_address;
             o.limits.handshake_timeout = seconds_to_ms(a->handshake);
+            o.limits.request_timeout = seconds_to_ms(a->request);
             o.limits.total_timeout = seconds_to_ms(a->total);
             o.limits.threads = a->threads;
             o.preverify = !a->no_preverify;
@@ -100,8 +118,17 @@ Command register_serve_artifacts(CLI::App& app) {
               server.stop();
             });
             server.run();
-            // run() returns only after stop(), which only the waiter calls.
+            // run() returns only after stop(), which only the waiter calls,
+            // within the shutdown grace whatever the I/O threads are doing.
             waiter.join();
+            if (!server.drain()) {
+              // A thread stuck in the kernel (a read that never returns)
+              // still uses the server and the libraries: leave at once
+              // rather than wait for it or tear them down under it.
+              std::cerr << "serve-artifacts: stopped (work still running after the shutdown grace was abandoned)"
+                        << std::endl;
+              std::_Exit(kExitOk);
+            }
             std::cerr << "serve-artifacts: stopped\n";
             return kExitOk;
           }};

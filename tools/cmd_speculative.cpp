@@ -76,7 +76,7 @@ Command register_speculative(CLI::App& app) {
   cmd->footer(
       "Examples:\n"
       "  skippy-model-package speculative ./model-package --json\n"
-      "  skippy-model-package speculative ./model-package --strategy mtp-cache --config config.toml\n"
+      "  skippy-model-package speculative ./model-package --strategy mtp --config examples/config.toml\n"
       "  skippy-model-package speculative model.gguf --strategy ngram-suffix --ngram-min 4 --ngram-max 32\n"
       "--strategy: auto (package default, else disabled), mtp, disabled, a strategy the package declares,\n"
       "native-mtp-n1 (= mtp); for a direct GGUF also ngram-cache / ngram-suffix with --ngram-min/--ngram-max.\n"

@@ -16,7 +16,8 @@ Command register_validate_package(CLI::App& app) {
       "A Hub source (ORG/REPO:DIST, as write-package takes it) is resolved through the Hugging Face cache\n"
       "(downloaded and verified when it is not there).\n"
       "Recomputes SHA-256 and size of every source shard and artifact and checks every tensor's placement,\n"
-      "type, shape and bytes. Exit 1 lists every problem found.");
+      "type, shape and bytes. Exit 1 lists every problem found; when the source is not the file the package\n"
+      "was written from (its SHA-256 is not source_model.sha256), that comes first.");
   struct Args {
     std::string source, package;
     bool json = false;
@@ -45,6 +46,7 @@ Command register_validate_package(CLI::App& app) {
             if (a->json) {
               print_json({{"valid", r.valid},
                           {"problems", r.problems},
+                          {"wrong_source", r.wrong_source ? nlohmann::json(*r.wrong_source) : nlohmann::json(nullptr)},
                           {"warnings", r.warnings},
                           {"artifacts_checked", r.artifacts_checked},
                           {"tensors_checked", r.tensors_checked},

@@ -72,6 +72,7 @@ Command register_verify(CLI::App& app) {
                                     {"cache", !a->no_cache},
                                     {"parts", jparts},
                                     {"problems", r.problems},
+                                    {"warnings", pkg.warnings},
                                     {"notes", notes}};
               if (range) {
                 doc["layer_start"] = range->start;

@@ -23,8 +23,18 @@
 //   SKIPPY_HF_UPLOADS           files uploaded at once by publish (default 4, >= 1)
 //   SKIPPY_HF_MAX_ATTEMPTS      attempts per Hub request, retries included (default 5, >= 1)
 //   SKIPPY_HF_BACKOFF_MS        first retry delay in ms, doubling (default 1000)
+//   SKIPPY_HF_MIN_RATE          minimum rate of a storage transfer, bytes/s per
+//                               connection (default 4096; 0: no floor)
+//   SKIPPY_HF_MIN_RATE_SECS     ...averaged over this many seconds (default 30, >= 1)
+//   SKIPPY_HF_STALL_SECS        a Hub request with no byte moving for this long is
+//                               a failed attempt (default 60, >= 1)
 //   MESH_LLM_ARTIFACT_TRANSFER  peer artifact transfer: off (unset, unknown),
 //                               trusted or open (peer.h: transfer_mode_from_env)
+//   SKIPPY_PEER_MIN_RATE        fetch --peer: the slowest transfer waited for, in
+//                               bytes per second, with an optional K, M or G
+//                               suffix (x1024); default 1M; 0 = no minimum
+//   SKIPPY_PEER_RATE_WINDOW     fetch --peer: seconds that rate is averaged over
+//                               (decimals allowed, 0.1 to 3600; default 10)
 //   SOURCE_DATE_EPOCH           created_at_unix_secs of written packages
 //                               (reproducible builds); a non-negative integer
 //
@@ -81,6 +91,21 @@ unsigned hf_connections();         // SKIPPY_HF_CONNECTIONS, default 8 (1..64)
 uint64_t hf_min_range_bytes();     // SKIPPY_HF_MIN_RANGE (bytes), default 4 MiB, at least 64 KiB
 unsigned hf_max_attempts();        // SKIPPY_HF_MAX_ATTEMPTS, default 5
 unsigned hf_backoff_ms();          // SKIPPY_HF_BACKOFF_MS, default 1000
+uint64_t hf_min_rate();            // SKIPPY_HF_MIN_RATE (bytes/s), default 4096, 0 = off
+unsigned hf_min_rate_secs();       // SKIPPY_HF_MIN_RATE_SECS, default 30, at least 1
+unsigned hf_stall_secs();          // SKIPPY_HF_STALL_SECS, default 60, at least 1
+
+// ------------------------------------------------------------------ peers
+
+// SKIPPY_PEER_MIN_RATE, default 1 MiB/s. Throws Error(kUsage) naming the
+// variable when malformed.
+uint64_t peer_min_rate();
+// SKIPPY_PEER_RATE_WINDOW in milliseconds, default 10000. Throws
+// Error(kUsage) naming the variable when malformed or out of range.
+uint64_t peer_rate_window_ms();
+// "1048576", "512K", "1M", "2G" (x1024, either case) as bytes; nullopt when
+// malformed or too large. (The rule of SKIPPY_PEER_MIN_RATE, for flags too.)
+std::optional<uint64_t> parse_byte_rate(std::string_view text);
 
 // ------------------------------------------------------------------ others
 

@@ -20,9 +20,14 @@
 // appears all at once or not at all; a commit made to the branch by someone
 // else while this one was uploading is detected through parentCommit
 // (HTTP 412) and refused, not overwritten. The token goes only to the Hub's
-// own host, never to the storage URLs. Uploads run several at once and are
-// retried on 429, 5xx and dropped connections with backoff, honouring
-// Retry-After (the downloads' rule); an expired storage URL is refreshed.
+// API endpoints, never to a storage URL, even one on the Hub's own origin;
+// storage gets exactly the headers the LFS batch action gives (as the
+// official clients send them). Uploads run several at once and are retried
+// on 429, 5xx and dropped connections with backoff, honouring Retry-After
+// (the downloads' rule), each retry reported (skippy/hub.h:
+// set_retry_reporter); an upload slower than HubConfig's minimum rate is a
+// failed attempt; an expired storage URL is refreshed. A refusal names the
+// storage's own reason (S3's <Message>, or the body's first line).
 // Files are streamed from disk with pread, never read whole into memory
 // (except regular-mode files, which the Hub keeps small).
 #pragma once

@@ -2,7 +2,9 @@
 // "Generation Defaults", "Speculative Decoding", "Compatibility").
 //
 // parse_manifest() is strict: it refuses every manifest that breaks a rule of
-// the schema with an Error(kInvalidInput) whose message reads
+// the schema (but see GenerationProblems: by default a broken `generation`
+// object is set aside, not refused) with an Error(kInvalidInput) whose
+// message reads
 //   "<origin>: <field path>: <problem>"
 // e.g. "model-package.json: layers[3].sha256: not a 64-character hex digest".
 // It ignores unknown top-level and artifact-entry fields (the schema is
@@ -279,6 +281,22 @@ std::vector<std::string> unsupported_policy_values(const GenerationPolicy& polic
 // nullopt when there is no default or its type is known.
 std::optional<std::string> unsupported_default_strategy(const SpeculativeDecoding& spec);
 
+// One line per member of `generation` outside policy, thresholds and
+// speculative_decoding (kept in `extra`), naming it, e.g.
+//   generation.metal: not a generation field (...); the spec forbids backend-
+//   and model-family-specific fields such as generation.metal ...
+// The spec: package authors MUST NOT use backend-specific fields, and
+// generation has no model-family sub-objects. Consumers ignore them with
+// this warning; validate-package (the publisher's gate) counts each as a
+// problem.
+std::vector<std::string> generation_fields_outside_schema(const GenerationDefaults& generation);
+
+// One line per strategy whose window_policy.pipeline_depth is above 1,
+// naming the field: the spec allows such a package default only with
+// topology/workload-specific evidence, which a manifest cannot carry.
+// inspect and select warn; validate-package warns.
+std::vector<std::string> pipeline_depths_needing_evidence(const SpeculativeDecoding& spec);
+
 // ABI: skippy/abi.h (kSkippyRuntimeAbi, abi_compatible).
 
 // -------------------------------------------------------------------- paths
@@ -311,6 +329,13 @@ struct PackageManifest {
   std::vector<ProjectorEntry> projectors;      // empty = absent
   std::string skippy_abi_version;              // "MAJOR.MINOR.PATCH"
   std::optional<int64_t> created_at_unix_secs;  // >= 0 when present
+  // Set only by parse_manifest (GenerationProblems::kSetAside) when the
+  // `generation` object breaks its rules: the parse error, naming the file
+  // and field; `generation` is then nullopt. Generation is policy, not
+  // tensor layout, so such a package still serves layers; what resolves
+  // generation (policy, speculative) refuses, naming this. serialize refuses
+  // a manifest that has it.
+  std::optional<std::string> generation_problem;
   bool operator==(const PackageManifest&) const = default;
 };
 
@@ -333,7 +358,15 @@ struct PackageManifest {
 //   - skippy_abi_version is well-formed (compatibility is abi_compatible's);
 //   - generation follows the rules above.
 // Throws Error(kInvalidInput).
-PackageManifest parse_manifest(std::string_view json_text, std::string_view origin);
+//
+// `generation_problems` decides what a `generation` object that breaks its
+// rules does (a threshold of the wrong type, prediction_depth 2, ...):
+// kSetAside (the default, every consumer: open_package_dir, the peer) keeps
+// everything else and records the error in generation_problem; kRefuse
+// (publisher-side checks, round-trip tests) refuses the manifest.
+enum class GenerationProblems { kSetAside, kRefuse };
+PackageManifest parse_manifest(std::string_view json_text, std::string_view origin,
+                               GenerationProblems generation_problems = GenerationProblems::kSetAside);
 
 // Stable, deterministic JSON in the spec's style: 2-space indent, arrays of
 // numbers on one line ("layer_indices": [47]), keys in the spec's order

@@ -79,7 +79,9 @@ struct MaterializeResult {
 
 // Materializes the stage `selection` (from select_stage(pkg, ...)). Throws
 // Error(kInvalidInput) when the parts break a StageView rule or a target lies
-// inside the package, Error(kIo) when the cache or --out cannot be written.
+// inside the package, Error(kIntegrity) when verification (options.verify,
+// or required) finds a part whose SHA-256 or size is not the manifest's,
+// Error(kIo) when the cache or --out cannot be written.
 MaterializeResult materialize_stage(const OpenedPackage& pkg, const StageSelection& selection,
                                     const MaterializeOptions& options = {});
 

@@ -24,6 +24,8 @@ namespace skippy {
 // (when the metadata declares it) <arch>.attention.indexer.top_k as the
 // request's top_k. The caller fills in the rest of the request, the backend
 // and any overrides.
+// Both throw Error(kInvalidInput) naming the field when the manifest's
+// generation block was set aside as malformed (generation_problem).
 PolicyInputs package_policy_inputs(const OpenedPackage& pkg);
 
 // The package's speculative_decoding (pointing into pkg.manifest: keep pkg

@@ -18,7 +18,12 @@ namespace skippy {
 struct ValidationReport {
   bool valid = false;
   // Every problem found (not just the first), each naming the file or field.
+  // When the source's first file does not hash to source_model.sha256, the
+  // first problem is wrong_source (the rest follow from it), then the others.
   std::vector<std::string> problems;
+  // Set when `source` is not the file the package was written from (its
+  // SHA-256 is not source_model.sha256): says so, with both digests.
+  std::optional<std::string> wrong_source;
   // Deviations that are not corruption: what the reference (mesh-llm)
   // writer does differently (repeated extras and metadata, source sizes
   // and digests not recorded), each naming the file or field.

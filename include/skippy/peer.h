@@ -79,6 +79,8 @@ enum class PeerErrorKind {
   kUntrusted,           // the server's identity does not satisfy our PeerTrust
   kTimeout,             // connect, or no progress within the idle timeout
   kTransport,           // TCP/TLS failure, or the stream ended early
+  kClosedEarly,         // the server closed the connection before answering our ClientHello
+                        // (how its caps before authentication refuse): asked again like "server busy"
   kProtocol,            // the server said something malformed or inconsistent
 };
 
@@ -128,6 +130,13 @@ struct TransferAnswer {
 struct ClientOptions {
   std::chrono::milliseconds connect_timeout{30'000};  // TCP connect + TLS handshake
   std::chrono::milliseconds idle_timeout{30'000};     // any read or write making no progress
+  // The slowest transfer we wait for (issue #20): after the answer, each
+  // window of `rate_window` must bring min_rate * rate_window bytes (or the
+  // rest of the file), else PeerErrorKind::kTimeout "slower than ...". And
+  // the whole body must arrive within (bytes / min_rate) + 2 * rate_window.
+  // Time spent in the sink does not count. min_rate 0: no such limit.
+  uint64_t min_rate = uint64_t{1} << 20;           // bytes per second (env::peer_min_rate())
+  std::chrono::milliseconds rate_window{10'000};   // (env::peer_rate_window_ms())
   // When set, the server must be this node (else PeerErrorKind::kUntrusted).
   std::optional<std::string> expected_server_node_id;
   // Run TransferSink::on_bytes on a helper thread (one call at a time, in
@@ -190,6 +199,15 @@ struct PeerRemoteOptions {
   unsigned parallel_transfers = 4;   // files at once (one connection each)
   unsigned max_attempts = 3;     // per file: a connection that drops after bytes
                                  // arrived is asked again from where it stopped
+  // "server busy", and a connection the server closed before answering
+  // our ClientHello (its caps before authentication): asked again after
+  // busy_backoff, doubling (with jitter), up to busy_attempts in all; then
+  // the file goes to the next remote.
+  unsigned busy_attempts = 5;
+  std::chrono::milliseconds busy_backoff{250};
+  // Where each retry is said, one line each (default: stderr, whether or
+  // not it is a terminal). Retries are never silent.
+  std::function<void(std::string_view)> log;
 };
 
 // The peer as a Remote (skippy/source.h) named "peer", to put before the Hub
@@ -222,12 +240,23 @@ std::shared_ptr<Remote> make_peer_remote(PeerClient client, PeerRemoteOptions op
 
 // ----------------------------------------------------------------- server
 
+// Caps hold before authentication (issue #20): a connection is
+// "unauthenticated" from accept until its TLS handshake is done and its peer
+// is one we deal with (PeerTrust); those have their own pool, their own
+// short deadline and a cap per address, so a flood of them never takes the
+// capacity of authenticated peers (src/peer/admission.h has the rule).
 struct ServerLimits {
-  unsigned max_connections = 64;            // beyond: closed at accept, before TLS
-  unsigned max_connections_per_peer = 16;   // beyond: refused "server busy"
-  std::chrono::milliseconds handshake_timeout{10'000};  // TCP accept to first request
+  unsigned max_connections = 64;            // authenticated peers at once; beyond: "server busy"
+  unsigned max_connections_per_peer = 16;   // from one node; beyond: "server busy"
+  unsigned max_unauthenticated = 32;        // in the handshake at once; when full, a newcomer takes
+                                            // the slot of the address holding the most, or is closed
+  unsigned max_unauthenticated_per_address = 8;  // from one IP address; beyond: closed at accept
+  std::chrono::milliseconds handshake_timeout{3'000};   // TCP accept to a finished TLS handshake
+                                                        // (ClientHello included)
+  std::chrono::milliseconds request_timeout{10'000};    // TCP accept to a complete request
   std::chrono::milliseconds idle_timeout{30'000};       // no progress reading or writing
   std::chrono::milliseconds total_timeout{3'600'000};   // a whole connection
+  std::chrono::milliseconds shutdown_grace{2'000};      // stop(): how long drain() waits for busy threads
   unsigned threads = 0;                     // I/O threads; 0 = hardware concurrency (>= 2)
 };
 
@@ -276,8 +305,17 @@ class ArtifactServer {
   uint16_t port() const noexcept;
   std::string endpoint() const;  // "HOST:PORT" actually bound
   // Serves until stop() (from any thread, or a signal handler thread).
+  // Returns within limits.shutdown_grace of stop() whatever the I/O threads
+  // are doing (one stuck in the kernel is left behind, see drain()).
   void run();
   void stop() noexcept;
+  // stop(), then waits up to limits.shutdown_grace for the threads that
+  // verify and authorize (and preverify) to finish. True: all did, the
+  // destructor is quick. False: some are stuck (a read the kernel does not
+  // return from); the destructor then leaves them, and this object's state,
+  // behind rather than wait, and the process should exit soon (with
+  // _exit: they may still be using libraries that exit() tears down).
+  bool drain() noexcept;
 
   struct Impl;
 

@@ -85,8 +85,18 @@ const char* skippy_package_source_repo(const skippy_package* package);
 const char* skippy_package_source_revision(const skippy_package* package);
 const char* skippy_package_source_file(const skippy_package* package);
 uint32_t skippy_package_layer_count(const skippy_package* package);
-/* activation_width, or 0 when the manifest does not declare it. */
+/* activation_width; when the manifest does not declare it, the reference
+ * runtime's fallback (the element count of blk.0.hc_attn_norm.weight, else
+ * blk.0.attn_norm.weight, in the first layer's fragment when it is on disk);
+ * 0 when unknown. */
 uint64_t skippy_package_activation_width(const skippy_package* package);
+/* What a person should be told about the package, one message each: a
+ * projector of an unknown kind (never used), a malformed generation block
+ * (set aside: stages still load; policy and speculative calls refuse), a
+ * moving branch. The count, and message `index` (valid until the package is
+ * closed; NULL past the end). */
+size_t skippy_package_warning_count(const skippy_package* package);
+const char* skippy_package_warning(const skippy_package* package, size_t index);
 /* The directory holding model-package.json. */
 const char* skippy_package_root(const skippy_package* package);
 /* The commit an hf:// revision resolved to; NULL for a local directory. */

@@ -23,6 +23,8 @@
 
 namespace skippy {
 
+class GgufFile;  // skippy/gguf.h
+
 // Where the artifacts of a package that are not on disk yet come from (the
 // source layer's cache and remotes). select_stage / all_parts /
 // check_metadata_only ask it for exactly the entries they are about to
@@ -95,12 +97,25 @@ struct OutputTie {
 };
 OutputTie output_tie(const OpenedPackage& pkg);
 
+// The reference runtime's rule for a width the manifest does not declare,
+// applied to the fragment of layer `layer`: the element count of
+// blk.<layer>.hc_attn_norm.weight (hyper-connected models) if the fragment
+// has it, else of blk.<layer>.attn_norm.weight. Names match exactly
+// (blk.0.cross_attn_norm.weight does not count). nullopt when neither is
+// there. The one implementation of the rule: activation_width_of uses it,
+// and plan, inspect and the C API use that.
+struct WidthTensor {
+  std::string name;
+  uint64_t elements = 0;
+};
+std::optional<WidthTensor> activation_width_tensor(const GgufFile& layer_fragment, uint32_t layer);
+
 // The hidden width a stage boundary carries. The manifest's
 // activation_width when declared; else (older reference packages lack it)
-// the reference runtime's fallback: the element count of the first
-// attn_norm.weight in the first layer's fragment, read when that file is on
-// disk (never fetched for this: a layer can be gigabytes). `note` says how a
-// missing width was found, or why it stays unknown; empty when declared.
+// activation_width_tensor() of the first layer's fragment, read when that
+// file is on disk (never fetched for this: a layer can be gigabytes).
+// `note` says how a missing width was found, or why it stays unknown; empty
+// when declared.
 struct ActivationWidth {
   std::optional<uint64_t> width;
   bool derived = false;

@@ -90,7 +90,7 @@ bool verify_required(const OpenedPackage& pkg);
 
 // For stage loaders (select, materialize): when verify_required(pkg), verifies
 // `parts` (pass the stage's projector among them when it will be used) and
-// throws Error(kInvalidInput) listing every problem if they do not match.
+// throws Error(kIntegrity) listing every problem if they do not match.
 // Returns the report (nullopt when verification was not required).
 std::optional<VerifyReport> verify_if_required(const OpenedPackage& pkg, const std::vector<StagePart>& parts,
                                                const VerifyOptions& options = {});

@@ -146,6 +146,10 @@ uint32_t skippy_package_layer_count(const skippy_package* p) { return p ? p->pkg
 uint64_t skippy_package_activation_width(const skippy_package* p) {
   return p ? p->activation_width.value_or(0) : 0;
 }
+size_t skippy_package_warning_count(const skippy_package* p) { return p ? p->pkg.warnings.size() : 0; }
+const char* skippy_package_warning(const skippy_package* p, size_t index) {
+  return p && index < p->pkg.warnings.size() ? p->pkg.warnings[index].c_str() : nullptr;
+}
 const char* skippy_package_root(const skippy_package* p) { return p ? p->pkg.root.c_str() : ""; }
 const char* skippy_package_commit(const skippy_package* p) { return p && p->pkg.commit ? p->commit.c_str() : nullptr; }
 

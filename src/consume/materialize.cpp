@@ -243,7 +243,7 @@ void verify_parts_or_throw(const OpenedPackage& pkg, const StageSelection& sel, 
   if (!report.verified) {
     std::string msg = pkg.ref + ": the stage's parts do not match the manifest:";
     for (const auto& p : report.problems) msg += "\n  " + p;
-    throw_invalid(msg);
+    throw_integrity(msg);
   }
 }
 

@@ -102,13 +102,19 @@ OpenedPackage open_package_dir(std::string ref, const fs::path& root, const fs::
   const fs::path manifest_path = root / std::string(kManifestFileName);
   if (!fs::exists(manifest_path, ec)) throw_not_found(pkg.ref + ": no " + std::string(kManifestFileName) + " (not a layer package)");
   const std::string text = read_small_file(manifest_path, kManifestMaxBytes);
-  pkg.manifest = parse_manifest(text, manifest_path.string());
+  pkg.manifest = parse_manifest(text, manifest_path.string(), GenerationProblems::kSetAside);
   pkg.manifest_sha256 = sha256_hex(text);
-  for (const auto& p : pkg.manifest.projectors) {
+  if (pkg.manifest.generation_problem) {
+    pkg.warnings.push_back(*pkg.manifest.generation_problem +
+                           "; the generation block is ignored (it is policy, not tensor layout): layers are "
+                           "selected, verified and materialized as usual, while policy and speculative refuse");
+  }
+  for (size_t i = 0; i < pkg.manifest.projectors.size(); ++i) {
+    const auto& p = pkg.manifest.projectors[i];
     if (!is_known_projector_kind(p.kind)) {
-      pkg.warnings.push_back(p.path + ": projector kind \"" + p.kind +
-                             "\" is not supported by this runtime; text stages ignore it, and a stage that asks for "
-                             "it is refused");
+      pkg.warnings.push_back("projectors[" + std::to_string(i) + "] (" + p.path + "): kind \"" + p.kind +
+                             "\" is not supported by this runtime, so no stage uses it (text stages are served; "
+                             "stage 0 gets the first mmproj, if any); a stage that asks for it is refused");
     }
   }
   const auto abi = parse_abi_version(pkg.manifest.skippy_abi_version);
@@ -146,6 +152,19 @@ OutputTie output_tie(const OpenedPackage& pkg) {
   return t;
 }
 
+std::optional<WidthTensor> activation_width_tensor(const GgufFile& layer_fragment, uint32_t layer) {
+  const std::string blk = "blk." + std::to_string(layer) + ".";
+  // Exact names: blk.N.cross_attn_norm.weight or blk.N.nextn.attn_norm.weight never count.
+  for (const std::string& name : {blk + "hc_attn_norm.weight", blk + "attn_norm.weight"}) {
+    if (const auto* t = layer_fragment.find_tensor(name)) {
+      uint64_t n = 1;
+      for (const int64_t d : t->ne) n *= static_cast<uint64_t>(d);
+      return WidthTensor{name, n};
+    }
+  }
+  return std::nullopt;
+}
+
 ActivationWidth activation_width_of(const OpenedPackage& pkg) {
   const auto& m = pkg.manifest;
   if (m.activation_width) return {m.activation_width, false, ""};
@@ -160,15 +179,15 @@ ActivationWidth activation_width_of(const OpenedPackage& pkg) {
   try {
     const auto part = make_part(pkg, first, PartRole::kLayer, first.layer_index, "activation width");
     const auto g = GgufFile::open(part.path);
-    for (const auto& t : g.tensors()) {
-      if (!t.name.ends_with(".attn_norm.weight")) continue;
-      uint64_t n = 1;
-      for (const int64_t d : t.ne) n *= static_cast<uint64_t>(d);
-      return {n, true,
-              missing + "; using " + std::to_string(n) + ", the element count of " + std::string(t.name) + " in " +
+    if (const auto t = activation_width_tensor(g, first.layer_index)) {
+      return {t->elements, true,
+              missing + "; using " + std::to_string(t->elements) + ", the element count of " + t->name + " in " +
                   first.path + " (the reference runtime's fallback)"};
     }
-    return {std::nullopt, false, missing + " and " + first.path + " has no attn_norm.weight: the activation width is unknown"};
+    const std::string blk = "blk." + std::to_string(first.layer_index) + ".";
+    return {std::nullopt, false,
+            missing + " and " + first.path + " has neither " + blk + "hc_attn_norm.weight nor " + blk +
+                "attn_norm.weight: the activation width is unknown"};
   } catch (const Error& e) {
     return {std::nullopt, false, missing + " and " + first.path + " cannot be read (" + e.what() + ")"};
   }

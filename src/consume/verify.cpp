@@ -271,7 +271,7 @@ std::optional<VerifyReport> verify_if_required(const OpenedPackage& pkg, const s
       }
       if (!damaged.empty()) msg += "\nThe cached copy is damaged; remove it and fetch again:\n  rm" + damaged;
     }
-    throw_invalid(msg);
+    throw_integrity(msg);
   }
   return r;
 }

@@ -17,6 +17,7 @@ using manifest_detail::describe;
 using manifest_detail::field_path;
 using manifest_detail::FieldReader;
 using manifest_detail::index_path;
+using manifest_detail::is_blank;
 using manifest_detail::json;
 using manifest_detail::ojson;
 using manifest_detail::quote;
@@ -223,14 +224,17 @@ SourceModel parse_source_model(const json& j, const FieldReader& r) {
   const std::string p = "source_model";
   r.expect_object(j, p);
   SourceModel s;
-  if (const json* v = FieldReader::find(j, "path")) s.path = r.text(*v, field_path(p, "path"));
+  if (const json* v = FieldReader::find(j, "path")) s.path = r.identity(*v, field_path(p, "path"));
   s.sha256 = r.sha256(r.require(j, "sha256", p), field_path(p, "sha256"));
-  s.repo = r.text(r.require(j, "repo", p), field_path(p, "repo"));
-  s.revision = r.text(r.require(j, "revision", p), field_path(p, "revision"));
+  s.repo = r.identity(r.require(j, "repo", p), field_path(p, "repo"));
+  s.revision = r.identity(r.require(j, "revision", p), field_path(p, "revision"));
   s.primary_file = r.safe_path(r.require(j, "primary_file", p), field_path(p, "primary_file"));
-  s.canonical_ref = r.text(r.require(j, "canonical_ref", p), field_path(p, "canonical_ref"));
+  if (is_blank(s.primary_file)) {
+    r.fail(field_path(p, "primary_file"), "must not be empty or whitespace-only, got " + quote(s.primary_file));
+  }
+  s.canonical_ref = r.identity(r.require(j, "canonical_ref", p), field_path(p, "canonical_ref"));
   if (const json* v = FieldReader::find(j, "distribution_id")) {
-    s.distribution_id = r.text(*v, field_path(p, "distribution_id"));
+    s.distribution_id = r.identity(*v, field_path(p, "distribution_id"));
   }
   const std::string fp = field_path(p, "files");
   const json& files = r.require(j, "files", p);
@@ -369,7 +373,7 @@ void check_distinct_artifact_paths(const PackageManifest& m, const FieldReader& 
   for (size_t i = 0; i < m.projectors.size(); ++i) claim(m.projectors[i], index_path("projectors", i));
 }
 
-PackageManifest parse_root(const json& root, const FieldReader& r) {
+PackageManifest parse_root(const json& root, const FieldReader& r, GenerationProblems generation_problems) {
   if (!root.is_object()) r.fail("", "the manifest must be a JSON object, got " + describe(root));
   PackageManifest m;
 
@@ -388,7 +392,7 @@ PackageManifest parse_root(const json& root, const FieldReader& r) {
     r.fail("format", "unsupported format " + quote(m.format) + "; this runtime reads \"layer-package\"");
   }
 
-  m.model_id = r.text(r.require(root, "model_id", ""), "model_id");
+  m.model_id = r.identity(r.require(root, "model_id", ""), "model_id");
   if (const char* problem = model_coordinate_problem(m.model_id)) {
     r.fail("model_id", quote(m.model_id) + " " + problem);
   }
@@ -400,7 +404,14 @@ PackageManifest parse_root(const json& root, const FieldReader& r) {
     r.fail("activation_width", "must be greater than zero when present");
   }
   if (const json* g = FieldReader::find(root, "generation")) {
-    m.generation = manifest_detail::parse_generation(*g, m.layer_count, r);
+    // Generation is policy, not tensor layout: a consumer sets a block that
+    // breaks its rules aside (and says why) rather than refuse the package.
+    try {
+      m.generation = manifest_detail::parse_generation(*g, m.layer_count, r);
+    } catch (const Error& e) {
+      if (generation_problems == GenerationProblems::kRefuse) throw;
+      m.generation_problem = e.what();
+    }
   }
   const json& shared = r.require(root, "shared", "");
   r.expect_object(shared, "shared");
@@ -456,13 +467,18 @@ ojson source_model_to_json(const SourceModel& s) {
 
 }  // namespace
 
-PackageManifest parse_manifest(std::string_view json_text, std::string_view origin) {
+PackageManifest parse_manifest(std::string_view json_text, std::string_view origin,
+                               GenerationProblems generation_problems) {
   const FieldReader r{std::string(origin)};
-  return parse_root(parse_json_text(json_text, r), r);
+  return parse_root(parse_json_text(json_text, r), r, generation_problems);
 }
 
 std::string serialize_manifest(const PackageManifest& m) {
   const FieldReader r{std::string(kManifestFileName)};
+  if (m.generation_problem) {
+    r.fail("generation", "was set aside when read (" + *m.generation_problem +
+                             "); a manifest is not written without it");
+  }
   ojson j = ojson::object();
   j["schema_version"] = m.schema_version;
   j["model_id"] = m.model_id;
@@ -512,7 +528,7 @@ std::string serialize_manifest(const PackageManifest& m) {
   }
   // The writer must never emit what a consumer refuses: validate the exact
   // text with the parser's rules.
-  parse_root(json::parse(text), r);
+  parse_root(json::parse(text), r, GenerationProblems::kRefuse);
   return text;
 }
 

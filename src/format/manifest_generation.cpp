@@ -95,6 +95,32 @@ std::optional<std::string> unsupported_default_strategy(const SpeculativeDecodin
   return std::nullopt;
 }
 
+std::vector<std::string> generation_fields_outside_schema(const GenerationDefaults& generation) {
+  std::vector<std::string> out;
+  if (!generation.extra.is_object()) return out;
+  for (const auto& [key, value] : generation.extra.items()) {
+    out.push_back(manifest_detail::field_path("generation", key) +
+                  ": not a generation field (policy, thresholds, speculative_decoding); the spec forbids backend- "
+                  "and model-family-specific fields such as generation.metal or generation.glm_dsa (record a "
+                  "profile, a phase policy, a threshold or a speculation strategy instead)");
+  }
+  return out;
+}
+
+std::vector<std::string> pipeline_depths_needing_evidence(const SpeculativeDecoding& spec) {
+  std::vector<std::string> out;
+  for (const auto& [id, s] : spec.strategies) {
+    if (!s.window_policy || !s.window_policy->pipeline_depth || *s.window_policy->pipeline_depth <= 1) continue;
+    out.push_back(manifest_detail::field_path(
+                      manifest_detail::field_path("generation.speculative_decoding.strategies", id),
+                      "window_policy") +
+                  ".pipeline_depth: " + std::to_string(*s.window_policy->pipeline_depth) +
+                  " in a package default; the spec requires topology/workload-specific evidence for a depth above "
+                  "1 (omitted, it is the legacy 1)");
+  }
+  return out;
+}
+
 namespace manifest_detail {
 
 namespace {

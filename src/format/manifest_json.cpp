@@ -140,6 +140,44 @@ std::string FieldReader::text(const json& j, std::string_view path) const {
   return s;
 }
 
+namespace {
+
+// The length of the White_Space code point (Unicode, as Rust's str::trim
+// uses) that starts `s`, or 0. Control characters never get this far.
+size_t whitespace_prefix(std::string_view s) {
+  if (s.empty()) return 0;
+  const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  if (b(0) == ' ') return 1;
+  if (s.size() >= 2 && b(0) == 0xC2 && (b(1) == 0x85 || b(1) == 0xA0)) return 2;  // U+0085, U+00A0
+  if (s.size() >= 3 && b(0) == 0xE1 && b(1) == 0x9A && b(2) == 0x80) return 3;    // U+1680
+  if (s.size() >= 3 && b(0) == 0xE2 && b(1) == 0x80 &&
+      (b(2) <= 0x8A || b(2) == 0xA8 || b(2) == 0xA9 || b(2) == 0xAF)) {
+    return 3;  // U+2000..U+200A, U+2028, U+2029, U+202F
+  }
+  if (s.size() >= 3 && b(0) == 0xE2 && b(1) == 0x81 && b(2) == 0x9F) return 3;  // U+205F
+  if (s.size() >= 3 && b(0) == 0xE3 && b(1) == 0x80 && b(2) == 0x80) return 3;  // U+3000
+  return 0;
+}
+
+}  // namespace
+
+bool is_blank(std::string_view s) {
+  while (!s.empty()) {
+    const size_t n = whitespace_prefix(s);
+    if (n == 0) return false;
+    s.remove_prefix(n);
+  }
+  return true;
+}
+
+std::string FieldReader::identity(const json& j, std::string_view path) const {
+  std::string s = text(j, path);
+  // The reference runtime trims before its non-empty check; so do we (the
+  // value itself is kept as written).
+  if (is_blank(s)) fail(path, "must not be empty or whitespace-only, got " + quote(s));
+  return s;
+}
+
 std::string FieldReader::sha256(const json& j, std::string_view path) const {
   std::string s = string(j, path);
   if (!is_sha256_hex(s)) fail(path, "not a 64-character hex digest: " + quote(s));

@@ -44,6 +44,9 @@ class FieldReader {
   std::string string(const json& j, std::string_view path) const;
   // A non-empty string without control characters.
   std::string text(const json& j, std::string_view path) const;
+  // text() that is not whitespace-only either (identity fields: model_id,
+  // source_model.*), kept as written.
+  std::string identity(const json& j, std::string_view path) const;
   std::string sha256(const json& j, std::string_view path) const;
   std::string safe_path(const json& j, std::string_view path) const;
 
@@ -56,6 +59,9 @@ class FieldReader {
  private:
   std::string origin_;
 };
+
+// Empty, or only Unicode White_Space (what str::trim removes).
+bool is_blank(std::string_view s);
 
 bool is_one_of(std::string_view key, std::initializer_list<std::string_view> keys);
 

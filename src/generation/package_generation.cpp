@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <string_view>
 
+#include "skippy/error.h"
 #include "skippy/gguf.h"
 #include "skippy/verify.h"
 
@@ -20,9 +21,20 @@ bool has_nextn(const Find& find_tensor, uint32_t layer) {
   return true;
 }
 
+// A generation block set aside as malformed: nothing may be resolved from it
+// (the spec: policy values are never reinterpreted; a broken block is not
+// an absent one).
+void refuse_set_aside_generation(const OpenedPackage& pkg, std::string_view what) {
+  if (const auto& problem = pkg.manifest.generation_problem) {
+    throw_invalid(pkg.ref + ": cannot resolve " + std::string(what) + ": the manifest's generation block is malformed (" +
+                  *problem + ")");
+  }
+}
+
 }  // namespace
 
 PolicyInputs package_policy_inputs(const OpenedPackage& pkg) {
+  refuse_set_aside_generation(pkg, "a generation policy");
   PolicyInputs in;
   (void)verify_if_required(pkg, {check_metadata_only(pkg)});
   const auto meta = GgufFile::open(pkg.root / pkg.manifest.shared.metadata.path);
@@ -36,6 +48,7 @@ PolicyInputs package_policy_inputs(const OpenedPackage& pkg) {
 }
 
 SpeculativeModel package_speculative_model(const OpenedPackage& pkg, std::vector<std::string>* notes) {
+  refuse_set_aside_generation(pkg, "speculative decoding");
   SpeculativeModel model;
   const auto& gen = pkg.manifest.generation;
   if (gen && gen->speculative_decoding) model.package = &*gen->speculative_decoding;

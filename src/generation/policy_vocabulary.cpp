@@ -153,7 +153,9 @@ std::vector<std::string> generation_warnings(const std::optional<GenerationDefau
   if (generation->policy) out = unsupported_policy_values(*generation->policy);
   if (generation->speculative_decoding) {
     if (auto w = unsupported_default_strategy(*generation->speculative_decoding)) out.push_back(std::move(*w));
+    for (auto& w : pipeline_depths_needing_evidence(*generation->speculative_decoding)) out.push_back(std::move(w));
   }
+  for (auto& w : generation_fields_outside_schema(*generation)) out.push_back(std::move(w) + "; ignored");
   return out;
 }
 

@@ -1,14 +1,23 @@
 #include "hub/http.h"
 
 #include <curl/curl.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <cctype>
+#include <deque>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "skippy/version.h"
+#include "skippy/env.h"
 
 namespace skippy::detail {
 namespace {
@@ -28,7 +37,79 @@ struct Transfer {
   bool decided = false;
   uint64_t sent = 0;          // request-body bytes read from body_file
   std::string read_error;     // why reading body_file failed
+  // The minimum rate: (time, bytes moved) samples while a body is in flight.
+  struct Sample {
+    std::chrono::steady_clock::time_point at;
+    uint64_t bytes;
+  };
+  std::deque<Sample> samples;
+  std::string too_slow;       // why the minimum rate aborted the transfer
+  bool answering = false;     // the answer's status line arrived
 };
+
+std::string rate_text(double bytes_per_sec) {
+  char b[48];
+  if (bytes_per_sec >= 1024.0 * 1024.0) {
+    std::snprintf(b, sizeof b, "%.1f MiB/s", bytes_per_sec / (1024.0 * 1024.0));
+  } else if (bytes_per_sec >= 1024.0) {
+    std::snprintf(b, sizeof b, "%.1f KiB/s", bytes_per_sec / 1024.0);
+  } else {
+    std::snprintf(b, sizeof b, "%.0f B/s", bytes_per_sec);
+  }
+  return b;
+}
+
+// libcurl's progress callback (about once a second at least, and whenever
+// bytes move): enforces HttpRequest::min_rate_bytes_per_sec while a body is
+// in flight. Returning non-zero aborts the transfer.
+int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
+  auto* t = static_cast<Transfer*>(user);
+  const HttpRequest& req = *t->req;
+  // The body in flight: an upload from its first byte until the answer
+  // begins, else the answer's body from its first byte until its declared
+  // end. An upload's bytes count once the server's side holds them: bytes
+  // still in our socket buffers (SIOCOUTQ) do not. Once all of it is there,
+  // waiting for the answer still counts (a server behind large buffers that
+  // reads at 1000 B/s looks just like that), unless the whole body is no
+  // more than the floor asks of one window: then a slow answer is the
+  // server thinking, which the stall timeout bounds.
+  uint64_t queued = 0;
+  if (req.body_file) {
+    curl_socket_t sock = CURL_SOCKET_BAD;
+    int outq = 0;
+    if (curl_easy_getinfo(t->curl, CURLINFO_ACTIVESOCKET, &sock) == CURLE_OK && sock != CURL_SOCKET_BAD &&
+        ::ioctl(sock, SIOCOUTQ, &outq) == 0 && outq > 0) {
+      queued = static_cast<uint64_t>(outq);
+    }
+  }
+  const uint64_t floor_per_window = req.min_rate_bytes_per_sec * std::max(1u, req.min_rate_secs);
+  const bool handed_over = ulnow >= ultotal && queued == 0;
+  const bool uploading = req.body_file.has_value() && !t->answering && ulnow > 0 &&
+                         !(handed_over && static_cast<uint64_t>(ultotal) <= floor_per_window);
+  const bool downloading = !req.body_file && dlnow > 0 && (dltotal <= 0 || dlnow < dltotal);
+  if (!uploading && !downloading) {
+    t->samples.clear();
+    return 0;
+  }
+  const uint64_t sent = static_cast<uint64_t>(ulnow);
+  const uint64_t moved = uploading ? sent - std::min(sent, queued) : static_cast<uint64_t>(dlnow);
+  const auto now = std::chrono::steady_clock::now();
+  const auto window = std::chrono::seconds(std::max(1u, req.min_rate_secs));
+  if (t->samples.empty() || now - t->samples.back().at >= std::chrono::milliseconds(200)) t->samples.push_back({now, moved});
+  // Keep the newest sample at least a window old, and what came after it.
+  while (t->samples.size() >= 2 && t->samples[1].at <= now - window) t->samples.pop_front();
+  const auto& first = t->samples.front();
+  const double secs = std::chrono::duration<double>(now - first.at).count();
+  if (now - first.at < window) return 0;
+  const double rate = (static_cast<double>(moved) - static_cast<double>(first.bytes)) / secs;
+  if (rate >= static_cast<double>(req.min_rate_bytes_per_sec)) return 0;
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f", secs);
+  t->too_slow = std::string(uploading ? "the upload" : "the download") + " moved at " + rate_text(rate) + " over the last " + b +
+                " s, below the minimum of " + rate_text(static_cast<double>(req.min_rate_bytes_per_sec)) +
+                " (the floor: SKIPPY_HF_MIN_RATE or publish --min-rate, over SKIPPY_HF_MIN_RATE_SECS)";
+  return 1;
+}
 
 std::string trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -40,6 +121,7 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const std::string_view line(data, size * n);
   if (line.starts_with("HTTP/")) {
+    t->answering = true;
     t->resp.headers.clear();  // a new response (e.g. after 100 Continue)
     return size * n;
   }
@@ -123,6 +205,11 @@ bool retryable_code(CURLcode c) {
 
 }  // namespace
 
+long default_stall_timeout_secs() {
+  static const long secs = static_cast<long>(env::hf_stall_secs());
+  return secs;
+}
+
 std::optional<std::string> HttpResponse::header(const std::string& lower_name) const {
   const auto it = headers.find(lower_name);
   if (it == headers.end()) return std::nullopt;
@@ -166,13 +253,19 @@ HttpResult HttpConnection::perform(const HttpRequest& req) {
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, req.stall_timeout_secs);
   curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 2L * 1024L * 1024L);  // fewer, larger writes
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "skippy-model-package/0.1.0");
+  static const std::string kUserAgent = "skippy-model-package/" + std::string(library_version());
+  curl_easy_setopt(c, CURLOPT_USERAGENT, kUserAgent.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
   if (req.method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  if (req.min_rate_bytes_per_sec > 0) {
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
+  }
   if (has_body && req.body_file) {
     curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);  // PUT, unless told otherwise below
     curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
@@ -193,10 +286,55 @@ HttpResult HttpConnection::perform(const HttpRequest& req) {
     if (t.sink_aborted) return {std::nullopt, TransportError{"download aborted", false, true}};
     if (t.body_too_large) return {std::nullopt, TransportError{"answer larger than expected", false}};
     if (!t.read_error.empty()) return {std::nullopt, TransportError{t.read_error, false}};
+    if (!t.too_slow.empty()) return {std::nullopt, TransportError{t.too_slow, true}};
     std::string msg = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+    if (rc == CURLE_OPERATION_TIMEDOUT && msg.starts_with("Operation too slow")) {
+      // libcurl's low-speed limit is our stall timeout: say it plainly.
+      msg = "nothing moved for " + std::to_string(req.stall_timeout_secs) + " s (the server took the request and " +
+            (t.resp.status > 0 ? "stopped sending" : "never answered") + "; the limit is SKIPPY_HF_STALL_SECS)";
+    }
     return {std::nullopt, TransportError{msg, retryable_code(rc)}};
   }
   return {std::move(t.resp), std::nullopt};
+}
+
+std::string server_reason(const HttpResponse& r) {
+  std::string d = r.header("x-error-message").value_or("");
+  if (d.empty()) {
+    try {
+      const auto j = nlohmann::json::parse(r.body);
+      if (j.is_object() && j.contains("error") && j["error"].is_string()) d = j["error"].get<std::string>();
+      if (d.empty() && j.is_object() && j.contains("message") && j["message"].is_string()) d = j["message"].get<std::string>();
+    } catch (const std::exception&) {
+    }
+  }
+  auto tag = [&](const char* name) -> std::string {
+    const std::string open = std::string("<") + name + ">", close = std::string("</") + name + ">";
+    const auto a = r.body.find(open);
+    const auto b = a == std::string::npos ? std::string::npos : r.body.find(close, a);
+    return b == std::string::npos ? std::string() : r.body.substr(a + open.size(), b - a - open.size());
+  };
+  if (d.empty()) {
+    d = tag("Message");
+    const std::string code = tag("Code");
+    if (!code.empty()) d = d.empty() ? code : code + ": " + d;
+  }
+  if (d.empty() && r.body.find('<') == std::string::npos) {
+    // Plain text: its first non-blank line.
+    size_t at = 0;
+    while (d.empty() && at < r.body.size()) {
+      const auto nl = r.body.find('\n', at);
+      d = trim(std::string_view(r.body).substr(at, nl == std::string::npos ? std::string::npos : nl - at));
+      at = nl == std::string::npos ? r.body.size() : nl + 1;
+    }
+  }
+  // One short printable line.
+  for (char& ch : d) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
+  }
+  d = trim(d);
+  if (d.size() > 300) d = d.substr(0, 300) + "...";
+  return d;
 }
 
 std::string url_origin(const std::string& url) {
@@ -214,6 +352,25 @@ Redirect follow_location(const std::string& from, const std::string& location) {
   r.url = location.starts_with('/') ? origin + location : location;
   r.same_origin = !origin.empty() && url_origin(r.url) == origin;
   return r;
+}
+
+bool is_hub_api_url(const std::string& endpoint, const std::string& url) {
+  const std::string origin = url_origin(endpoint);
+  if (origin.empty() || url_origin(url) != origin) return false;
+  const std::string base = endpoint.substr(origin.size());  // a mirror's path prefix, usually ""
+  std::string_view path = std::string_view(url).substr(origin.size());
+  if (!path.starts_with(base + "/")) return false;
+  path.remove_prefix(base.size() + 1);
+  path = path.substr(0, path.find_first_of("?#"));
+  if (path.find("/../") != std::string_view::npos || path.starts_with("../")) return false;
+  if (path.starts_with("api/")) return true;
+  // {ns}/{name}/resolve/... or {ns}/{name}.git/info/lfs/...
+  const auto a = path.find('/');
+  if (a == std::string_view::npos || a == 0) return false;
+  const auto b = path.find('/', a + 1);
+  if (b == std::string_view::npos || b == a + 1) return false;
+  const std::string_view name = path.substr(a + 1, b - a - 1), rest = path.substr(b + 1);
+  return rest.starts_with("resolve/") || (name.ends_with(".git") && rest.starts_with("info/lfs/"));
 }
 
 std::string url_encode(std::string_view s, bool keep_slash) {

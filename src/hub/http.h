@@ -23,6 +23,9 @@ struct FileSlice {
   uint64_t length = 0;
 };
 
+// SKIPPY_HF_STALL_SECS (env.h), read once.
+long default_stall_timeout_secs();
+
 struct HttpRequest {
   std::string method = "GET";       // "GET", "HEAD", "POST" or "PUT"
   std::string url;
@@ -40,7 +43,20 @@ struct HttpRequest {
   std::function<void(uint64_t)> on_sent;
   size_t max_body = size_t{4} << 20;  // kept bodies larger than this abort
   long connect_timeout_secs = 15;
-  long stall_timeout_secs = 60;       // abort when no byte arrives for this long
+  // Abort when no byte moves for this long (SKIPPY_HF_STALL_SECS, default 60):
+  // a server that accepts and never answers is a failed attempt, not a hang.
+  long stall_timeout_secs = default_stall_timeout_secs();
+  // A floor on the body's rate while it moves (a download client's low-speed
+  // limit): once the request body (an upload from body_file, from its first
+  // byte until the answer begins; bytes still in our socket buffers,
+  // SIOCOUTQ, do not count as sent) or the answer's body has been in flight
+  // for min_rate_secs, fewer than min_rate_bytes_per_sec * min_rate_secs
+  // bytes over the last min_rate_secs abort the transfer with a retryable
+  // "too slow" TransportError. An upload no larger than that one window's
+  // worth is not judged once all of it is handed over (a slow answer is the
+  // server thinking: the stall timeout's business). 0: off.
+  uint64_t min_rate_bytes_per_sec = 0;
+  unsigned min_rate_secs = 30;
 };
 
 struct HttpResponse {
@@ -84,6 +100,12 @@ class HttpConnection {
   void* curl_ = nullptr;  // CURL*
 };
 
+// The server's own words about a refusal, kept short (at most 300 bytes, one
+// line): X-Error-Message, else a JSON {"error"} or {"message"}, else an S3
+// XML <Message> (with its <Code>), else the body's first non-blank line.
+// "" when the answer says nothing printable.
+std::string server_reason(const HttpResponse& r);
+
 // "scheme://host[:port]" of an absolute URL (lower-cased), or "" if not absolute.
 std::string url_origin(const std::string& url);
 // Where a redirect from `from` to a Location header value leads: a relative
@@ -94,6 +116,13 @@ struct Redirect {
   bool same_origin = false;
 };
 Redirect follow_location(const std::string& from, const std::string& location);
+// True when `url` is one of the Hub's own endpoints under `endpoint`
+// (HF_ENDPOINT): the same origin, and a path (after the endpoint's own path
+// prefix, if any) under /api/, or /{ns}/{name}/resolve/..., or
+// /{ns}/{name}.git/info/lfs/.... The only URLs the token goes to: storage
+// may share the Hub's origin, and S3-style storage refuses a presigned URL
+// that also carries Authorization.
+bool is_hub_api_url(const std::string& endpoint, const std::string& url);
 // Percent-encodes every byte outside [A-Za-z0-9-._~] (and '/' when keep_slash).
 std::string url_encode(std::string_view s, bool keep_slash);
 

@@ -30,15 +30,12 @@ using detail::url_encode;
 
 using detail::parse_u64;
 using detail::retry_status;
-using detail::sleep_ms;
 constexpr unsigned kMaxRedirects = 5;
 
-// " (<Message>)" from an S3-style XML error body, if there is one.
+// ": <the server's reason>" (an S3 <Message>, the body's first line...), or "".
 std::string storage_message(const HttpResponse& r) {
-  const auto a = r.body.find("<Message>");
-  const auto b = r.body.find("</Message>");
-  if (a == std::string::npos || b == std::string::npos || b < a) return {};
-  return " (" + r.body.substr(a + 9, std::min<size_t>(b - a - 9, 200)) + ")";
+  const std::string d = detail::server_reason(r);
+  return d.empty() ? d : ": " + d;
 }
 
 // What a HEAD on a resolve URL told us about one file.
@@ -71,9 +68,7 @@ class HubRepo {
     return h;
   }
 
-  unsigned backoff(unsigned attempt, const HttpResponse* r) const {
-    return detail::backoff_ms({cfg.max_attempts, cfg.backoff_ms}, attempt, r);
-  }
+  detail::RetryPolicy policy() const { return {cfg.max_attempts, cfg.backoff_ms}; }
 
   [[noreturn]] void fail_status(const HttpResponse& r, const std::string& url, const std::string& rev,
                                 const std::string& path) const {
@@ -117,7 +112,7 @@ class HubRepo {
 
   // One request with retries for transport errors, 429 and 5xx.
   HttpResponse perform(const HttpRequest& req, const std::string& what) const {
-    return detail::perform_with_retries(req, {cfg.max_attempts, cfg.backoff_ms}, what,
+    return detail::perform_with_retries(req, policy(), what,
                                         "is " + cfg.endpoint + " reachable? HF_HUB_OFFLINE=1 uses the cache only");
   }
 
@@ -137,8 +132,10 @@ class HubRepo {
         const auto next = follow_location(url, *loc);
         if (next.same_origin) {
           if (r.header("x-linked-etag")) {
-            // An LFS answer served from the Hub's own host: download there.
-            return meta_from(r, rev, path, next.url, true);
+            // An LFS answer served from the Hub's own host: download there,
+            // with the token only when that is a Hub endpoint (storage may
+            // share the Hub's origin, and refuses a signed URL with a token).
+            return meta_from(r, rev, path, next.url, detail::is_hub_api_url(cfg.endpoint, next.url));
           }
           url = next.url;
           continue;
@@ -205,7 +202,7 @@ class HubRepo {
     unsigned redirects = 0;
     uint64_t have_at_refresh = UINT64_MAX;  // a signed URL may be refreshed again once bytes were gained
     auto pause = [&](unsigned attempt, const HttpResponse* r) {
-      if (attempt + 1 < cfg.max_attempts) sleep_ms(backoff(attempt, r));
+      if (attempt + 1 < cfg.max_attempts) detail::pause_before_retry(policy(), attempt, r, what, failure);
     };
     for (unsigned attempt = 0; !w.complete(); ++attempt) {
       if (attempt >= cfg.max_attempts) {
@@ -216,6 +213,8 @@ class HubRepo {
       HttpRequest req;
       req.url = meta.download_url;
       req.headers = headers(meta.token_allowed);
+      req.min_rate_bytes_per_sec = cfg.min_rate_bytes_per_sec;
+      req.min_rate_secs = cfg.min_rate_secs;
       if (w.have() > 0) {
         req.headers.push_back("Range: bytes=" + std::to_string(w.have()) + "-");
         w.mark_resumed();
@@ -279,7 +278,7 @@ class HubRepo {
                         meta.download_url);
         }
         const auto next = follow_location(meta.download_url, *loc);
-        meta.token_allowed = meta.token_allowed && next.same_origin;
+        meta.token_allowed = meta.token_allowed && next.same_origin && detail::is_hub_api_url(cfg.endpoint, next.url);
         meta.download_url = next.url;
         --attempt;  // a redirect is not a failed attempt
         continue;
@@ -299,7 +298,7 @@ class HubRepo {
         continue;
       }
       if (retry_status(r.status)) {
-        failure = "HTTP " + std::to_string(r.status);
+        failure = "HTTP " + std::to_string(r.status) + storage_message(r);
         pause(attempt, &r);
         continue;
       }
@@ -350,7 +349,9 @@ class HubRepo {
     o.pool = &pool;
     o.connections = connections;
     o.range_bytes = detail::range_size_for(meta.size, connections, min_range);
-    o.retry = {cfg.max_attempts, cfg.backoff_ms};
+    o.retry = policy();
+    o.min_rate_bytes_per_sec = cfg.min_rate_bytes_per_sec;
+    o.min_rate_secs = cfg.min_rate_secs;
     o.headers = headers(false);
     if (cfg.token) o.token_header = "Authorization: Bearer " + *cfg.token;
     o.refresh = [&]() {
@@ -502,6 +503,8 @@ HubConfig HubConfig::from_env() {
   c.parallel_downloads = env::hf_parallel_downloads();
   c.connections = env::hf_connections();
   c.min_range_bytes = env::hf_min_range_bytes();
+  c.min_rate_bytes_per_sec = env::hf_min_rate();
+  c.min_rate_secs = env::hf_min_rate_secs();
   return c;
 }
 

@@ -17,6 +17,8 @@
 #include <thread>
 
 #include "hub/http.h"
+#include "hub/hub_write_api.h"
+#include "hub/lfs_upload.h"
 #include "hub/retry.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
@@ -32,37 +34,16 @@ namespace {
 namespace fs = std::filesystem;
 using detail::HttpRequest;
 using detail::HttpResponse;
+using detail::base64;
+using detail::check_write_token;
+using detail::commit_ndjson;
+using detail::CommitFile;
 using detail::url_encode;
 using nlohmann::json;
 
 constexpr size_t kGroup = 100;                         // files per preupload / batch call
 constexpr uint64_t kMaxRegularBytes = uint64_t{64} << 20;  // a "regular" file is kept in memory for the commit
-constexpr size_t kMaxParts = 10'000;                   // S3's multipart limit
 constexpr unsigned kMaxRefreshes = 3;                  // fresh upload URLs per file
-
-std::string base64(std::string_view in) {
-  static const char* tbl = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    const uint32_t v = (uint32_t{static_cast<uint8_t>(in[i])} << 16) | (uint32_t{static_cast<uint8_t>(in[i + 1])} << 8) |
-                       uint32_t{static_cast<uint8_t>(in[i + 2])};
-    out += tbl[(v >> 18) & 63];
-    out += tbl[(v >> 12) & 63];
-    out += tbl[(v >> 6) & 63];
-    out += tbl[v & 63];
-  }
-  if (i < in.size()) {
-    uint32_t v = uint32_t{static_cast<uint8_t>(in[i])} << 16;
-    if (i + 1 < in.size()) v |= uint32_t{static_cast<uint8_t>(in[i + 1])} << 8;
-    out += tbl[(v >> 18) & 63];
-    out += tbl[(v >> 12) & 63];
-    out += i + 1 < in.size() ? tbl[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
 
 // Reads [offset, offset + n) of fd fully.
 std::string pread_all(int fd, uint64_t offset, size_t n, const fs::path& path) {
@@ -80,26 +61,9 @@ std::string pread_all(int fd, uint64_t offset, size_t n, const fs::path& path) {
 
 bool is_http_url(const std::string& u) { return u.starts_with("http://") || u.starts_with("https://"); }
 
-// The server's own words about a failure: X-Error-Message, else {"error"},
-// else an S3 <Message>; kept short.
-std::string server_detail(const HttpResponse& r) {
-  std::string d = r.header("x-error-message").value_or("");
-  if (d.empty()) {
-    try {
-      const auto j = json::parse(r.body);
-      if (j.is_object() && j.contains("error") && j["error"].is_string()) d = j["error"].get<std::string>();
-      if (j.is_object() && j.contains("message") && j["message"].is_string() && d.empty()) d = j["message"].get<std::string>();
-    } catch (const std::exception&) {
-    }
-  }
-  if (d.empty()) {
-    const auto a = r.body.find("<Message>");
-    const auto b = r.body.find("</Message>");
-    if (a != std::string::npos && b != std::string::npos && b > a) d = r.body.substr(a + 9, b - a - 9);
-  }
-  if (d.size() > 300) d = d.substr(0, 300) + "...";
-  return d;
-}
+// The server's own words about a failure (X-Error-Message, {"error"}, an
+// S3 <Message>, the body's first line), kept short.
+std::string server_detail(const HttpResponse& r) { return detail::server_reason(r); }
 
 json parse_json(const HttpResponse& r, const std::string& what) {
   try {
@@ -169,6 +133,17 @@ class HubPublisher::Impl {
       : cfg_(std::move(hub)), target_(std::move(target)), settings_(std::move(settings)) {
     settings_.parallel_uploads = std::max(1u, settings_.parallel_uploads);
     where_ = target_.text();
+    lfs_.endpoint = cfg_.endpoint;
+    lfs_.repo = target_.repo;
+    lfs_.token = cfg_.token;
+    lfs_.policy = policy();
+    lfs_.min_rate_bytes_per_sec = cfg_.min_rate_bytes_per_sec;
+    lfs_.min_rate_secs = cfg_.min_rate_secs;
+    lfs_.on_progress = [this](int64_t n) { progress(n); };
+    lfs_.on_stored = [this](uint64_t n) {
+      std::lock_guard g(mu_);
+      uploaded_bytes_ += n;
+    };
   }
   ~Impl() { stop(); }
 
@@ -181,15 +156,16 @@ class HubPublisher::Impl {
     if (cfg_.token) h.push_back("Authorization: Bearer " + *cfg_.token);
     return h;
   }
-  // The token goes to the Hub's own host only.
-  bool hub_origin(const std::string& url) const { return detail::url_origin(url) == detail::url_origin(cfg_.endpoint); }
+  // The token goes to the Hub's API endpoints only (lfs_upload.h), never to
+  // storage, even storage on the Hub's own origin.
+  bool hub_api(const std::string& url) const { return lfs_.hub_api_url(url); }
 
   HttpResponse call(const std::string& method, const std::string& url, const std::string& body, const std::string& what,
                     const std::string& content_type = "application/json", size_t max_body = size_t{4} << 20) const {
     HttpRequest req;
     req.method = method;
     req.url = url;
-    req.headers = hub_origin(url) ? hub_headers() : std::vector<std::string>{"Accept-Encoding: identity"};
+    req.headers = hub_api(url) ? hub_headers() : std::vector<std::string>{"Accept-Encoding: identity"};
     if (method == "POST" || method == "PUT") req.headers.push_back("Content-Type: " + content_type);
     req.body = body;
     req.max_body = max_body;
@@ -237,42 +213,7 @@ class HubPublisher::Impl {
     }
     if (r.status == 404) return;  // a Hub without whoami (a mirror): its write endpoints decide
     if (r.status != 200) fail(r, what);
-    const json j = parse_json(r, what);
-    if (!j.is_object()) throw_invalid(what + ": the Hub's answer is not an object");
-    if (j.contains("name") && j["name"].is_string()) user_ = j["name"].get<std::string>();
-    const json* tok = nullptr;
-    if (j.contains("auth") && j["auth"].is_object() && j["auth"].contains("accessToken") && j["auth"]["accessToken"].is_object()) {
-      tok = &j["auth"]["accessToken"];
-    }
-    if (!tok || !tok->contains("role") || !(*tok)["role"].is_string()) return;  // no word on the role: the Hub decides
-    const std::string role = (*tok)["role"].get<std::string>();
-    if (role == "read") {
-      throw Error(ErrorKind::kUnauthorized, where_ + ": the token in use (HF_TOKEN) is read-only (role \"read\"); "
-                                                     "publishing needs a write token (" +
-                                                         cfg_.endpoint + "/settings/tokens)");
-    }
-    if (role == "fineGrained") {
-      const std::string ns = target_.repo.substr(0, target_.repo.find('/'));
-      bool can = false;
-      const json& fg = tok->contains("fineGrained") ? (*tok)["fineGrained"] : json();
-      if (fg.is_object() && fg.contains("scoped") && fg["scoped"].is_array()) {
-        for (const auto& s : fg["scoped"]) {
-          if (!s.is_object() || !s.contains("entity") || !s["entity"].is_object() || !s.contains("permissions") ||
-              !s["permissions"].is_array()) {
-            continue;
-          }
-          const auto& ent = s["entity"];
-          const std::string name = ent.contains("name") && ent["name"].is_string() ? ent["name"].get<std::string>() : "";
-          if (name != ns && name != target_.repo) continue;
-          for (const auto& p : s["permissions"]) can = can || (p.is_string() && p.get<std::string>() == "repo.write");
-        }
-      }
-      if (!can) {
-        throw Error(ErrorKind::kUnauthorized, where_ + ": the fine-grained token in use (HF_TOKEN) has no repo.write "
-                                                       "permission for " +
-                                                           ns + " or " + target_.repo);
-      }
-    }
+    user_ = check_write_token(parse_json(r, what), target_.repo, where_, cfg_.endpoint, what);
   }
 
   void create_repo() {
@@ -579,55 +520,15 @@ class HubPublisher::Impl {
     }
   }
 
-  // PUT a slice of the item's file to a storage URL (no token), retrying
-  // 429/5xx and dropped connections. Returns a 2xx answer, or the refusal
-  // (4xx) for the caller to judge.
-  HttpResponse put_slice(const Item& it, const std::string& url, uint64_t offset, uint64_t length, const std::string& what) {
-    std::string last;
-    for (unsigned attempt = 0;; ++attempt) {
-      HttpRequest req;
-      req.method = "PUT";
-      req.url = url;
-      req.headers = {"Accept-Encoding: identity", "Content-Type: application/octet-stream"};
-      if (hub_origin(url) && cfg_.token) {
-        // A basic upload href on the Hub's own host (some mirrors): the token may go there.
-        req.headers.push_back("Authorization: Bearer " + *cfg_.token);
-      }
-      req.body_file = detail::FileSlice{it.fd.get(), offset, length};
-      std::atomic<uint64_t> sent{0};
-      req.on_sent = [&](uint64_t n) {
-        sent += n;
-        progress(static_cast<int64_t>(n));
-      };
-      auto res = detail::http_perform(req);
-      const bool ok = res.response && res.response->status >= 200 && res.response->status < 300;
-      if (!ok) progress(-static_cast<int64_t>(sent.load()));
-      if (ok) {
-        std::lock_guard g(mu_);
-        uploaded_bytes_ += length;
-      }
-      if (res.response && !detail::retry_status(res.response->status)) return std::move(*res.response);
-      last = res.error ? res.error->message : "HTTP " + std::to_string(res.response->status);
-      if (res.error && !res.error->retryable) throw Error(ErrorKind::kTransport, what + ": " + last);
-      if (attempt + 1 >= std::max(1u, cfg_.max_attempts)) {
-        throw Error(ErrorKind::kTransport, what + ": " + last + " (after " + std::to_string(cfg_.max_attempts) +
-                                               " attempts; what was stored stays, and a rerun sends only what is missing)");
-      }
-      detail::sleep_ms(detail::backoff_ms(policy(), attempt, res.response ? &*res.response : nullptr));
-    }
-  }
-
   void upload(UploadTask& t) {
     Item& it = item(t.item);
     const std::string what = where_ + ": uploading " + it.rel;
     bool found_on_hub = false;  // a refresh found it there (and marked it stored)
     for (;;) {
       const std::string href = t.upload["href"].get<std::string>();
-      const json header = t.upload.contains("header") && t.upload["header"].is_object() ? t.upload["header"] : json::object();
-      const bool multipart = header.contains("chunk_size");
-      const auto refused = multipart ? send_multipart(it, href, header, what) : send_basic(it, href, what);
+      const auto refused = lfs_.send(it.fd.get(), it.size, it.sha256, t.upload, what);
       if (!refused) {
-        verify(t, it, what);
+        lfs_.verify(t.verify, it.sha256, it.size, what);
         std::lock_guard g(mu_);
         ++sent_objects_;
         break;
@@ -653,72 +554,6 @@ class HubPublisher::Impl {
     for (const size_t k : twins) {
       progress(static_cast<int64_t>(item(k).size));
       stored(k);
-    }
-  }
-
-  std::optional<HttpResponse> send_basic(const Item& it, const std::string& href, const std::string& what) {
-    auto r = put_slice(it, href, 0, it.size, what);
-    if (r.status >= 200 && r.status < 300) return std::nullopt;
-    return r;
-  }
-
-  std::optional<HttpResponse> send_multipart(const Item& it, const std::string& href, const json& header, const std::string& what) {
-    uint64_t chunk = 0;
-    const auto& cs = header["chunk_size"];
-    if (cs.is_string()) {
-      chunk = detail::parse_u64(cs.get<std::string>()).value_or(0);
-    } else if (cs.is_number_unsigned()) {
-      chunk = cs.get<uint64_t>();
-    }
-    if (chunk == 0) throw_invalid(what + ": the multipart action has an unusable chunk_size");
-    std::vector<std::pair<uint64_t, std::string>> parts;
-    for (auto p = header.begin(); p != header.end(); ++p) {
-      const std::string& k = p.key();
-      if (k.empty() || k.size() > 6 || !std::all_of(k.begin(), k.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
-      if (!p->is_string() || !is_http_url(p->get<std::string>())) throw_invalid(what + ": part " + k + " has no http(s) URL");
-      parts.emplace_back(std::stoull(k), p->get<std::string>());
-    }
-    std::sort(parts.begin(), parts.end());
-    const uint64_t want = (it.size + chunk - 1) / chunk;
-    if (parts.size() != want || parts.size() > kMaxParts) {
-      throw_invalid(what + ": the Hub gave " + std::to_string(parts.size()) + " part URLs for " + std::to_string(it.size) +
-                    " bytes in chunks of " + std::to_string(chunk) + " (expected " + std::to_string(want) + ")");
-    }
-    json done = json::array();
-    for (size_t i = 0; i < parts.size(); ++i) {
-      if (parts[i].first != i + 1) throw_invalid(what + ": the part numbers are not 1.." + std::to_string(parts.size()));
-      const uint64_t off = uint64_t{i} * chunk;
-      const uint64_t len = std::min(chunk, it.size - off);
-      auto r = put_slice(it, parts[i].second, off, len, what + " (part " + std::to_string(i + 1) + ")");
-      if (r.status < 200 || r.status >= 300) return r;
-      const auto etag = r.header("etag").value_or("");
-      if (etag.empty() || etag.size() > 1024) throw_invalid(what + ": storage gave no ETag for part " + std::to_string(i + 1));
-      done.push_back({{"partNumber", i + 1}, {"etag", etag}});
-    }
-    HttpRequest req;
-    req.method = "POST";
-    req.url = href;
-    req.headers = {"Accept-Encoding: identity", "Accept: application/vnd.git-lfs+json",
-                   "Content-Type: application/vnd.git-lfs+json"};
-    req.body = json{{"oid", it.sha256}, {"parts", done}}.dump();
-    const auto r = detail::perform_with_retries(req, policy(), what + " (completing the multipart upload)");
-    if (r.status < 200 || r.status >= 300) {
-      throw Error(detail::retry_status(r.status) ? ErrorKind::kTransport : ErrorKind::kInvalidInput,
-                  what + ": completing the multipart upload: HTTP " + std::to_string(r.status) +
-                      (server_detail(r).empty() ? "" : ": " + server_detail(r)));
-    }
-    return std::nullopt;
-  }
-
-  void verify(const UploadTask& t, const Item& it, const std::string& what) {
-    if (t.verify.is_null()) return;
-    const std::string href = t.verify["href"].get<std::string>();
-    const auto r = call("POST", href, json{{"oid", it.sha256}, {"size", it.size}}.dump(), what + " (verify)",
-                        "application/vnd.git-lfs+json");
-    if (r.status < 200 || r.status >= 300) {
-      throw Error(r.status == 404 || r.status == 422 ? ErrorKind::kIntegrity : ErrorKind::kTransport,
-                  what + ": the Hub did not verify the upload: HTTP " + std::to_string(r.status) +
-                      (server_detail(r).empty() ? "" : ": " + server_detail(r)));
     }
   }
 
@@ -778,8 +613,6 @@ class HubPublisher::Impl {
     res.lfs_already_on_hub = already_;
     res.bytes_uploaded = uploaded_bytes_;
 
-    std::vector<std::string> ordered;
-    for (const auto& it : items_) ordered.push_back(it.rel);
     for (const auto& [p, f] : remote_) {
       if (package_owned(p) && !paths_.count(p)) res.deleted.push_back(p);
     }
@@ -787,24 +620,9 @@ class HubPublisher::Impl {
       res.commit = head_;
       return res;  // the branch holds exactly this package already
     }
-    std::string body = json{{"key", "header"},
-                            {"value", description.empty() ? json{{"summary", summary}, {"parentCommit", head_}}
-                                                          : json{{"summary", summary}, {"description", description},
-                                                                 {"parentCommit", head_}}}}
-                           .dump() +
-                       "\n";
-    std::vector<const Item*> sorted;
-    for (const auto& it : items_) sorted.push_back(&it);
-    std::sort(sorted.begin(), sorted.end(), [](const Item* a, const Item* b) { return a->rel < b->rel; });
-    for (const Item* it : sorted) {
-      if (it->lfs) {
-        body += json{{"key", "lfsFile"}, {"value", {{"path", it->rel}, {"algo", "sha256"}, {"oid", it->sha256}, {"size", it->size}}}}.dump();
-      } else {
-        body += json{{"key", "file"}, {"value", {{"path", it->rel}, {"content", base64(it->content)}, {"encoding", "base64"}}}}.dump();
-      }
-      body += "\n";
-    }
-    for (const auto& p : res.deleted) body += json{{"key", "deletedFile"}, {"value", {{"path", p}}}}.dump() + "\n";
+    std::vector<CommitFile> files;
+    for (const auto& it : items_) files.push_back({it.rel, it.lfs, it.sha256, it.size, &it.content});
+    const std::string body = commit_ndjson(summary, description, head_, files, res.deleted);
 
     const std::string what = where_ + ": commit";
     const unsigned attempts = std::max(1u, cfg_.max_attempts);
@@ -844,7 +662,7 @@ class HubPublisher::Impl {
         conflict(false);
       }
       if (attempt + 1 < attempts) {
-        detail::sleep_ms(detail::backoff_ms(policy(), attempt, out.response ? &*out.response : nullptr));
+        detail::pause_before_retry(policy(), attempt, out.response ? &*out.response : nullptr, what, last);
       }
     }
     throw Error(ErrorKind::kTransport, what + ": " + last + " (after " + std::to_string(attempts) +
@@ -889,6 +707,7 @@ class HubPublisher::Impl {
   uint64_t uploaded_bytes_ = 0;
   std::thread planner_;
   std::vector<std::thread> uploaders_;
+  detail::LfsUploader lfs_;
 };
 
 HubPublisher::HubPublisher(HubConfig hub, PushTarget target, PublishSettings settings)
@@ -911,8 +730,8 @@ PublishResult publish_package(const fs::path& dir, const HubConfig& hub, const P
   const auto& src = pkg.manifest.source_model;
   if (!src.path.empty() && (fs::path(src.path).is_absolute() || src.path.starts_with("~"))) {
     throw_invalid(dir.string() + "/model-package.json: source_model.path records a local path (\"" + src.path +
-                  "\"); nothing private goes to the Hub: write the package with write-package --no-local-path "
-                  "(or --push, which never records it)");
+                  "\"); nothing private goes to the Hub: write the package again with this tool's write-package, which "
+                  "records only the source file's name there");
   }
   // The consumer's checks first: every artifact a safe relative path to a
   // regular file inside the package, of its declared size; then SHA-256.

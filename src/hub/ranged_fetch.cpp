@@ -16,12 +16,10 @@ constexpr unsigned kMaxRedirects = 5;
 constexpr uint64_t kMaxRange = uint64_t{64} << 20;
 constexpr uint64_t kRangeAlign = uint64_t{64} << 10;
 
-// " (<Message>)" from an S3-style XML error body, if there is one.
+// ": <the server's reason>" (an S3 <Message>, the body's first line...), or "".
 std::string storage_message(const HttpResponse& r) {
-  const auto a = r.body.find("<Message>");
-  const auto b = r.body.find("</Message>");
-  if (a == std::string::npos || b == std::string::npos || b < a) return {};
-  return " (" + r.body.substr(a + 9, std::min<size_t>(b - a - 9, 200)) + ")";
+  const std::string d = server_reason(r);
+  return d.empty() ? d : ": " + d;
 }
 
 bool parse_u64_exact(std::string_view s, uint64_t& v) {
@@ -123,6 +121,8 @@ class RangeWorker {
       req.headers = o_.headers;
       if (where.token_allowed && o_.token_header) req.headers.push_back(*o_.token_header);
       req.headers.push_back("Range: bytes=" + std::to_string(pos) + "-" + std::to_string(end - 1));
+      req.min_rate_bytes_per_sec = o_.min_rate_bytes_per_sec;
+      req.min_rate_secs = o_.min_rate_secs;
       const uint64_t asked = pos;
       bool ignored = false, stopped = false;
       std::string bad_range;
@@ -200,7 +200,7 @@ class RangeWorker {
                              std::to_string(w_.spec().size) + " bytes"));
           return false;
         } else if (retry_status(r.status)) {
-          failure = "HTTP " + std::to_string(r.status);
+          failure = "HTTP " + std::to_string(r.status) + storage_message(r);
         } else {
           refused(r, where);
           return false;
@@ -215,7 +215,8 @@ class RangeWorker {
                                                   " bytes kept; the next run resumes)"));
         return false;
       }
-      sleep_ms(backoff_ms(o_.retry, failures - 1, answer));
+      pause_before_retry(o_.retry, failures - 1, answer,
+                         what() + " (bytes " + std::to_string(pos) + "-" + std::to_string(end - 1) + ")", failure);
     }
     return true;
   }

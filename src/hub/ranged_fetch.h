@@ -64,6 +64,8 @@ struct RangedFetchOptions {
   unsigned connections = 8;           // at most this many requests at once for this file
   uint64_t range_bytes = 16u << 20;   // the missing bytes are asked for in ranges of this size
   RetryPolicy retry;                  // per range
+  uint64_t min_rate_bytes_per_sec = 0;  // HttpRequest's floor on each range's rate (0: none)
+  unsigned min_rate_secs = 30;
   std::vector<std::string> headers;   // sent with every request
   std::optional<std::string> token_header;  // "Authorization: Bearer ...", only where token_allowed
   // A fresh location describing the same bytes (a new HEAD on the Hub);

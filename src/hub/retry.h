@@ -1,7 +1,10 @@
-// The Hub's retry rule, shared by downloads (hub.cpp) and uploads
-// (hub_publish.cpp): 429, 5xx and dropped connections are retried with
-// exponential backoff from a base delay (doubling, capped at 30 s), and a
-// Retry-After (seconds) is honoured up to 5 minutes. Internal.
+// The Hub's retry rule, shared by downloads (hub.cpp, ranged_fetch.cpp) and
+// uploads (hub_publish.cpp, lfs_upload.cpp): 429, 5xx and dropped
+// connections are retried with exponential backoff from a base delay
+// (doubling, capped at 30 s), and a Retry-After (seconds) is honoured up to
+// 5 minutes. Every retry loop waits through pause_before_retry, which first
+// reports the retry (skippy/hub.h: set_retry_reporter; one line on stderr by
+// default), so no retry is ever silent. Internal.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +26,11 @@ bool retry_status(long status) noexcept;
 // when `answer` carries one, its Retry-After.
 unsigned backoff_ms(const RetryPolicy& policy, unsigned attempt, const HttpResponse* answer);
 void sleep_ms(unsigned ms);
+// Attempt number `attempt` (0-based) of `what` failed for `reason`: reports
+// it (RetryNotice: attempt + 1 of policy.max_attempts, the delay), then
+// waits the delay backoff_ms gives. The one way a retry loop waits.
+void pause_before_retry(const RetryPolicy& policy, unsigned attempt, const HttpResponse* answer, const std::string& what,
+                        const std::string& reason);
 // A decimal u64 header value, or nullopt.
 std::optional<uint64_t> parse_u64(const std::optional<std::string>& s);
 

@@ -4,6 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/hf_cache.h"
@@ -27,6 +30,32 @@ std::string state_of(const struct stat& st) {
   return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
          std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + ":" +
          std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec);
+}
+
+// Opens a file of the cache read-only, refusing anything but a regular file
+// without ever blocking on it: O_NONBLOCK for the open (a FIFO would wait for
+// a writer), fstat, then the flag cleared. O_NOFOLLOW: `real` is already
+// canonical, so a symlink there now was swapped in. -1 with *why set.
+int open_regular_nonblocking(const fs::path& real, const std::string& what, std::string* why) {
+  const int fd = ::open(real.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    *why = what + (errno == ENXIO ? " is not a regular file (a FIFO or socket)" : " cannot be opened: " + std::string(std::strerror(errno)));
+    return -1;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *why = what + " is not a regular file" +
+           (S_ISFIFO(st.st_mode) ? " (a FIFO)" : S_ISDIR(st.st_mode) ? " (a directory)" : S_ISSOCK(st.st_mode) ? " (a socket)" : "");
+    ::close(fd);
+    return -1;
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    *why = what + ": cannot clear O_NONBLOCK";
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 Decision refuse(Refusal r, std::string why) {
@@ -108,15 +137,12 @@ std::shared_ptr<const ArtifactStore::Package> ArtifactStore::load_package(std::s
     *why = "model-package.json resolves to " + real.string() + ", outside the repo folder";
     return nullptr;
   }
-  const int fd = ::open(real.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *why = "model-package.json cannot be opened";
-    return nullptr;
-  }
+  const int fd = open_regular_nonblocking(real, "model-package.json", why);
+  if (fd < 0) return nullptr;
   ServedFile holder{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    *why = "model-package.json is not a regular file";
+  if (::fstat(fd, &st) != 0) {
+    *why = "model-package.json cannot be examined (fstat)";
     return nullptr;
   }
   if (static_cast<uint64_t>(st.st_size) > kManifestMaxBytes) {
@@ -189,11 +215,14 @@ std::shared_ptr<ServedFile> ArtifactStore::open_verified(const OpenedPackage& pk
     *why = entry.path + " resolves to " + real.string() + ", outside the repo folder " + pkg.boundary.string();
     return nullptr;
   }
+  // Never blocks: a FIFO (or a socket, a device) in place of a blob is
+  // refused here, before anything reads or hashes it.
   auto file = std::make_shared<ServedFile>();
-  file->fd = ::open(real.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  file->fd = open_regular_nonblocking(real, entry.path, why);
   struct stat st {};
-  if (file->fd < 0 || ::fstat(file->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    *why = entry.path + " is not a readable regular file";
+  if (file->fd < 0) return nullptr;
+  if (::fstat(file->fd, &st) != 0) {
+    *why = entry.path + " cannot be examined (fstat)";
     return nullptr;
   }
   if (static_cast<uint64_t>(st.st_size) != entry.artifact_bytes) {
@@ -356,6 +385,7 @@ std::string ArtifactStore::preverify() {
     size_t ok = 0, missing = 0;
     std::vector<std::string> bad;
     for (const auto& [e, role] : entries) {
+      if (cancelled_.load()) return "preverify stopped: the server is shutting down";
       std::error_code ec;
       if (!fs::exists(fs::symlink_status(pkg.root / e->path, ec))) {
         ++missing;

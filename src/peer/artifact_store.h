@@ -5,6 +5,7 @@
 // src/peer.
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -49,6 +50,8 @@ class ArtifactStore {
   // Verifies every declared artifact present in the cache (through the
   // verification cache); a summary line for the log. Never throws.
   std::string preverify();
+  // Makes preverify() stop before its next file (shutdown).
+  void cancel() noexcept { cancelled_.store(true); }
 
  private:
   struct Package {  // model-package.json as last read, keyed by file state
@@ -72,6 +75,7 @@ class ArtifactStore {
   const std::filesystem::path snapshot_dir_;
   const std::optional<std::filesystem::path> verification_cache_dir_;
 
+  std::atomic<bool> cancelled_{false};
   std::mutex mu_;
   std::shared_ptr<const Package> package_;
   std::map<std::string, std::shared_ptr<std::mutex>> verifying_;

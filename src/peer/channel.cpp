@@ -9,6 +9,8 @@
 #include <asio/io_context.hpp>
 #include <openssl/err.h>
 
+#include <utility>
+
 #include "peer/protocol.h"
 
 namespace skippy::peer::detail {
@@ -34,13 +36,23 @@ void TlsChannel::set_idle_timeout(std::chrono::milliseconds idle) {
   timer_.cancel();
 }
 
-void TlsChannel::set_total_deadline(Clock::time_point deadline) {
+void TlsChannel::set_total_deadline(Clock::time_point deadline, std::string why) {
   total_deadline_ = deadline;
+  total_why_ = std::move(why);
+  timer_.cancel();
+}
+
+void TlsChannel::evict(const char* why) noexcept {
+  if (closed_ || expired_) return;
+  evicted_ = why;
+  expired_ = true;
+  asio::error_code ec;
+  socket_.cancel(ec);
   timer_.cancel();
 }
 
 awaitable<void> TlsChannel::watch(std::shared_ptr<TlsChannel> self) {
-  while (!self->closed_) {
+  while (!self->closed_ && !self->expired_) {
     const auto deadline = std::min(self->idle_deadline_, self->total_deadline_);
     if (Clock::now() >= deadline) {
       self->expired_ = true;
@@ -55,10 +67,12 @@ awaitable<void> TlsChannel::watch(std::shared_ptr<TlsChannel> self) {
 }
 
 void TlsChannel::throw_timeout() const {
+  if (evicted_) throw PeerError(PeerErrorKind::kTimeout, std::string("closed: ") + evicted_ + " while " + phase_);
   const bool total = Clock::now() >= total_deadline_;
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(idle_).count();
   throw PeerError(PeerErrorKind::kTimeout,
-                  total ? std::string("timed out: the connection's time limit passed while ") + phase_
+                  total ? std::string("timed out: ") + (total_why_.empty() ? std::string("the connection's time limit") : total_why_) +
+                              " passed while " + phase_
                         : "timed out: no progress for " + std::to_string(ms) + " ms while " + phase_);
 }
 
@@ -89,7 +103,7 @@ awaitable<void> TlsChannel::connect(const std::vector<tcp::endpoint>& endpoints)
   throw PeerError(PeerErrorKind::kTransport, "cannot connect: " + (errors.empty() ? std::string("no address") : errors));
 }
 
-awaitable<void> TlsChannel::handshake(SSL_CTX* ctx, TlsRole role) {
+awaitable<void> TlsChannel::handshake(SSL_CTX* ctx, TlsRole role, std::function<void()> on_hello) {
   asio::error_code ec;
   socket_.non_blocking(true, ec);
   if (ec) throw PeerError(PeerErrorKind::kTransport, "socket: " + ec.message());
@@ -101,11 +115,25 @@ awaitable<void> TlsChannel::handshake(SSL_CTX* ctx, TlsRole role) {
     const int r = SSL_do_handshake(ssl_.get());
     if (r == 1) break;
     const int e = SSL_get_error(ssl_.get(), r);
+    if (on_hello && SSL_get_state(ssl_.get()) != TLS_ST_BEFORE) {
+      std::exchange(on_hello, nullptr)();
+    }
     if (e == SSL_ERROR_WANT_READ) {
       co_await wait(tcp::socket::wait_read);
     } else if (e == SSL_ERROR_WANT_WRITE) {
       co_await wait(tcp::socket::wait_write);
     } else {
+      // A server that closes the connection before it answers our
+      // ClientHello at all: what its caps before authentication do (closed
+      // at accept, or the slot given to another). Worth asking again later.
+      const bool eof = e == SSL_ERROR_SYSCALL ||
+                       (e == SSL_ERROR_SSL && ERR_GET_REASON(ERR_peek_last_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING);
+      if (role == TlsRole::kClient && eof && SSL_get_state(ssl_.get()) == TLS_ST_CW_CLNT_HELLO) {
+        const std::string text = tls_error_text(ssl_.get(), r, "TLS handshake failed");
+        throw PeerError(PeerErrorKind::kClosedEarly,
+                        "the peer closed the connection before answering our TLS ClientHello (its connection limits?): " +
+                            text);
+      }
       throw PeerError(PeerErrorKind::kTransport, tls_error_text(ssl_.get(), r, "TLS handshake failed"));
     }
   }

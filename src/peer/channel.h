@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <optional>
@@ -45,7 +46,19 @@ class TlsChannel : public std::enable_shared_from_this<TlsChannel> {
   // Starts the watchdog (once, right after construction by make_shared).
   void start_watchdog();
   void set_idle_timeout(std::chrono::milliseconds idle);  // and counts from now
-  void set_total_deadline(Clock::time_point deadline);
+  // `why`, when given, is what a timeout at that deadline says ("the
+  // handshake deadline"); else "the connection's time limit".
+  void set_total_deadline(Clock::time_point deadline, std::string why = {});
+  // Moves the total deadline later without waking the watchdog (it
+  // recomputes when it wakes at the earlier one).
+  void extend_total_deadline(Clock::time_point deadline) noexcept {
+    if (deadline > total_deadline_) total_deadline_ = deadline;
+  }
+  Clock::time_point total_deadline() const noexcept { return total_deadline_; }
+  bool expired() const noexcept { return expired_; }
+  // Ends the connection now, from its own strand: every pending and later
+  // operation throws PeerError(kTimeout) saying `why` (a literal).
+  void evict(const char* why) noexcept;
   // Restarts the idle clock: after time spent away from the peer (a slow
   // sink, a long authorization), which is not the peer's idleness.
   void touch() noexcept { idle_deadline_ = Clock::now() + idle_; }
@@ -58,7 +71,8 @@ class TlsChannel : public std::enable_shared_from_this<TlsChannel> {
   // Client: connects to the first endpoint that accepts.
   asio::awaitable<void> connect(const std::vector<tcp::endpoint>& endpoints);
   // Creates the TLS session on the connected socket and runs the handshake.
-  asio::awaitable<void> handshake(SSL_CTX* ctx, TlsRole role);
+  // `on_hello` (server) runs once, as soon as the ClientHello is processed.
+  asio::awaitable<void> handshake(SSL_CTX* ctx, TlsRole role, std::function<void()> on_hello = {});
 
   // At least one byte, as many as are ready (up to buf.size()); 0 when the
   // peer closed cleanly (close_notify).
@@ -82,6 +96,8 @@ class TlsChannel : public std::enable_shared_from_this<TlsChannel> {
   Clock::duration idle_;
   Clock::time_point idle_deadline_;
   Clock::time_point total_deadline_ = Clock::time_point::max();
+  std::string total_why_;
+  const char* evicted_ = nullptr;
   bool expired_ = false;
   bool closed_ = false;
   const char* phase_ = "connecting";

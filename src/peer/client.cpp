@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -114,6 +115,100 @@ class SinkThread {
   std::thread thread_;
 };
 
+std::string human_rate(uint64_t bytes_per_sec) {
+  char b[48];
+  if (bytes_per_sec >= (uint64_t{1} << 20)) {
+    std::snprintf(b, sizeof b, "%.1f MiB/s", static_cast<double>(bytes_per_sec) / (1 << 20));
+  } else if (bytes_per_sec >= 1024) {
+    std::snprintf(b, sizeof b, "%.1f KiB/s", static_cast<double>(bytes_per_sec) / 1024);
+  } else {
+    std::snprintf(b, sizeof b, "%llu B/s", static_cast<unsigned long long>(bytes_per_sec));
+  }
+  return b;
+}
+std::string seconds(detail::Clock::duration d) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f s", std::chrono::duration<double>(d).count());
+  return b;
+}
+
+// The slowest body we wait for (ClientOptions::min_rate, rate_window):
+// back-to-back windows, each of which must bring min_rate * rate_window
+// bytes (or the rest of the file) before it ends; a window that does
+// starts the next one at once. On top, one deadline for the whole body,
+// bytes / min_rate + 2 windows. Both are the channel's total deadline (the
+// watchdog enforces it while nothing arrives); time spent waiting for the
+// sink moves both later, as it is not the peer's slowness.
+class RateGuard {
+ public:
+  RateGuard(TlsChannel& ch, const ClientOptions& o, uint64_t remaining, const std::string& rel)
+      : ch_(ch), rate_(o.min_rate), window_(o.rate_window), total_(remaining), remaining_(remaining), rel_(rel) {
+    if (!on()) return;
+    const auto now = detail::Clock::now();
+    const auto body_ms = std::chrono::milliseconds(static_cast<int64_t>(
+        std::min<long double>(static_cast<long double>(remaining) * 1000 / static_cast<long double>(rate_), 1e15L)));
+    overall_ = now + body_ms + 2 * window_;
+    overall_budget_ = body_ms + 2 * window_;
+    start_window(now);
+    ch_.set_total_deadline(std::min(window_end_, overall_));
+  }
+  bool on() const noexcept { return rate_ > 0 && window_.count() > 0; }
+  void arrived(uint64_t n) {
+    if (!on()) return;
+    remaining_ -= std::min(n, remaining_);
+    in_window_ += n;
+    if (in_window_ >= target_ && remaining_ > 0) {
+      start_window(detail::Clock::now());
+      ch_.extend_total_deadline(std::min(window_end_, overall_));
+    }
+  }
+  // Time the receiver spent waiting for the sink.
+  void paused(detail::Clock::duration d) {
+    if (!on() || d < std::chrono::milliseconds(1)) return;
+    window_end_ += d;
+    overall_ += d;
+    ch_.extend_total_deadline(std::min(window_end_, overall_));
+  }
+  // A timeout of the channel that is this guard's: the words for it.
+  std::optional<PeerError> tripped(const PeerError& e) const {
+    if (!on() || e.peer_kind() != PeerErrorKind::kTimeout) return std::nullopt;
+    const auto now = detail::Clock::now();
+    const uint64_t got = total_ - remaining_;
+    const std::string progress = " (" + std::to_string(got) + " of " + std::to_string(total_) + " bytes of " + rel_ +
+                                 " received)";
+    if (now >= overall_) {
+      return PeerError(PeerErrorKind::kTimeout, "timed out: the transfer's deadline of " + seconds(overall_budget_) +
+                                                    " (its size at the minimum rate of " + human_rate(rate_) +
+                                                    ", plus two windows) passed" + progress);
+    }
+    if (now >= window_end_) {
+      return PeerError(PeerErrorKind::kTimeout,
+                       "too slow: " + std::to_string(in_window_) + " bytes in the last " + seconds(now - window_start_) +
+                           ", under the minimum rate of " + human_rate(rate_) + " averaged over " + seconds(window_) +
+                           progress);
+    }
+    return std::nullopt;
+  }
+
+ private:
+  void start_window(detail::Clock::time_point now) {
+    window_start_ = now;
+    window_end_ = now + window_;
+    in_window_ = 0;
+    const long double per_window = static_cast<long double>(rate_) * static_cast<long double>(window_.count()) / 1000;
+    target_ = std::min<uint64_t>(remaining_, static_cast<uint64_t>(std::max<long double>(1, per_window)));
+  }
+  TlsChannel& ch_;
+  const uint64_t rate_;
+  const std::chrono::milliseconds window_;
+  const uint64_t total_;
+  uint64_t remaining_;
+  const std::string rel_;
+  detail::Clock::time_point overall_{}, window_start_{}, window_end_{};
+  detail::Clock::duration overall_budget_{};
+  uint64_t in_window_ = 0, target_ = 0;
+};
+
 // Closes the channel however the session ends (the watchdog holds it too).
 struct CloseOnExit {
   std::shared_ptr<TlsChannel> ch;
@@ -208,45 +303,57 @@ awaitable<TransferAnswer> session(const PeerClient::Impl& c, std::vector<tcp::en
                                                       std::to_string(expected - remaining) + " of " +
                                                       std::to_string(expected) + " bytes of " + req->rel_path);
     };
-    if (c.options.sink_on_helper_thread && sink->on_bytes && remaining > 0) {
-      // Whole 1 MiB pieces to the helper (fewer hand-overs), four in flight.
-      SinkThread helper(sink->on_bytes, kSinkBuffers, chunk);
-      while (remaining > 0) {
-        const auto buf = helper.acquire();  // may wait for the sink
-        ch->touch();                         // which is not the peer's idleness
-        const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), remaining));
-        size_t got = 0;
-        bool eof = false;
-        try {
-          while (got < want && !eof) {
-            const size_t n = co_await ch->read_some(buf.subspan(got, want - got));
-            eof = n == 0;
-            got += n;
+    RateGuard rate(*ch, c.options, remaining, req->rel_path);
+    try {
+      if (c.options.sink_on_helper_thread && sink->on_bytes && remaining > 0) {
+        // Whole 1 MiB pieces to the helper (fewer hand-overs), four in flight.
+        SinkThread helper(sink->on_bytes, kSinkBuffers, chunk);
+        while (remaining > 0) {
+          const auto waited = detail::Clock::now();
+          const auto buf = helper.acquire();  // may wait for the sink
+          ch->touch();                         // which is not the peer's idleness
+          rate.paused(detail::Clock::now() - waited);
+          const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), remaining));
+          size_t got = 0;
+          bool eof = false;
+          try {
+            while (got < want && !eof) {
+              const size_t n = co_await ch->read_some(buf.subspan(got, want - got));
+              eof = n == 0;
+              got += n;
+              rate.arrived(n);
+            }
+          } catch (...) {
+            // The stream broke mid-piece: what arrived is still the caller's.
+            if (got > 0) helper.submit(buf.first(got));
+            if (!helper.failed()) helper.finish();
+            throw;
           }
-        } catch (...) {
-          // The stream broke mid-piece: what arrived is still the caller's.
           if (got > 0) helper.submit(buf.first(got));
-          if (!helper.failed()) helper.finish();
-          throw;
+          remaining -= got;
+          if (eof) {
+            helper.finish();
+            throw closed_early();
+          }
         }
-        if (got > 0) helper.submit(buf.first(got));
-        remaining -= got;
-        if (eof) {
-          helper.finish();
-          throw closed_early();
+        helper.finish();
+      } else {
+        std::vector<uint8_t> buf(chunk);
+        while (remaining > 0) {
+          const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), remaining));
+          const size_t n = co_await ch->read_some({buf.data(), want});
+          if (n == 0) throw closed_early();
+          rate.arrived(n);
+          const auto sinking = detail::Clock::now();
+          if (sink->on_bytes) sink->on_bytes({buf.data(), n});
+          ch->touch();  // the sink's time is not the peer's idleness
+          rate.paused(detail::Clock::now() - sinking);
+          remaining -= n;
         }
       }
-      helper.finish();
-    } else {
-      std::vector<uint8_t> buf(chunk);
-      while (remaining > 0) {
-        const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), remaining));
-        const size_t n = co_await ch->read_some({buf.data(), want});
-        if (n == 0) throw closed_early();
-        if (sink->on_bytes) sink->on_bytes({buf.data(), n});
-        ch->touch();  // the sink's time is not the peer's idleness
-        remaining -= n;
-      }
+    } catch (const PeerError& e) {
+      if (auto slow = rate.tripped(e)) throw *slow;
+      throw;
     }
     co_await ch->shutdown();
   } catch (const wire::WireError& e) {

@@ -364,6 +364,13 @@ NodeIdentity NodeIdentity::load(const fs::path& dir) {
   impl->dir = dir;
   const fs::path cert_path = dir / std::string(kNodeCertFile);
   const fs::path key_path = dir / std::string(kNodeKeyFile);
+  std::error_code exists_ec;
+  if (!fs::exists(cert_path, exists_ec) && fs::exists(dir / std::string(kOwnerKeyFile), exists_ec)) {
+    throw Error(ErrorKind::kUsage, dir.string() + " is an owner's directory (" + std::string(kOwnerKeyFile) + ", " +
+                                       std::string(kOwnerCertFile) +
+                                       "), not a node identity: make one with skippy-model-package identity "
+                                       "issue-node --owner " + dir.string() + " --out NODE_DIR, and pass NODE_DIR");
+  }
   impl->cert = load_cert(cert_path);
   impl->key = load_private_key(key_path);
   if (X509_check_private_key(impl->cert.get(), impl->key.get()) != 1) {

@@ -1,8 +1,14 @@
 // The peer as a Remote of the source layer (skippy/peer.h: make_peer_remote):
 // PeerClient for the bytes, the source layer's blob writer for the cache.
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <optional>
+#include <random>
+#include <thread>
 
 #include "skippy/error.h"
 #include "skippy/file.h"
@@ -30,6 +36,7 @@ ErrorKind kind_of(const PeerError& e) noexcept {
       return ErrorKind::kUnauthorized;
     case PeerErrorKind::kTimeout:
     case PeerErrorKind::kTransport:
+    case PeerErrorKind::kClosedEarly:
       return ErrorKind::kTransport;
     case PeerErrorKind::kProtocol:
       return ErrorKind::kInvalidInput;
@@ -49,6 +56,7 @@ bool peer_unusable(const PeerError& e) noexcept {
     case PeerErrorKind::kTransport:
       return true;
     case PeerErrorKind::kProtocol:
+    case PeerErrorKind::kClosedEarly:  // (asked again already: the next file may fare better)
       return false;
   }
   return false;
@@ -208,7 +216,7 @@ class PeerRemote final : public Remote {
       bytes.reserve(static_cast<size_t>(a.total_size));
     };
     sink.on_bytes = [&](std::span<const uint8_t> b) { bytes.insert(bytes.end(), b.begin(), b.end()); };
-    client_.fetch(o_.endpoint, manifest_request(o_.topology, stage_), sink);
+    fetch_retrying_busy(manifest_request(o_.topology, stage_), sink);
     skippy::detail::BlobSpec spec;
     spec.etag = o_.topology.manifest_sha256;  // lowercase (parse_topology)
     spec.size = bytes.size();
@@ -245,6 +253,41 @@ class PeerRemote final : public Remote {
                                 [&](skippy::detail::BlobWriter& w) { transfer(w, *a); });
   }
 
+  // client_.fetch, with "server busy" asked again after a backoff (doubling,
+  // with jitter), each retry said in one line: never silent.
+  TransferAnswer fetch_retrying_busy(const TransferRequest& r, const TransferSink& sink) {
+    const unsigned attempts = std::max(1u, o_.busy_attempts);
+    for (unsigned attempt = 1;; ++attempt) {
+      try {
+        return client_.fetch(o_.endpoint, r, sink);
+      } catch (const PeerError& e) {
+        const bool busy = e.refusal() == Refusal::kBusy || e.peer_kind() == PeerErrorKind::kClosedEarly;
+        if (!busy || attempt >= attempts) throw;
+        const auto base = o_.busy_backoff * (1u << std::min(attempt - 1, 10u));
+        std::chrono::milliseconds wait;
+        {
+          std::lock_guard g(mu_);
+          std::uniform_int_distribution<int64_t> jitter(0, base.count() / 2);
+          wait = base + std::chrono::milliseconds(jitter(rng_));
+        }
+        char secs[32];
+        std::snprintf(secs, sizeof secs, "%.2f s", static_cast<double>(wait.count()) / 1000);
+        say("peer " + o_.endpoint + ": " + r.rel_path + ": " +
+            (e.refusal() == Refusal::kBusy ? "server busy" : "closed before the TLS handshake (server busy?)") +
+            " (attempt " + std::to_string(attempt) + " of " + std::to_string(attempts) + "), asking again in " + secs);
+        std::this_thread::sleep_for(wait);
+      }
+    }
+  }
+  void say(const std::string& line) const {
+    if (o_.log) {
+      o_.log(line);
+      return;
+    }
+    const std::string l = line + "\n";
+    (void)!::write(2, l.data(), l.size());  // one write: lines of parallel files never interleave
+  }
+
   // Appends [w.have(), size) from the peer. A connection that drops after
   // bytes arrived is asked again from where it stopped, up to max_attempts.
   void transfer(skippy::detail::BlobWriter& w, const PeerArtifact& a) {
@@ -254,7 +297,7 @@ class PeerRemote final : public Remote {
       const uint64_t from = w.have();
       w.mark_resumed();  // (no effect from byte 0)
       try {
-        client_.fetch(o_.endpoint, transfer_request(o_.topology, stage_, a, from), sink);
+        fetch_retrying_busy(transfer_request(o_.topology, stage_, a, from), sink);
         return;
       } catch (const PeerError& e) {
         if (attempt >= std::max(1u, o_.max_attempts)) throw;
@@ -275,6 +318,7 @@ class PeerRemote final : public Remote {
   TopologyStage stage_;
   mutable std::mutex mu_;
   std::optional<Error> down_;  // why the peer is not asked any more
+  std::mt19937_64 rng_{std::random_device{}()};  // backoff jitter (under mu_)
 };
 
 }  // namespace

@@ -147,7 +147,10 @@ class Validator {
       }
     }
     if (i == 0 && !sha256_equal(m_.source_model.sha256, sha)) {
-      problem("source_model.sha256: declares " + m_.source_model.sha256 + ", " + f.name() + " hashes to " + sha);
+      std::lock_guard g(mu_);
+      wrong_source_ = "this is not the source the package was written from: " + f.name() + " hashes to " + sha +
+                      ", source_model.sha256 declares " + m_.source_model.sha256 + " (" + m_.source_model.repo + "@" +
+                      m_.source_model.revision + ", " + m_.source_model.primary_file + ")";
     }
   }
 
@@ -424,6 +427,7 @@ class Validator {
     ValidationReport r;
     r.problems = std::move(problems_);
     r.warnings = std::move(warnings_);
+    r.wrong_source = std::move(wrong_source_);
     r.artifacts_checked = artifacts_.load();
     r.tensors_checked = tensors_.load();
     r.bytes_hashed = hashed_.load();
@@ -439,6 +443,7 @@ class Validator {
   std::atomic<uint64_t> slice_fragments_{0};
   std::mutex mu_;
   std::vector<std::string> problems_, warnings_;
+  std::optional<std::string> wrong_source_;
   std::atomic<uint64_t> done_{0}, hashed_{0}, artifacts_{0}, tensors_{0};
   uint64_t total_ = 0;
 };
@@ -453,10 +458,22 @@ ValidationReport validate_package(const fs::path& source, const fs::path& packag
     m = *opt.manifest;
   } else {
     try {
-      m = parse_manifest(read_small_file(manifest_path, kManifestMaxBytes), manifest_path.string());
+      // A broken generation block is a problem, but the rest is still checked.
+      m = parse_manifest(read_small_file(manifest_path, kManifestMaxBytes), manifest_path.string(),
+                         GenerationProblems::kSetAside);
     } catch (const Error& e) {
       r.problems.push_back(e.what());
       return r;
+    }
+  }
+  std::vector<std::string> structural;
+  std::vector<std::string> depth_warnings;
+  if (m.generation_problem) structural.push_back(*m.generation_problem);
+  if (m.generation) {
+    // The publisher's gate: what consumers ignore with a warning is refused here.
+    for (auto& p : generation_fields_outside_schema(*m.generation)) structural.push_back(std::move(p));
+    if (m.generation->speculative_decoding) {
+      depth_warnings = pipeline_depths_needing_evidence(*m.generation->speculative_decoding);
     }
   }
   std::optional<ModelSource> model;
@@ -466,7 +483,6 @@ ValidationReport validate_package(const fs::path& source, const fs::path& packag
     r.problems.push_back(e.what());
     return r;
   }
-  std::vector<std::string> structural;
   try {
     const uint32_t lc = model->layer_count();
     if (m.layer_count != lc) {
@@ -489,8 +505,17 @@ ValidationReport validate_package(const fs::path& source, const fs::path& packag
   Validator v(package_dir, m, *model, opt);
   r = v.run();
   r.problems.insert(r.problems.end(), structural.begin(), structural.end());
+  r.warnings.insert(r.warnings.end(), depth_warnings.begin(), depth_warnings.end());
   std::sort(r.problems.begin(), r.problems.end());
   std::sort(r.warnings.begin(), r.warnings.end());
+  // The wrong source explains most of the rest: say so first.
+  if (r.wrong_source) {
+    if (!r.problems.empty()) {
+      *r.wrong_source += "; the " + std::to_string(r.problems.size()) +
+                         " problem(s) after this one come from comparing the package with another file";
+    }
+    r.problems.insert(r.problems.begin(), *r.wrong_source);
+  }
   r.valid = r.problems.empty();
   return r;
 }

@@ -75,10 +75,22 @@ bool run_guarded(void (*fn)(void*), void* arg) noexcept {
 bool release_mapped(std::span<const uint8_t> whole, uint64_t offset, uint64_t len) noexcept {
   // Dropping a page that another reader still uses is harmless for a shared
   // read-only file mapping: it faults back in from the page cache.
+  // A fault maps more than the page it touches: the cached pages of the
+  // 64 KiB fault-around window, and on kernels whose page cache uses large
+  // folios (ext4 since Linux 6.16, XFS earlier) the whole folio, up to 2 MiB.
+  // So touching the start of a range also maps the tail of the range
+  // released just before it. Released ranges are therefore widened to 2 MiB
+  // boundaries; without that, a file read in pieces that do not start on
+  // those boundaries (the tensors of a source model) keeps up to a folio per
+  // piece resident and the RSS grows with the file. (Dropping a neighbour's
+  // pages costs at most a minor fault when it is touched again.)
+  constexpr uint64_t kFaultAround = 2u << 20;
   if (offset >= whole.size() || len == 0) return true;
   const auto base = reinterpret_cast<uintptr_t>(whole.data());  // page-aligned (mmap)
-  const uint64_t a = (base + offset) & ~(page_size() - 1);
-  const uint64_t b = base + std::min<uint64_t>(offset + len, whole.size());
+  const uint64_t lo = offset & ~(kFaultAround - 1);
+  const uint64_t hi = std::min<uint64_t>((offset + len + kFaultAround - 1) & ~(kFaultAround - 1), whole.size());
+  const uint64_t a = (base + lo) & ~(page_size() - 1);
+  const uint64_t b = base + hi;
   return ::madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED) == 0;
 }
 

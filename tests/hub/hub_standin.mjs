@@ -100,7 +100,7 @@
 //          -> {"commit","files":[{path,size,sha256,lfs,oid}]}
 //          gated/private are repo-wide and change only when given.
 //   GET    /_admin/repos   -> {repo: {branches,tags,gated,private}}
-//   GET    /_admin/log     -> [{listener,method,path,query,range,authorization,status,bytes_sent,bytes_received}]
+//   GET    /_admin/log     -> [{listener,method,path,query,range,authorization,port,status,bytes_sent,bytes_received}]
 //          (waits up to 500 ms for requests still being answered)
 //   DELETE /_admin/log
 //   POST   /_admin/faults  a rule {match, listener?, method?, kind, times?=1 (-1: forever), ...}
@@ -108,15 +108,23 @@
 //            kind "cut":     after_bytes (send that many body bytes, then close the socket)
 //            kind "corrupt": offset (flip the body byte at that offset)
 //            kind "slow":    bytes_per_sec (throttle the body: keeps downloads in
-//                            flight long enough for concurrency tests)
-//          status rules are taken when a request arrives; cut/corrupt rules when
+//                            flight long enough for concurrency tests; for a
+//                            storage PUT, the rate the body is read at)
+//            kind "hang":    take the request and never answer (a blackhole;
+//                            the socket is closed after 120 s at the latest)
+//          status and hang rules are taken when a request arrives; cut/corrupt rules when
 //          a 2xx body starts. Rules are tried in order; the first match is used.
 //   GET    /_admin/faults, DELETE /_admin/faults
 //   POST   /_admin/config  {"token":"hf_test","read_token":"hf_read","url_ttl_secs":3600,
 //                           "reject_unknown_tokens":false,"resolve_cache_redirect":false,
 //                           "multipart_threshold":16777216,"multipart_chunk_size":8388608,
-//                           "storage_conn_bytes_per_sec":0,"url_max_uses":0,"storage_ignore_range":false}
-//                           (these are the defaults; any subset)
+//                           "storage_conn_bytes_per_sec":0,"url_max_uses":0,"storage_ignore_range":false,
+//                           "storage_same_origin":false}
+//                           (these are the defaults; any subset). storage_same_origin: signed
+//                           storage URLs (downloads, basic and multipart uploads) name the Hub's
+//                           own origin, which serves /repos/... and /upload/... as the storage
+//                           listener does (logged as listener "storage"; an Authorization
+//                           header there gets 400 InvalidArgument, as S3 answers)
 //   DELETE /_admin/uploads  forget every uploaded LFS object (benchmarks)
 //   GET    /_admin/config
 import http from "node:http";
@@ -141,6 +149,7 @@ const config = {
   storage_conn_bytes_per_sec: 0,
   url_max_uses: 0,
   storage_ignore_range: false,
+  storage_same_origin: false,
 };
 const urlUses = new Map(); // signature -> requests answered with it
 let urlSerial = 0;
@@ -153,6 +162,10 @@ let pending = 0;
 let pendingWaiters = [];
 let publishSeq = 0;
 let storageBase = "";
+// Where signed storage URLs point: the storage listener, or (config
+// storage_same_origin) the Hub's own origin, which then serves the storage
+// routes too, as a Hub whose LFS storage shares its host.
+const storageUrlBase = () => (config.storage_same_origin ? endpoint : storageBase);
 // Uploaded bytes (LFS objects, multipart parts, regular files of commits):
 // $HUB_STANDIN_DATA_DIR when set (it must exist), else a fresh temporary
 // directory removed when the stand-in exits.
@@ -366,6 +379,8 @@ function startEntry(listener, req, url) {
     query: url.search.startsWith("?") ? url.search.slice(1) : url.search,
     range: req.headers.range ?? null,
     authorization: req.headers.authorization ?? null,
+    user_agent: req.headers["user-agent"] ?? null,
+    port: req.socket?.localPort ?? 0, // which listener's port the request reached
     status: 0,
     bytes_sent: 0,
     bytes_received: 0,
@@ -403,7 +418,7 @@ function waitForPending(ms) {
 function takeFault(listener, entry, phase) {
   for (let i = 0; i < faults.length; i++) {
     const r = faults[i];
-    const isStatus = r.kind === "status";
+    const isStatus = r.kind === "status" || r.kind === "hang";
     if ((phase === "request") !== isStatus) continue;
     if (r.listener && r.listener !== listener) continue;
     if (r.method && r.method.toUpperCase() !== entry.method) continue;
@@ -419,7 +434,7 @@ function takeFault(listener, entry, phase) {
 
 function validateFault(r) {
   if (!r || typeof r !== "object") throw new Error("a fault rule is an object");
-  if (!["status", "cut", "corrupt", "slow"].includes(r.kind)) throw new Error("kind must be status, cut, corrupt or slow");
+  if (!["status", "cut", "corrupt", "slow", "hang"].includes(r.kind)) throw new Error("kind must be status, cut, corrupt, slow or hang");
   if (r.listener !== undefined && !["hub", "storage"].includes(r.listener)) throw new Error("listener must be hub or storage");
   if (r.match !== undefined && typeof r.match !== "string") throw new Error("match must be a string");
   const times = r.times ?? 1;
@@ -433,6 +448,8 @@ function validateFault(r) {
   } else if (r.kind === "cut") {
     if (!Number.isInteger(r.after_bytes) || r.after_bytes < 0) throw new Error("after_bytes must be >= 0");
     rule.after_bytes = r.after_bytes;
+  } else if (r.kind === "hang") {
+    // nothing more: the request is taken and never answered
   } else if (r.kind === "slow") {
     if (!Number.isInteger(r.bytes_per_sec) || r.bytes_per_sec <= 0) throw new Error("bytes_per_sec must be > 0");
     rule.bytes_per_sec = r.bytes_per_sec;
@@ -644,7 +661,7 @@ function signStorageUrl(repoId, f) {
   const sig = crypto.createHmac("sha256", secret).update(`${p}\n${expires}\n${n}`).digest("hex");
   const base = path.posix.basename(f.path);
   const disp = `inline; filename*=UTF-8''${encodeURIComponent(base)}; filename="${base}";`;
-  return `${storageBase}${p}?response-content-disposition=${encodeURIComponent(disp)}&expires=${expires}&n=${n}&sig=${sig}`;
+  return `${storageUrlBase()}${p}?response-content-disposition=${encodeURIComponent(disp)}&expires=${expires}&n=${n}&sig=${sig}`;
 }
 
 function contentTypeFor(p) {
@@ -1009,7 +1026,15 @@ async function receiveToFile(ctx, dest, limit) {
       n += c.length;
       ctx.entry.bytes_received += c.length;
       if (n > limit) throw new Error("more bytes than declared");
-      if (fault?.kind === "slow") await sleep((c.length / fault.bytes_per_sec) * 1000);
+      if (fault?.kind === "slow") {
+        // Throttled: take the chunk at the rule's rate, in short sleeps so a
+        // client that gives up is noticed at once.
+        const until = performance.now() + (c.length / fault.bytes_per_sec) * 1000;
+        // (not req.destroyed: a request read to its end is auto-destroyed)
+        const gone = () => !ctx.req.socket || ctx.req.socket.destroyed || ctx.res.destroyed;
+        while (performance.now() < until && !gone()) await sleep(Math.min(100, until - performance.now()));
+        if (gone()) throw new Error("the client closed the connection");
+      }
       h256.update(c);
       batch.push(c);
       batched += c.length;
@@ -1167,14 +1192,14 @@ async function handleLfsBatch(ctx, repoId) {
       const header = { chunk_size: String(chunk) };
       for (let i = 1; i <= nParts; i++) {
         const p = `/upload/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/${o.oid}/part/${i}`;
-        header[String(i).padStart(5, "0")] = `${storageBase}${p}?uploadId=${uploadId}&expires=${expires}&sig=${signUpload(p, expires, uploadId)}`;
+        header[String(i).padStart(5, "0")] = `${storageUrlBase()}${p}?uploadId=${uploadId}&expires=${expires}&sig=${signUpload(p, expires, uploadId)}`;
       }
       const cp = "/api/complete_multipart";
       const complete = `${ctx.endpoint}${cp}?uploadId=${uploadId}&expires=${expires}&sig=${signUpload(cp, expires, uploadId)}`;
       objects.push({ oid: o.oid, size: o.size, authenticated: true, actions: { upload: { href: complete, header, expires_at: verify.expires_at }, verify } });
     } else {
       const p = `/upload/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/${o.oid}`;
-      const href = `${storageBase}${p}?size=${o.size}&expires=${expires}&sig=${signUpload(p, expires, String(o.size))}`;
+      const href = `${storageUrlBase()}${p}?size=${o.size}&expires=${expires}&sig=${signUpload(p, expires, String(o.size))}`;
       objects.push({ oid: o.oid, size: o.size, authenticated: true, actions: { upload: { href, expires_at: verify.expires_at }, verify } });
     }
   }
@@ -1478,6 +1503,7 @@ async function handleAdmin(req, res, url) {
           }
         }
         if (body.storage_ignore_range !== undefined) config.storage_ignore_range = !!body.storage_ignore_range;
+        if (body.storage_same_origin !== undefined) config.storage_same_origin = !!body.storage_same_origin;
         return reply(200, config);
       }
       case "GET /_admin/config":
@@ -1513,6 +1539,14 @@ function applyStatusFault(ctx) {
   const f = takeFault(ctx.listener, ctx.entry, "request");
   if (!f) return false;
   ctx.req.resume();
+  if (f.kind === "hang") {
+    // A blackhole: the connection stays open and silent until the client
+    // gives up (or 120 s pass: nothing here waits forever).
+    const sock = ctx.req.socket;
+    const t = setTimeout(() => sock?.destroy(), 120000);
+    sock?.once("close", () => clearTimeout(t));
+    return true;
+  }
   sendSmallCounted(ctx, f.status, { "Content-Type": "application/json; charset=utf-8", ...f.headers }, f.body);
   return true;
 }
@@ -1520,6 +1554,9 @@ function applyStatusFault(ctx) {
 async function hubHandler(req, res, endpoint) {
   const url = new URL(req.url, "http://127.0.0.1");
   if (url.pathname.startsWith("/_admin/")) return handleAdmin(req, res, url);
+  if (config.storage_same_origin && (url.pathname.startsWith("/upload/") || url.pathname.startsWith("/repos/"))) {
+    return storageHandler(req, res);  // logged as listener "storage"
+  }
   const ctx = makeCtx("hub", req, res, url, endpoint);
   if (applyStatusFault(ctx)) return;
   const segs = url.pathname.split("/").slice(1);

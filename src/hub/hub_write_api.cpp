@@ -1,0 +1,97 @@
+#include "hub/hub_write_api.h"
+
+#include <algorithm>
+
+#include "skippy/error.h"
+
+namespace skippy::detail {
+
+using nlohmann::json;
+
+std::string base64(std::string_view in) {
+  static const char* tbl = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const uint32_t v = (uint32_t{static_cast<uint8_t>(in[i])} << 16) | (uint32_t{static_cast<uint8_t>(in[i + 1])} << 8) |
+                       uint32_t{static_cast<uint8_t>(in[i + 2])};
+    out += tbl[(v >> 18) & 63];
+    out += tbl[(v >> 12) & 63];
+    out += tbl[(v >> 6) & 63];
+    out += tbl[v & 63];
+  }
+  if (i < in.size()) {
+    uint32_t v = uint32_t{static_cast<uint8_t>(in[i])} << 16;
+    if (i + 1 < in.size()) v |= uint32_t{static_cast<uint8_t>(in[i + 1])} << 8;
+    out += tbl[(v >> 18) & 63];
+    out += tbl[(v >> 12) & 63];
+    out += i + 1 < in.size() ? tbl[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::string check_write_token(const json& j, const std::string& repo, const std::string& where, const std::string& endpoint,
+                              const std::string& what) {
+  std::string user;
+  if (!j.is_object()) throw_invalid(what + ": the Hub's answer is not an object");
+  if (j.contains("name") && j["name"].is_string()) user = j["name"].get<std::string>();
+  const json* tok = nullptr;
+  if (j.contains("auth") && j["auth"].is_object() && j["auth"].contains("accessToken") && j["auth"]["accessToken"].is_object()) {
+    tok = &j["auth"]["accessToken"];
+  }
+  if (!tok || !tok->contains("role") || !(*tok)["role"].is_string()) return user;  // no word on the role: the Hub decides
+  const std::string role = (*tok)["role"].get<std::string>();
+  if (role == "read") {
+    throw Error(ErrorKind::kUnauthorized, where + ": the token in use (HF_TOKEN) is read-only (role \"read\"); "
+                                                   "publishing needs a write token (" +
+                                                       endpoint + "/settings/tokens)");
+  }
+  if (role == "fineGrained") {
+    const std::string ns = repo.substr(0, repo.find('/'));
+    bool can = false;
+    const json& fg = tok->contains("fineGrained") ? (*tok)["fineGrained"] : json();
+    if (fg.is_object() && fg.contains("scoped") && fg["scoped"].is_array()) {
+      for (const auto& s : fg["scoped"]) {
+        if (!s.is_object() || !s.contains("entity") || !s["entity"].is_object() || !s.contains("permissions") ||
+            !s["permissions"].is_array()) {
+          continue;
+        }
+        const auto& ent = s["entity"];
+        const std::string name = ent.contains("name") && ent["name"].is_string() ? ent["name"].get<std::string>() : "";
+        if (name != ns && name != repo) continue;
+        for (const auto& p : s["permissions"]) can = can || (p.is_string() && p.get<std::string>() == "repo.write");
+      }
+    }
+    if (!can) {
+      throw Error(ErrorKind::kUnauthorized, where + ": the fine-grained token in use (HF_TOKEN) has no repo.write "
+                                                     "permission for " +
+                                                         ns + " or " + repo);
+    }
+  }
+  return user;
+}
+
+std::string commit_ndjson(const std::string& summary, const std::string& description, const std::string& parent,
+                          std::vector<CommitFile> files, const std::vector<std::string>& deleted) {
+  std::string body = json{{"key", "header"},
+                          {"value", description.empty() ? json{{"summary", summary}, {"parentCommit", parent}}
+                                                        : json{{"summary", summary}, {"description", description},
+                                                               {"parentCommit", parent}}}}
+                         .dump() +
+                     "\n";
+  std::sort(files.begin(), files.end(), [](const CommitFile& a, const CommitFile& b) { return a.path < b.path; });
+  for (const auto& f : files) {
+    if (f.lfs) {
+      body += json{{"key", "lfsFile"}, {"value", {{"path", f.path}, {"algo", "sha256"}, {"oid", f.sha256}, {"size", f.size}}}}.dump();
+    } else {
+      body += json{{"key", "file"}, {"value", {{"path", f.path}, {"content", base64(*f.content)}, {"encoding", "base64"}}}}.dump();
+    }
+    body += "\n";
+  }
+  for (const auto& p : deleted) body += json{{"key", "deletedFile"}, {"value", {{"path", p}}}}.dump() + "\n";
+  return body;
+}
+
+}  // namespace skippy::detail

@@ -1,0 +1,282 @@
+// Real llama.cpp runtimes load what this project writes (ctest label
+// `real-runtime`, issue #23). Every package here comes from the CLI
+// (write-package, select --json, materialize), written under a scratch
+// directory from the fixtures in tests/data/.
+//
+// - node-llama-cpp (npm, prebuilt CPU llama.cpp): a full-range
+//   materialization generates exactly the source's greedy tokens.
+// - The reference stage runtime (../shared/refrt: mesh-llm's patched
+//   llama.cpp, the loader serving nodes use): the whole-model load of our
+//   parts list generates the unsplit file's tokens, and a 2-stage split (each
+//   stage from its own `select` parts) those of the unsplit file run with
+//   DRV_NO_EXTRA_BUFTS=1 (the kernels stage slices use). glm4moe: whole-model
+//   only, the stage runtime refuses to slice it.
+//
+// Tokens are compared within one runtime, never with a table made on another
+// build or CPU (a near-tie can flip). A runtime that is missing is a skip that
+// says why, or a failure when SKIPPY_REQUIRE_REAL_RUNTIMES=1 (CI sets it).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace skippy {
+namespace {
+
+namespace fs = std::filesystem;
+using test::CliResult;
+using test::data_path;
+using test::run_cli;
+using test::run_program;
+using test::TempDir;
+
+constexpr int kTokens = 24;
+constexpr const char* kPrompt = "Hello world";
+
+struct Fixture {
+  const char* name;    // test name suffix
+  const char* source;  // file in tests/data (the first shard of a split model)
+};
+
+// Every complete model fixture (test::model_fixtures()).
+const Fixture kFixtures[] = {
+    {"llama_tiny_f16", "llama-tiny-f16.gguf"},
+    {"llama_tiny_q8_0", "llama-tiny-q8_0.gguf"},
+    {"llama_tiny_q4_0_split", "llama-tiny-q4_0-00001-of-00003.gguf"},
+    {"qwen3moe_tiny", "qwen3moe-tiny.gguf"},
+    {"glm4moe_mtp_tiny", "glm4moe-mtp-tiny.gguf"},
+};
+// The ones the reference stage runtime slices (glm4moe is not in its list).
+const Fixture kSliceable[] = {kFixtures[0], kFixtures[1], kFixtures[2], kFixtures[3]};
+
+std::string fixture_name(const ::testing::TestParamInfo<Fixture>& i) { return i.param.name; }
+// How gtest shows the parameter in messages.
+void PrintTo(const Fixture& f, std::ostream* os) { *os << f.source; }
+
+// A runtime that is not here: skipped with the reason, unless CI demands it.
+bool required() {
+  const char* v = std::getenv("SKIPPY_REQUIRE_REAL_RUNTIMES");
+  return v && std::string(v) == "1";
+}
+#define SKIP_OR_FAIL(why)                                                                  \
+  do {                                                                                     \
+    if (required()) FAIL() << (why) << " (and SKIPPY_REQUIRE_REAL_RUNTIMES=1)";            \
+    GTEST_SKIP() << (why);                                                                 \
+  } while (0)
+
+bool is_executable(const fs::path& p) { return ::access(p.c_str(), X_OK) == 0 && fs::is_regular_file(p); }
+
+// $SKIPPY_REFRT_DIR, else shared/refrt beside the source tree.
+fs::path refrt_dir() {
+  if (const char* d = std::getenv("SKIPPY_REFRT_DIR"); d && *d) return d;
+  return fs::path(SKIPPY_SOURCE_DIR) / ".." / "shared" / "refrt";
+}
+fs::path refrt_bin() { return refrt_dir() / "bin" / "skippy-ref-stage"; }
+
+fs::path node_project() { return fs::path(SKIPPY_SOURCE_DIR) / "tests" / "real_runtime"; }
+
+// One generation: the prompt ids and the greedy ids.
+struct Run {
+  std::vector<long> prompt;
+  std::vector<long> gen;
+};
+
+std::vector<long> ids(const std::string& rest) {
+  std::istringstream in(rest);
+  std::vector<long> v;
+  for (long x; in >> x;) v.push_back(x);
+  return v;
+}
+
+// "PROMPT ..." / "GEN ..." pairs in order (other lines ignored).
+std::vector<Run> parse_runs(const std::string& out) {
+  std::vector<Run> runs;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("PROMPT ")) {
+      runs.push_back({ids(line.substr(7)), {}});
+    } else if (line.starts_with("GEN ") && !runs.empty()) {
+      runs.back().gen = ids(line.substr(4));
+    }
+  }
+  return runs;
+}
+
+std::string describe(const CliResult& r) {
+  return "exit " + std::to_string(r.exit_code) + "\n--- stdout\n" + r.out + "\n--- stderr (tail)\n" +
+         (r.err.size() > 4000 ? r.err.substr(r.err.size() - 4000) : r.err);
+}
+
+// The environment every command gets: scratch caches, nothing from the
+// network, nothing downloaded by node-llama-cpp.
+std::vector<std::string> env_for(const TempDir& t) {
+  return {"SKIPPY_CACHE_DIR=" + (t / "cache").string(), "HF_HOME=" + (t / "hf").string(), "HF_HUB_OFFLINE=1",
+          "NODE_LLAMA_CPP_SKIP_DOWNLOAD=true"};
+}
+
+// A package written by the CLI from a fixture, and its layer count.
+struct Package {
+  fs::path dir;
+  uint32_t layers = 0;
+};
+
+Package write_package(const TempDir& t, const Fixture& f) {
+  Package p{t / "package", 0};
+  const auto src = data_path(f.source);
+  const auto w = run_cli({"write-package", src.string(), "--out-dir", p.dir.string(), "--model-id",
+                          std::string("org/") + f.name, "--source-revision", "0123abc", "--source-file",
+                          src.filename().string(), "--json"},
+                         env_for(t));
+  EXPECT_EQ(w.exit_code, 0) << describe(w);
+  const auto i = run_cli({"inspect", p.dir.string(), "--json"}, env_for(t));
+  EXPECT_EQ(i.exit_code, 0) << describe(i);
+  if (i.exit_code == 0) p.layers = nlohmann::json::parse(i.out).at("layer_count").get<uint32_t>();
+  EXPECT_GT(p.layers, 1u);
+  return p;
+}
+
+// The parts a stage a..b loads, in select's order, as paths a runtime opens.
+std::vector<std::string> parts(const TempDir& t, const Package& p, uint32_t a, uint32_t b) {
+  const auto r = run_cli({"select", p.dir.string(), "--layers", std::to_string(a) + ".." + std::to_string(b), "--json"},
+                         env_for(t));
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  std::vector<std::string> out;
+  if (r.exit_code != 0) return out;
+  const auto doc = nlohmann::json::parse(r.out);
+  for (const auto& part : doc.at("parts")) {
+    fs::path path = part.at("path").get<std::string>();
+    if (path.is_relative()) path = p.dir / path;
+    EXPECT_TRUE(fs::is_regular_file(path)) << path;
+    out.push_back(path.string());
+  }
+  EXPECT_FALSE(out.empty());
+  return out;
+}
+
+// Runs one reference-runtime command that generates once.
+Run refrt(const TempDir& t, std::vector<std::string> args, bool no_extra_bufts = false) {
+  args.insert(args.begin() + 1, {std::to_string(kTokens), kPrompt});
+  auto env = env_for(t);
+  if (no_extra_bufts) env.push_back("DRV_NO_EXTRA_BUFTS=1");
+  const auto r = run_program(refrt_bin().string(), args, env);
+  const auto runs = parse_runs(r.out);
+  EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << describe(r);
+  EXPECT_EQ(runs.size(), 1u) << args[0] << ": " << describe(r);
+  if (runs.size() != 1) return {};
+  // A run that generated nothing would compare equal to another such run.
+  EXPECT_FALSE(runs[0].prompt.empty()) << describe(r);
+  EXPECT_EQ(runs[0].gen.size(), size_t(kTokens)) << describe(r);
+  return runs[0];
+}
+
+void expect_same_tokens(const Run& expected, const Run& actual, const std::string& what) {
+  EXPECT_EQ(actual.prompt, expected.prompt) << what << ": prompt ids";
+  EXPECT_EQ(actual.gen, expected.gen) << what << ": generated ids";
+}
+
+// ---------------------------------------------------------------- node-llama-cpp
+
+class NodeLlamaCpp : public ::testing::TestWithParam<Fixture> {};
+
+TEST_P(NodeLlamaCpp, FullMaterializationGeneratesTheSourceTokens) {
+  const auto module = node_project() / "node_modules" / "node-llama-cpp" / "package.json";
+  const auto binary = node_project() / "node_modules" / "@node-llama-cpp" / "linux-x64" / "package.json";
+  if (!fs::exists(module) || !fs::exists(binary)) {
+    SKIP_OR_FAIL("node-llama-cpp is not installed in " + node_project().string() +
+                 " (bash scripts/install-deps.sh installs it from npm)");
+  }
+  const TempDir t;
+  const auto& f = GetParam();
+  const auto pkg = write_package(t, f);
+  ASSERT_FALSE(HasFailure());
+  const auto full = t / "full.gguf";
+  const auto m = run_cli({"materialize", pkg.dir.string(), "--layers", "0.." + std::to_string(pkg.layers), "--out",
+                          full.string(), "--json"},
+                         env_for(t));
+  ASSERT_EQ(m.exit_code, 0) << describe(m);
+  ASSERT_TRUE(fs::is_regular_file(full));
+
+  // Both models in one process: the same runtime, one start-up.
+  const auto r = run_program("node",
+                             {(node_project() / "node_generate.mjs").string(), std::to_string(kTokens), kPrompt,
+                              data_path(f.source).string(), full.string()},
+                             env_for(t));
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  const auto runs = parse_runs(r.out);
+  ASSERT_EQ(runs.size(), 2u) << describe(r);
+  for (const auto& run : runs) {
+    EXPECT_FALSE(run.prompt.empty()) << describe(r);
+    EXPECT_EQ(run.gen.size(), size_t(kTokens)) << describe(r);
+  }
+  expect_same_tokens(runs[0], runs[1], "materialize 0.." + std::to_string(pkg.layers) + " vs the source");
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, NodeLlamaCpp, ::testing::ValuesIn(kFixtures), fixture_name);
+
+// ------------------------------------------------------ reference stage runtime
+
+class RefStage : public ::testing::TestWithParam<Fixture> {
+ protected:
+  void SetUp() override {
+    if (!is_executable(refrt_bin())) {
+      SKIP_OR_FAIL("the reference stage runtime is not at " + refrt_bin().string() +
+                   " (it comes with shared/ beside the clone; or set SKIPPY_REFRT_DIR)");
+    }
+  }
+};
+
+TEST_P(RefStage, WholeModelFromPartsGeneratesTheSourceTokens) {
+  const TempDir t;
+  const auto& f = GetParam();
+  const auto pkg = write_package(t, f);
+  ASSERT_FALSE(HasFailure());
+  const auto all = parts(t, pkg, 0, pkg.layers);
+  ASSERT_FALSE(HasFailure());
+
+  const auto unsplit = refrt(t, {"file", data_path(f.source).string()});
+  ASSERT_FALSE(HasFailure());
+  // The plain llama API on the parts list, and the stage runtime's open of
+  // the same parts as one stage covering every layer.
+  for (const std::string mode : {"parts", "sfull"}) {
+    std::vector<std::string> args = {mode};
+    args.insert(args.end(), all.begin(), all.end());
+    expect_same_tokens(unsplit, refrt(t, args), mode + " 0.." + std::to_string(pkg.layers) + " vs file");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, RefStage, ::testing::ValuesIn(kFixtures), fixture_name);
+
+class RefStageSplit : public RefStage {};
+
+TEST_P(RefStageSplit, TwoStagesGenerateTheUnsplitTokens) {
+  const TempDir t;
+  const auto& f = GetParam();
+  const auto pkg = write_package(t, f);
+  ASSERT_FALSE(HasFailure());
+  const uint32_t split = pkg.layers / 2;
+  const auto s0 = parts(t, pkg, 0, split);
+  const auto s1 = parts(t, pkg, split, pkg.layers);
+  ASSERT_FALSE(HasFailure());
+
+  const auto unsplit = refrt(t, {"file", data_path(f.source).string()}, /*no_extra_bufts=*/true);
+  ASSERT_FALSE(HasFailure());
+  std::vector<std::string> args = {"stages", std::to_string(split), std::to_string(pkg.layers)};
+  args.insert(args.end(), s0.begin(), s0.end());
+  args.push_back("::");
+  args.insert(args.end(), s1.begin(), s1.end());
+  expect_same_tokens(unsplit, refrt(t, args),
+                     "stages 0.." + std::to_string(split) + " + " + std::to_string(split) + ".." +
+                         std::to_string(pkg.layers) + " vs file with DRV_NO_EXTRA_BUFTS=1");
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, RefStageSplit, ::testing::ValuesIn(kSliceable), fixture_name);
+
+}  // namespace
+}  // namespace skippy
