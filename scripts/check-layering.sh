@@ -37,6 +37,8 @@ declare -A owner=(
   [hub.h]=hub [hub_publish.h]=hub
   [peer.h]=peer [peer_identity.h]=peer [peer_topology.h]=peer
   [skippy.h]=capi
+  [manifest_v2.h]=format [package_catalog.h]=format
+  [catalog_stage.h]=consume
 )
 
 fail=0

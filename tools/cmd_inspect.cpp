@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "schema_v2_cli.h"
 #include "skippy/abi.h"
 #include "skippy/gguf.h"
 #include "skippy/hf_ref.h"
@@ -191,6 +192,7 @@ Command register_inspect(CLI::App& app) {
   cmd->add_option("target", *file, "GGUF file (any shard of a split model) or package directory")->required();
   cmd->add_flag("--json", *json, "Print one JSON document on stdout");
   return {cmd, [file, json]() {
+    if (is_local_schema_v2(*file)) return inspect_schema_v2(*file, *json);
     if (is_package_ref(*file)) return inspect_package(*file, *json);
     const auto model = ModelSource::open(*file);
     const auto summary = summarize(model);

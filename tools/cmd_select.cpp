@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "schema_v2_cli.h"
 #include "skippy/policy.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
@@ -36,6 +37,7 @@ Command register_select(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a]() {
             const auto range = parse_layer_range(a->layers);
+            if (is_local_schema_v2(a->ref)) return select_schema_v2(a->ref, range, a->json, !a->projector.empty() || a->single_stage);
             const auto pkg = open_package_for_cli(a->ref);  // prints the package's warnings
             const auto generation = generation_warnings(pkg.manifest.generation);
             for (const auto& w : generation) std::cerr << "warning: " << w << "\n";

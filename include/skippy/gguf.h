@@ -107,6 +107,11 @@ struct GgufLimits {
   uint64_t max_kv_count = 1ull << 20;
   uint64_t max_tensor_count = 1ull << 22;
   uint32_t max_array_depth = 8;              // nested arrays
+  // The file holds a tensor directory without the tensors' bytes (a package
+  // schema 2 metadata carrier): tensor offsets are checked for alignment
+  // only, not against the file, nor against each other. The caller decides
+  // what the file's payload must be (a carrier's: none).
+  bool directory_only = false;
 };
 
 class GgufFile {

@@ -452,6 +452,13 @@ void GgufFile::parse_all(const GgufLimits& limits) {
   bool overflow = false;
   data_offset_ = align_up(header_end_, alignment_, &overflow);
   if (overflow) c.fail(header_end_, "data section offset overflows");
+  if (limits.directory_only) {
+    for (auto& t : tensors_) {
+      t.file_offset = data_offset_ + t.offset;
+      if (t.file_offset < t.offset) c.fail(t.info_offset, "tensor '" + std::string(t.name) + "' offset overflows");
+    }
+    return;
+  }
   if (!tensors_.empty() && data_offset_ > bytes_.size()) {
     c.fail(header_end_, "truncated: the file ends before the data section (needs " + std::to_string(data_offset_) + " bytes, has " +
                             std::to_string(bytes_.size()) + ")");

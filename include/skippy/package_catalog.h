@@ -1,0 +1,130 @@
+// A package catalog: the two tables every package schema describes, in one
+// in-memory shape the consumer works from.
+//
+//   artifacts  id, relative path, bytes, SHA-256, and what the artifact is
+//              (the metadata carrier, a payload part, a sidecar);
+//   tensors    name, ggml type, dims, and where the bytes are: artifact,
+//              absolute offset inside it, stored length, alignment; plus
+//              the layer the tensor belongs to.
+//
+// Package schema 2 (mesh-llm's "package v2") builds it from the root
+// (skippy/manifest_v2.h) and the metadata carrier, a GGUF holding the
+// source's KVs and the complete tensor directory, with per-tensor locators
+// under skippy.package.*. Schema 1 could build the same tables from its
+// manifest and each fragment's header (not done yet); the selection,
+// verification and stage view that follow need not know which.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "skippy/gguf.h"
+#include "skippy/manifest_v2.h"
+
+namespace skippy {
+
+// The carrier's keys (reference: crates/skippy-model/src/package_carrier.rs).
+inline constexpr std::string_view kCarrierMetadataOnlyKey = "skippy.package.metadata_only";      // bool true
+inline constexpr std::string_view kCarrierPartCountKey = "skippy.package.part_count";            // payload parts
+inline constexpr std::string_view kCarrierLocatorSchemaKey = "skippy.package.locator_schema";    // 1
+inline constexpr std::string_view kCarrierTensorPartKey = "skippy.package.tensor_part";          // u32[]
+inline constexpr std::string_view kCarrierTensorOffsetKey = "skippy.package.tensor_offset";      // u64[]
+inline constexpr std::string_view kCarrierTensorSizeKey = "skippy.package.tensor_size";          // u64[]
+inline constexpr std::string_view kCarrierTensorAlignmentKey = "skippy.package.tensor_alignment";  // u32[]
+inline constexpr uint64_t kCarrierLocatorSchema = 1;
+// True for the keys above: carrier bookkeeping, not source metadata (a
+// materialized stage must not copy them).
+bool is_carrier_key(std::string_view key) noexcept;
+
+enum class CatalogArtifactKind { kCarrier, kPayload, kSidecar };
+std::string_view catalog_artifact_kind_name(CatalogArtifactKind k) noexcept;  // carrier, payload, sidecar
+
+struct CatalogArtifact {
+  std::string id;
+  std::string path;     // safe relative path
+  uint64_t bytes = 0;
+  std::string sha256;   // lowercase hex
+  CatalogArtifactKind kind = CatalogArtifactKind::kPayload;
+  // Payload parts only: the rank of the id among the payload parts (the
+  // index a carrier locator names).
+  std::optional<uint32_t> part_index;
+  // From the path "layers/layer-NNNNN.gguf" or "layers/layer-NNNNN-partMM.gguf".
+  std::optional<uint32_t> layer;
+  // Sidecars only: kind ("mmproj") and optional name.
+  std::string sidecar_kind;
+  std::optional<std::string> sidecar_name;
+};
+
+struct CatalogTensor {
+  std::string name;
+  uint32_t ggml_type = 0;
+  std::vector<uint64_t> dims;   // ne[0] first
+  size_t artifact = 0;          // index into PackageCatalog::artifacts (a payload part)
+  uint64_t offset = 0;          // absolute, inside the artifact
+  uint64_t stored_bytes = 0;    // no padding (Q8_0 of 32 elements: 34)
+  uint64_t alignment = 0;       // a power of two; offset is a multiple
+  // The layer: N of a "blk.N." name (which, for a tensor in a layer
+  // artifact, equals the artifact's layer); nullopt for tensors without one.
+  std::optional<uint32_t> layer;
+};
+
+struct PackageCatalog {
+  uint32_t schema_version = 0;
+  std::string package_id;
+  std::string model_id;
+  uint32_t layer_count = 0;
+  std::string architecture;             // general.architecture
+  std::vector<CatalogArtifact> artifacts;  // in the order the root lists them
+  size_t carrier = 0;                   // index of the metadata carrier
+  std::vector<CatalogTensor> tensors;   // in the carrier's directory order
+  // The carrier itself (its KVs, the source's; its directory), for a
+  // writer or a stage view that needs more than the tables.
+  std::shared_ptr<const GgufFile> carrier_file;
+  std::optional<PackageRootV2> root_v2;  // schema 2: the root as parsed
+
+  const CatalogTensor* find_tensor(std::string_view name) const noexcept;
+  const CatalogArtifact* find_artifact(std::string_view id) const noexcept;
+  const CatalogArtifact& artifact_of(const CatalogTensor& t) const { return artifacts.at(t.artifact); }
+
+  // Name and id indexes (filled by the builders).
+  std::unordered_map<std::string, size_t> tensor_index;
+  std::unordered_map<std::string, size_t> artifact_index;
+};
+
+// "blk.N." at the start of a tensor name -> N (decimal, no sign, no leading
+// zeros but "0"); nullopt otherwise.
+std::optional<uint32_t> tensor_name_layer(std::string_view name) noexcept;
+// "layers/layer-NNNNN.gguf" / "layers/layer-NNNNN-partMM.gguf" -> NNNNN
+// (decimal digits; MM decimal digits); nullopt for any other path.
+std::optional<uint32_t> artifact_path_layer(std::string_view path) noexcept;
+
+// Builds the catalog of a schema 2 package from its validated root and its
+// carrier, opened with GgufLimits::directory_only (the caller checked the
+// carrier file's size and SHA-256 against the root). Rules, each refusal an
+// Error(kInvalidInput) "<origin>: <what>: <problem>" naming the key or the
+// tensor:
+//   - the carrier has no payload: its length equals its data offset;
+//   - skippy.package.metadata_only is bool true, locator_schema is 1 and
+//     part_count equals the number of payload parts (catalog artifacts that
+//     are neither the carrier nor a sidecar; there is at least one);
+//   - the four locator arrays have the contract's types (tensor_part and
+//     tensor_alignment u32[], tensor_offset and tensor_size u64[]), one entry
+//     per tensor;
+//   - per tensor: the part index names a payload part; the alignment is a
+//     power of two and divides the offset; the stored size is > 0 and equals
+//     the bytes its ggml type and dims take; offset + size lies inside the
+//     artifact (its catalog byte_size);
+//   - no two extents in one artifact overlap;
+//   - a tensor's "blk.N." layer is < layer_count, and a tensor stored in a
+//     layer artifact belongs to that artifact's layer; a layer artifact's
+//     layer is < layer_count;
+//   - general.architecture is present.
+PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const GgufFile> carrier,
+                                std::string_view origin);
+
+}  // namespace skippy

@@ -1,0 +1,183 @@
+// Opening a schema 2 package and selecting stages from its catalog (see
+// skippy/catalog_stage.h).
+#include "skippy/catalog_stage.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "skippy/error.h"
+#include "skippy/file.h"
+#include "skippy/manifest.h"
+#include "skippy/model_source.h"
+#include "skippy/sha256.h"
+
+namespace skippy {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool inside_boundary(const fs::path& p, const fs::path& boundary) {
+  const auto ps = p.native();
+  const auto bs = boundary.native();
+  return ps.size() > bs.size() && ps.compare(0, bs.size(), bs) == 0 && ps[bs.size()] == '/';
+}
+
+fs::path check_catalog_file(const std::string& ref, const fs::path& root, const fs::path& boundary,
+                            const std::string& id, const std::string& rel, uint64_t bytes) {
+  const std::string what = ref + ": artifact " + id + " (" + rel + ")";
+  if (!is_safe_relative_path(rel)) throw_invalid(what + ": not a safe relative path");
+  const fs::path p = root / rel;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(p, ec))) throw_invalid(what + ": missing");
+  const fs::path real = fs::canonical(p, ec);
+  if (ec) throw_invalid(what + ": cannot resolve (" + ec.message() + "): a dangling symlink?");
+  if (!inside_boundary(real, boundary)) {
+    throw_invalid(what + ": resolves to " + real.string() + ", outside the package (" + boundary.string() + ")");
+  }
+  if (!fs::is_regular_file(real, ec)) throw_invalid(what + ": not a regular file");
+  const auto size = fs::file_size(real, ec);
+  if (ec) throw_invalid(what + ": cannot stat: " + ec.message());
+  if (size != bytes) {
+    throw_invalid(what + ": " + std::to_string(size) + " bytes, the catalog says byte_size " + std::to_string(bytes) +
+                  " (truncated or replaced?)");
+  }
+  return real;
+}
+
+enum class StageNeed { kNo, kEveryStage, kInput, kOutput, kTiedOutput, kLayer };
+
+// Builds the stage's parts from the tensors it reads (with the reason each
+// tensor was chosen, the first one per artifact naming the part's reason).
+CatalogStage assemble_stage(const PackageCatalog& cat, const std::vector<std::pair<size_t, std::string>>& chosen) {
+  CatalogStage s;
+  const auto& carrier = cat.artifacts.at(cat.carrier);
+  s.parts.push_back({carrier.id, carrier.path, carrier.kind, std::nullopt, carrier.bytes, carrier.sha256,
+                     "every stage reads the metadata carrier (KVs and the tensor directory)", {}});
+  std::map<uint32_t, CatalogPart> by_part;
+  for (const auto& [ti, reason] : chosen) {
+    const CatalogTensor& t = cat.tensors[ti];
+    const CatalogArtifact& a = cat.artifact_of(t);
+    s.tensors.push_back({t.name, a.id, t.offset, t.stored_bytes});
+    auto [it, fresh] = by_part.try_emplace(a.part_index.value_or(0));
+    if (fresh) it->second = {a.id, a.path, a.kind, a.layer, a.bytes, a.sha256, reason, {}};
+    it->second.tensors.push_back(t.name);
+  }
+  for (auto& [index, part] : by_part) s.parts.push_back(std::move(part));
+  return s;
+}
+
+}  // namespace
+
+OpenedCatalog open_local_catalog_v2(const fs::path& dir) {
+  OpenedCatalog pkg;
+  pkg.ref = dir.string();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw_not_found(pkg.ref + ": no such package directory");
+  pkg.root = fs::absolute(dir);
+  pkg.boundary = fs::canonical(dir, ec);
+  if (ec) throw_invalid(pkg.ref + ": cannot resolve: " + ec.message());
+  const fs::path manifest_path = pkg.root / std::string(kManifestFileName);
+  if (!fs::exists(manifest_path, ec)) throw_not_found(pkg.ref + ": no " + std::string(kManifestFileName));
+  const std::string text = read_small_file(manifest_path, kManifestMaxBytes);
+  pkg.manifest_sha256 = sha256_hex(text);
+  const PackageRootV2 root = parse_package_root_v2(text, manifest_path.string());
+
+  const V2Artifact* carrier = nullptr;
+  for (const auto& a : root.artifacts) {
+    if (a.id == root.source_model.metadata_artifact_id) carrier = &a;
+  }
+  // parse_package_root_v2 guarantees the carrier is catalogued.
+  const fs::path real = check_catalog_file(pkg.ref, pkg.root, pkg.boundary, carrier->id, carrier->path, carrier->byte_size);
+  const std::string digest = sha256_file(real);
+  if (digest != carrier->sha256) {
+    throw_integrity(pkg.ref + ": artifact " + carrier->id + " (" + carrier->path + "): SHA-256 " + digest +
+                    " differs from the catalog's " + carrier->sha256 + " (the metadata carrier is not the one the "
+                    "package_id commits to)");
+  }
+  GgufLimits limits;
+  limits.directory_only = true;
+  std::shared_ptr<const GgufFile> file;
+  try {
+    file = std::make_shared<const GgufFile>(GgufFile::open(real, limits));
+  } catch (const Error& e) {
+    throw e.with_context(pkg.ref + ": metadata carrier " + carrier->path);
+  }
+  pkg.catalog = build_catalog_v2(root, std::move(file), pkg.ref + ": " + carrier->path);
+  return pkg;
+}
+
+CatalogStage select_catalog_range(const PackageCatalog& cat, LayerRange range) {
+  const std::string ref = cat.model_id.empty() ? std::string("package") : cat.model_id;
+  if (range.empty()) throw_invalid(ref + ": layer range " + format_layer_range(range) + " is empty");
+  if (range.end > cat.layer_count) {
+    throw_invalid(ref + ": layer range " + format_layer_range(range) + " is outside the package's " +
+                  std::to_string(cat.layer_count) + " layers (0.." + std::to_string(cat.layer_count) + ")");
+  }
+  const bool owns_input = range.start == 0;
+  const bool owns_output = range.end == cat.layer_count;
+  const bool tied = cat.find_tensor("output.weight") == nullptr;
+  std::vector<std::pair<size_t, std::string>> chosen;
+  bool tied_embeddings = false;
+  for (size_t i = 0; i < cat.tensors.size(); ++i) {
+    const CatalogTensor& t = cat.tensors[i];
+    if (t.layer) {
+      if (*t.layer >= range.start && *t.layer < range.end) chosen.emplace_back(i, "layer in range");
+      continue;
+    }
+    switch (classify_tensor(t.name).role) {
+      case TensorRole::kEmbeddings:
+        if (owns_input) {
+          chosen.emplace_back(i, "the stage owns the input boundary (range starts at 0)");
+        } else if (owns_output && tied && t.name == "token_embd.weight") {
+          chosen.emplace_back(i, "the output projection is tied to the token embeddings (no output.weight)");
+          tied_embeddings = true;
+        }
+        break;
+      case TensorRole::kOutput:
+        if (owns_output) chosen.emplace_back(i, "the stage owns the output boundary (range ends at layer_count)");
+        break;
+      case TensorRole::kLayer:  // a blk.N name always has t.layer
+      case TensorRole::kGlobal:
+        chosen.emplace_back(i, "a tensor without a layer: every stage reads it");
+        break;
+    }
+  }
+  CatalogStage s = assemble_stage(cat, chosen);
+  s.range = range;
+  if (tied_embeddings) {
+    s.notes.push_back("final stage also reads token_embd.weight: the model's output projection is tied to its token "
+                      "embeddings");
+  }
+  return s;
+}
+
+CatalogStage select_catalog_tensors(const PackageCatalog& cat, const std::vector<std::string>& names) {
+  std::set<std::string> seen;
+  std::set<size_t> wanted;
+  for (const auto& n : names) {
+    if (!seen.insert(n).second) throw_invalid(cat.model_id + ": tensor '" + n + "' is named more than once");
+    const auto it = cat.tensor_index.find(n);
+    if (it == cat.tensor_index.end()) throw_invalid(cat.model_id + ": tensor '" + n + "' is not in the package's catalog");
+    wanted.insert(it->second);
+  }
+  std::vector<std::pair<size_t, std::string>> chosen;
+  for (const size_t i : wanted) chosen.emplace_back(i, "holds a requested tensor");
+  return assemble_stage(cat, chosen);
+}
+
+fs::path check_catalog_part(const OpenedCatalog& pkg, const CatalogPart& part) {
+  return check_catalog_file(pkg.ref, pkg.root, pkg.boundary, part.artifact_id, part.rel_path, part.bytes);
+}
+
+fs::path verify_catalog_part(const OpenedCatalog& pkg, const CatalogPart& part) {
+  const fs::path real = check_catalog_part(pkg, part);
+  const std::string digest = sha256_file(real);
+  if (digest != part.sha256) {
+    throw_integrity(pkg.ref + ": artifact " + part.artifact_id + " (" + part.rel_path + "): SHA-256 " + digest +
+                    " differs from the catalog's " + part.sha256);
+  }
+  return real;
+}
+
+}  // namespace skippy
