@@ -50,14 +50,14 @@ OpenedPackage open_repo_package(const HfRef& ref, const Sources& sources, const 
   bool from_cache = false;
   const std::string commit = chain->resolve_commit(ref.revision, manifest_name, options.refresh_revision, &from_cache);
   chain->bring(commit, {{manifest_name, std::nullopt, std::nullopt, "the manifest"}}, {});
-  // The signature sidecar and validation.json travel with the manifest
-  // (neither is declared in it). Required only with trusted signers, which
-  // check_trust enforces; otherwise a repository without them is fine.
-  for (const std::string_view name : {kSignatureFileName, kValidationFileName}) {
+  // With trusted signers the signature sidecar travels with the manifest (it
+  // is declared nowhere in it); a repository without one is then refused by
+  // check_trust. Without them nothing more is asked of the remotes.
+  if (!sources.trusted_signers.empty()) {
     try {
-      chain->bring(commit, {{std::string(name), std::nullopt, std::nullopt, "the repository"}}, {});
+      chain->bring(commit, {{std::string(kSignatureFileName), std::nullopt, std::nullopt, "the repository"}}, {});
     } catch (const Error& e) {
-      if (!sources.trusted_signers.empty() && e.kind() != ErrorKind::kNotFound && name == kSignatureFileName) throw;
+      if (e.kind() != ErrorKind::kNotFound) throw;
     }
   }
   const auto& cache = chain->cache();
