@@ -10,6 +10,7 @@
 #include <string>
 
 #include "skippy/error.h"
+#include "skippy/package_signature.h"
 #include "skippy/source.h"
 #include "skippy/stage.h"
 
@@ -49,6 +50,13 @@ bool stderr_is_tty();
 // display (terminal only), and the package's warnings on stderr.
 OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision = false,
                                    const std::optional<Sources>& sources = std::nullopt);
+
+// --trust-signer CERT (repeatable) on a command that opens packages: owner
+// certificates a package must be signed by, added by open_package_for_cli to
+// SKIPPY_TRUSTED_SIGNERS's (skippy/package_signature.h).
+void add_trust_signer_option(CLI::App* cmd);
+// Every trusted signer of this run: SKIPPY_TRUSTED_SIGNERS, then the flags.
+std::vector<std::filesystem::path> trusted_signers_for_cli();
 
 // The parts a command works on: the stage's (its projector included) when
 // `range` is set, else every artifact of the package. Notes explain choices.
@@ -95,5 +103,8 @@ Command register_speculative(CLI::App& app);
 Command register_publish(CLI::App& app);
 Command register_identity(CLI::App& app);
 Command register_serve_artifacts(CLI::App& app);
+Command register_sign_package(CLI::App& app);
+// The JSON of a signature just made (sign-package, write-package --sign, publish --sign).
+nlohmann::json signature_result_json(const std::filesystem::path& dir, const PackageSignature& s);
 
 }  // namespace skippy::cli

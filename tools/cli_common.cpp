@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "skippy/env.h"
 #include "skippy/hub.h"
 
 namespace skippy::cli {
@@ -39,12 +40,38 @@ int report_error(ErrorKind kind, const std::string& message, bool json) {
   return exit_code_for(kind);
 }
 
+namespace {
+std::vector<std::string>& trust_signer_flags() {
+  static std::vector<std::string> flags;  // one command runs per process
+  return flags;
+}
+}  // namespace
+
+void add_trust_signer_option(CLI::App* cmd) {
+  cmd->add_option("--trust-signer", trust_signer_flags(),
+                  "An owner certificate (owner.crt) the package must be signed by (repeatable; adds to "
+                  "SKIPPY_TRUSTED_SIGNERS): an unsigned package, a signature that does not verify or another "
+                  "signer is refused");
+}
+
+std::vector<std::filesystem::path> trusted_signers_for_cli() {
+  auto out = env::trusted_signers();
+  for (const auto& f : trust_signer_flags()) out.emplace_back(f);
+  return out;
+}
+
 OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision, const std::optional<Sources>& sources) {
   OpenOptions o;
   o.refresh_revision = refresh_revision;
   auto progress = std::make_shared<Progress>("download");
   o.on_progress = [progress](uint64_t done, uint64_t total) { progress->update(done, total); };
-  auto pkg = open_package(ref, sources ? *sources : default_sources(), o);
+  Sources chosen = sources ? *sources : default_sources();
+  chosen.trusted_signers = trusted_signers_for_cli();
+  auto pkg = open_package(ref, chosen, o);
+  if (pkg.signature) {
+    std::cerr << "note: " << ref << " is signed by trusted owner " << pkg.signature->owner_id << " (signed at "
+              << pkg.signature->signed_at_unix_secs << ")\n";
+  }
   for (const auto& w : pkg.warnings) std::cerr << "warning: " << w << "\n";
   return pkg;
 }

@@ -145,6 +145,7 @@ Command register_fetch(CLI::App& app) {
                   "ranges over them (default 8, or SKIPPY_HF_CONNECTIONS; 1 = one stream at a time)")
       ->check(CLI::Range(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
+  add_trust_signer_option(cmd);
   cmd->add_option("--peer", a->peer.peer, "HOST:PORT of the coordinator's serve-artifacts: asked first for the stage's parts");
   cmd->add_option("--topology", a->peer.topology, "With --peer: the active split topology (JSON, see docs/CLI.md)");
   cmd->add_option("--stage", a->peer.stage, "With --peer: this node's stage id in the topology");

@@ -7,6 +7,7 @@
 #include "skippy/gguf.h"
 #include "skippy/hf_ref.h"
 #include "skippy/model_source.h"
+#include "skippy/package_signature.h"
 #include "skippy/policy.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
@@ -90,6 +91,27 @@ bool is_package_ref(const std::string& arg) {
   return is_hf_ref(arg) || std::filesystem::is_directory(arg);
 }
 
+// Whether the package carries a signature sidecar, who signed, and whether
+// it verifies over the bytes on disk (without trusted signers it is not
+// required: this only reports).
+nlohmann::json signature_json(const OpenedPackage& pkg) {
+  try {
+    const auto sig = pkg.signature ? pkg.signature : read_package_signature(pkg.root);
+    if (!sig) return {{"present", false}};
+    return {{"present", true},
+            {"verifies", true},
+            {"trusted", pkg.signature.has_value()},
+            {"owner_id", sig->owner_id},
+            {"owner_subject", sig->owner_subject},
+            {"signed_at_unix_secs", sig->signed_at_unix_secs},
+            {"certificate_not_after", sig->not_after},
+            {"certificate_valid_now", sig->certificate_valid_now},
+            {"validation_sha256", sig->validation_sha256 ? nlohmann::json(*sig->validation_sha256) : nlohmann::json()}};
+  } catch (const Error& e) {
+    return {{"present", true}, {"verifies", false}, {"trusted", false}, {"error", e.what()}};
+  }
+}
+
 // Metadata-only inspection of a package: the manifest and shared/metadata.gguf.
 int inspect_package(const std::string& ref, bool json) {
   const auto pkg = open_package_for_cli(ref);
@@ -147,6 +169,7 @@ int inspect_package(const std::string& ref, bool json) {
       {"layers", layers},
       {"projectors", projectors},
       {"generation", m.generation.has_value()},
+      {"signature", signature_json(pkg)},
       {"warnings", warnings},
   };
   if (json) {
@@ -169,6 +192,17 @@ int inspect_package(const std::string& ref, bool json) {
   o << "  ABI               " << m.skippy_abi_version << " (this runtime: " << format_abi_version(kRuntimeAbiVersion)
     << ", compatible)\n";
   for (const auto& p : m.projectors) o << "  projector         " << p.path << " (" << p.kind << ")\n";
+  const auto& sig = j["signature"];
+  if (!sig["present"].get<bool>()) {
+    o << "  signature         none (unsigned)\n";
+  } else if (!sig["verifies"].get<bool>()) {
+    o << "  signature         DOES NOT VERIFY: " << sig["error"].get<std::string>() << "\n";
+  } else {
+    o << "  signature         owner " << sig["owner_id"].get<std::string>() << (sig["trusted"].get<bool>() ? " (trusted)" : "")
+      << ", signed at " << sig["signed_at_unix_secs"].get<int64_t>() << ", certificate until "
+      << sig["certificate_not_after"].get<std::string>() << (sig["certificate_valid_now"].get<bool>() ? "" : " (NOT valid now)")
+      << "\n";
+  }
   if (m.generation && m.generation->speculative_decoding && m.generation->speculative_decoding->default_strategy) {
     o << "  speculative       " << *m.generation->speculative_decoding->default_strategy << "\n";
   }
@@ -191,6 +225,7 @@ Command register_inspect(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   cmd->add_option("target", *file, "GGUF file (any shard of a split model) or package directory")->required();
   cmd->add_flag("--json", *json, "Print one JSON document on stdout");
+  add_trust_signer_option(cmd);
   return {cmd, [file, json]() {
     if (is_local_schema_v2(*file)) return inspect_schema_v2(*file, *json);
     if (is_package_ref(*file)) return inspect_package(*file, *json);

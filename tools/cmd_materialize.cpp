@@ -44,6 +44,7 @@ Command register_materialize(CLI::App& app) {
   cmd->add_flag("--list", a->list, "List the stage cache's entries");
   cmd->add_flag("--prune", a->prune, "Remove stage cache entries (only this package's when one is given)");
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
+  add_trust_signer_option(cmd);
   return {cmd, [a]() {
             const std::filesystem::path cache_dir =
                 a->cache_dir.empty() ? default_stage_cache_dir() : std::filesystem::path(a->cache_dir);

@@ -153,6 +153,7 @@ Command register_plan(CLI::App& app) {
                                  "With --context: headroom is at least min(SIZE, budget/2) (default 1GiB)");
   for (auto* needs_context : {kv_opt, bw_opt, cr_opt, hp_opt, hc_opt}) needs_context->needs(context_opt);
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
+  add_trust_signer_option(cmd);
   return {cmd, [a, max_opt, budgets_opt, stages_opt, context_opt]() {
             if (stages_opt->count() == 0 && budgets_opt->count() == 0) {
               throw Error(ErrorKind::kUsage, "give --stages N, or --budgets with one budget per stage");

@@ -68,6 +68,7 @@ Command register_policy(CLI::App& app) {
   cmd->add_option("--indexshare-role", a->role, "IndexShare role of the layer: full or shared")
       ->check(CLI::IsMember({"full", "shared"}));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
+  add_trust_signer_option(cmd);
   return {cmd, [a]() {
               // Flags first: a usage error needs no package.
               PolicyOverrides overrides;

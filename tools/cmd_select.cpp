@@ -35,6 +35,7 @@ Command register_select(CLI::App& app) {
   cmd->add_option("--projector", a->projector, "Explicit projector path (as declared in the manifest)");
   cmd->add_flag("--single-stage", a->single_stage, "Single-stage serving: the stage gets the default projector");
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
+  add_trust_signer_option(cmd);
   return {cmd, [a]() {
             const auto range = parse_layer_range(a->layers);
             if (is_local_schema_v2(a->ref)) return select_schema_v2(a->ref, range, a->json, !a->projector.empty() || a->single_stage);

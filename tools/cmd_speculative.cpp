@@ -92,6 +92,7 @@ Command register_speculative(CLI::App& app) {
   cmd->add_option("--ngram-proposer", a->ngram_proposer, "cache or suffix")->check(CLI::IsMember({"cache", "suffix"}));
   for (auto& f : a->ints) f.opt = cmd->add_option(f.flag, f.value, f.help);
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
+  add_trust_signer_option(cmd);
   return {cmd, [a]() {
               SpeculativeSettings flags;
               if (!a->strategy.empty()) flags.strategy = a->strategy;

@@ -35,6 +35,7 @@ Command register_verify(CLI::App& app) {
   cmd->add_flag("--no-cache", a->no_cache, "Hash everything; neither read nor write verification records");
   cmd->add_option("--threads", a->threads, "Files hashed in parallel (default 2)")->check(number_in(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
+  add_trust_signer_option(cmd);
   return {cmd, [a]() {
             const auto pkg = open_package_for_cli(a->ref);
             std::optional<LayerRange> range;

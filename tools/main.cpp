@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
       register_publish(app),
       register_identity(app),
       register_serve_artifacts(app),
+      register_sign_package(app),
   };
 
   // "--json" before the command belongs to the command: move it behind.

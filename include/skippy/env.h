@@ -35,6 +35,9 @@
 //                               suffix (x1024); default 1M; 0 = no minimum
 //   SKIPPY_PEER_RATE_WINDOW     fetch --peer: seconds that rate is averaged over
 //                               (decimals allowed, 0.1 to 3600; default 10)
+//   SKIPPY_TRUSTED_SIGNERS      owner certificates (PEM paths, ':'-separated) a
+//                               package must be signed by (package_signature.h);
+//                               unset: signatures are optional
 //   SOURCE_DATE_EPOCH           created_at_unix_secs of written packages
 //                               (reproducible builds); a non-negative integer
 //
@@ -47,6 +50,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace skippy::env {
 
@@ -110,6 +114,8 @@ std::optional<uint64_t> parse_byte_rate(std::string_view text);
 // ------------------------------------------------------------------ others
 
 bool verify_package_sha();  // SKIPPY_VERIFY_PACKAGE_SHA
+// SKIPPY_TRUSTED_SIGNERS split at ':' ("~" expanded, empty entries dropped).
+std::vector<std::filesystem::path> trusted_signers();
 // SOURCE_DATE_EPOCH; nullopt when unset. Throws Error(kUsage) when it is not
 // a non-negative decimal integer.
 std::optional<int64_t> source_date_epoch();

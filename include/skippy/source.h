@@ -108,6 +108,10 @@ struct Sources {
   // HF_HUB_OFFLINE=1 kept the Hub out of `remotes`: what the cache lacks is
   // then Error(kOffline), and messages say why.
   bool offline = false;
+  // Owner certificates whose signature a package must carry
+  // (skippy/package_signature.h: --trust-signer, SKIPPY_TRUSTED_SIGNERS);
+  // empty: signatures are optional.
+  std::vector<std::filesystem::path> trusted_signers;
 };
 
 struct OpenOptions {
@@ -121,7 +125,9 @@ struct OpenOptions {
 // validates the manifest (open_package_dir's checks). For hf://, the
 // returned package's ArtifactSource brings exactly the artifacts a selection
 // asks for, and always_verify is set; a moving revision adds a warning
-// naming the commit to pin. Throws Error with the kind of what failed
+// naming the commit to pin. With sources.trusted_signers, the package must
+// be signed by one of them (check_package_trust: kUnauthorized, kIntegrity),
+// and every artifact it uses is then SHA-256-verified. Throws Error with the kind of what failed
 // (kUsage for a malformed reference, kNotFound, kOffline, kUnauthorized,
 // kIntegrity, kTransport, kIo, kInvalidInput), naming the reference.
 OpenedPackage open_package(std::string_view ref, const Sources& sources, const OpenOptions& options = {});

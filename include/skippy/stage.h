@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "skippy/manifest.h"
+#include "skippy/package_signature.h"
 #include "skippy/package_layout.h"
 
 namespace skippy {
@@ -57,6 +58,7 @@ struct OpenedPackage {
   std::optional<std::string> commit;        // the commit a revision resolved to, for repository packages
   std::shared_ptr<ArtifactSource> source;   // brings missing artifacts; null when every file is on disk (local dirs)
   std::vector<std::string> warnings;        // worth telling a person (moving branch, ...)
+  std::optional<PackageSignature> signature;  // checked against trusted signers (none configured: not read)
 };
 
 // Reads and validates the manifest in `root`: schema version 1, format, ABI

@@ -515,6 +515,7 @@ Sources default_sources() {
   s.hf_cache = env::hf_hub_cache_dir();
   s.offline = env::hf_hub_offline();
   if (!s.offline) s.remotes.push_back(make_hub_remote(HubConfig::from_env()));
+  s.trusted_signers = env::trusted_signers();
   return s;
 }
 
@@ -523,6 +524,7 @@ Sources default_sources(const HubConfig& hub) {
   s.hf_cache = env::hf_hub_cache_dir();
   s.offline = env::hf_hub_offline();
   if (!s.offline) s.remotes.push_back(make_hub_remote(hub));
+  s.trusted_signers = env::trusted_signers();
   return s;
 }
 

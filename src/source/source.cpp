@@ -11,6 +11,7 @@
 #include <set>
 
 #include "skippy/manifest.h"
+#include "skippy/package_signature.h"
 #include "skippy/sha256.h"
 #include "source/fetch_chain.h"
 
@@ -49,6 +50,16 @@ OpenedPackage open_repo_package(const HfRef& ref, const Sources& sources, const 
   bool from_cache = false;
   const std::string commit = chain->resolve_commit(ref.revision, manifest_name, options.refresh_revision, &from_cache);
   chain->bring(commit, {{manifest_name, std::nullopt, std::nullopt, "the manifest"}}, {});
+  // With trusted signers the signature sidecar travels with the manifest (it
+  // is declared nowhere in it); a repository without one is then refused by
+  // check_trust. Without them nothing more is asked of the remotes.
+  if (!sources.trusted_signers.empty()) {
+    try {
+      chain->bring(commit, {{std::string(kSignatureFileName), std::nullopt, std::nullopt, "the repository"}}, {});
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kNotFound) throw;
+    }
+  }
   const auto& cache = chain->cache();
   std::error_code ec;
   const fs::path boundary = fs::canonical(cache.repo_dir(), ec);
@@ -66,11 +77,24 @@ OpenedPackage open_repo_package(const HfRef& ref, const Sources& sources, const 
   return pkg;
 }
 
+// With trusted signers: the package must carry a signature of one of them
+// over the manifest bytes open_package_dir read.
+OpenedPackage check_trust(OpenedPackage pkg, const Sources& sources) {
+  if (sources.trusted_signers.empty()) return pkg;
+  pkg.signature = check_package_trust(pkg.root, sources.trusted_signers, pkg.ref);
+  if (pkg.signature->manifest_sha256 != pkg.manifest_sha256) {
+    throw_integrity(pkg.ref + ": model-package.json changed while it was read (SHA-256 " + pkg.manifest_sha256 +
+                    ", signed " + pkg.signature->manifest_sha256 + ")");
+  }
+  pkg.always_verify = true;  // the signature vouches for the digests; the bytes must match them
+  return pkg;
+}
+
 }  // namespace
 
 OpenedPackage open_package(std::string_view ref, const Sources& sources, const OpenOptions& options) {
-  if (is_hf_ref(ref)) return open_repo_package(parse_hf_ref(ref), sources, options);
-  return open_local_package(fs::path(ref));
+  if (is_hf_ref(ref)) return check_trust(open_repo_package(parse_hf_ref(ref), sources, options), sources);
+  return check_trust(open_local_package(fs::path(ref)), sources);
 }
 
 }  // namespace skippy

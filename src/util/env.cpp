@@ -176,6 +176,20 @@ uint64_t peer_rate_window_ms() {
   return static_cast<uint64_t>(secs * 1000 + 0.5);
 }
 
+std::vector<fs::path> trusted_signers() {
+  std::vector<fs::path> out;
+  const auto v = get("SKIPPY_TRUSTED_SIGNERS");
+  if (!v) return out;
+  size_t start = 0;
+  while (start <= v->size()) {
+    const size_t end = std::min(v->find(':', start), v->size());
+    const std::string item = trim(v->substr(start, end - start));
+    if (!item.empty()) out.push_back(expand_user(item));
+    start = end + 1;
+  }
+  return out;
+}
+
 bool verify_package_sha() {
   auto v = get("SKIPPY_VERIFY_PACKAGE_SHA");
   return v && *v != "0";

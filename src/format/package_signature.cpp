@@ -1,0 +1,344 @@
+// Signed packages: the sidecar model-package.json.sig (skippy/package_signature.h).
+#include "skippy/package_signature.h"
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "skippy/error.h"
+#include "skippy/file.h"
+#include "skippy/manifest.h"
+#include "skippy/sha256.h"
+
+namespace skippy {
+namespace package_signature_detail {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kMaxPemBytes = 64 * 1024;
+constexpr uint64_t kMaxSidecarBytes = 256 * 1024;
+constexpr uint64_t kMaxValidationBytes = 4u << 20;
+
+struct PkeyFree {
+  void operator()(EVP_PKEY* p) const noexcept { EVP_PKEY_free(p); }
+};
+struct X509Free {
+  void operator()(X509* p) const noexcept { X509_free(p); }
+};
+struct BioFree {
+  void operator()(BIO* b) const noexcept { BIO_free(b); }
+};
+struct MdCtxFree {
+  void operator()(EVP_MD_CTX* c) const noexcept { EVP_MD_CTX_free(c); }
+};
+using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
+using X509Ptr = std::unique_ptr<X509, X509Free>;
+using BioPtr = std::unique_ptr<BIO, BioFree>;
+using MdCtxPtr = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
+
+std::string ssl_errors() {
+  std::string out;
+  while (const unsigned long e = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    if (!out.empty()) out += "; ";
+    out += buf;
+  }
+  return out.empty() ? std::string("unknown OpenSSL error") : out;
+}
+
+X509Ptr parse_cert(const std::string& pem, const std::string& what) {
+  BioPtr b(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  X509Ptr cert(b ? PEM_read_bio_X509(b.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!cert) throw_invalid(what + ": not a PEM certificate: " + ssl_errors());
+  return cert;
+}
+
+std::string cert_to_pem(X509* cert) {
+  BioPtr b(BIO_new(BIO_s_mem()));
+  if (!b || PEM_write_bio_X509(b.get(), cert) != 1) throw_invalid("certificate PEM: " + ssl_errors());
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(b.get(), &data);
+  return n > 0 ? std::string(data, static_cast<size_t>(n)) : std::string();
+}
+
+// Lowercase hex SHA-256 of the raw Ed25519 public key; empty when not Ed25519.
+std::string fingerprint(const EVP_PKEY* key) {
+  if (key == nullptr || EVP_PKEY_get_id(key) != EVP_PKEY_ED25519) return {};
+  uint8_t raw[32];
+  size_t len = sizeof raw;
+  if (EVP_PKEY_get_raw_public_key(key, raw, &len) != 1 || len != sizeof raw) {
+    ERR_clear_error();
+    return {};
+  }
+  return sha256_hex(std::span<const uint8_t>(raw, len));
+}
+
+std::string time_text(const ASN1_TIME* t) {
+  struct tm tm {};
+  if (ASN1_TIME_to_tm(t, &tm) != 1) return {};
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+bool valid_now(const X509* cert) {
+  return X509_cmp_current_time(X509_get0_notBefore(cert)) < 0 && X509_cmp_current_time(X509_get0_notAfter(cert)) > 0;
+}
+
+std::string subject_of(const X509* cert) {
+  char buf[256];
+  X509_NAME_oneline(X509_get_subject_name(cert), buf, sizeof buf);
+  return buf;
+}
+
+// An owner certificate: Ed25519, self-signed. Returns its owner id.
+std::string check_owner_cert(X509* cert, const std::string& what) {
+  EVP_PKEY* key = X509_get0_pubkey(cert);
+  const std::string id = fingerprint(key);
+  if (id.empty()) throw_invalid(what + ": not an Ed25519 certificate");
+  const bool self_signed = X509_check_issued(cert, cert) == X509_V_OK && X509_verify(cert, key) == 1;
+  ERR_clear_error();
+  if (!self_signed) throw_invalid(what + ": not a self-signed owner certificate (make one with `identity init-owner`)");
+  return id;
+}
+
+std::string base64(const std::string& raw) {
+  std::string out(4 * ((raw.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(raw.data()), static_cast<int>(raw.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+// Base64 of an Ed25519 signature (64 bytes); nullopt when malformed.
+std::optional<std::string> unbase64_signature(const std::string& text) {
+  if (text.size() != 88) return std::nullopt;
+  std::string out(66, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+  if (n != 66) return std::nullopt;  // 88 characters decode to 66 bytes, two of them padding
+  out.resize(64);
+  return out;
+}
+
+std::string ed25519_sign(EVP_PKEY* key, const std::string& msg) {
+  MdCtxPtr ctx(EVP_MD_CTX_new());
+  uint8_t sig[64];
+  size_t len = sizeof sig;
+  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key) != 1 ||
+      EVP_DigestSign(ctx.get(), sig, &len, reinterpret_cast<const uint8_t*>(msg.data()), msg.size()) != 1) {
+    throw_invalid("Ed25519 signing failed: " + ssl_errors());
+  }
+  return std::string(reinterpret_cast<const char*>(sig), len);
+}
+
+bool ed25519_verify(EVP_PKEY* key, const std::string& msg, const std::string& sig) {
+  MdCtxPtr ctx(EVP_MD_CTX_new());
+  const bool ok = ctx && EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key) == 1 &&
+                  EVP_DigestVerify(ctx.get(), reinterpret_cast<const uint8_t*>(sig.data()), sig.size(),
+                                   reinterpret_cast<const uint8_t*>(msg.data()), msg.size()) == 1;
+  ERR_clear_error();
+  return ok;
+}
+
+PkeyPtr load_owner_key(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) throw_not_found(path.string() + ": missing (an owner directory holds owner.key and owner.crt)");
+    throw_io(path.string() + ": cannot stat");
+  }
+  if ((st.st_mode & 0077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    throw_invalid(path.string() + ": permissions " + mode +
+                  " are too open: group or others may access this private key, so it is refused. Fix: chmod 600 " +
+                  path.string());
+  }
+  const std::string pem = read_small_file(path, kMaxPemBytes);
+  BioPtr b(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  PkeyPtr key(b ? PEM_read_bio_PrivateKey(b.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!key) throw_invalid(path.string() + ": not a PEM private key: " + ssl_errors());
+  if (EVP_PKEY_get_id(key.get()) != EVP_PKEY_ED25519) throw_invalid(path.string() + ": not an Ed25519 key");
+  return key;
+}
+
+std::optional<std::string> read_if_present(const fs::path& path, uint64_t max_bytes) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) return std::nullopt;
+  return read_small_file(path, max_bytes);
+}
+
+PackageSignature describe(X509* cert, const std::string& owner_id) {
+  PackageSignature s;
+  s.owner_id = owner_id;
+  s.owner_subject = subject_of(cert);
+  s.not_before = time_text(X509_get0_notBefore(cert));
+  s.not_after = time_text(X509_get0_notAfter(cert));
+  s.certificate_valid_now = valid_now(cert);
+  return s;
+}
+
+}  // namespace package_signature_detail
+
+
+PackageSignature sign_package(const std::filesystem::path& package_dir, const std::filesystem::path& owner_dir) {
+  using namespace package_signature_detail;
+  const fs::path key_path = owner_dir / "owner.key";
+  const fs::path cert_path = owner_dir / "owner.crt";
+  std::error_code ec;
+  if (!fs::is_directory(owner_dir, ec)) throw_not_found(owner_dir.string() + ": no such owner directory");
+  PkeyPtr key = load_owner_key(key_path);
+  X509Ptr cert = parse_cert(read_small_file(cert_path, kMaxPemBytes), cert_path.string());
+  const std::string owner_id = check_owner_cert(cert.get(), cert_path.string());
+  if (X509_check_private_key(cert.get(), key.get()) != 1) {
+    ERR_clear_error();
+    throw_invalid(key_path.string() + ": does not match " + cert_path.string());
+  }
+  if (!valid_now(cert.get())) {
+    throw_invalid(cert_path.string() + ": expired or not yet valid (" + time_text(X509_get0_notBefore(cert.get())) +
+                  " to " + time_text(X509_get0_notAfter(cert.get())) + "); a signature made with it would be refused");
+  }
+  const fs::path manifest_path = package_dir / std::string(kManifestFileName);
+  if (!fs::exists(manifest_path, ec)) throw_not_found(manifest_path.string() + ": missing (not a package directory)");
+  const std::string manifest = read_small_file(manifest_path, kManifestMaxBytes);
+  const auto validation = read_if_present(package_dir / std::string(kValidationFileName), kMaxValidationBytes);
+
+  PackageSignature out = describe(cert.get(), owner_id);
+  out.signed_at_unix_secs = static_cast<int64_t>(std::time(nullptr));
+  out.manifest_sha256 = sha256_hex(manifest);
+  nlohmann::ordered_json doc = {
+      {"schema_version", kSignatureSchemaVersion},
+      {"owner_id", owner_id},
+      {"owner_certificate", cert_to_pem(cert.get())},
+      {"manifest_sha256", out.manifest_sha256},
+      {"signed_at_unix_secs", out.signed_at_unix_secs},
+      {"signature", base64(ed25519_sign(key.get(), manifest))},
+  };
+  if (validation) {
+    out.validation_sha256 = sha256_hex(*validation);
+    doc["validation_sha256"] = *out.validation_sha256;
+    doc["validation_signature"] = base64(ed25519_sign(key.get(), *validation));
+  }
+  write_file_atomic(package_dir / std::string(kSignatureFileName), doc.dump(2) + "\n");
+  return out;
+}
+
+std::optional<PackageSignature> read_package_signature(const std::filesystem::path& dir) {
+  using namespace package_signature_detail;
+  const fs::path sidecar_path = dir / std::string(kSignatureFileName);
+  const auto text = read_if_present(sidecar_path, kMaxSidecarBytes);
+  if (!text) return std::nullopt;
+  const std::string where = sidecar_path.string();
+  nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) throw_invalid(where + ": not a JSON object");
+  auto str = [&](const char* key) -> std::string {
+    if (!doc.contains(key) || !doc[key].is_string()) throw_invalid(where + ": \"" + key + "\" must be a string");
+    return doc[key].get<std::string>();
+  };
+  if (!doc.contains("schema_version") || doc["schema_version"] != kSignatureSchemaVersion) {
+    throw_invalid(where + ": schema_version must be " + std::to_string(kSignatureSchemaVersion));
+  }
+  if (!doc.contains("signed_at_unix_secs") || !doc["signed_at_unix_secs"].is_number_integer()) {
+    throw_invalid(where + ": \"signed_at_unix_secs\" must be an integer");
+  }
+  X509Ptr cert = parse_cert(str("owner_certificate"), where + " owner_certificate");
+  const std::string owner_id = check_owner_cert(cert.get(), where + " owner_certificate");
+  if (doc.contains("owner_id") && doc["owner_id"] != owner_id) {
+    throw_integrity(where + ": owner_id " + doc["owner_id"].dump() + " is not the certificate's key (" + owner_id + ")");
+  }
+  PackageSignature out = describe(cert.get(), owner_id);
+  out.signed_at_unix_secs = doc["signed_at_unix_secs"].get<int64_t>();
+  EVP_PKEY* key = X509_get0_pubkey(cert.get());
+
+  auto check = [&](const fs::path& file, uint64_t max_bytes, const std::string& digest_key, const std::string& sig_key) {
+    const auto bytes = read_if_present(file, max_bytes);
+    if (!bytes) throw_integrity(where + " signs " + file.filename().string() + ", which is missing from " + dir.string());
+    const std::string digest = sha256_hex(*bytes);
+    if (str(digest_key.c_str()) != digest) {
+      throw_integrity(file.string() + ": SHA-256 " + digest + " is not the signed " + digest_key + " " +
+                      str(digest_key.c_str()) + " recorded in " + where + " (the file changed after signing)");
+    }
+    const auto sig = unbase64_signature(str(sig_key.c_str()));
+    if (!sig) throw_invalid(where + ": \"" + sig_key + "\" is not the base64 of a 64-byte Ed25519 signature");
+    if (!ed25519_verify(key, *bytes, *sig)) {
+      throw_integrity(where + ": the signature does not verify over the exact bytes of " + file.string() +
+                      " with the key of owner " + owner_id);
+    }
+    return digest;
+  };
+  out.manifest_sha256 = check(dir / std::string(kManifestFileName), kManifestMaxBytes, "manifest_sha256", "signature");
+  if (doc.contains("validation_sha256")) {
+    out.validation_sha256 =
+        check(dir / std::string(kValidationFileName), kMaxValidationBytes, "validation_sha256", "validation_signature");
+  } else if (fs::exists(dir / std::string(kValidationFileName))) {
+    // Not fatal by itself: the manifest is signed; validation.json is not covered.
+    out.validation_sha256 = std::nullopt;
+  }
+  return out;
+}
+
+std::vector<TrustAnchor> load_trust_anchors(const std::vector<std::filesystem::path>& certs) {
+  using namespace package_signature_detail;
+  std::vector<TrustAnchor> out;
+  for (const auto& file : certs) {
+    std::error_code ec;
+    if (!fs::exists(file, ec)) throw_not_found(file.string() + ": missing (a trusted signer's owner.crt)");
+    X509Ptr cert = parse_cert(read_small_file(file, kMaxPemBytes), file.string());
+    TrustAnchor a;
+    a.file = file;
+    a.owner_id = check_owner_cert(cert.get(), file.string());
+    a.valid_now = valid_now(cert.get());
+    a.not_after = time_text(X509_get0_notAfter(cert.get()));
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+std::optional<PackageSignature> check_package_trust(const std::filesystem::path& dir, const std::vector<std::filesystem::path>& anchors,
+                                                    const std::string& what) {
+  using namespace package_signature_detail;
+  if (anchors.empty()) return std::nullopt;
+  const auto trusted = load_trust_anchors(anchors);
+  std::string names;
+  for (const auto& a : trusted) names += (names.empty() ? "" : ", ") + a.owner_id.substr(0, 16) + " (" + a.file.string() + ")";
+  std::optional<PackageSignature> sig;
+  try {
+    sig = read_package_signature(dir);
+  } catch (const Error& e) {
+    throw Error(e.kind(), what + ": signature check failed: " + e.what());
+  }
+  if (!sig) {
+    throw Error(ErrorKind::kUnauthorized, what + ": unsigned package (no " + std::string(kSignatureFileName) +
+                                              ") refused: trusted signers are configured (" + names + ")");
+  }
+  const TrustAnchor* match = nullptr;
+  for (const auto& a : trusted) {
+    if (a.owner_id == sig->owner_id) match = &a;
+  }
+  if (match == nullptr) {
+    throw Error(ErrorKind::kUnauthorized, what + ": signed by owner " + sig->owner_id + ", who is not a trusted signer (" +
+                                              names + ")");
+  }
+  if (!sig->certificate_valid_now) {
+    throw Error(ErrorKind::kUnauthorized, what + ": the signer's certificate (owner " + sig->owner_id +
+                                              ") is expired or not yet valid: " + sig->not_before + " to " + sig->not_after);
+  }
+  if (!match->valid_now) {
+    throw Error(ErrorKind::kUnauthorized, match->file.string() + ": the trusted signer's certificate is expired or not yet valid (not after " +
+                                              match->not_after + ")");
+  }
+  return sig;
+}
+
+}  // namespace skippy
