@@ -1,4 +1,5 @@
 // Signed packages: the sidecar model-package.json.sig (skippy/package_signature.h).
+#include "util/openssl_handles.h"
 #include "skippy/package_signature.h"
 
 #include <openssl/bio.h>
@@ -29,44 +30,22 @@ constexpr uint64_t kMaxPemBytes = 64 * 1024;
 constexpr uint64_t kMaxSidecarBytes = 256 * 1024;
 constexpr uint64_t kMaxValidationBytes = 4u << 20;
 
-struct PkeyFree {
-  void operator()(EVP_PKEY* p) const noexcept { EVP_PKEY_free(p); }
-};
-struct X509Free {
-  void operator()(X509* p) const noexcept { X509_free(p); }
-};
-struct BioFree {
-  void operator()(BIO* b) const noexcept { BIO_free(b); }
-};
-struct MdCtxFree {
-  void operator()(EVP_MD_CTX* c) const noexcept { EVP_MD_CTX_free(c); }
-};
-using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
-using X509Ptr = std::unique_ptr<X509, X509Free>;
-using BioPtr = std::unique_ptr<BIO, BioFree>;
-using MdCtxPtr = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
-
-std::string ssl_errors() {
-  std::string out;
-  while (const unsigned long e = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof buf);
-    if (!out.empty()) out += "; ";
-    out += buf;
-  }
-  return out.empty() ? std::string("unknown OpenSSL error") : out;
-}
+using detail::BioPtr;
+using detail::MdCtxPtr;
+using detail::PkeyPtr;
+using detail::X509Ptr;
+using detail::openssl_errors;
 
 X509Ptr parse_cert(const std::string& pem, const std::string& what) {
   BioPtr b(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   X509Ptr cert(b ? PEM_read_bio_X509(b.get(), nullptr, nullptr, nullptr) : nullptr);
-  if (!cert) throw_invalid(what + ": not a PEM certificate: " + ssl_errors());
+  if (!cert) throw_invalid(what + ": not a PEM certificate: " + openssl_errors());
   return cert;
 }
 
 std::string cert_to_pem(X509* cert) {
   BioPtr b(BIO_new(BIO_s_mem()));
-  if (!b || PEM_write_bio_X509(b.get(), cert) != 1) throw_invalid("certificate PEM: " + ssl_errors());
+  if (!b || PEM_write_bio_X509(b.get(), cert) != 1) throw_invalid("certificate PEM: " + openssl_errors());
   char* data = nullptr;
   const long n = BIO_get_mem_data(b.get(), &data);
   return n > 0 ? std::string(data, static_cast<size_t>(n)) : std::string();
@@ -138,7 +117,7 @@ std::string ed25519_sign(EVP_PKEY* key, const std::string& msg) {
   size_t len = sizeof sig;
   if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key) != 1 ||
       EVP_DigestSign(ctx.get(), sig, &len, reinterpret_cast<const uint8_t*>(msg.data()), msg.size()) != 1) {
-    throw_invalid("Ed25519 signing failed: " + ssl_errors());
+    throw_invalid("Ed25519 signing failed: " + openssl_errors());
   }
   return std::string(reinterpret_cast<const char*>(sig), len);
 }
@@ -168,7 +147,7 @@ PkeyPtr load_owner_key(const fs::path& path) {
   const std::string pem = read_small_file(path, kMaxPemBytes);
   BioPtr b(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   PkeyPtr key(b ? PEM_read_bio_PrivateKey(b.get(), nullptr, nullptr, nullptr) : nullptr);
-  if (!key) throw_invalid(path.string() + ": not a PEM private key: " + ssl_errors());
+  if (!key) throw_invalid(path.string() + ": not a PEM private key: " + openssl_errors());
   if (EVP_PKEY_get_id(key.get()) != EVP_PKEY_ED25519) throw_invalid(path.string() + ": not an Ed25519 key");
   return key;
 }

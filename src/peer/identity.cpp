@@ -18,17 +18,6 @@
 namespace skippy::peer {
 namespace detail {
 
-std::string openssl_errors() {
-  std::string out;
-  while (const unsigned long e = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof buf);
-    if (!out.empty()) out += "; ";
-    out += buf;
-  }
-  return out.empty() ? std::string("unknown OpenSSL error") : out;
-}
-
 std::optional<std::string> ed25519_fingerprint(const EVP_PKEY* key) {
   if (key == nullptr || EVP_PKEY_get_id(key) != EVP_PKEY_ED25519) return std::nullopt;
   uint8_t raw[32];

@@ -11,20 +11,13 @@
 #include <string>
 
 #include "skippy/peer_identity.h"
+#include "util/openssl_handles.h"
 
 namespace skippy::peer::detail {
 
-struct PkeyFree {
-  void operator()(EVP_PKEY* p) const noexcept { EVP_PKEY_free(p); }
-};
-struct X509Free {
-  void operator()(X509* p) const noexcept { X509_free(p); }
-};
-using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
-using X509Ptr = std::unique_ptr<X509, X509Free>;
-
-// The most recent OpenSSL error queue entries as text (and clears the queue).
-std::string openssl_errors();
+using skippy::detail::openssl_errors;
+using skippy::detail::PkeyPtr;
+using skippy::detail::X509Ptr;
 
 // Lowercase hex SHA-256 of the raw Ed25519 public key; nullopt when `key`
 // is not an Ed25519 key.
