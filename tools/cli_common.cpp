@@ -60,9 +60,11 @@ std::vector<std::filesystem::path> trusted_signers_for_cli() {
   return out;
 }
 
-OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision, const std::optional<Sources>& sources) {
+OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision, const std::optional<Sources>& sources,
+                                   bool with_signature) {
   OpenOptions o;
   o.refresh_revision = refresh_revision;
+  o.with_signature = with_signature;
   auto progress = std::make_shared<Progress>("download");
   o.on_progress = [progress](uint64_t done, uint64_t total) { progress->update(done, total); };
   Sources chosen = sources ? *sources : default_sources();

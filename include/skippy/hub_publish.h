@@ -15,6 +15,8 @@
 //   POST {endpoint}/api/models/{repo}/commit/{branch}      NDJSON: a header (summary, parentCommit), then one
 //                                                    "file" line (base64) per regular file and one "lfsFile"
 //                                                    line per LFS object
+//   POST {endpoint}/api/models/{repo}/tag/{commit}         publish --tag: JSON {"tag", "message"?}, as
+//                                                    huggingface_hub's HfApi.create_tag (409: the tag exists)
 //
 // The commit is the only step that changes the repository, so a package
 // appears all at once or not at all; a commit made to the branch by someone
@@ -124,5 +126,24 @@ class HubPublisher {
 PublishResult publish_package(const std::filesystem::path& dir, const HubConfig& hub, const PushTarget& target,
                               const PublishSettings& settings, const std::string& message,
                               const std::function<void(uint64_t, uint64_t)>& on_verify = {});
+
+// ------------------------------------------------ immutable references (#25)
+
+// A tag name the Hub (git) accepts: Error(kUsage) naming it otherwise (no
+// refs/ prefix, not 40 hex, none of git's forbidden characters or forms).
+void check_tag_name(std::string_view tag);
+
+struct TagResult {
+  std::string tag, commit;
+  bool created = true;  // false: the tag already named this commit (a rerun)
+  std::string ref;      // "hf://ns/repo@TAG"
+};
+// Tags `commit` of `repo` as `tag` (POST /api/models/{repo}/tag/{commit},
+// JSON {"tag", "message"?}: huggingface_hub's HfApi.create_tag). A tag that
+// already names this commit is fine (created = false); one that names
+// another commit is refused with Error(kInvalidInput) saying where it points
+// (a tag is never moved). Needs a write token (kUnauthorized).
+TagResult tag_hub_commit(const HubConfig& hub, const std::string& repo, const std::string& commit, const std::string& tag,
+                         const std::string& message = {});
 
 }  // namespace skippy
