@@ -24,7 +24,9 @@
 #include "skippy/file.h"
 #include "skippy/hf_ref.h"
 #include "skippy/manifest.h"
+#include "skippy/package_signature.h"
 #include "skippy/sha256.h"
+#include "skippy/validation_result.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
 
@@ -101,8 +103,8 @@ struct HeadFile {
 };
 
 bool package_owned(const std::string& p) {
-  return p == "model-package.json" || p == "README.md" || p.starts_with("shared/") || p.starts_with("layers/") ||
-         p.starts_with("projectors/");
+  return p == "model-package.json" || p == "README.md" || p == kSignatureFileName || p == kValidationFileName ||
+         p.starts_with("shared/") || p.starts_with("layers/") || p.starts_with("projectors/");
 }
 
 }  // namespace
@@ -268,6 +270,7 @@ class HubPublisher::Impl {
   }
 
   void begin() {
+    if (!settings_.tag.empty()) check_tag_name(settings_.tag);
     check_token();
     if (settings_.create) create_repo();
     auto head = read_head(&remote_);
@@ -277,6 +280,16 @@ class HubPublisher::Impl {
       if (!head) throw_not_found(where_ + ": the branch could not be created");
     }
     head_ = *head;
+    if (!settings_.tag.empty()) {
+      // #25: a tag names one commit for good. One that exists on another
+      // commit than the head could only be refused after the upload: refuse now.
+      const auto at = find_hub_tag(cfg_, target_.repo, settings_.tag);
+      if (at && *at != head_) {
+        throw Error(ErrorKind::kInvalidInput,
+                    where_ + ": --tag " + settings_.tag + ": refused before uploading anything: the tag already exists on "
+                    "commit " + *at + ", and a tag is never moved; pick a new name (a tag per source revision)");
+      }
+    }
     planner_ = std::thread([this] { plan_loop(); });
     for (unsigned i = 0; i < settings_.parallel_uploads; ++i) uploaders_.emplace_back([this] { upload_loop(); });
     begun_ = true;
@@ -585,6 +598,12 @@ class HubPublisher::Impl {
   }
 
   PublishResult commit(const std::string& summary, const std::string& description) {
+    PublishResult res = commit_files(summary, description);
+    if (!settings_.tag.empty()) res.tag = tag_hub_commit(cfg_, target_.repo, res.commit, settings_.tag, summary);
+    return res;
+  }
+
+  PublishResult commit_files(const std::string& summary, const std::string& description) {
     {
       std::lock_guard g(mu_);
       if (!begun_) throw Error(ErrorKind::kUsage, where_ + ": commit() before begin()");
@@ -750,6 +769,8 @@ PublishResult publish_package(const fs::path& dir, const HubConfig& hub, const P
     for (const auto& p : report.problems) msg += "\n  " + p;
     throw_integrity(msg);
   }
+  // #25: sign once the package is known good, so the sidecar goes up in the same commit.
+  if (!settings.sign_owner.empty()) (void)sign_package(dir, settings.sign_owner);
   HubPublisher pub(hub, target, settings);
   pub.begin();
   std::set<std::string> added;
@@ -757,19 +778,60 @@ PublishResult publish_package(const fs::path& dir, const HubConfig& hub, const P
     if (!added.insert(p.rel_path).second) continue;
     pub.add(p.rel_path, p.path, p.bytes, p.sha256);
   }
-  for (const char* extra : {"README.md", "model-package.json"}) {
-    const fs::path f = dir / extra;
-    std::error_code ec;
-    if (!fs::is_regular_file(fs::symlink_status(f, ec))) {
-      if (std::string(extra) == "README.md") continue;
-      throw_invalid(f.string() + ": not a regular file");
-    }
-    pub.add(extra, f, fs::file_size(f), sha256_file(f));
-  }
+  const auto meta = add_package_metadata(pub, dir, pkg.manifest_sha256);
   const std::string summary =
       message.empty() ? "Publish layer package " + pkg.manifest.model_id + " (" + std::to_string(pkg.manifest.layer_count) + " layers)"
                       : message;
-  return pub.commit(summary, "model-package.json sha256 " + pkg.manifest_sha256 + ", written by skippy-model-package");
+  auto res = pub.commit(summary, "model-package.json sha256 " + pkg.manifest_sha256 + ", written by skippy-model-package");
+  res.signed_by = meta.signed_by;
+  res.validation_result = meta.validation_result;
+  return res;
+}
+
+PackageMetadataUpload add_package_metadata(HubPublisher& pub, const fs::path& dir, const std::string& manifest_sha256) {
+  PackageMetadataUpload out;
+  auto regular = [&](const fs::path& f) {
+    std::error_code ec;
+    return fs::is_regular_file(fs::symlink_status(f, ec));
+  };
+  const fs::path manifest = dir / std::string(kManifestFileName);
+  if (!regular(manifest)) throw_invalid(manifest.string() + ": not a regular file");
+  const std::string manifest_now = sha256_file(manifest);
+  if (!sha256_equal(manifest_now, manifest_sha256)) {
+    throw_integrity(manifest.string() + ": changed since it was verified (SHA-256 " + manifest_now + ", verified " +
+                    manifest_sha256 + "); nothing was committed");
+  }
+  // validation.json must judge this manifest; a stale one would tell the
+  // Hub's readers about another package.
+  if (const auto v = read_validation_result(dir, manifest_sha256)) {
+    if (v->unreadable) throw_invalid(*v->unreadable + "; fix or remove it before publishing");
+    if (!v->matches_manifest) {
+      throw_invalid(v->file.string() + ": describes another manifest (manifest_sha256 " + v->manifest_sha256 +
+                    ", this package's is " + manifest_sha256 +
+                    "); run validate-package --write-result again, or remove it, before publishing");
+    }
+    out.validation_result = true;
+  }
+  // A sidecar must verify over exactly these bytes (its signer is the
+  // consumers' business: they choose whom to trust).
+  if (const auto sig = read_package_signature(dir)) {
+    if (!sha256_equal(sig->manifest_sha256, manifest_sha256)) {
+      throw_integrity((dir / std::string(kSignatureFileName)).string() + ": signs another manifest (" + sig->manifest_sha256 + ")");
+    }
+    out.signed_by = sig->owner_id;
+  }
+  std::vector<std::string> names = {"README.md", std::string(kManifestFileName)};
+  if (out.validation_result) names.emplace_back(kValidationFileName);
+  if (!out.signed_by.empty()) names.emplace_back(kSignatureFileName);
+  for (const auto& name : names) {
+    const fs::path f = dir / name;
+    if (!regular(f)) {
+      if (name == "README.md") continue;
+      throw_invalid(f.string() + ": not a regular file");
+    }
+    pub.add(name, f, fs::file_size(f), sha256_file(f));
+  }
+  return out;
 }
 
 }  // namespace skippy

@@ -62,6 +62,12 @@ void check_tag_name(std::string_view tag) {
   }
 }
 
+std::optional<std::string> find_hub_tag(const HubConfig& hub, const std::string& repo, const std::string& tag) {
+  const std::string at = hub_tag_detail::tag_target(hub, repo, tag, "hf://" + repo);
+  if (at.empty()) return std::nullopt;
+  return at;
+}
+
 TagResult tag_hub_commit(const HubConfig& hub, const std::string& repo, const std::string& commit, const std::string& tag,
                          const std::string& message) {
   using namespace hub_tag_detail;
