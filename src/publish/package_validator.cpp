@@ -131,7 +131,7 @@ class Validator {
     const auto& sha = *hashed;
     {
       std::lock_guard g(mu_);
-      source_files_[i] = {f.name(), f.file_size(), sha};
+      source_files_[i] = {fs::path(f.name()).filename().string(), f.file_size(), sha};  // a name, not a local path
     }
     if (i < m_.source_model.files.size()) {
       const auto& decl = m_.source_model.files[i];
@@ -401,7 +401,9 @@ class Validator {
     for (auto s : sizes) total_ += s;
     const size_t n_shards = model_.shards().size();
     source_files_.assign(n_shards, {});
-    for (size_t i = 0; i < n_shards; ++i) source_files_[i] = {model_.shards()[i].name(), model_.shards()[i].file_size(), ""};
+    for (size_t i = 0; i < n_shards; ++i) {
+      source_files_[i] = {fs::path(model_.shards()[i].name()).filename().string(), model_.shards()[i].file_size(), ""};
+    }
     detail::run_jobs_largest_first(sizes, opt_.threads, [&](size_t i) {
       if (i < n_shards) {
         check_shard(i);
