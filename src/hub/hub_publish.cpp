@@ -284,6 +284,7 @@ class HubPublisher::Impl {
       // #25: a tag names one commit for good. One that exists on another
       // commit than the head could only be refused after the upload: refuse now.
       const auto at = find_hub_tag(cfg_, target_.repo, settings_.tag);
+      tag_exists_ = at.has_value();
       if (at && *at != head_) {
         throw Error(ErrorKind::kInvalidInput,
                     where_ + ": --tag " + settings_.tag + ": refused before uploading anything: the tag already exists on "
@@ -639,6 +640,13 @@ class HubPublisher::Impl {
       res.commit = head_;
       return res;  // the branch holds exactly this package already
     }
+    if (tag_exists_) {
+      // #25: the tag names the head, and this package makes a new commit the tag cannot follow.
+      throw Error(ErrorKind::kInvalidInput,
+                  where_ + ": --tag " + settings_.tag + ": refused: the tag already exists on commit " + head_ +
+                      " (the branch head) and this package would make a new commit; a tag is never moved, so nothing "
+                      "was committed (the uploaded files stay on the Hub): pick a new name (a tag per source revision)");
+    }
     std::vector<CommitFile> files;
     for (const auto& it : items_) files.push_back({it.rel, it.lfs, it.sha256, it.size, &it.content});
     const std::string body = commit_ndjson(summary, description, head_, files, res.deleted);
@@ -710,6 +718,7 @@ class HubPublisher::Impl {
   std::string head_;
   std::map<std::string, HeadFile> remote_;
   bool created_ = false;
+  bool tag_exists_ = false;  // #25: settings_.tag already names the head
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
