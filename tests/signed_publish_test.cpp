@@ -273,7 +273,12 @@ TEST_F(SignedPublish, WritePackagePushSignCommitsTheSidecarToo) {
   EXPECT_EQ(files.at("model-package.json.sig"), commit);
   EXPECT_EQ(files.at("validation.json"), commit);
   EXPECT_EQ(commit_posts(), 1u);
-  EXPECT_EQ(cli({"fetch", "hf://org/pushed-signed@t1", "--json", "--trust-signer", anchor()}, "c").exit_code, 0);
+  const auto f = cli({"fetch", "hf://org/pushed-signed@t1", "--json", "--trust-signer", anchor()}, "c");
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_EQ(json::parse(f.out)["signed_by"], j["publish"]["signed_by"]);
+  const fs::path snap = peer::snapshot_dir(tmp_ / "c", "org/pushed-signed", commit);
+  EXPECT_EQ(read_text(snap / "model-package.json.sig"), read_text(tmp_ / "w" / "model-package.json.sig")) << "fetch brings the sidecar";
+  EXPECT_EQ(read_text(snap / "validation.json"), read_text(tmp_ / "w" / "validation.json"));
   // --tag needs --push; --sign needs an owner directory, checked before writing.
   expect_json_error(cli({"write-package", data_path("llama-tiny-q8_0.gguf").string(), "--out-dir", (tmp_ / "x").string(),
                          "--model-id", "org/tiny:Q8_0", "--source-revision", "0", "--source-file", "t.gguf", "--tag", "t", "--json"}),
@@ -283,6 +288,69 @@ TEST_F(SignedPublish, WritePackagePushSignCommitsTheSidecarToo) {
                          (tmp_ / "nobody").string(), "--json"}),
                     "not_found", "owner.key");
   EXPECT_FALSE(fs::exists(tmp_ / "y" / "model-package.json"));
+}
+
+// ------------------------------------------------- through a peer (#25)
+
+TEST_F(SignedPublish, TheSidecarTravelsThroughARealPeerAndServeArtifactsChecksTrust) {
+  const fs::path signed_pkg = variant("peer-pkg", [](const fs::path& d) {
+    ASSERT_EQ(run_cli({"sign-package", d.string(), "--owner", owner()}).exit_code, 0);
+  });
+  const std::string repo = "org/peer-signed";
+  const std::string commit = hub_->publish(repo, signed_pkg);
+  const std::string ref = "hf://" + repo + "@" + commit;
+  const std::string w1 = peer::make_node(owner(), tmp_ / "w1");
+  const std::string w0 = peer::make_node(owner(), tmp_ / "w0");
+  (void)peer::make_node(owner(), tmp_ / "coord");
+  const fs::path topology = tmp_ / "topology.json";
+  peer::write_topology(topology, ref, sha256_file(signed_pkg / "model-package.json"), {{"s0", 0, w0, 0, 4}, {"s1", 1, w1, 4, 8}});
+  auto serve = [&](const fs::path& coord_hf, const std::string& signer, const std::string& log) {
+    return std::make_unique<peer::ServerProcess>(
+        std::vector<std::string>{"--listen", "127.0.0.1:0", "--topology", topology.string(), "--identity",
+                                 (tmp_ / "coord").string(), "--trust-signer", signer},
+        std::vector<std::string>{"HF_HUB_CACHE=" + coord_hf.string(), "SKIPPY_CACHE_DIR=" + (tmp_ / ("vc-" + log)).string(),
+                                 "MESH_LLM_ARTIFACT_TRANSFER=trusted", "HF_HUB_OFFLINE=1", "HF_ENDPOINT=http://127.0.0.1:9",
+                                 "SKIPPY_TRUSTED_SIGNERS=", "SKIPPY_TRUSTED_OWNERS="},
+        tmp_ / (log + ".log"));
+  };
+  // The coordinator's cache holds the signed package; it starts, trusting its signer.
+  peer::place_in_hf_cache(signed_pkg, tmp_ / "coord-hf", repo, commit);
+  auto server = serve(tmp_ / "coord-hf", anchor(), "good");
+  // The worker: no Hub at all, so the sidecar and validation.json can only come from the peer.
+  const auto f = cli({"fetch", ref, "--peer", server->endpoint(), "--topology", topology.string(), "--stage", "s1", "--identity",
+                      (tmp_ / "w1").string(), "--trust-signer", anchor(), "--json", "--peer-connect-timeout", "10"},
+                     "worker", {"HF_HUB_OFFLINE=1", "MESH_LLM_ARTIFACT_TRANSFER=trusted"});
+  ASSERT_EQ(f.exit_code, 0) << f.err << "\n" << server->log();
+  const auto j = json::parse(f.out);
+  EXPECT_EQ(j["source"], "peer");
+  EXPECT_EQ(j["signed_by"], json::parse(read_text(signed_pkg / "model-package.json.sig"))["owner_id"]);
+  const fs::path snap = peer::snapshot_dir(tmp_ / "worker", repo, commit);
+  EXPECT_EQ(read_text(snap / "model-package.json.sig"), read_text(signed_pkg / "model-package.json.sig"));
+  EXPECT_EQ(read_text(snap / "validation.json"), read_text(signed_pkg / "validation.json"));
+  EXPECT_TRUE(server->wait_for_log("signature sidecar")) << server->log();
+  EXPECT_TRUE(server->wait_for_log("validation result")) << server->log();
+  server.reset();
+
+  // serve-artifacts does not start on what its trusted signers do not vouch for.
+  auto refused = [&](const fs::path& pkg_dir, const std::string& signer, const std::string& name) {
+    const fs::path hf = tmp_ / ("coord-" + name);
+    if (!pkg_dir.empty()) peer::place_in_hf_cache(pkg_dir, hf, repo, commit);
+    try {
+      auto s = serve(hf, signer, name);
+      ADD_FAILURE() << "serve-artifacts started on " << name;
+      return std::string();
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+  };
+  const std::string other = refused(signed_pkg, other_anchor(), "other");
+  EXPECT_NE(other.find("error: " + ref + ": signed by owner"), std::string::npos) << other;
+  EXPECT_NE(other.find("who is not a trusted signer"), std::string::npos) << other;
+  const fs::path unsigned_pkg = variant("peer-unsigned", [](const fs::path& d) { fs::remove(d / "model-package.json.sig"); });
+  const std::string unsig = refused(unsigned_pkg, anchor(), "unsigned");
+  EXPECT_NE(unsig.find("unsigned package"), std::string::npos) << unsig;
+  const std::string absent = refused({}, anchor(), "absent");
+  EXPECT_NE(absent.find("not in the Hugging Face cache"), std::string::npos) << absent;
 }
 
 // --------------------------------------------- every consumer refuses (#25)
