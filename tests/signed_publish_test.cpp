@@ -172,6 +172,10 @@ TEST_F(SignedPublish, ATagResolvesWithoutTheMovingNoteAndABranchHasOne) {
   EXPECT_EQ(tag_err.find("Production configs should pin"), std::string::npos) << tag_err;
   // Again, the ref now in the cache: the Hub still says it is a tag.
   EXPECT_TRUE(select("v1", "t1").first["warnings"].empty());
+  // inspect asks for a sidecar but never fails for want of one (offline here).
+  const auto ins = cli({"inspect", "hf://org/refs@" + commit, "--json"}, "t1", {"HF_HUB_OFFLINE=1"});
+  ASSERT_EQ(ins.exit_code, 0) << ins.err;
+  EXPECT_EQ(json::parse(ins.out)["signature"]["present"], false);
   const auto [main, main_err] = select("main", "t2");
   EXPECT_EQ(main["revision"]["revision_kind"], "branch");
   EXPECT_EQ(main["revision"]["moving"], true);

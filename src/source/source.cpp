@@ -54,18 +54,26 @@ OpenedPackage open_repo_package(const HfRef& ref, const Sources& sources, const 
   // is declared nowhere in it); a repository without one is then refused by
   // check_trust. Without them nothing more is asked of the remotes.
   if (!sources.trusted_signers.empty() || options.with_signature) {
+    // Required with trusted signers (a missing sidecar is check_trust's to
+    // refuse, anything else fails here); only reported otherwise (inspect):
+    // then nothing about it may fail the open (offline, a peer only).
+    const bool required = !sources.trusted_signers.empty();
     bool signed_here = false;
     try {
       chain->bring(commit, {{std::string(kSignatureFileName), std::nullopt, std::nullopt, "the repository"}}, {});
       signed_here = true;
     } catch (const Error& e) {
-      if (e.kind() != ErrorKind::kNotFound) throw;
+      if (required && e.kind() != ErrorKind::kNotFound) throw;
     }
     // #25: a sidecar that covers validation.json names its SHA-256: bring it
     // checked against that digest (check_trust then verifies the signature).
     if (signed_here) {
       if (const auto digest = signed_validation_sha256(chain->cache().snapshot_dir(commit))) {
-        chain->bring(commit, {{std::string(kValidationFileName), *digest, std::nullopt, "the signature sidecar"}}, {});
+        try {
+          chain->bring(commit, {{std::string(kValidationFileName), *digest, std::nullopt, "the signature sidecar"}}, {});
+        } catch (const Error&) {
+          if (required) throw;
+        }
       }
     }
   }
