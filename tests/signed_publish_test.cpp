@@ -19,6 +19,9 @@
 #include "skippy/error.h"
 #include "skippy/hub.h"
 #include "skippy/hub_publish.h"
+#include "skippy/peer.h"
+#include "skippy/peer_identity.h"
+#include "skippy/peer_topology.h"
 #include "skippy/sha256.h"
 #include "test_util.h"
 
@@ -294,6 +297,11 @@ TEST_F(SignedPublish, WritePackagePushSignCommitsTheSidecarToo) {
 
 // ------------------------------------------------- through a peer (#25)
 
+// An owner directory whose certificate expired yesterday, and a sidecar it
+// signed (as it would have while valid) with the OpenSSL CLI.
+void write_expired_sidecar(const fs::path& owner_dir, const fs::path& pkg);
+
+
 TEST_F(SignedPublish, TheSidecarTravelsThroughARealPeerAndServeArtifactsChecksTrust) {
   const fs::path signed_pkg = variant("peer-pkg", [](const fs::path& d) {
     ASSERT_EQ(run_cli({"sign-package", d.string(), "--owner", owner()}).exit_code, 0);
@@ -351,15 +359,44 @@ TEST_F(SignedPublish, TheSidecarTravelsThroughARealPeerAndServeArtifactsChecksTr
   const fs::path unsigned_pkg = variant("peer-unsigned", [](const fs::path& d) { fs::remove(d / "model-package.json.sig"); });
   const std::string unsig = refused(unsigned_pkg, anchor(), "unsigned");
   EXPECT_NE(unsig.find("unsigned package"), std::string::npos) << unsig;
+  const fs::path tampered = variant("peer-tampered", [](const fs::path& d) {
+    ASSERT_EQ(run_cli({"sign-package", d.string(), "--owner", owner()}).exit_code, 0);
+    std::ofstream(d / "model-package.json", std::ios::app) << " ";
+    auto sig = json::parse(read_text(d / "model-package.json.sig"));
+    sig["manifest_sha256"] = sha256_file(d / "model-package.json");
+    std::ofstream(d / "model-package.json.sig", std::ios::trunc) << sig.dump(2);
+  });
+  const std::string tamp = refused(tampered, anchor(), "tampered");
+  EXPECT_NE(tamp.find("signature does not verify over the exact bytes"), std::string::npos) << tamp;
+  const fs::path expired_pkg = variant("peer-expired", [&](const fs::path& d) { write_expired_sidecar(tmp_ / "expired-owner", d); });
+  const std::string exp = refused(expired_pkg, (tmp_ / "expired-owner" / "owner.crt").string(), "expired");
+  EXPECT_NE(exp.find("expired or not yet valid"), std::string::npos) << exp;
+  // The kinds, from the library's server in this process (the CLI maps them to its JSON error).
+  auto kind_of = [&](const std::string& name, const std::string& signer) {
+    skippy::peer::ServerOptions o;
+    o.topology = skippy::peer::load_topology(topology);
+    o.mode = skippy::peer::TransferMode::kTrusted;
+    o.hf_cache = tmp_ / ("coord-" + name);
+    o.verification_cache_dir = tmp_ / ("vc-inproc-" + name);
+    o.trusted_signers = {signer};
+    o.log = [](std::string_view) {};
+    try {
+      skippy::peer::ArtifactServer s(skippy::peer::NodeIdentity::load(tmp_ / "coord"), std::move(o));
+      return std::string("started");
+    } catch (const Error& e) {
+      return std::string(error_kind_name(e.kind()));
+    }
+  };
+  EXPECT_EQ(kind_of("tampered", anchor()), "integrity");
+  EXPECT_EQ(kind_of("expired", (tmp_ / "expired-owner" / "owner.crt").string()), "unauthorized");
+  EXPECT_EQ(kind_of("other", other_anchor()), "unauthorized");
+  EXPECT_EQ(kind_of("unsigned", anchor()), "unauthorized");
+  EXPECT_EQ(kind_of("hf", anchor()), "started");
   const std::string absent = refused({}, anchor(), "absent");
   EXPECT_NE(absent.find("not in the Hugging Face cache"), std::string::npos) << absent;
 }
 
 // --------------------------------------------- every consumer refuses (#25)
-
-// An owner directory whose certificate expired yesterday, and a sidecar it
-// signed (as it would have while valid) with the OpenSSL CLI.
-void write_expired_sidecar(const fs::path& owner_dir, const fs::path& pkg);
 
 struct Variant {
   std::string name, kind, needle;
