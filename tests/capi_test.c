@@ -3,7 +3,8 @@
  * (compiled as C) so the header is proven usable from C. Prints one line per
  * fact for tests/capi_test.cpp to check.
  *   usage: skippy_capi_test PACKAGE START END [MATERIALIZE_OUT]
- *          skippy_capi_test --errors PACKAGE   (error paths) */
+ *          skippy_capi_test --errors PACKAGE   (error paths)
+ *          skippy_capi_test --trusted PACKAGE [CERT...]   (#25: trusted signers) */
 #include <skippy/skippy.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,8 +57,29 @@ static int errors(const char* ref) {
   return 0;
 }
 
+/* #25: skippy_package_open_trusted with the certificates argv[3..]; prints
+ * "trusted <status> signer <owner id|(none)>" and the message on failure. */
+static int trusted(int argc, char** argv) {
+  skippy_package* pkg = (skippy_package*)1;
+  const char* const* signers = (const char* const*)(argv + 3);
+  skippy_status s = skippy_package_open_trusted(argv[2], signers, (size_t)(argc - 3), &pkg);
+  printf("trusted %s signer %s\n", skippy_status_name(s),
+         s == SKIPPY_OK && skippy_package_signer(pkg) ? skippy_package_signer(pkg) : "(none)");
+  if (s != SKIPPY_OK) printf("message %s null=%d\n", skippy_last_error(), pkg == NULL);
+  if (s == SKIPPY_OK) {
+    skippy_stage* stage = NULL;
+    if (check(skippy_stage_select(pkg, 0, 1, NULL, &stage), "select") == 0) {
+      if (check(skippy_stage_verify(stage, 0, NULL), "verify") == 0) printf("stage verified\n");
+    }
+    skippy_stage_free(stage);
+    skippy_package_close(pkg);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 3 && strcmp(argv[1], "--errors") == 0) return errors(argv[2]);
+  if (argc >= 3 && strcmp(argv[1], "--trusted") == 0) return trusted(argc, argv);
   if (argc < 4) {
     fprintf(stderr, "usage: %s PACKAGE START END [MATERIALIZE_OUT]\n", argv[0]);
     return 2;

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <sstream>
 
 #include "skippy/gguf.h"
@@ -119,6 +120,49 @@ TEST(CApi, GenerationDefaultsAreTheCommandsAnswers) {
   EXPECT_EQ(c_spec["strategy"], want_spec["strategy"]);
   EXPECT_EQ(c_spec["plan"], want_spec["plan"]);
   EXPECT_EQ(c_spec["strategy"], "mtp") << c_spec.dump();
+}
+
+// #25: the C API takes trust anchors; the same refusals as the CLI, told apart by status.
+TEST(CApi, TrustedSignersRefuseUnsignedForeignAndTamperedPackages) {
+  TempDir tmp;
+  ASSERT_EQ(test::write_pkg(test::data_path("llama-tiny-q8_0.gguf"), tmp / "pkg").exit_code, 0);
+  ASSERT_EQ(test::run_cli({"identity", "init-owner", "--dir", (tmp / "owner").string()}).exit_code, 0);
+  ASSERT_EQ(test::run_cli({"identity", "init-owner", "--dir", (tmp / "other").string()}).exit_code, 0);
+  const std::string pkg = (tmp / "pkg").string();
+  const std::string mine = (tmp / "owner" / "owner.crt").string();
+  const std::string theirs = (tmp / "other" / "owner.crt").string();
+  auto trusted = [&](std::vector<std::string> certs) {
+    certs.insert(certs.begin(), {"--trusted", pkg});
+    return run_c(certs);
+  };
+  // Unsigned: accepted without anchors, refused with one.
+  auto r = trusted({});
+  EXPECT_EQ(lines_starting(r.out, "trusted "), std::vector<std::string>{"ok signer (none)"}) << r.out;
+  r = trusted({mine});
+  EXPECT_EQ(lines_starting(r.out, "trusted "), std::vector<std::string>{"unauthorized signer (none)"}) << r.out;
+  EXPECT_NE(r.out.find("unsigned package"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("null=1"), std::string::npos) << r.out;
+  // Signed by the owner: accepted, the signer named, the stage verified.
+  const auto sign = test::run_cli({"sign-package", pkg, "--owner", (tmp / "owner").string(), "--json"});
+  ASSERT_EQ(sign.exit_code, 0) << sign.err;
+  const std::string owner_id = nlohmann::json::parse(sign.out)["owner_id"];
+  r = trusted({theirs, mine});
+  EXPECT_EQ(lines_starting(r.out, "trusted "), std::vector<std::string>{"ok signer " + owner_id}) << r.out;
+  EXPECT_EQ(lines_starting(r.out, "stage "), std::vector<std::string>{"verified"}) << r.out;
+  // Another owner only: unauthorized.
+  r = trusted({theirs});
+  EXPECT_EQ(lines_starting(r.out, "trusted "), std::vector<std::string>{"unauthorized signer (none)"}) << r.out;
+  EXPECT_NE(r.out.find("who is not a trusted signer"), std::string::npos) << r.out;
+  // The manifest edited after signing: integrity.
+  {
+    std::ofstream f(tmp / "pkg" / "model-package.json", std::ios::app);
+    f << " ";
+  }
+  r = trusted({mine});
+  EXPECT_EQ(lines_starting(r.out, "trusted "), std::vector<std::string>{"integrity signer (none)"}) << r.out;
+  // A certificate that is not one: invalid input, naming the file.
+  r = trusted({pkg + "/model-package.json"});
+  EXPECT_EQ(lines_starting(r.out, "trusted "), std::vector<std::string>{"invalid_input signer (none)"}) << r.out;
 }
 
 }  // namespace

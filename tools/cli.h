@@ -48,8 +48,15 @@ bool stderr_is_tty();
 // open_package for the commands, with default_sources() (the Hugging Face
 // cache, then the Hub) unless `sources` is given: a download progress
 // display (terminal only), and the package's warnings on stderr.
+// `with_signature`: bring an hf:// package's signature sidecar (and the
+// validation.json it covers) even without trusted signers (inspect).
 OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision = false,
-                                   const std::optional<Sources>& sources = std::nullopt);
+                                   const std::optional<Sources>& sources = std::nullopt, bool with_signature = false);
+
+// #25: for an hf:// package, {"revision_kind", "moving", "pin": "hf://ns/repo@<commit>"}
+// (moving: a branch, or a name no remote could classify; production should
+// pin the commit); null for a local directory.
+nlohmann::json pin_json(const OpenedPackage& pkg);
 
 // --trust-signer CERT (repeatable) on a command that opens packages: owner
 // certificates a package must be signed by, added by open_package_for_cli to

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "progress.h"
 #include "skippy/env.h"
+#include "skippy/hf_ref.h"
 #include "skippy/hub.h"
 
 namespace skippy::cli {
@@ -60,9 +61,11 @@ std::vector<std::filesystem::path> trusted_signers_for_cli() {
   return out;
 }
 
-OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision, const std::optional<Sources>& sources) {
+OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision, const std::optional<Sources>& sources,
+                                   bool with_signature) {
   OpenOptions o;
   o.refresh_revision = refresh_revision;
+  o.with_signature = with_signature;
   auto progress = std::make_shared<Progress>("download");
   o.on_progress = [progress](uint64_t done, uint64_t total) { progress->update(done, total); };
   Sources chosen = sources ? *sources : default_sources();
@@ -74,6 +77,14 @@ OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision
   }
   for (const auto& w : pkg.warnings) std::cerr << "warning: " << w << "\n";
   return pkg;
+}
+
+nlohmann::json pin_json(const OpenedPackage& pkg) {
+  if (!pkg.commit || !is_hf_ref(pkg.ref)) return nullptr;
+  const bool moving = pkg.revision_kind == "branch" || pkg.revision_kind == "ref";
+  return {{"revision_kind", pkg.revision_kind},
+          {"moving", moving},
+          {"pin", "hf://" + parse_hf_ref(pkg.ref).repo_id + "@" + *pkg.commit}};
 }
 
 PartsToUse parts_for(const OpenedPackage& pkg, const std::optional<LayerRange>& range, const SelectOptions& options) {

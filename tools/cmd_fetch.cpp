@@ -240,7 +240,9 @@ Command register_fetch(CLI::App& app) {
                                     {"hashed_bytes", report ? report->hashed_bytes : 0},
                                     {"warnings", pkg.warnings},
                                     {"notes", notes},
-                                    {"source_notes", source_notes}};
+                                    {"source_notes", source_notes},
+                                    {"revision", pin_json(pkg)},  // #25
+                                    {"signed_by", pkg.signature ? nlohmann::json(pkg.signature->owner_id) : nlohmann::json()}};
               if (!a->peer.peer.empty()) doc["peer"] = {{"endpoint", a->peer.peer}, {"stage", a->peer.stage}};
               if (range) {
                 doc["layer_start"] = range->start;

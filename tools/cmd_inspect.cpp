@@ -10,6 +10,7 @@
 #include "skippy/package_signature.h"
 #include "skippy/policy.h"
 #include "skippy/stage.h"
+#include "skippy/validation_result.h"
 #include "skippy/verify.h"
 
 namespace skippy::cli {
@@ -112,9 +113,35 @@ nlohmann::json signature_json(const OpenedPackage& pkg) {
   }
 }
 
+// #25: validation.json, judged against the manifest's bytes as read (and
+// whether the signature covers these bytes).
+nlohmann::json validation_json(const OpenedPackage& pkg, const nlohmann::json& signature) {
+  const auto v = read_validation_result(pkg.root, pkg.manifest_sha256);
+  if (!v) return {{"present", false}};
+  if (v->unreadable) return {{"present", true}, {"file", v->file.string()}, {"sha256", v->sha256}, {"error", *v->unreadable}};
+  nlohmann::json sources = nlohmann::json::array();
+  for (const auto& f : v->source_files) sources.push_back({{"name", f.name}, {"size", f.size}, {"sha256", f.sha256}});
+  const bool covered = signature.value("verifies", false) && signature.contains("validation_sha256") &&
+                       signature["validation_sha256"] == v->sha256;
+  return {{"present", true},
+          {"file", v->file.string()},
+          {"sha256", v->sha256},
+          {"result", v->result},
+          {"manifest_sha256", v->manifest_sha256},
+          {"matches_manifest", v->matches_manifest},
+          {"tool", v->tool},
+          {"tool_version", v->tool_version},
+          {"command", v->command},
+          {"validated_at_unix_secs", v->validated_at_unix_secs},
+          {"source_files", sources},
+          {"checks", v->checks},
+          {"problems", v->problems},
+          {"covered_by_signature", covered}};
+}
+
 // Metadata-only inspection of a package: the manifest and shared/metadata.gguf.
 int inspect_package(const std::string& ref, bool json) {
-  const auto pkg = open_package_for_cli(ref);
+  const auto pkg = open_package_for_cli(ref, false, std::nullopt, /*with_signature=*/true);
   (void)verify_if_required(pkg, {check_metadata_only(pkg)});  // hf://: verified before it is read
   const auto& m = pkg.manifest;
   // Unknown policy values / an unservable default strategy are never passed over in silence.
@@ -147,6 +174,14 @@ int inspect_package(const std::string& ref, bool json) {
     return nlohmann::json{{"path", e.path}, {"tensor_count", e.tensor_count}, {"tensor_bytes", e.tensor_bytes},
                           {"artifact_bytes", e.artifact_bytes}};
   };
+  const nlohmann::json signature = signature_json(pkg);
+  const nlohmann::json validation = validation_json(pkg, signature);
+  if (validation.value("matches_manifest", true) == false) {
+    warnings.push_back(validation["file"].get<std::string>() + ": describes another manifest (manifest_sha256 " +
+                       validation["manifest_sha256"].get<std::string>() + ", this one is " + pkg.manifest_sha256 +
+                       "): it is not this package's validation result");
+    std::cerr << "warning: " << warnings.back() << "\n";
+  }
   const nlohmann::json j = {
       {"kind", "package"},
       {"package", pkg.ref},
@@ -169,7 +204,8 @@ int inspect_package(const std::string& ref, bool json) {
       {"layers", layers},
       {"projectors", projectors},
       {"generation", m.generation.has_value()},
-      {"signature", signature_json(pkg)},
+      {"signature", signature},
+      {"validation", validation},
       {"warnings", warnings},
   };
   if (json) {
@@ -202,6 +238,20 @@ int inspect_package(const std::string& ref, bool json) {
       << ", signed at " << sig["signed_at_unix_secs"].get<int64_t>() << ", certificate until "
       << sig["certificate_not_after"].get<std::string>() << (sig["certificate_valid_now"].get<bool>() ? "" : " (NOT valid now)")
       << "\n";
+  }
+  const auto& val = j["validation"];
+  if (!val["present"].get<bool>()) {
+    o << "  validation.json   none\n";
+  } else if (val.contains("error")) {
+    o << "  validation.json   UNREADABLE: " << val["error"].get<std::string>() << "\n";
+  } else {
+    o << "  validation.json   " << val["result"].get<std::string>() << " (" << val["command"].get<std::string>() << ", "
+      << val["tool"].get<std::string>() << " " << val["tool_version"].get<std::string>() << ", "
+      << val["checks"].size() << " checks, " << val["problems"].size() << " problem(s)), "
+      << (val["matches_manifest"].get<bool>() ? "for this manifest"
+                                               : "DOES NOT MATCH this manifest (it judged " +
+                                                     val["manifest_sha256"].get<std::string>() + ")")
+      << (val["covered_by_signature"].get<bool>() ? ", signed" : ", not covered by a signature") << "\n";
   }
   if (m.generation && m.generation->speculative_decoding && m.generation->speculative_decoding->default_strategy) {
     o << "  speculative       " << *m.generation->speculative_decoding->default_strategy << "\n";

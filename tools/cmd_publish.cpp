@@ -23,7 +23,13 @@ nlohmann::json publish_result_json(const PublishResult& r) {
           {"lfs_already_on_hub", r.lfs_already_on_hub},
           {"bytes", r.bytes},
           {"bytes_uploaded", r.bytes_uploaded},
-          {"deleted", r.deleted}};
+          {"deleted", r.deleted},
+          // #25: the tag made on the commit, the sidecar's signer, validation.json.
+          {"tag", r.tag ? nlohmann::json(r.tag->tag) : nlohmann::json()},
+          {"tag_ref", r.tag ? nlohmann::json(r.tag->ref) : nlohmann::json()},
+          {"tag_created", r.tag ? nlohmann::json(r.tag->created) : nlohmann::json()},
+          {"signed_by", r.signed_by.empty() ? nlohmann::json() : nlohmann::json(r.signed_by)},
+          {"validation_json", r.validation_result}};
 }
 
 void print_publish_summary(const PublishResult& r) {
@@ -34,6 +40,11 @@ void print_publish_summary(const PublishResult& r) {
               << (r.deleted.empty() ? "" : ", " + std::to_string(r.deleted.size()) + " stale file(s) removed") << "\n";
   } else {
     std::cerr << "hf://" << r.repo << "@" << r.branch << " already holds exactly this package; nothing to commit\n";
+  }
+  if (!r.signed_by.empty()) std::cerr << "signed by owner " << r.signed_by << " (model-package.json.sig in the commit)\n";
+  if (r.validation_result) std::cerr << "validation.json in the commit\n";
+  if (r.tag) {
+    std::cerr << (r.tag->created ? "tagged " : "tag already there: ") << r.tag->ref << " -> " << r.tag->commit << "\n";
   }
   std::cerr << "pin it as hf://" << r.repo << "@" << r.commit << "\n";
   std::cout << "hf://" << r.repo << "@" << r.commit << "\n";
@@ -60,6 +71,13 @@ Command register_publish(CLI::App& app) {
       "read first: a commit someone else made meanwhile is detected and refused, never overwritten. Files the Hub\n"
       "already has are not sent again, so rerunning an interrupted publish sends only what is missing.\n"
       "Prints the commit to pin (hf://ns/repo@<commit>).\n"
+      "validation.json (validate-package --write-result) and model-package.json.sig (sign-package) go up in the\n"
+      "same commit when present; a validation.json of another manifest, or a signature that does not verify, is\n"
+      "refused first. --sign OWNER_DIR signs the package (writing model-package.json.sig) before uploading:\n"
+      "  skippy-model-package publish pkg/ hf://meshllm/Model-layers --sign ~/.skippy/owner --tag src-0123abc\n"
+      "--tag NAME tags the commit with the Hub's tag API (a tag names one commit for good: one per source\n"
+      "revision; an existing tag on another commit is refused before anything is uploaded); consumers can then\n"
+      "use hf://ns/repo@NAME as well as the commit.\n"
       "The token goes only to the Hub's API endpoints; storage URLs get exactly the headers the LFS batch gave.\n"
       "Every retry prints one line on stderr (\"retry: <what>: <reason> (attempt N of M failed; trying again in S s)\").\n"
       "An upload slower than --min-rate (averaged over SKIPPY_HF_MIN_RATE_SECS, default 30 s) is a failed\n"
@@ -69,7 +87,7 @@ Command register_publish(CLI::App& app) {
       "SKIPPY_HF_MIN_RATE_SECS (30),\n"
       "SKIPPY_HF_STALL_SECS (60: no byte moving for that long is a failed attempt).");
   struct Args {
-    std::string dir, target, message;
+    std::string dir, target, message, sign, tag;
     bool create = false, private_repo = false, json = false;
     uint64_t min_rate = 0;
   };
@@ -82,6 +100,8 @@ Command register_publish(CLI::App& app) {
   auto* min_rate = cmd->add_option("--min-rate", a->min_rate,
                   "Minimum upload rate per connection in bytes/s, averaged over SKIPPY_HF_MIN_RATE_SECS (default 4096, "
                   "or SKIPPY_HF_MIN_RATE; 0: no floor)");
+  cmd->add_option("--sign", a->sign, "Sign the package with this owner directory (owner.key, owner.crt) before uploading");
+  cmd->add_option("--tag", a->tag, "Tag the commit NAME on the Hub (hf://ns/repo@NAME; never moved)");
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a, min_rate]() {
             if (a->private_repo && !a->create) throw Error(ErrorKind::kUsage, "--private needs --create");
@@ -90,8 +110,11 @@ Command register_publish(CLI::App& app) {
             Progress upload("upload");
             HubConfig hub = HubConfig::from_env();
             if (min_rate->count() > 0) hub.min_rate_bytes_per_sec = a->min_rate;
-            const auto r = publish_package(a->dir, hub, target,
-                                           publish_settings_from_env(a->create, a->private_repo, upload), a->message,
+            auto settings = publish_settings_from_env(a->create, a->private_repo, upload);
+            settings.sign_owner = a->sign;
+            settings.tag = a->tag;
+            if (!a->tag.empty()) check_tag_name(a->tag);
+            const auto r = publish_package(a->dir, hub, target, settings, a->message,
                                            [&](uint64_t d, uint64_t t) { verify.update(d, t); });
             if (a->json) {
               print_json(publish_result_json(r));

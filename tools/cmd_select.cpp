@@ -70,7 +70,8 @@ Command register_select(CLI::App& app) {
                           {"total_bytes", total},
                           {"verified", verified.has_value()},
                           {"notes", s.notes},
-                          {"warnings", warnings}});
+                          {"warnings", warnings},
+                          {"revision", pin_json(pkg)}});  // #25
             } else {
               std::cout << pkg.manifest.model_id << " layers " << format_layer_range(range) << " of "
                         << pkg.manifest.layer_count << ": " << parts.size() << " parts, " << human_bytes(total) << "\n";

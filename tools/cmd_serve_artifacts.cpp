@@ -30,7 +30,12 @@ Command register_serve_artifacts(CLI::App& app) {
       "request on stderr. Stops on SIGINT or SIGTERM, within a few seconds whatever it is doing.\n"
       "Before a peer authenticates, it has --handshake-timeout (3 s) from accept to finish the TLS handshake,\n"
       "and its connection counts against --max-unauthenticated (32) and --max-unauthenticated-per-address (8),\n"
-      "never against the --max-connections (64) kept for authenticated peers.");
+      "never against the --max-connections (64) kept for authenticated peers.\n"
+      "--trust-signer owner.crt (or SKIPPY_TRUSTED_SIGNERS / SKIPPY_TRUSTED_OWNERS) serves only a package signed\n"
+      "by one of them: serve-artifacts does not start when the cached package is missing, unsigned, signed by\n"
+      "another owner, expired or tampered with (the error says which), and refuses every request if its manifest\n"
+      "or signature changes into one that fails. It serves model-package.json.sig and validation.json to every\n"
+      "stage, like the manifest. (--trust-owner is a different question: whose NODES may talk to this one.)");
   struct Args {
     std::string listen, topology, identity;
     std::vector<std::string> trust_owner;
@@ -65,6 +70,7 @@ Command register_serve_artifacts(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "I/O threads (default: the number of cores, at least 2)")->check(CLI::Range(0u, 256u));
   cmd->add_flag("--no-preverify", a->no_preverify, "Do not verify the cached artifacts at start");
   cmd->add_flag("--json", a->json, "Print one JSON line on stdout once listening");
+  add_trust_signer_option(cmd);  // #25
   return {cmd, [a]() {
             peer::ServerOptions o;
             o.listen = a->listen;
@@ -82,6 +88,7 @@ Command register_serve_artifacts(CLI::App& app) {
             o.limits.total_timeout = seconds_to_ms(a->total);
             o.limits.threads = a->threads;
             o.preverify = !a->no_preverify;
+            o.trusted_signers = trusted_signers_for_cli();  // #25
             auto identity = peer::NodeIdentity::load(a->identity);
             const auto mode = o.mode;
             if (mode == peer::TransferMode::kOff) {
@@ -105,7 +112,8 @@ Command register_serve_artifacts(CLI::App& app) {
               nlohmann::json doc = {{"listening", server.endpoint()},
                                     {"node_id", identity.node_id()},
                                     {"owner_id", identity.owner_id()},
-                                    {"mode", std::string(peer::transfer_mode_name(mode))}};
+                                    {"mode", std::string(peer::transfer_mode_name(mode))},
+                                    {"trusted_signers", trusted_signers_for_cli().size()}};
               std::cout << doc.dump() << std::endl;
             } else {
               std::cout << server.endpoint() << std::endl;

@@ -3,8 +3,13 @@
 #include "cli.h"
 #include "progress.h"
 #include "skippy/hf_ref.h"
+#include "skippy/file.h"
+#include "skippy/manifest.h"
+#include "skippy/package_signature.h"
 #include "skippy/package_validator.h"
+#include "skippy/sha256.h"
 #include "skippy/source.h"
+#include "skippy/validation_result.h"
 
 namespace skippy::cli {
 
@@ -17,16 +22,23 @@ Command register_validate_package(CLI::App& app) {
       "(downloaded and verified when it is not there).\n"
       "Recomputes SHA-256 and size of every source shard and artifact and checks every tensor's placement,\n"
       "type, shape and bytes. Exit 1 lists every problem found; when the source is not the file the package\n"
-      "was written from (its SHA-256 is not source_model.sha256), that comes first.");
+      "was written from (its SHA-256 is not source_model.sha256), that comes first.\n"
+      "--write-result leaves validation.json in the package, valid or not: the tool and version, the\n"
+      "manifest's SHA-256, each source file's name and SHA-256, the checks run, the result, the problems and\n"
+      "the time (written atomically; publish uploads it; a signature made after it covers it):\n"
+      "  skippy-model-package validate-package ./model.gguf model-package/ --write-result\n"
+      "  skippy-model-package sign-package model-package/ --owner ~/.skippy/owner   (sign after, to cover it)");
   struct Args {
     std::string source, package;
-    bool json = false;
+    bool json = false, write_result = false;
     unsigned threads = 2;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("source", a->source, "Source .gguf (any shard of a split model), or ORG/REPO:DIST")->required();
   cmd->add_option("package", a->package, "Package directory")->required();
   cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(number_in(1u, 64u));
+  cmd->add_flag("--write-result", a->write_result,
+                "Leave validation.json (the machine-readable result, bound to the manifest's SHA-256) in the package");
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a]() {
             ValidateOptions o;
@@ -41,10 +53,29 @@ Command register_validate_package(CLI::App& app) {
             }
             Progress progress("validate-package");
             o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
+            // The manifest's bytes before validation: validation.json names the file it judged.
+            const std::filesystem::path manifest_path = std::filesystem::path(a->package) / std::string(kManifestFileName);
+            std::string manifest_sha256;
+            if (a->write_result) manifest_sha256 = sha256_hex(read_small_file(manifest_path, kManifestMaxBytes));
             const auto r = validate_package(source, a->package, o);
             for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
+            nlohmann::json written;  // null unless --write-result
+            if (a->write_result) {
+              if (sha256_hex(read_small_file(manifest_path, kManifestMaxBytes)) != manifest_sha256) {
+                throw_integrity(manifest_path.string() + ": changed while it was validated; validation.json not written");
+              }
+              write_validation_result(a->package, r, manifest_sha256, "validate-package --write-result");
+              written = (std::filesystem::path(a->package) / std::string(kValidationFileName)).string();
+              std::cerr << "wrote " << written.get<std::string>() << " (result " << (r.valid ? "valid" : "invalid") << ")\n";
+              if (std::filesystem::exists(std::filesystem::path(a->package) / std::string(kSignatureFileName))) {
+                std::cerr << "warning: " << a->package << " is signed; the signature does not cover this validation.json "
+                          << "(consumers with trusted signers refuse a changed one): sign it again with sign-package "
+                          << a->package << " --owner DIR\n";
+              }
+            }
             if (a->json) {
               print_json({{"valid", r.valid},
+                          {"validation_json", written},
                           {"problems", r.problems},
                           {"wrong_source", r.wrong_source ? nlohmann::json(*r.wrong_source) : nlohmann::json(nullptr)},
                           {"warnings", r.warnings},

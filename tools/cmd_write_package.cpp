@@ -12,6 +12,7 @@
 #include "skippy/env.h"
 #include "skippy/hub.h"
 #include "skippy/hub_publish.h"
+#include "skippy/package_signature.h"
 #include "skippy/sha256.h"
 #include "skippy/source.h"
 #include "skippy/package_writer.h"
@@ -93,7 +94,12 @@ Command register_write_package(CLI::App& app) {
       "      --push hf://meshllm/Model-Q4_K_M-layers --create --max-disk 40G\n"
       "  With --max-disk each fragment is deleted once the Hub holds it, and the writer waits for uploads\n"
       "  whenever the next fragment would not fit: the directory never holds more than SIZE (or one fragment, if\n"
-      "  larger); model-package.json and README.md stay.");
+      "  larger); model-package.json and README.md stay.\n"
+      "Signed packages and validation results (#25):\n"
+      "  --validate also leaves validation.json (the machine-readable result, bound to the manifest's SHA-256).\n"
+      "  --sign OWNER_DIR signs the finished package (model-package.json.sig, covering validation.json too):\n"
+      "    skippy-model-package write-package ./model.gguf --out-dir pkg/ ... --validate --sign ~/.skippy/owner\n"
+      "  With --push both go up in the package's one commit; --tag NAME then tags that commit.");
   struct Args {
     std::string source, out_dir, model_id, revision, source_file;
     std::vector<std::string> projectors;
@@ -101,6 +107,8 @@ Command register_write_package(CLI::App& app) {
     unsigned threads = 2;
     std::string push, max_disk, message;
     bool create = false, private_repo = false;
+    // ---- #25 (signed packages, immutable refs): --sign, --tag ----
+    std::string sign, tag;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("source", a->source, "Source .gguf (any shard of a split model) or org/repo:distribution on the Hub")->required();
@@ -119,11 +127,28 @@ Command register_write_package(CLI::App& app) {
   cmd->add_flag("--private", a->private_repo, "With --push --create: make it private");
   cmd->add_option("--max-disk", a->max_disk, "With --push: the most the output directory may hold (K/M/G/T suffixes)");
   cmd->add_option("--message", a->message, "With --push: the commit summary");
+  // ---- #25 (signed packages, immutable refs) ----
+  cmd->add_option("--sign", a->sign,
+                  "Sign the finished package with this owner directory (owner.key, owner.crt): model-package.json.sig");
+  cmd->add_option("--tag", a->tag, "With --push: tag the commit NAME on the Hub (hf://ns/repo@NAME)");
+  // ---- end #25 ----
   return {cmd, [a]() {
             if (a->push.empty() && (a->create || a->private_repo || !a->max_disk.empty() || !a->message.empty())) {
               throw Error(ErrorKind::kUsage, "--create, --private, --max-disk and --message go with --push");
             }
             if (a->private_repo && !a->create) throw Error(ErrorKind::kUsage, "--private needs --create");
+            // ---- #25: --sign and --tag are checked before anything is written ----
+            if (!a->tag.empty() && a->push.empty()) throw Error(ErrorKind::kUsage, "--tag goes with --push");
+            if (!a->tag.empty()) check_tag_name(a->tag);
+            if (!a->sign.empty()) {
+              for (const char* f : {"owner.key", "owner.crt"}) {
+                if (!std::filesystem::exists(std::filesystem::path(a->sign) / f)) {
+                  throw Error(ErrorKind::kNotFound, (std::filesystem::path(a->sign) / f).string() +
+                                                        ": missing (--sign takes an owner directory from identity init-owner)");
+                }
+              }
+            }
+            // ---- end #25 ----
             if (a->validate && !a->max_disk.empty()) {
               throw Error(ErrorKind::kUsage, "--validate reads every fragment at the end, which --max-disk deletes once "
                                              "uploaded; validate the published package with validate-package instead");
@@ -150,8 +175,9 @@ Command register_write_package(CLI::App& app) {
             std::thread watcher;
             if (target) {
               // The token, the repository and the branch are checked before anything is written.
-              pub = std::make_unique<HubPublisher>(HubConfig::from_env(), *target,
-                                                   publish_settings_from_env(a->create, a->private_repo, upload));
+              auto settings = publish_settings_from_env(a->create, a->private_repo, upload);
+              settings.tag = a->tag;  // #25
+              pub = std::make_unique<HubPublisher>(HubConfig::from_env(), *target, settings);
               pub->begin();
               if (max_disk) o.disk_budget = std::make_shared<DiskBudget>(max_disk);
               auto budget = o.disk_budget;
@@ -194,17 +220,21 @@ Command register_write_package(CLI::App& app) {
               throw;
             }
             const auto& r = *written;
+            // ---- #25: sign the finished package (the sidecar covers validation.json too) ----
+            std::optional<PackageSignature> signature;
+            if (!a->sign.empty()) signature = sign_package(r.package_dir, a->sign);
+            // ---- end #25 ----
             std::optional<PublishResult> pushed;
             if (pub) {
-              for (const char* f : {"README.md", "model-package.json"}) {
-                const auto p = r.package_dir / f;
-                pub->add(f, p, std::filesystem::file_size(p), sha256_file(p));
-              }
+              // README.md, model-package.json, and validation.json and the sidecar when present (#25).
+              const auto meta = add_package_metadata(*pub, r.package_dir, r.manifest_sha256);
               const std::string summary = a->message.empty() ? "Publish layer package " + r.manifest.model_id + " (" +
                                                                    std::to_string(r.manifest.layer_count) + " layers)"
                                                              : a->message;
               pushed = pub->commit(summary, "model-package.json sha256 " + r.manifest_sha256 +
                                                 ", written and published by skippy-model-package write-package --push");
+              pushed->signed_by = meta.signed_by;
+              pushed->validation_result = meta.validation_result;
             }
             if (a->json) {
               nlohmann::json doc = {{"package_dir", r.package_dir.string()},
@@ -217,6 +247,10 @@ Command register_write_package(CLI::App& app) {
                                     {"notes", r.notes},
                                     {"details", r.details}};
               if (pushed) doc["publish"] = publish_result_json(*pushed);
+              // #25
+              const auto vfile = r.package_dir / std::string(kValidationFileName);
+              doc["validation_json"] = std::filesystem::exists(vfile) ? nlohmann::json(vfile.string()) : nlohmann::json();
+              doc["signed_by"] = signature ? nlohmann::json(signature->owner_id) : nlohmann::json();
               if (o.disk_budget) {
                 doc["max_disk"] = o.disk_budget->limit();
                 doc["disk_peak"] = o.disk_budget->peak();
@@ -227,6 +261,8 @@ Command register_write_package(CLI::App& app) {
                         << r.artifact_count << " artifacts\n"
                         << "manifest sha256 " << r.manifest_sha256 << "\n"
                         << validation_advice(r.validated, pushed.has_value(), o.disk_budget != nullptr, a->source, a->out_dir);
+              if (r.validated) std::cout << "validation result in " << (r.package_dir / std::string(kValidationFileName)).string() << "\n";
+              if (signature) std::cout << "signed as owner " << signature->owner_id << " (" << std::string(kSignatureFileName) << ")\n";
               for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
               if (a->verbose) {
                 for (const auto& n : r.details) std::cout << "note: " << n << "\n";

@@ -38,6 +38,8 @@
 //   SKIPPY_TRUSTED_SIGNERS      owner certificates (PEM paths, ':'-separated) a
 //                               package must be signed by (package_signature.h);
 //                               unset: signatures are optional
+//   SKIPPY_TRUSTED_OWNERS       the same, under the name issue #25 gives it
+//                               (both are read; their lists add up)
 //   SOURCE_DATE_EPOCH           created_at_unix_secs of written packages
 //                               (reproducible builds); a non-negative integer
 //
@@ -114,7 +116,8 @@ std::optional<uint64_t> parse_byte_rate(std::string_view text);
 // ------------------------------------------------------------------ others
 
 bool verify_package_sha();  // SKIPPY_VERIFY_PACKAGE_SHA
-// SKIPPY_TRUSTED_SIGNERS split at ':' ("~" expanded, empty entries dropped).
+// SKIPPY_TRUSTED_SIGNERS then SKIPPY_TRUSTED_OWNERS, each split at ':' ("~"
+// expanded, empty entries dropped).
 std::vector<std::filesystem::path> trusted_signers();
 // SOURCE_DATE_EPOCH; nullopt when unset. Throws Error(kUsage) when it is not
 // a non-negative decimal integer.

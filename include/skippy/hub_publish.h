@@ -15,6 +15,8 @@
 //   POST {endpoint}/api/models/{repo}/commit/{branch}      NDJSON: a header (summary, parentCommit), then one
 //                                                    "file" line (base64) per regular file and one "lfsFile"
 //                                                    line per LFS object
+//   POST {endpoint}/api/models/{repo}/tag/{commit}         publish --tag: JSON {"tag", "message"?}, as
+//                                                    huggingface_hub's HfApi.create_tag (409: the tag exists)
 //
 // The commit is the only step that changes the repository, so a package
 // appears all at once or not at all; a commit made to the branch by someone
@@ -36,6 +38,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,10 +57,25 @@ struct PushTarget {
 // bad repo id or branch is refused (a commit needs a branch to move).
 PushTarget parse_push_target(std::string_view ref);
 
+// #25: a tag made on the published commit (publish --tag).
+struct TagResult {
+  std::string tag, commit;
+  bool created = true;  // false: the tag already named this commit (a rerun)
+  std::string ref;      // "hf://ns/repo@TAG"
+};
+
 struct PublishSettings {
   bool create = false;          // create the repository when it does not exist
   bool private_repo = false;    // with create: a private repository
   unsigned parallel_uploads = 4;
+  // #25: tag the commit (or the head, when nothing changed) with this name
+  // once it is made (tag_hub_commit). Checked, and an existing tag on
+  // another commit refused, in begin(), before anything is uploaded.
+  std::string tag;
+  // #25, publish_package: sign the package with this owner directory
+  // (sign_package: writes model-package.json.sig into it) after it is
+  // verified, and upload the sidecar in the same commit.
+  std::filesystem::path sign_owner;
   // (bytes on the Hub, bytes handed to the publisher so far): uploaded
   // bytes plus files the Hub already had. Called from uploader threads.
   std::function<void(uint64_t done, uint64_t total)> on_progress;
@@ -77,6 +95,9 @@ struct PublishResult {
   uint64_t bytes = 0;           // of every file
   uint64_t bytes_uploaded = 0;  // LFS bytes sent and accepted (retries not counted twice)
   std::vector<std::string> deleted;  // stale package files removed by the commit
+  std::optional<TagResult> tag;      // settings.tag
+  std::string signed_by;             // owner id of the uploaded sidecar's signer ("" unsigned)
+  bool validation_result = false;    // validation.json went up too
 };
 
 // One publish session: begin(), add() each file as it is ready (uploads
@@ -119,10 +140,46 @@ class HubPublisher {
 // that would fail its own consumers is never uploaded; one whose manifest
 // records a local path (source_model.path) is refused too, since nothing
 // private goes to the Hub. Uploads the manifest's artifacts,
-// model-package.json and README.md (nothing else in the directory) in one
-// commit. `on_verify` reports hashing progress.
+// model-package.json, README.md, and (#25) validation.json and the
+// signature sidecar when present (nothing else in the directory) in one
+// commit: see add_package_metadata for what is checked first. With
+// settings.sign_owner the package is signed first. `on_verify` reports
+// hashing progress.
 PublishResult publish_package(const std::filesystem::path& dir, const HubConfig& hub, const PushTarget& target,
                               const PublishSettings& settings, const std::string& message,
                               const std::function<void(uint64_t, uint64_t)>& on_verify = {});
+
+// Queues `dir`'s files beside the artifacts: README.md (when present),
+// model-package.json, and (#25) validation.json and model-package.json.sig
+// when present. Refuses (nothing sent yet) a validation.json that describes
+// another manifest (kInvalidInput) and a sidecar that does not verify over
+// the bytes to upload (kIntegrity): the Hub never gets a package its trusting
+// consumers would refuse. `manifest_sha256` is the manifest as verified.
+// Returns the sidecar's signer ("" when unsigned) and whether validation.json
+// goes up.
+struct PackageMetadataUpload {
+  std::string signed_by;           // the sidecar's owner id, "" when unsigned
+  bool validation_result = false;  // validation.json is queued
+};
+PackageMetadataUpload add_package_metadata(HubPublisher& pub, const std::filesystem::path& dir,
+                                           const std::string& manifest_sha256);
+
+// ------------------------------------------------ immutable references (#25)
+
+// A tag name the Hub (git) accepts: Error(kUsage) naming it otherwise (no
+// refs/ prefix, not 40 hex, none of git's forbidden characters or forms).
+void check_tag_name(std::string_view tag);
+
+// The commit `tag` names in `repo` (GET /api/models/{repo}/refs), nullopt
+// when it has no such tag (or the Hub does not list its refs).
+std::optional<std::string> find_hub_tag(const HubConfig& hub, const std::string& repo, const std::string& tag);
+
+// Tags `commit` of `repo` as `tag` (POST /api/models/{repo}/tag/{commit},
+// JSON {"tag", "message"?}: huggingface_hub's HfApi.create_tag). A tag that
+// already names this commit is fine (created = false); one that names
+// another commit is refused with Error(kInvalidInput) saying where it points
+// (a tag is never moved). Needs a write token (kUnauthorized).
+TagResult tag_hub_commit(const HubConfig& hub, const std::string& repo, const std::string& commit, const std::string& tag,
+                         const std::string& message = {});
 
 }  // namespace skippy

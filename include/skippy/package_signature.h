@@ -62,6 +62,11 @@ PackageSignature sign_package(const std::filesystem::path& package_dir, const st
 // file), Error(kInvalidInput) for a malformed sidecar. Does not judge trust.
 std::optional<PackageSignature> read_package_signature(const std::filesystem::path& dir);
 
+// The validation_sha256 the sidecar in `dir` records, when it has one and
+// it is a SHA-256 (no signature is checked: read_package_signature does).
+// nullopt without a sidecar or that field.
+std::optional<std::string> signed_validation_sha256(const std::filesystem::path& dir);
+
 // The trust anchors' owner ids. Refuses (kInvalidInput, naming the file) a
 // certificate that is not a self-signed Ed25519 certificate.
 struct TrustAnchor {

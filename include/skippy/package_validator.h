@@ -31,6 +31,16 @@ struct ValidationReport {
   uint64_t artifacts_checked = 0;
   uint64_t tensors_checked = 0;
   uint64_t bytes_hashed = 0;
+  // What was read and checked, for validation.json (skippy/validation_result.h):
+  // each source shard as hashed here (file name, size, SHA-256; empty when it
+  // could not be read), and the names of the checks that ran, in order.
+  struct SourceFile {
+    std::string name;
+    uint64_t size = 0;
+    std::string sha256;
+  };
+  std::vector<SourceFile> source_files;
+  std::vector<std::string> checks;
 };
 
 struct ValidateOptions {

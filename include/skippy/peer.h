@@ -265,6 +265,12 @@ struct ServerOptions {
   Topology topology;
   TransferMode mode = TransferMode::kOff;
   std::vector<std::string> trusted_owner_ids;
+  // #25 (signed packages; not peer trust): owner certificates the package
+  // must be signed by. With any, the constructor throws (kUnauthorized,
+  // kIntegrity, kNotFound) unless the cached package's sidecar verifies and
+  // names one of them, and requests are refused whenever a re-read
+  // manifest fails that check.
+  std::vector<std::filesystem::path> trusted_signers;
   std::filesystem::path hf_cache;           // default: env::hf_hub_cache_dir()
   std::optional<std::filesystem::path> verification_cache_dir;  // default: verify.h's
   ServerLimits limits;
@@ -284,7 +290,9 @@ struct ServerOptions {
 //      topology and run ids and the manifest SHA-256 are the topology's;
 //      the stage exists and is assigned to the requester;
 //   4. the path is model-package.json (at most 16 MiB, hashing to the
-//      topology's SHA-256) or in stage_artifacts() of that stage, with the
+//      topology's SHA-256), its signature sidecar model-package.json.sig or
+//      validation.json (#25: served from the snapshot like the manifest, to
+//      every stage; at most 4 MiB), or in stage_artifacts() of that stage, with the
 //      request's expected size and SHA-256 (if any) equal to the manifest's;
 //   5. the file resolves (symlinks included) inside the repo folder of the
 //      Hugging Face cache, is a regular file of the declared size, and its

@@ -77,6 +77,23 @@ const char* skippy_last_error(void);
 skippy_status skippy_package_open(const char* ref, skippy_package** out);
 void skippy_package_close(skippy_package* package);
 
+/* ---- Signed packages (#25) ----
+ * skippy_package_open, and the package must be signed (model-package.json.sig)
+ * by one of the owner certificates (PEM files, owner.crt of `identity
+ * init-owner`) in trusted_signers[0..n_signers), added to those of
+ * SKIPPY_TRUSTED_SIGNERS / SKIPPY_TRUSTED_OWNERS (which skippy_package_open
+ * honours too). An unsigned package, another signer or a certificate out of
+ * its validity period fail with SKIPPY_ERR_UNAUTHORIZED; a signature that
+ * does not verify over the manifest's exact bytes (or validation.json's)
+ * with SKIPPY_ERR_INTEGRITY; the message says which. Every part used is
+ * then SHA-256-verified. n_signers 0: exactly skippy_package_open. */
+skippy_status skippy_package_open_trusted(const char* ref, const char* const* trusted_signers, size_t n_signers,
+                                          skippy_package** out);
+/* The owner id (SHA-256 of the signer's Ed25519 key, hex) that the trusted
+ * signers check accepted; NULL when none was configured. */
+const char* skippy_package_signer(const skippy_package* package);
+/* ---- end signed packages ---- */
+
 /* Identity fields of the manifest. */
 const char* skippy_package_model_id(const skippy_package* package);
 const char* skippy_package_manifest_sha256(const skippy_package* package);

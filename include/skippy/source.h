@@ -85,6 +85,14 @@ class Remote {
   // only). `probe_path` is a file that must exist at that revision.
   virtual std::optional<std::string> resolve_commit(const HfRepoCache& cache, const std::string& revision,
                                                     const std::string& probe_path) = 0;
+  // #25: whether `revision` (a name, not a commit) is a tag rather than a
+  // branch (a tag names one commit for good; a branch moves); nullopt when
+  // this remote cannot tell (a peer), or could not be asked.
+  virtual std::optional<bool> is_tag(const HfRepoCache& cache, const std::string& revision) {
+    (void)cache;
+    (void)revision;
+    return std::nullopt;
+  }
   // Every file at `revision`; nullopt when this remote cannot list.
   virtual std::optional<RemoteListing> list(const HfRepoCache& cache, const std::string& revision) = 0;
   // Brings the files (none of them in the cache yet) into
@@ -119,13 +127,19 @@ struct OpenOptions {
   // hf:// with a branch or tag: ask a remote what it names now instead of
   // answering from refs/ in the cache (no effect for a commit or without remotes).
   bool refresh_revision = false;
+  // hf://: bring the signature sidecar (and the validation.json it covers)
+  // even without trusted signers, when the repository has one (inspect
+  // reports them). With trusted signers they always come.
+  bool with_signature = false;
 };
 
 // Resolves `ref` (a local package directory or an hf:// reference) and
 // validates the manifest (open_package_dir's checks). For hf://, the
 // returned package's ArtifactSource brings exactly the artifacts a selection
-// asks for, and always_verify is set; a moving revision adds a warning
-// naming the commit to pin. With sources.trusted_signers, the package must
+// asks for, and always_verify is set; a revision that may move (a branch,
+// "main" always, or a name no remote could classify; not a commit nor a tag
+// the Hub knows) adds a warning naming the commit to pin, and
+// revision_kind says which it was. With sources.trusted_signers, the package must
 // be signed by one of them (check_package_trust: kUnauthorized, kIntegrity),
 // and every artifact it uses is then SHA-256-verified. Throws Error with the kind of what failed
 // (kUsage for a malformed reference, kNotFound, kOffline, kUnauthorized,

@@ -58,6 +58,9 @@ struct OpenedPackage {
   std::optional<std::string> commit;        // the commit a revision resolved to, for repository packages
   std::shared_ptr<ArtifactSource> source;   // brings missing artifacts; null when every file is on disk (local dirs)
   std::vector<std::string> warnings;        // worth telling a person (moving branch, ...)
+  // hf://: what the revision was: "commit", "tag", "branch", or "ref" (a name
+  // no remote could classify, e.g. offline); empty for a local directory.
+  std::string revision_kind;
   std::optional<PackageSignature> signature;  // checked against trusted signers (none configured: not read)
 };
 

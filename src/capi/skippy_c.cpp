@@ -134,6 +134,36 @@ skippy_status skippy_package_open(const char* ref, skippy_package** out) {
   });
 }
 
+// ---- Signed packages (#25) ----
+skippy_status skippy_package_open_trusted(const char* ref, const char* const* trusted_signers, size_t n_signers,
+                                          skippy_package** out) {
+  if (out == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_package_open_trusted: out is NULL");
+  *out = nullptr;
+  if (ref == nullptr || *ref == '\0') return fail(SKIPPY_ERR_USAGE, "skippy_package_open_trusted: empty package reference");
+  if (n_signers > 0 && trusted_signers == nullptr) {
+    return fail(SKIPPY_ERR_USAGE, "skippy_package_open_trusted: trusted_signers is NULL with n_signers > 0");
+  }
+  for (size_t i = 0; i < n_signers; ++i) {
+    if (trusted_signers[i] == nullptr || *trusted_signers[i] == '\0') {
+      return fail(SKIPPY_ERR_USAGE, "skippy_package_open_trusted: trusted_signers[" + std::to_string(i) + "] is empty");
+    }
+  }
+  return guarded([&] {
+    auto sources = skippy::default_sources();  // SKIPPY_TRUSTED_SIGNERS / _OWNERS already in it
+    for (size_t i = 0; i < n_signers; ++i) sources.trusted_signers.emplace_back(trusted_signers[i]);
+    auto p = std::make_unique<skippy_package>();
+    p->pkg = skippy::open_package(ref, sources);
+    p->abi = p->pkg.manifest.skippy_abi_version;
+    p->commit = p->pkg.commit.value_or("");
+    p->activation_width = skippy::activation_width_of(p->pkg).width;
+    *out = p.release();
+  });
+}
+const char* skippy_package_signer(const skippy_package* p) {
+  return p && p->pkg.signature ? p->pkg.signature->owner_id.c_str() : nullptr;
+}
+// ---- end signed packages ----
+
 void skippy_package_close(skippy_package* package) { delete package; }
 
 const char* skippy_package_model_id(const skippy_package* p) { return p ? p->pkg.manifest.model_id.c_str() : ""; }

@@ -267,6 +267,17 @@ std::optional<PackageSignature> read_package_signature(const std::filesystem::pa
   return out;
 }
 
+std::optional<std::string> signed_validation_sha256(const std::filesystem::path& dir) {
+  using namespace package_signature_detail;
+  const auto text = read_if_present(dir / std::string(kSignatureFileName), kMaxSidecarBytes);
+  if (!text) return std::nullopt;
+  const auto doc = nlohmann::json::parse(*text, nullptr, false);
+  if (!doc.is_object() || !doc.contains("validation_sha256") || !doc["validation_sha256"].is_string()) return std::nullopt;
+  const std::string digest = doc["validation_sha256"].get<std::string>();
+  if (!is_sha256_hex(digest)) return std::nullopt;
+  return digest;
+}
+
 std::vector<TrustAnchor> load_trust_anchors(const std::vector<std::filesystem::path>& certs) {
   using namespace package_signature_detail;
   std::vector<TrustAnchor> out;

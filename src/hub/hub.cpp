@@ -372,6 +372,23 @@ class HubRepo {
     return RemoteOutcome{true, got.received, got.received && got.verified, std::nullopt};
   }
 
+  // #25: GET /api/models/{repo}/refs: whether `revision` is one of its tags
+  // (nullopt when the Hub does not say).
+  std::optional<bool> is_tag(const std::string& revision) {
+    HttpRequest req;
+    req.url = cfg.endpoint + "/api/models/" + repo + "/refs";
+    req.headers = headers(true);
+    const auto r = perform(req, "hf://" + repo + ": its tags and branches");
+    if (r.status != 200) return std::nullopt;
+    const auto j = nlohmann::json::parse(r.body, nullptr, false);
+    if (!j.is_object() || !j.contains("tags") || !j["tags"].is_array()) return std::nullopt;
+    const std::string name = revision.starts_with("refs/tags/") ? revision.substr(10) : revision;
+    for (const auto& t : j["tags"]) {
+      if (t.is_object() && t.contains("name") && (t["name"] == name || t["name"] == "refs/tags/" + name)) return true;
+    }
+    return false;
+  }
+
   // GET /api/models/{repo}/revision/{revision}?blobs=true.
   RemoteListing list(const std::string& revision) {
     const std::string url = cfg.endpoint + "/api/models/" + repo + "/revision/" + url_encode(revision, false) + "?blobs=true";
@@ -434,6 +451,10 @@ class HubRemote final : public Remote {
 
   std::optional<RemoteListing> list(const HfRepoCache& cache, const std::string& revision) override {
     return repo_for(cache).list(revision);
+  }
+
+  std::optional<bool> is_tag(const HfRepoCache& cache, const std::string& revision) override {
+    return repo_for(cache).is_tag(revision);
   }
 
   std::vector<RemoteOutcome> fetch(const HfRepoCache& cache, const std::string& commit, const std::vector<RemoteFile>& files,

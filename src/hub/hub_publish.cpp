@@ -24,6 +24,7 @@
 #include "skippy/file.h"
 #include "skippy/hf_ref.h"
 #include "skippy/manifest.h"
+#include "skippy/package_signature.h"
 #include "skippy/sha256.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
@@ -101,8 +102,8 @@ struct HeadFile {
 };
 
 bool package_owned(const std::string& p) {
-  return p == "model-package.json" || p == "README.md" || p.starts_with("shared/") || p.starts_with("layers/") ||
-         p.starts_with("projectors/");
+  return p == "model-package.json" || p == "README.md" || p == kSignatureFileName || p == kValidationFileName ||
+         p.starts_with("shared/") || p.starts_with("layers/") || p.starts_with("projectors/");
 }
 
 }  // namespace
@@ -268,6 +269,7 @@ class HubPublisher::Impl {
   }
 
   void begin() {
+    if (!settings_.tag.empty()) check_tag_name(settings_.tag);
     check_token();
     if (settings_.create) create_repo();
     auto head = read_head(&remote_);
@@ -277,6 +279,17 @@ class HubPublisher::Impl {
       if (!head) throw_not_found(where_ + ": the branch could not be created");
     }
     head_ = *head;
+    if (!settings_.tag.empty()) {
+      // #25: a tag names one commit for good. One that exists on another
+      // commit than the head could only be refused after the upload: refuse now.
+      const auto at = find_hub_tag(cfg_, target_.repo, settings_.tag);
+      tag_exists_ = at.has_value();
+      if (at && *at != head_) {
+        throw Error(ErrorKind::kInvalidInput,
+                    where_ + ": --tag " + settings_.tag + ": refused before uploading anything: the tag already exists on "
+                    "commit " + *at + ", and a tag is never moved; pick a new name (a tag per source revision)");
+      }
+    }
     planner_ = std::thread([this] { plan_loop(); });
     for (unsigned i = 0; i < settings_.parallel_uploads; ++i) uploaders_.emplace_back([this] { upload_loop(); });
     begun_ = true;
@@ -585,6 +598,12 @@ class HubPublisher::Impl {
   }
 
   PublishResult commit(const std::string& summary, const std::string& description) {
+    PublishResult res = commit_files(summary, description);
+    if (!settings_.tag.empty()) res.tag = tag_hub_commit(cfg_, target_.repo, res.commit, settings_.tag, summary);
+    return res;
+  }
+
+  PublishResult commit_files(const std::string& summary, const std::string& description) {
     {
       std::lock_guard g(mu_);
       if (!begun_) throw Error(ErrorKind::kUsage, where_ + ": commit() before begin()");
@@ -619,6 +638,13 @@ class HubPublisher::Impl {
     if (res.deleted.empty() && matches(remote_)) {
       res.commit = head_;
       return res;  // the branch holds exactly this package already
+    }
+    if (tag_exists_) {
+      // #25: the tag names the head, and this package makes a new commit the tag cannot follow.
+      throw Error(ErrorKind::kInvalidInput,
+                  where_ + ": --tag " + settings_.tag + ": refused: the tag already exists on commit " + head_ +
+                      " (the branch head) and this package would make a new commit; a tag is never moved, so nothing "
+                      "was committed (the uploaded files stay on the Hub): pick a new name (a tag per source revision)");
     }
     std::vector<CommitFile> files;
     for (const auto& it : items_) files.push_back({it.rel, it.lfs, it.sha256, it.size, &it.content});
@@ -691,6 +717,7 @@ class HubPublisher::Impl {
   std::string head_;
   std::map<std::string, HeadFile> remote_;
   bool created_ = false;
+  bool tag_exists_ = false;  // #25: settings_.tag already names the head
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -750,6 +777,8 @@ PublishResult publish_package(const fs::path& dir, const HubConfig& hub, const P
     for (const auto& p : report.problems) msg += "\n  " + p;
     throw_integrity(msg);
   }
+  // #25: sign once the package is known good, so the sidecar goes up in the same commit.
+  if (!settings.sign_owner.empty()) (void)sign_package(dir, settings.sign_owner);
   HubPublisher pub(hub, target, settings);
   pub.begin();
   std::set<std::string> added;
@@ -757,19 +786,14 @@ PublishResult publish_package(const fs::path& dir, const HubConfig& hub, const P
     if (!added.insert(p.rel_path).second) continue;
     pub.add(p.rel_path, p.path, p.bytes, p.sha256);
   }
-  for (const char* extra : {"README.md", "model-package.json"}) {
-    const fs::path f = dir / extra;
-    std::error_code ec;
-    if (!fs::is_regular_file(fs::symlink_status(f, ec))) {
-      if (std::string(extra) == "README.md") continue;
-      throw_invalid(f.string() + ": not a regular file");
-    }
-    pub.add(extra, f, fs::file_size(f), sha256_file(f));
-  }
+  const auto meta = add_package_metadata(pub, dir, pkg.manifest_sha256);
   const std::string summary =
       message.empty() ? "Publish layer package " + pkg.manifest.model_id + " (" + std::to_string(pkg.manifest.layer_count) + " layers)"
                       : message;
-  return pub.commit(summary, "model-package.json sha256 " + pkg.manifest_sha256 + ", written by skippy-model-package");
+  auto res = pub.commit(summary, "model-package.json sha256 " + pkg.manifest_sha256 + ", written by skippy-model-package");
+  res.signed_by = meta.signed_by;
+  res.validation_result = meta.validation_result;
+  return res;
 }
 
 }  // namespace skippy

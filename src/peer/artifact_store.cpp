@@ -11,6 +11,7 @@
 #include "skippy/file.h"
 #include "skippy/hf_cache.h"
 #include "skippy/hf_ref.h"
+#include "skippy/package_signature.h"
 #include "skippy/sha256.h"
 #include "skippy/verify.h"
 
@@ -95,13 +96,15 @@ ServedFile::~ServedFile() {
   if (fd >= 0) ::close(fd);
 }
 
-ArtifactStore::ArtifactStore(Topology topology, fs::path hf_cache, std::optional<fs::path> verification_cache_dir)
+ArtifactStore::ArtifactStore(Topology topology, fs::path hf_cache, std::optional<fs::path> verification_cache_dir,
+                             std::vector<fs::path> trusted_signers)
     : topology_(std::move(topology)),
       commit_(pinned_commit(topology_.package_ref).value_or("")),
       repo_dir_(HfRepoCache(hf_cache, parse_hf_ref(topology_.package_ref).repo_id).repo_dir()),
       snapshot_dir_(HfRepoCache(hf_cache, parse_hf_ref(topology_.package_ref).repo_id).snapshot_dir(
           commit_.empty() ? std::string(40, '0') : commit_)),
-      verification_cache_dir_(std::move(verification_cache_dir)) {
+      verification_cache_dir_(std::move(verification_cache_dir)),
+      trusted_signers_(std::move(trusted_signers)) {
   if (commit_.empty()) {
     throw_invalid("topology package_ref " + topology_.package_ref +
                   " does not pin a 40-hex commit: only hf://ns/repo@<commit> refs are eligible for peer transfer "
@@ -176,6 +179,19 @@ std::shared_ptr<const ArtifactStore::Package> ArtifactStore::load_package(std::s
   } catch (const Error& e) {
     *why = std::string("model-package.json does not parse: ") + e.what();
     return nullptr;
+  }
+  if (!trusted_signers_.empty()) {
+    // #25: the signature must vouch for exactly the bytes just read.
+    try {
+      const auto sig = check_package_trust(snapshot_dir_, trusted_signers_, topology_.package_ref);
+      if (!sig || !sha256_equal(sig->manifest_sha256, sha)) {
+        *why = "model-package.json changed while its signature was checked";
+        return nullptr;
+      }
+    } catch (const Error& e) {
+      *why = std::string("not served: ") + e.what();
+      return nullptr;
+    }
   }
   pkg->ref = topology_.package_ref;
   pkg->root = snapshot_dir_;
@@ -332,6 +348,7 @@ Decision ArtifactStore::authorize(const wire::Request& req, const std::string& p
     d.what = "manifest";
     return d;
   }
+  if (req.rel_path == kSignatureFileName || req.rel_path == kValidationFileName) return small_file(req, pkg.boundary);
   const Declared declared = find_declared(m, req.rel_path);
   if (!declared.entry) return refuse(Refusal::kUnavailable, req.rel_path + " is not declared in the manifest");
   bool tied = false;
@@ -368,6 +385,66 @@ Decision ArtifactStore::authorize(const wire::Request& req, const std::string& p
     if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
   }
   d.what = what;
+  return d;
+}
+
+void ArtifactStore::require_trusted() const {
+  if (trusted_signers_.empty()) return;
+  std::error_code ec;
+  if (!fs::exists(snapshot_dir_ / std::string(kManifestFileName), ec)) {
+    throw_not_found(topology_.package_ref + ": not in the Hugging Face cache (" + snapshot_dir_.string() +
+                    "): with trusted signers the package is checked before serving; fetch it first (with --trust-signer)");
+  }
+  const auto sig = check_package_trust(snapshot_dir_, trusted_signers_, topology_.package_ref);
+  if (sig && !sha256_equal(sig->manifest_sha256, topology_.manifest_sha256)) {
+    throw_integrity(topology_.package_ref + ": the signed model-package.json has SHA-256 " + sig->manifest_sha256 +
+                    ", the topology's is " + topology_.manifest_sha256);
+  }
+}
+
+Decision ArtifactStore::small_file(const wire::Request& req, const fs::path& boundary) {
+  constexpr uint64_t kMaxSmallFile = 4u << 20;
+  const fs::path path = snapshot_dir_ / req.rel_path;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) {
+    return refuse(Refusal::kUnavailable, req.rel_path + ": not in the cache for commit " + commit_);
+  }
+  const fs::path real = fs::canonical(path, ec);
+  if (ec || !inside(real, boundary)) return refuse(Refusal::kUnavailable, req.rel_path + " resolves outside the repo folder");
+  std::string why;
+  const int fd = open_regular_nonblocking(real, req.rel_path, &why);
+  if (fd < 0) return refuse(Refusal::kUnavailable, why);
+  ServedFile holder{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) > kMaxSmallFile || st.st_size == 0) {
+    return refuse(Refusal::kUnavailable, req.rel_path + ": empty, or over the " + std::to_string(kMaxSmallFile) + "-byte cap");
+  }
+  auto text = std::make_shared<std::string>(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < text->size()) {
+    const ssize_t n = ::pread(fd, text->data() + done, text->size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return refuse(Refusal::kUnavailable, req.rel_path + ": read failed");
+    done += static_cast<size_t>(n);
+  }
+  const std::string sha = sha256_hex(*text);
+  if (req.expected_size && *req.expected_size != text->size()) {
+    return refuse(Refusal::kUnavailable, req.rel_path + ": the request expects " + std::to_string(*req.expected_size) + " bytes");
+  }
+  if (req.expected_sha256 && !sha256_equal(wire::to_hex(*req.expected_sha256), sha)) {
+    return refuse(Refusal::kUnavailable, req.rel_path + ": the request expects SHA-256 " + wire::to_hex(*req.expected_sha256) +
+                                             ", the cached file's is " + sha);
+  }
+  if (req.offset > text->size()) {
+    return refuse(Refusal::kInvalidOffset, "offset " + std::to_string(req.offset) + " is beyond " + req.rel_path + "'s " +
+                                               std::to_string(text->size()) + " bytes");
+  }
+  Decision d;
+  d.accepted = true;
+  d.size = text->size();
+  d.memory = std::move(text);
+  d.sha256 = sha;
+  d.what = req.rel_path == kSignatureFileName ? "signature sidecar" : "validation result";
   return d;
 }
 

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "peer/protocol.h"
 #include "skippy/peer.h"
@@ -40,8 +41,18 @@ struct Decision {
 
 class ArtifactStore {
  public:
+  // #25: with `trusted_signers`, the package is served only while its
+  // signature sidecar verifies and names one of them (checked each time the
+  // manifest is read; every request is refused otherwise).
   ArtifactStore(Topology topology, std::filesystem::path hf_cache,
-                std::optional<std::filesystem::path> verification_cache_dir);
+                std::optional<std::filesystem::path> verification_cache_dir,
+                std::vector<std::filesystem::path> trusted_signers = {});
+
+  // #25: with trusted signers, throws what check_package_trust finds wrong
+  // with the cached package now (kNotFound when it is not in the cache).
+  // serve-artifacts calls it before listening: it does not start on a
+  // package its anchors do not vouch for.
+  void require_trusted() const;
 
   // `peer_node_id` is the authenticated requester (the caller has checked
   // that the request names it).
@@ -68,12 +79,16 @@ class ArtifactStore {
                                             std::string* why);
   std::optional<bool> output_tied(const OpenedPackage& pkg, std::string* why);
   std::shared_ptr<std::mutex> path_lock(const std::string& rel_path);
+  // #25: model-package.json.sig or validation.json, read from the snapshot
+  // (inside the repo folder, a regular file, capped), served like the manifest.
+  Decision small_file(const wire::Request& request, const std::filesystem::path& boundary);
 
   const Topology topology_;
   const std::string commit_;
   const std::filesystem::path repo_dir_;
   const std::filesystem::path snapshot_dir_;
   const std::optional<std::filesystem::path> verification_cache_dir_;
+  const std::vector<std::filesystem::path> trusted_signers_;
 
   std::atomic<bool> cancelled_{false};
   std::mutex mu_;

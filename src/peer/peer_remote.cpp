@@ -14,6 +14,7 @@
 #include "skippy/file.h"
 #include "skippy/hf_ref.h"
 #include "skippy/manifest.h"
+#include "skippy/package_signature.h"
 #include "skippy/package_layout.h"
 #include "skippy/peer.h"
 #include "skippy/sha256.h"
@@ -114,7 +115,9 @@ class PeerRemote final : public Remote {
                                                  ", not hf://" + cache.repo_id() + "@" + commit);
     }
     bool any_part = false;
-    for (const auto& f : files) any_part = any_part || f.path != kManifestFileName;
+    for (const auto& f : files) {
+      any_part = any_part || (f.path != kManifestFileName && f.path != kSignatureFileName && f.path != kValidationFileName);
+    }
     StagePlan plan;
     if (any_part) plan = stage_plan(cache);
 
@@ -176,8 +179,10 @@ class PeerRemote final : public Remote {
         o.error = failure(why->kind(), file.path, std::string("not asked after ") + why->what());
         return o;
       }
-      const skippy::detail::ReceivedBlob got =
-          file.path == kManifestFileName ? fetch_manifest(cache, file, on_bytes) : fetch_part(cache, file, plan, on_bytes);
+      const bool small = file.path == kSignatureFileName || file.path == kValidationFileName;
+      const skippy::detail::ReceivedBlob got = file.path == kManifestFileName ? fetch_manifest(cache, file, on_bytes)
+                                               : small ? fetch_small(cache, file, on_bytes)
+                                                       : fetch_part(cache, file, plan, on_bytes);
       o.delivered = true;
       o.received = got.received;
       o.verified = got.received && got.verified;
@@ -223,6 +228,45 @@ class PeerRemote final : public Remote {
     spec.sha256 = o_.topology.manifest_sha256;
     spec.declared_by = "the topology";
     spec.etag_from = "the topology";
+    spec.what = what(file.path);
+    return skippy::detail::receive_blob(cache, commit_, file.path, spec, on_bytes, [&](skippy::detail::BlobWriter& w) {
+      w.append(std::span<const uint8_t>(bytes).subspan(static_cast<size_t>(w.have())));
+    });
+  }
+
+  // #25: model-package.json.sig or validation.json, which the manifest does
+  // not declare: its SHA-256 is the caller's (validation.json: the
+  // sidecar's) when given, else what arrives; the signature check after the
+  // fetch judges the bytes. Small: received into memory, then written.
+  skippy::detail::ReceivedBlob fetch_small(const HfRepoCache& cache, const RemoteFile& file,
+                                           const std::function<void(uint64_t)>& on_bytes) {
+    constexpr uint64_t kMaxSmall = 4u << 20;
+    TransferRequest r = manifest_request(o_.topology, stage_);
+    r.rel_path = file.path;
+    r.expected_sha256 = file.sha256;
+    r.expected_size = file.size;
+    std::vector<uint8_t> bytes;
+    TransferSink sink;
+    sink.on_accept = [&](const TransferAnswer& a) {
+      if (a.total_size > kMaxSmall || a.total_size == 0) {
+        throw PeerError(PeerErrorKind::kProtocol, "the peer offers a " + file.path + " of " + std::to_string(a.total_size) +
+                                                      " bytes (1 to " + std::to_string(kMaxSmall) + " allowed)");
+      }
+      bytes.reserve(static_cast<size_t>(a.total_size));
+    };
+    sink.on_bytes = [&](std::span<const uint8_t> b) { bytes.insert(bytes.end(), b.begin(), b.end()); };
+    fetch_retrying_busy(r, sink);
+    const std::string sha = sha256_hex(std::span<const uint8_t>(bytes));
+    if (file.sha256 && !sha256_equal(*file.sha256, sha)) {
+      throw failure(ErrorKind::kIntegrity, file.path, "the peer sent bytes with SHA-256 " + sha + ", " + file.declared_by +
+                                                          " declares " + *file.sha256);
+    }
+    skippy::detail::BlobSpec spec;
+    spec.etag = sha;
+    spec.size = bytes.size();
+    spec.sha256 = sha;
+    spec.declared_by = file.sha256 ? file.declared_by : "the bytes received";
+    spec.etag_from = "the bytes received";
     spec.what = what(file.path);
     return skippy::detail::receive_blob(cache, commit_, file.path, spec, on_bytes, [&](skippy::detail::BlobWriter& w) {
       w.append(std::span<const uint8_t>(bytes).subspan(static_cast<size_t>(w.have())));

@@ -134,10 +134,12 @@ struct ArtifactServer::Impl {
         opts(std::move(o)),
         trust{opts.mode, opts.trusted_owner_ids},
         ctx(detail::make_tls_context(identity, detail::TlsRole::kServer)),
-        store(opts.topology, opts.hf_cache.empty() ? env::hf_hub_cache_dir() : opts.hf_cache, opts.verification_cache_dir),
+        store(opts.topology, opts.hf_cache.empty() ? env::hf_hub_cache_dir() : opts.hf_cache, opts.verification_cache_dir,
+              opts.trusted_signers),
         admission(admission_limits(opts.limits)),
         preauth(opts.log ? opts.log : default_log) {
     if (!opts.log) opts.log = default_log;
+    store.require_trusted();  // #25: no start on a package the trusted signers do not vouch for
   }
 
   void log(const std::string& line) const { opts.log(line); }

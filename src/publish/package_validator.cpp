@@ -129,6 +129,10 @@ class Validator {
       return;
     }
     const auto& sha = *hashed;
+    {
+      std::lock_guard g(mu_);
+      source_files_[i] = {fs::path(f.name()).filename().string(), f.file_size(), sha};  // a name, not a local path
+    }
     if (i < m_.source_model.files.size()) {
       const auto& decl = m_.source_model.files[i];
       const std::string where = "source_model.files[" + std::to_string(i) + "] (" + decl.path + ")";
@@ -396,6 +400,10 @@ class Validator {
     }
     for (auto s : sizes) total_ += s;
     const size_t n_shards = model_.shards().size();
+    source_files_.assign(n_shards, {});
+    for (size_t i = 0; i < n_shards; ++i) {
+      source_files_[i] = {fs::path(model_.shards()[i].name()).filename().string(), model_.shards()[i].file_size(), ""};
+    }
     detail::run_jobs_largest_first(sizes, opt_.threads, [&](size_t i) {
       if (i < n_shards) {
         check_shard(i);
@@ -431,6 +439,7 @@ class Validator {
     r.artifacts_checked = artifacts_.load();
     r.tensors_checked = tensors_.load();
     r.bytes_hashed = hashed_.load();
+    r.source_files = std::move(source_files_);
     return r;
   }
 
@@ -443,6 +452,7 @@ class Validator {
   std::atomic<uint64_t> slice_fragments_{0};
   std::mutex mu_;
   std::vector<std::string> problems_, warnings_;
+  std::vector<ValidationReport::SourceFile> source_files_;
   std::optional<std::string> wrong_source_;
   std::atomic<uint64_t> done_{0}, hashed_{0}, artifacts_{0}, tensors_{0};
   uint64_t total_ = 0;
@@ -463,6 +473,7 @@ ValidationReport validate_package(const fs::path& source, const fs::path& packag
                          GenerationProblems::kSetAside);
     } catch (const Error& e) {
       r.problems.push_back(e.what());
+      r.checks = {"manifest_schema"};
       return r;
     }
   }
@@ -481,6 +492,7 @@ ValidationReport validate_package(const fs::path& source, const fs::path& packag
     model.emplace(ModelSource::open(source));
   } catch (const Error& e) {
     r.problems.push_back(e.what());
+    r.checks = {"manifest_schema", "generation_block", "source_open"};
     return r;
   }
   try {
@@ -504,6 +516,10 @@ ValidationReport validate_package(const fs::path& source, const fs::path& packag
   }
   Validator v(package_dir, m, *model, opt);
   r = v.run();
+  r.checks = {"manifest_schema",  "generation_block", "layer_count",      "activation_width",
+              "source_files",     "source_sha256",    "artifact_paths",   "artifact_sizes",
+              "artifact_sha256",  "tensor_placement", "tensor_type_shape", "tensor_bytes",
+              "tensor_coverage"};
   r.problems.insert(r.problems.end(), structural.begin(), structural.end());
   r.warnings.insert(r.warnings.end(), depth_warnings.begin(), depth_warnings.end());
   std::sort(r.problems.begin(), r.problems.end());

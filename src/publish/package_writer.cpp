@@ -19,6 +19,8 @@
 #include "skippy/model_source.h"
 #include "skippy/package_layout.h"
 #include "skippy/package_validator.h"
+#include "skippy/package_signature.h"
+#include "skippy/validation_result.h"
 #include "skippy/sha256.h"
 #include "skippy/version.h"
 #include "publish/split_stream.h"
@@ -73,6 +75,9 @@ void prepare_out_dir(const fs::path& dir, bool force) {
     fsync_directory(dir);
     for (const char* sub : {"shared", "layers", "projectors"}) fs::remove_all(dir / sub, ec);
     fs::remove(dir / std::string(kPackageReadme), ec);
+    // #25: a previous package's validation result and signature describe its manifest, not the next one.
+    fs::remove(dir / std::string(kValidationFileName), ec);
+    fs::remove(dir / std::string(kSignatureFileName), ec);
     std::vector<fs::path> leftovers;
     for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
       if (is_temporary_name(it->path().filename().string())) leftovers.push_back(it->path());
@@ -372,6 +377,7 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   }
 
   std::optional<detail::ReadmeValidation> validation;
+  std::optional<ValidationReport> validation_report;  // #25: kept as validation.json
   if (opt.validate) {
     ValidateOptions vo;
     vo.threads = opt.threads;
@@ -389,6 +395,7 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
     }
     validation = detail::ReadmeValidation{report.artifacts_checked, report.tensors_checked,
                                           "skippy-model-package " + std::string(library_version())};
+    validation_report = report;
   }
 
   const std::string manifest_text = serialize_manifest(m);
@@ -401,6 +408,8 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   r.notes = generation.notes;
   r.details = generation.details;
   write_file_atomic(opt.out_dir / std::string(kPackageReadme), detail::package_readme(m, r.manifest_sha256, r.notes, validation));
+  // #25: validation.json names the manifest's digest, so it can land before the manifest does.
+  if (validation_report) write_validation_result(opt.out_dir, *validation_report, r.manifest_sha256, "write-package --validate");
   // The manifest goes last: its presence means the package is complete.
   write_file_atomic(opt.out_dir / std::string(kManifestFileName), manifest_text);
   std::error_code ec;

@@ -67,6 +67,18 @@ std::string FetchChain::resolve_commit(const std::string& revision, const std::s
                   "a peer serves commits only; pin the commit)");
 }
 
+std::optional<bool> FetchChain::is_tag(const std::string& revision) {
+  if (is_commit_hash(revision)) return std::nullopt;
+  for (const auto& remote : sources_.remotes) {
+    try {
+      if (auto t = remote->is_tag(cache_, revision)) return t;
+    } catch (const Error&) {
+      // Unknown: the caller treats the name as one that can move.
+    }
+  }
+  return std::nullopt;
+}
+
 RemoteListing FetchChain::list(const std::string& revision, std::string* declared_by) {
   const std::string where = "hf://" + cache_.repo_id() + "@" + revision;
   check_revision(revision, where);

@@ -53,11 +53,28 @@ OpenedPackage open_repo_package(const HfRef& ref, const Sources& sources, const 
   // With trusted signers the signature sidecar travels with the manifest (it
   // is declared nowhere in it); a repository without one is then refused by
   // check_trust. Without them nothing more is asked of the remotes.
-  if (!sources.trusted_signers.empty()) {
+  if (!sources.trusted_signers.empty() || options.with_signature) {
+    // Required with trusted signers (a missing sidecar is check_trust's to
+    // refuse, anything else fails here); only reported otherwise (inspect):
+    // then nothing about it may fail the open (offline, a peer only).
+    const bool required = !sources.trusted_signers.empty();
+    bool signed_here = false;
     try {
       chain->bring(commit, {{std::string(kSignatureFileName), std::nullopt, std::nullopt, "the repository"}}, {});
+      signed_here = true;
     } catch (const Error& e) {
-      if (e.kind() != ErrorKind::kNotFound) throw;
+      if (required && e.kind() != ErrorKind::kNotFound) throw;
+    }
+    // #25: a sidecar that covers validation.json names its SHA-256: bring it
+    // checked against that digest (check_trust then verifies the signature).
+    if (signed_here) {
+      if (const auto digest = signed_validation_sha256(chain->cache().snapshot_dir(commit))) {
+        try {
+          chain->bring(commit, {{std::string(kValidationFileName), *digest, std::nullopt, "the signature sidecar"}}, {});
+        } catch (const Error&) {
+          if (required) throw;
+        }
+      }
     }
   }
   const auto& cache = chain->cache();
@@ -68,11 +85,19 @@ OpenedPackage open_repo_package(const HfRef& ref, const Sources& sources, const 
   pkg.always_verify = true;
   pkg.commit = commit;
   pkg.source = std::make_shared<RepoArtifactSource>(chain, commit, options.on_progress);
+  pkg.revision_kind = "commit";
   if (!is_commit_hash(ref.revision)) {
-    pkg.warnings.push_back("hf://" + ref.repo_id + "@" + ref.revision + " names a branch or tag, which can move; it " +
-                           (from_cache ? "resolved through the local cache (refs/" + ref.revision + ")"
-                                       : std::string("resolved on the Hub")) +
-                           " to commit " + commit + ". Production configs should pin hf://" + ref.repo_id + "@" + commit);
+    // #25: a tag names one commit for good; a branch ("main" always is one)
+    // moves. A name no remote can classify (offline, a peer) counts as moving.
+    const std::optional<bool> tag = ref.revision == "main" ? std::optional<bool>(false) : chain->is_tag(ref.revision);
+    pkg.revision_kind = !tag ? "ref" : *tag ? "tag" : "branch";
+    if (!tag || !*tag) {
+      pkg.warnings.push_back("hf://" + ref.repo_id + "@" + ref.revision + " names " +
+                             (tag ? std::string("a branch") : std::string("a branch or tag")) + ", which can move; it " +
+                             (from_cache ? "resolved through the local cache (refs/" + ref.revision + ")"
+                                         : std::string("resolved on the Hub")) +
+                             " to commit " + commit + ". Production configs should pin hf://" + ref.repo_id + "@" + commit);
+    }
   }
   return pkg;
 }

@@ -178,14 +178,17 @@ uint64_t peer_rate_window_ms() {
 
 std::vector<fs::path> trusted_signers() {
   std::vector<fs::path> out;
-  const auto v = get("SKIPPY_TRUSTED_SIGNERS");
-  if (!v) return out;
-  size_t start = 0;
-  while (start <= v->size()) {
-    const size_t end = std::min(v->find(':', start), v->size());
-    const std::string item = trim(v->substr(start, end - start));
-    if (!item.empty()) out.push_back(expand_user(item));
-    start = end + 1;
+  // SKIPPY_TRUSTED_OWNERS is the (#25) name for the same list.
+  for (const char* name : {"SKIPPY_TRUSTED_SIGNERS", "SKIPPY_TRUSTED_OWNERS"}) {
+    const auto v = get(name);
+    if (!v) continue;
+    size_t start = 0;
+    while (start <= v->size()) {
+      const size_t end = std::min(v->find(':', start), v->size());
+      const std::string item = trim(v->substr(start, end - start));
+      if (!item.empty()) out.push_back(expand_user(item));
+      start = end + 1;
+    }
   }
   return out;
 }

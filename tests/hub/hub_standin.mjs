@@ -76,6 +76,8 @@
 //       412 "A commit has happened since..." when parentCommit is not the head;
 //       422 for an lfsFile never uploaded; 400 for a regular file that must be LFS.
 //   POST /api/models/{ns}/{name}/branch/{branch} {startingPoint?} (409 when it exists)
+//   POST /api/models/{ns}/{name}/tag/{rev} {tag, message?} -> {} (HfApi.create_tag; 409
+//       when the tag exists, 404 RevisionNotFound; the tag then resolves like a branch)
 //   Uploaded bytes live in a temporary directory ($HUB_STANDIN_DATA_DIR/...)
 //   removed at exit. The log's bytes_received counts request-body bytes; the
 //   cut and slow faults also apply to storage PUT bodies.
@@ -858,6 +860,7 @@ async function handleApi(ctx, segs, url) {
   if (req.method === "POST" && op === "preupload") return handlePreupload(ctx, repoId, rest);
   if (req.method === "POST" && op === "commit") return handleCommit(ctx, repoId, rest);
   if (req.method === "POST" && op === "branch") return handleCreateBranch(ctx, repoId, rest);
+  if (req.method === "POST" && op === "tag") return handleCreateTag(ctx, repoId, rest);
   if (req.method !== "GET" && req.method !== "HEAD") return hubError(ctx, 405, null, "Method not allowed");
   const repo = checkAccess(ctx, repoId);
   if (!repo) return;
@@ -1433,6 +1436,32 @@ async function handleCreateBranch(ctx, repoId, rest) {
   const from = resolveRev(repo, body?.startingPoint ?? "main");
   if (!from) return revisionNotFound(ctx, body?.startingPoint ?? "main");
   repo.branches.set(branch, from.id);
+  return sendJson(ctx, 200, {});
+}
+
+// POST /api/models/{ns}/{name}/tag/{revision} {tag, message?} (huggingface_hub's
+// HfApi.create_tag: the revision URL-encoded in one segment). 409 when the
+// tag exists (wherever it points), 404 RevisionNotFound for an unknown revision.
+async function handleCreateTag(ctx, repoId, rest) {
+  let body = {};
+  try {
+    const t = await readBody(ctx.req);
+    body = t ? JSON.parse(t) : {};
+  } catch (e) {
+    return hubError(ctx, 400, null, `Bad request: ${e.message}`);
+  }
+  const repo = checkWrite(ctx, repoId);
+  if (!repo) return;
+  const tag = body?.tag;
+  if (typeof tag !== "string" || !tag || isCommitHash(tag) || tag.startsWith("refs/") || /[\s~^:?*\[\\]|\.\.|^-/.test(tag)) {
+    return hubError(ctx, 400, null, `Invalid tag name: ${JSON.stringify(tag)}`);
+  }
+  if (body.message !== undefined && typeof body.message !== "string") return hubError(ctx, 400, null, "Bad request: message must be a string");
+  const rev = rest.map(safeDecode).join("/");
+  const commit = resolveRev(repo, rev || "main");
+  if (!commit) return revisionNotFound(ctx, rev);
+  if (repo.tags.has(tag)) return hubError(ctx, 409, null, `Tag already exists: refs/tags/${tag}`);
+  repo.tags.set(tag, commit.id);
   return sendJson(ctx, 200, {});
 }
 
