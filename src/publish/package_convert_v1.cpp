@@ -170,7 +170,11 @@ ConvertToV1Result convert_package_to_v1(const PackageCatalog& cat, const Convert
   m.source_model.primary_file = need(s.primary_file, "primary_file");
   m.source_model.canonical_ref = root.model_id;  // what the schema 1 writer records
   m.source_model.distribution_id = s.distribution_id.value_or("");
-  for (const auto& f : s.files) m.source_model.files.push_back({f.path, f.byte_size, f.sha256});
+  // Schema 1 lists the files in shard order; schema 2's order is free (the
+  // package_id sorts them by path), and split shard names sort in shard order.
+  auto source_files = s.files;
+  std::sort(source_files.begin(), source_files.end(), [](const V2SourceFile& a, const V2SourceFile& b) { return a.path < b.path; });
+  for (const auto& f : source_files) m.source_model.files.push_back({f.path, f.byte_size, f.sha256});
   auto entry = [&](size_t i) {
     ArtifactEntry e;
     e.path = frags[i].rel_path;

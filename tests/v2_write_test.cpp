@@ -1,0 +1,186 @@
+// write-package --schema 2: our writer of mesh-llm's package v2 layout,
+// compared with the test-side reference-layout writer (schema_v2_package.h)
+// on every fixture, read back with our strict reader, certified against the
+// source.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "schema_v2_package.h"
+#include "skippy/catalog_stage.h"
+#include "skippy/error.h"
+#include "skippy/model_source.h"
+#include "skippy/package_convert.h"
+#include "skippy/package_writer.h"
+#include "skippy/sha256.h"
+#include "test_util.h"
+
+namespace skippy {
+namespace v2write_test {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+
+WritePackageOptions v2_options(const fs::path& src, const fs::path& out) {
+  WritePackageOptions o;
+  o.schema = 2;
+  o.source = src;
+  o.out_dir = out;
+  o.provenance.model_id = "org/Model-GGUF:Q8_0";
+  o.provenance.revision = "0123456789abcdef0123456789abcdef01234567";
+  o.provenance.primary_file = src.filename().string();
+  o.created_at_unix_secs = 1790000000;
+  return o;
+}
+
+struct TensorShape {
+  uint32_t type;
+  std::vector<uint64_t> dims;
+  uint64_t bytes;
+  std::optional<uint32_t> layer;
+  bool operator==(const TensorShape&) const = default;
+};
+
+std::map<std::string, TensorShape> shapes(const PackageCatalog& c) {
+  std::map<std::string, TensorShape> m;
+  for (const auto& t : c.tensors) m[t.name] = {t.ggml_type, t.dims, t.stored_bytes, c.artifact_of(t).layer};
+  return m;
+}
+
+TEST(V2Write, EveryFixtureMatchesTheReferenceLayoutAndCertifies) {
+  for (const auto& fixture : test::model_fixtures()) {
+    SCOPED_TRACE(fixture.string());
+    TempDir ours, theirs;
+    const auto r = write_package(v2_options(fixture, ours / "pkg"));
+    EXPECT_EQ(r.schema, 2u);
+    const auto opened = open_local_catalog_v2(ours / "pkg");  // our reader's strict rules
+    (void)test::write_schema_v2_package(fixture, theirs.path());
+    const auto reference = open_local_catalog_v2(theirs.path());
+    const auto& c = opened.catalog;
+    EXPECT_EQ(c.package_id, r.package_id);
+    EXPECT_EQ(c.package_id, compute_package_id_v2(*c.root_v2));
+    // Same tensors, types, dims, stored bytes and layers as the reference's layout.
+    EXPECT_EQ(shapes(c), shapes(reference.catalog));
+    EXPECT_EQ(c.layer_count, reference.catalog.layer_count);
+    // The reference writer's ids, paths and identity fields.
+    std::set<std::string> paths;
+    for (const auto& a : c.artifacts) paths.insert(a.path);
+    EXPECT_TRUE(paths.contains("shared/metadata.gguf"));
+    EXPECT_TRUE(paths.contains("shared/common.gguf"));
+    EXPECT_TRUE(paths.contains("layers/layer-00000.gguf"));
+    EXPECT_EQ(c.artifacts.at(c.carrier).id, "metadata");
+    EXPECT_NE(c.find_artifact("common"), nullptr);
+    EXPECT_NE(c.find_artifact("layer-00000"), nullptr);
+    const auto& root = *c.root_v2;
+    EXPECT_EQ(root.format, "gguf");
+    EXPECT_EQ(root.source_model.metadata_artifact_id, "metadata");
+    EXPECT_EQ(*root.source_model.canonical_ref,
+              "org/Model-GGUF@0123456789abcdef0123456789abcdef01234567/" + fixture.filename().string());
+    EXPECT_EQ(root.created_at_unix_secs, 1790000000u);
+    const auto model = ModelSource::open(fixture);
+    ASSERT_EQ(root.source_model.files.size(), model.shards().size());
+    EXPECT_EQ(root.source_model.files[0].sha256, sha256_file(model.shards()[0].path()));
+    // Exactly the reference's generation rule (the MTP fixture only).
+    EXPECT_EQ(root.generation.has_value(), reference.catalog.root_v2->generation.has_value());
+    EXPECT_EQ(root.generation, reference.catalog.root_v2->generation);
+    // Every tensor's bytes at its locator are the source's.
+    const auto cert = certify_catalog(c, ours / "pkg", fixture, /*hash_artifacts=*/true);
+    EXPECT_EQ(cert.tensors, model.tensors().size());
+    EXPECT_EQ(cert.bytes_compared, model.tensor_bytes());
+    // The reference's package passes the same certification: one rule for both writers.
+    (void)certify_catalog(reference.catalog, theirs.path(), fixture, true);
+  }
+}
+
+TEST(V2Write, LayersOverTheArtifactBudgetBecomeParts) {
+  const auto src = test::data_path("llama-tiny-q8_0.gguf");
+  TempDir dir;
+  auto o = v2_options(src, dir / "pkg");
+  o.max_artifact_bytes = 20000;  // a layer of this fixture holds 39680 bytes
+  (void)write_package(o);
+  const auto opened = open_local_catalog_v2(dir / "pkg");
+  size_t part_artifacts = 0;
+  for (const auto& a : opened.catalog.artifacts) {
+    if (a.path.find("-part") == std::string::npos) continue;
+    ++part_artifacts;
+    EXPECT_TRUE(a.id.find("-part") != std::string::npos) << a.id;
+    EXPECT_TRUE(a.path.starts_with("layers/layer-") || a.path.starts_with("shared/common-part")) << a.path;
+    uint64_t payload = 0, largest = 0;
+    size_t n = 0;
+    for (const auto& t : opened.catalog.tensors) {
+      if (&opened.catalog.artifact_of(t) != &a) continue;
+      payload += t.stored_bytes;
+      largest = std::max(largest, t.stored_bytes);
+      ++n;
+    }
+    EXPECT_GT(n, 0u);
+    EXPECT_TRUE(payload <= 20000 || n == 1) << a.path << " holds " << payload;
+  }
+  EXPECT_GE(part_artifacts, 16u);  // every layer in two parts or more
+  (void)certify_catalog(opened.catalog, dir / "pkg", src, true);
+  // The same source without a budget has no part at all.
+  TempDir whole;
+  (void)write_package(v2_options(src, whole / "pkg"));
+  for (const auto& a : open_local_catalog_v2(whole / "pkg").catalog.artifacts) {
+    EXPECT_EQ(a.path.find("-part"), std::string::npos) << a.path;
+  }
+}
+
+TEST(V2Write, AProjectorBecomesAnMmprojSidecarWithItsBytes) {
+  const auto src = test::data_path("llama-tiny-q8_0.gguf");
+  TempDir dir;
+  test::make_projector(dir / "mmproj-a.gguf");
+  auto o = v2_options(src, dir / "pkg");
+  o.projectors = {dir / "mmproj-a.gguf"};
+  (void)write_package(o);
+  const auto opened = open_local_catalog_v2(dir / "pkg");
+  const auto& root = *opened.catalog.root_v2;
+  ASSERT_EQ(root.sidecars.size(), 1u);
+  EXPECT_EQ(root.sidecars[0].kind, "mmproj");
+  EXPECT_EQ(root.sidecars[0].artifact_id, "projector-00000");
+  const auto* a = opened.catalog.find_artifact("projector-00000");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->path, "projectors/projector-00000.gguf");
+  EXPECT_EQ(a->kind, CatalogArtifactKind::kSidecar);
+  EXPECT_EQ(test::read_file(dir / "pkg" / a->path), test::read_file(dir / "mmproj-a.gguf"));
+}
+
+TEST(V2Write, TheCliDefaultStaysSchema1AndSchema2SaysItsPackageId) {
+  const auto src = test::data_path("llama-tiny-q8_0.gguf");
+  TempDir dir;
+  auto r1 = test::write_pkg(src, dir / "v1");
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  EXPECT_EQ(nlohmann::json::parse(r1.out)["schema_version"], 1);
+  EXPECT_EQ(nlohmann::json::parse(test::read_text(dir / "v1/model-package.json"))["schema_version"], 1);
+  auto r2 = test::write_pkg(src, dir / "v2", {"--schema", "2", "--validate"});
+  ASSERT_EQ(r2.exit_code, 0) << r2.err;
+  const auto doc = nlohmann::json::parse(r2.out);
+  EXPECT_EQ(doc["schema_version"], 2);
+  EXPECT_EQ(doc["validated"], true);
+  EXPECT_EQ(doc["package_id"], open_local_catalog_v2(dir / "v2").catalog.package_id);
+  EXPECT_FALSE(fs::exists(dir / "v2/.skippy-write-package-in-progress"));
+  auto bad = test::write_pkg(src, dir / "v3", {"--max-artifact-bytes", "1M"});
+  EXPECT_EQ(bad.exit_code, 2);
+  test::expect_json_error(bad, "usage", "--max-artifact-bytes goes with --schema 2");
+}
+
+TEST(V2Write, CertifyingAgainstAnotherSourceNamesATensor) {
+  const auto src = test::data_path("llama-tiny-q8_0.gguf");
+  TempDir dir;
+  auto o = v2_options(src, dir / "pkg");
+  o.validate = true;
+  o.source = src;
+  (void)write_package(o);
+  const auto opened = open_local_catalog_v2(dir / "pkg");
+  try {
+    (void)certify_catalog(opened.catalog, dir / "pkg", test::data_path("llama-tiny-f16.gguf"), true);
+    ADD_FAILURE() << "certified against the wrong source";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIntegrity);
+    EXPECT_NE(std::string(e.what()).find("tensor '"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace v2write_test
+}  // namespace skippy
