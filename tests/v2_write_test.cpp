@@ -165,6 +165,24 @@ TEST(V2Write, TheCliDefaultStaysSchema1AndSchema2SaysItsPackageId) {
   test::expect_json_error(bad, "usage", "--max-artifact-bytes goes with --schema 2");
 }
 
+TEST(V2Write, ARerunFinishesTheDirectoryOfAnInterruptedRunAndRefusesAForeignOne) {
+  const auto src = test::data_path("llama-tiny-q8_0.gguf");
+  TempDir dir;
+  // What a killed run leaves: the marker, a half-written part under a temporary name.
+  fs::create_directories(dir / "pkg/layers");
+  test::write_file(dir / "pkg/.skippy-write-package-in-progress", {});
+  test::write_file(dir / "pkg/layers/.layer-00003.gguf.partial-0123456789ab", {1, 2, 3});
+  (void)write_package(v2_options(src, dir / "pkg"));
+  EXPECT_NO_THROW((void)open_local_catalog_v2(dir / "pkg"));
+  EXPECT_FALSE(fs::exists(dir / "pkg/layers/.layer-00003.gguf.partial-0123456789ab"));
+  EXPECT_FALSE(fs::exists(dir / "pkg/.skippy-write-package-in-progress"));
+  // A directory that holds something else is not ours without --force.
+  fs::create_directories(dir / "other");
+  test::write_file(dir / "other/notes.txt", {1});
+  EXPECT_THROW((void)write_package(v2_options(src, dir / "other")), Error);
+  EXPECT_FALSE(fs::exists(dir / "other/model-package.json"));
+}
+
 TEST(V2Write, CertifyingAgainstAnotherSourceNamesATensor) {
   const auto src = test::data_path("llama-tiny-q8_0.gguf");
   TempDir dir;
