@@ -14,6 +14,8 @@
 #include "skippy/package_convert.h"
 #include "skippy/package_writer.h"
 #include "skippy/sha256.h"
+#include "publish/writer_internal.h"
+#include "skippy/gguf_writer.h"
 #include "test_util.h"
 
 namespace skippy {
@@ -181,6 +183,90 @@ TEST(V2Write, ARerunFinishesTheDirectoryOfAnInterruptedRunAndRefusesAForeignOne)
   test::write_file(dir / "other/notes.txt", {1});
   EXPECT_THROW((void)write_package(v2_options(src, dir / "other")), Error);
   EXPECT_FALSE(fs::exists(dir / "other/model-package.json"));
+}
+
+// The reference's package_v2/layout tests.rs cases for the budget split.
+std::vector<std::vector<std::string>> split_names(const std::vector<std::pair<std::string, uint64_t>>& tensors,
+                                                  uint64_t budget) {
+  std::vector<GgufTensorInfo> infos(tensors.size());
+  std::vector<SourceTensor> st(tensors.size());
+  std::vector<const SourceTensor*> group;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    infos[i].name = tensors[i].first;
+    infos[i].bytes = tensors[i].second;
+    st[i] = {&infos[i], 0, classify_tensor(tensors[i].first)};
+    group.push_back(&st[i]);
+  }
+  std::vector<std::vector<std::string>> out;
+  for (const auto& part : detail::split_v2_group(group, budget)) {
+    out.emplace_back();
+    for (const auto* t : part) out.back().emplace_back(t->info->name);
+  }
+  return out;
+}
+
+TEST(V2Write, TheBudgetSplitIsTheReferences) {
+  // oversized_layer_splits_into_budget_bounded_parts: 4 x 10 bytes, budget 21 -> 20 / 20.
+  using V = std::vector<std::vector<std::string>>;
+  EXPECT_EQ(split_names({{"blk.0.attn_q.weight", 10}, {"blk.0.attn_k.weight", 10}, {"blk.0.attn_v.weight", 10},
+                         {"blk.0.ffn_down.weight", 10}},
+                        21),
+            (V{{"blk.0.attn_k.weight", "blk.0.attn_q.weight"}, {"blk.0.attn_v.weight", "blk.0.ffn_down.weight"}}));
+  // indivisible_oversized_tensors_get_separate_parts: 2 x 100, budget 21 -> one each.
+  EXPECT_EQ(split_names({{"blk.0.attn_q.weight", 100}, {"blk.0.ffn_down.weight", 100}}, 21),
+            (V{{"blk.0.attn_q.weight"}, {"blk.0.ffn_down.weight"}}));
+  // Within the budget: one part (every_tensor_is_bound_exactly_once in one artifact).
+  EXPECT_EQ(split_names({{"blk.1.b", 10}, {"blk.1.a", 10}}, 20), (V{{"blk.1.a", "blk.1.b"}}));
+}
+
+// A copy of the MTP fixture with its nextn_predict_layers KV changed
+// (nullopt: removed), every tensor as it was.
+fs::path mtp_variant(const TempDir& dir, std::optional<uint32_t> depth) {
+  const auto src = GgufFile::open(test::data_path("glm4moe-mtp-tiny.gguf"));
+  const std::string key = std::string(src.architecture()) + ".nextn_predict_layers";
+  GgufWriter w(src.alignment());
+  for (const auto& kv : src.kvs()) {
+    if (kv.key == key) {
+      if (depth) w.add_u32(key, *depth);
+      continue;
+    }
+    w.add_kv(std::string(kv.key), kv.value);
+  }
+  for (const auto& t : src.tensors()) w.add_tensor_from(src, t);
+  const auto out = dir / "glm4moe-variant.gguf";
+  AtomicFile f(out);
+  (void)w.write(f);
+  f.commit();
+  return out;
+}
+
+TEST(V2Write, NativeMtpIsDeclaredOnlyWhenTheKeyAndTheTensorsAgree) {
+  TempDir dir;
+  auto refused = [&](std::optional<uint32_t> depth, const std::string& needle) {
+    const auto src = mtp_variant(dir, depth);
+    try {
+      (void)write_package(v2_options(src, dir / "pkg"));
+      ADD_FAILURE() << "wrote a package whose native-MTP evidence disagrees";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(fs::exists(dir / "pkg/model-package.json"));
+  };
+  refused(std::nullopt, "nextn_predict_layers is absent");  // nextn tensors, no key
+  refused(0u, "nextn_predict_layers is 0");
+  refused(2u, "executes depth 1 only");
+  // The key at 1 with the tensors at the last layer: the one declaration.
+  const auto src = mtp_variant(dir, 1u);
+  (void)write_package(v2_options(src, dir / "ok"));
+  const auto ok = open_local_catalog_v2(dir / "ok");
+  const auto& g = ok.catalog.root_v2->generation;
+  ASSERT_TRUE(g && g->speculative_decoding);
+  EXPECT_EQ(g->speculative_decoding->default_strategy, "mtp");
+  EXPECT_EQ(g->speculative_decoding->strategies.at("mtp").prediction_depth, 1u);
+  // A model without MTP gets no generation block at all.
+  (void)write_package(v2_options(test::data_path("qwen3moe-tiny.gguf"), dir / "plain"));
+  EXPECT_FALSE(open_local_catalog_v2(dir / "plain").catalog.root_v2->generation.has_value());
 }
 
 TEST(V2Write, CertifyingAgainstAnotherSourceNamesATensor) {

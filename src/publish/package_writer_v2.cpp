@@ -32,7 +32,9 @@ struct Part {
 
 // The reference's budget split (package_v2/layout.rs): names sorted, a new
 // part whenever the next tensor would take the current one over the budget.
-std::vector<std::vector<const SourceTensor*>> split_group(std::vector<const SourceTensor*> group, uint64_t budget) {
+}  // namespace writer_v2_detail
+
+std::vector<std::vector<const SourceTensor*>> split_v2_group(std::vector<const SourceTensor*> group, uint64_t budget) {
   std::sort(group.begin(), group.end(), [](auto* a, auto* b) { return a->info->name < b->info->name; });
   uint64_t total = 0;
   for (auto* t : group) total += t->info->bytes;
@@ -49,6 +51,8 @@ std::vector<std::vector<const SourceTensor*>> split_group(std::vector<const Sour
   }
   return parts;
 }
+
+namespace writer_v2_detail {
 
 std::vector<Part> plan_parts(const ModelSource& model, uint32_t layer_count, uint64_t budget) {
   std::vector<const SourceTensor*> common;
@@ -78,7 +82,7 @@ std::vector<Part> plan_parts(const ModelSource& model, uint32_t layer_count, uin
       else std::snprintf(buf, sizeof buf, "%scommon-part%02d%s", pre, part, post);
       return std::string(buf);
     };
-    emit(split_group(common, budget), [&](int p) { return name(p, "", ""); },
+    emit(split_v2_group(common, budget), [&](int p) { return name(p, "", ""); },
          [&](int p) { return name(p, "shared/", ".gguf"); });
   }
   for (uint32_t l = 0; l < layer_count; ++l) {
@@ -86,7 +90,7 @@ std::vector<Part> plan_parts(const ModelSource& model, uint32_t layer_count, uin
       throw_invalid(model.primary().name() + ": layer " + std::to_string(l) + " of " + std::to_string(layer_count) +
                     " has no tensors (block_count disagrees with the blk.N tensors)");
     }
-    emit(split_group(layers[l], budget), [&](int p) { return v2_layer_id(l, p); },
+    emit(split_v2_group(layers[l], budget), [&](int p) { return v2_layer_id(l, p); },
          [&](int p) { return v2_layer_path(l, p); });
   }
   return out;

@@ -67,6 +67,12 @@ void install_staged_dir(const std::filesystem::path& staging, const std::filesys
 // Refuses an `out` that exists and is not an empty directory (unless force).
 void check_convert_out_dir(const std::filesystem::path& out, bool force);
 
+// Schema 2's budget split of one group (a layer, or the layerless tensors),
+// as the reference's package_v2/layout.rs: names sorted, a new part whenever
+// the next tensor would take the current one over `budget` (so a tensor
+// larger than the budget stays whole, alone). One group when it fits.
+std::vector<std::vector<const SourceTensor*>> split_v2_group(std::vector<const SourceTensor*> group, uint64_t budget);
+
 // write-package --schema 2 (package_writer_v2.cpp).
 WritePackageResult write_package_v2(const WritePackageOptions& opt);
 
