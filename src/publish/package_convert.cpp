@@ -200,6 +200,13 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   check_out_dir(o.out_dir, o.force);
 
   ConvertToV2Result r;
+  {
+    std::error_code ec;
+    if (fs::exists(o.package_dir / (std::string(kManifestFileName) + ".sig"), ec)) {
+      r.dropped.push_back("model-package.json.sig: it signs the schema 1 manifest; sign the converted package again "
+                          "(sign-package) if it is to be signed");
+    }
+  }
   if (m.generation_problem) r.dropped.push_back("generation (set aside when read: " + *m.generation_problem + ")");
   // The fragments: each with tensors becomes a payload part, unchanged.
   auto open_fragment = [&](const ArtifactEntry& e) {
