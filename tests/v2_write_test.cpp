@@ -83,6 +83,12 @@ TEST(V2Write, EveryFixtureMatchesTheReferenceLayoutAndCertifies) {
     const auto model = ModelSource::open(fixture);
     ASSERT_EQ(root.source_model.files.size(), model.shards().size());
     EXPECT_EQ(root.source_model.files[0].sha256, sha256_file(model.shards()[0].path()));
+    // writer_canonicalizes_an_implicit_default_alignment: the carrier states
+    // general.alignment even when the source (these fixtures) does not.
+    const GgufKv* align = c.carrier_file->find_kv("general.alignment");
+    ASSERT_NE(align, nullptr);
+    EXPECT_EQ(align->value.type(), GgufType::kUint32);
+    EXPECT_EQ(align->value.as_uint(), model.primary().alignment());
     // Exactly the reference's generation rule (the MTP fixture only).
     EXPECT_EQ(root.generation.has_value(), reference.catalog.root_v2->generation.has_value());
     EXPECT_EQ(root.generation, reference.catalog.root_v2->generation);
