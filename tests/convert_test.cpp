@@ -88,6 +88,35 @@ TEST(Convert, OneToTwoOnEveryFixtureLinksEveryFragmentAndCertifies) {
   }
 }
 
+TEST(Convert, AcrossFilesystemsTheFragmentsAreCopiedByteForByte) {
+  // /dev/shm (tmpfs) is another filesystem than the test's TMPDIR: no hard
+  // link is possible, so each fragment is copied (copy_file_range or pwrite).
+  struct stat shm {}, tmp {};
+  TempDir dir;
+  if (::stat("/dev/shm", &shm) != 0 || ::stat(dir.path().c_str(), &tmp) != 0 || shm.st_dev == tmp.st_dev) {
+    GTEST_SKIP() << "no second filesystem at /dev/shm";
+  }
+  const auto src = test::data_path("llama-tiny-q8_0.gguf");
+  write_v1(src, dir / "v1");
+  char tmpl[] = "/dev/shm/skippy-convert-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const fs::path other = tmpl;
+  ConvertToV2Options o;
+  o.package_dir = dir / "v1";
+  o.out_dir = other / "v2";
+  o.source = src;
+  const auto r = convert_package_to_v2(o);
+  EXPECT_EQ(r.linked_bytes, 0u);
+  for (const auto& a : r.artifacts) {
+    if (a.from.empty()) continue;
+    EXPECT_EQ(a.how, "copy") << a.path;
+    EXPECT_NE(inode(dir / "v1" / a.from), inode(other / "v2" / a.path));
+    EXPECT_EQ(test::read_file(dir / "v1" / a.from), test::read_file(other / "v2" / a.path)) << a.path;
+  }
+  EXPECT_NO_THROW((void)open_local_catalog_v2(other / "v2"));
+  fs::remove_all(other);
+}
+
 TEST(Convert, WithoutASourceItRefusesAndSaysWhy) {
   const auto src = test::data_path("llama-tiny-q8_0.gguf");
   TempDir dir;
