@@ -129,6 +129,9 @@ declare -A TARGET=(
   ["verify / dgst(package)"]="<= 0.6"
   ["materialize / cp(output)"]="<= 1.1"
   ["fetch / curl (same files, same server)"]=">= 0.9"
+  ["write-package --schema 2 / write-package"]="<= 1.1"
+  ["convert-package --to 2: carrier + root"]="< 1 s"
+  ["convert-package --to 2 --source / validate-package"]="<= 1.0"
 )
 
 # ---------------------------------------------------------------- setup
@@ -536,6 +539,47 @@ bench_push() {
   exec 8>&-
 }
 
+# Package schema 2 (issue 22): write-package --schema 2 against schema 1 on
+# the same model (the same single pass: the ratio to the floor must match),
+# and convert-package --to 2 of the schema 1 package: the carrier + root time
+# (the payload is hard-linked) and, with --source, the certification against
+# validate-package on the same source.
+bench_schema2() {
+  section "write-package --schema 2, convert-package"
+  local f_w="write-package --schema 2 / write-package" f_c="convert-package --to 2: carrier + root"
+  local f_s="convert-package --to 2 --source / validate-package"
+  if ! has_cmd convert-package; then skip_section convert-package "$f_w" "$f_c" "$f_s"; return 0; fi
+  if ((!WRITE_OK)); then
+    note "skipped: needs write-package's timing and package"
+    row "$f_w" - "<= 1.1" skipped; row "$f_c" - "< 1 s" skipped; row "$f_s" - "<= 1.0" skipped
+    return 0
+  fi
+  prep_v2() { rm -rf "$SCRATCH"; mkdir -p "$SCRATCH"; sync; }
+  measure prep_v2 "$CLI" write-package "$MODEL" --schema 2 --out-dir "$SCRATCH/pkg-v2" \
+      --model-id bench/synthetic:Q8_0 --source-revision r --source-file "$(basename "$MODEL")" || {
+    row "$f_w" failed "<= 1.1" MISS; return 0; }
+  local r
+  r=$(ratio "$M_WALL" "$WRITE_WALL")
+  note "write-package --schema 2 ${M_WALL} s (CPU ${M_CPU} s), peak RSS $(mib "$M_RSS"); schema 1 ${WRITE_WALL} s; ratio $r"
+  check "$f_w" "$r" "<=" 1.1
+  # Conversion of the schema 1 package: uncertified (carrier + root only), then certified.
+  prep_conv() { rm -rf "$SCRATCH/conv"; sync; }
+  measure prep_conv "$CLI" convert-package "$PKG" --to 2 --out-dir "$SCRATCH/conv" --uncertified --json || {
+    row "$f_c" failed "< 1 s" MISS; return 0; }
+  local cr
+  cr=$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["carrier_root_seconds"])' "$WORK/logs/last.out")
+  note "convert-package --to 2 (uncertified): ${M_WALL} s wall, carrier + root ${cr} s, peak RSS $(mib "$M_RSS")"
+  check "$f_c" "$cr" "<" 1 " s"
+  measure prep_none "$CLI" validate-package "$MODEL" "$PKG" || return 0
+  local vwall=$M_WALL
+  measure prep_conv "$CLI" convert-package "$PKG" --to 2 --out-dir "$SCRATCH/conv" --source "$MODEL" --json || {
+    row "$f_s" failed "<= 1.0" MISS; return 0; }
+  r=$(ratio "$M_WALL" "$vwall")
+  note "convert-package --to 2 --source ${M_WALL} s (CPU ${M_CPU} s), peak RSS $(mib "$M_RSS"); validate-package ${vwall} s; ratio $r"
+  check "$f_s" "$r" "<=" 1.0
+  rm -rf "$SCRATCH"
+}
+
 # SKIPPY_BENCH_ONLY="write_package push" runs just those sections.
 only() { [ -z "${SKIPPY_BENCH_ONLY:-}" ] || [[ " $SKIPPY_BENCH_ONLY " == *" $1 "* ]]; }
 only inspect && bench_inspect
@@ -543,6 +587,7 @@ only select94 && bench_select94
 only write_package && bench_write_package
 only write_package_hub && bench_write_package_hub
 only validate_package && bench_validate_package
+only schema2 && bench_schema2
 only validate_rss && bench_validate_rss
 only verify && bench_verify
 only materialize && bench_materialize

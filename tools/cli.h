@@ -111,6 +111,7 @@ Command register_publish(CLI::App& app);
 Command register_identity(CLI::App& app);
 Command register_serve_artifacts(CLI::App& app);
 Command register_sign_package(CLI::App& app);
+Command register_convert_package(CLI::App& app);
 // The JSON of a signature just made (sign-package, write-package --sign, publish --sign).
 nlohmann::json signature_result_json(const std::filesystem::path& dir, const PackageSignature& s);
 

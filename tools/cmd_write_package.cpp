@@ -26,7 +26,7 @@ PublishSettings publish_settings_from_env(bool create, bool private_repo, Progre
 namespace {
 
 // "500M", "2G", "1.5G", "123456" (bytes); K/M/G/T are powers of 1024.
-uint64_t parse_size(const std::string& text) {
+uint64_t parse_size(const std::string& text, const std::string& flag = "--max-disk") {
   size_t used = 0;
   double v = 0;
   try {
@@ -45,7 +45,7 @@ uint64_t parse_size(const std::string& text) {
   else if (unit == "T") mult = 1024.0 * 1024 * 1024 * 1024;
   else if (!unit.empty()) used = 0;
   if (used == 0 || !(v > 0) || v * mult > 9.0e18) {
-    throw Error(ErrorKind::kUsage, "--max-disk " + text + ": expected a size such as 500M, 40G or 1T");
+    throw Error(ErrorKind::kUsage, flag + " " + text + ": expected a size such as 500M, 40G or 1T");
   }
   return static_cast<uint64_t>(v * mult);
 }
@@ -89,6 +89,11 @@ Command register_write_package(CLI::App& app) {
       "in the package README; without it the README says how to validate. Rerunning into the directory of an\n"
       "interrupted run finishes the job without --force.\n"
       "Reproducible: the same source and flags give identical fragments; SOURCE_DATE_EPOCH sets created_at.\n"
+      "--schema 2 writes mesh-llm's package v2 from the same single pass (shared/metadata.gguf carrier,\n"
+      "shared/common.gguf, layers/layer-NNNNN[-partMM].gguf, --projector as an mmproj sidecar); --validate then\n"
+      "certifies every tensor against the source:\n"
+      "  skippy-model-package write-package ./model.gguf --schema 2 --out-dir pkg-v2/ --model-id org/repo:Q4_K_M \\\n"
+      "      --source-revision <commit> --source-file model.gguf [--max-artifact-bytes 4G]\n"
       "Write and publish in one run (fragments upload while later ones are written; one commit at the end):\n"
       "  HF_TOKEN=hf_... skippy-model-package write-package org/Model-GGUF:Q4_K_M --out-dir /scratch/pkg \\\n"
       "      --push hf://meshllm/Model-Q4_K_M-layers --create --max-disk 40G\n"
@@ -109,6 +114,10 @@ Command register_write_package(CLI::App& app) {
     bool create = false, private_repo = false;
     // ---- #25 (signed packages, immutable refs): --sign, --tag ----
     std::string sign, tag;
+    // ---- package schema 2 (issue 22, write --schema 2) ----
+    unsigned schema = 1;
+    std::string max_artifact_bytes;
+    // ---- end schema 2 ----
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("source", a->source, "Source .gguf (any shard of a split model) or org/repo:distribution on the Hub")->required();
@@ -132,6 +141,12 @@ Command register_write_package(CLI::App& app) {
                   "Sign the finished package with this owner directory (owner.key, owner.crt): model-package.json.sig");
   cmd->add_option("--tag", a->tag, "With --push: tag the commit NAME on the Hub (hf://ns/repo@NAME)");
   // ---- end #25 ----
+  // ---- package schema 2 (issue 22, write --schema 2) ----
+  cmd->add_option("--schema", a->schema, "Package schema: 1 (default, the spec's) or 2 (mesh-llm's package v2)")
+      ->check(number_in(1u, 2u));
+  cmd->add_option("--max-artifact-bytes", a->max_artifact_bytes,
+                  "With --schema 2: most payload bytes per part (default 8G); bigger layers become -partMM parts");
+  // ---- end schema 2 ----
   return {cmd, [a]() {
             if (a->push.empty() && (a->create || a->private_repo || !a->max_disk.empty() || !a->message.empty())) {
               throw Error(ErrorKind::kUsage, "--create, --private, --max-disk and --message go with --push");
@@ -155,6 +170,13 @@ Command register_write_package(CLI::App& app) {
             }
             WritePackageOptions o;
             o.out_dir = a->out_dir;
+            // ---- package schema 2 (issue 22, write --schema 2) ----
+            o.schema = a->schema;
+            if (!a->max_artifact_bytes.empty()) {
+              if (a->schema != 2) throw Error(ErrorKind::kUsage, "--max-artifact-bytes goes with --schema 2");
+              o.max_artifact_bytes = parse_size(a->max_artifact_bytes, "--max-artifact-bytes");
+            }
+            // ---- end schema 2 ----
             std::optional<PushTarget> target;
             if (!a->push.empty()) target = parse_push_target(a->push);
             const uint64_t max_disk = a->max_disk.empty() ? 0 : parse_size(a->max_disk);
@@ -255,11 +277,16 @@ Command register_write_package(CLI::App& app) {
                 doc["max_disk"] = o.disk_budget->limit();
                 doc["disk_peak"] = o.disk_budget->peak();
               }
+              // ---- package schema 2 (issue 22, write --schema 2) ----
+              doc["schema_version"] = r.schema;
+              if (r.schema == 2) doc["package_id"] = r.package_id;
+              // ---- end schema 2 ----
               print_json(doc);
             } else {
               std::cout << "wrote " << r.package_dir.string() << ": " << r.manifest.layer_count << " layers, "
                         << r.artifact_count << " artifacts\n"
                         << "manifest sha256 " << r.manifest_sha256 << "\n"
+                        << (r.schema == 2 ? "schema 2, package_id " + r.package_id + "\n" : std::string())
                         << validation_advice(r.validated, pushed.has_value(), o.disk_budget != nullptr, a->source, a->out_dir);
               if (r.validated) std::cout << "validation result in " << (r.package_dir / std::string(kValidationFileName)).string() << "\n";
               if (signature) std::cout << "signed as owner " << signature->owner_id << " (" << std::string(kSignatureFileName) << ")\n";

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "skippy/manifest.h"
+#include "skippy/manifest_v2.h"
 
 namespace skippy {
 
@@ -78,6 +79,15 @@ class DiskBudget {
 };
 
 struct WritePackageOptions {
+  // Package schema: 1 (the spec's layer packages, the default) or 2
+  // (mesh-llm's "package v2": shared/metadata.gguf carrier, shared/common.gguf
+  // and layers/layer-NNNNN[-partMM].gguf payload parts, skippy/manifest_v2.h),
+  // from the same single streaming pass with the same crash safety.
+  uint32_t schema = 1;
+  // Schema 2: the most payload bytes one part holds; a layer (or the common
+  // group) over it is split into -partMM parts (a single larger tensor stays
+  // whole). The reference's default, 8 GiB.
+  uint64_t max_artifact_bytes = uint64_t{8} << 30;
   std::filesystem::path source;          // a .gguf or any shard of a split model
   std::filesystem::path out_dir;
   SourceProvenance provenance;
@@ -114,6 +124,11 @@ struct WritePackageResult {
   std::vector<std::string> details;  // why nothing was declared (for --verbose)
   bool validated = false;          // validate ran and passed
   uint64_t source_bytes_hashed = 0;  // shards hashed by this run (not those already verified)
+  // Schema 2: the root as written (manifest then holds only model_id and
+  // layer_count), its package_id.
+  uint32_t schema = 1;
+  std::optional<PackageRootV2> root_v2;
+  std::string package_id;
 };
 
 // Throws Error naming the file and problem; on failure no file appears under

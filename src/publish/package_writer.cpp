@@ -17,6 +17,7 @@
 #include "skippy/file.h"
 #include "skippy/gguf_writer.h"
 #include "skippy/model_source.h"
+#include "skippy/package_catalog.h"
 #include "skippy/package_layout.h"
 #include "skippy/package_validator.h"
 #include "skippy/package_signature.h"
@@ -24,22 +25,12 @@
 #include "skippy/sha256.h"
 #include "skippy/version.h"
 #include "publish/split_stream.h"
+#include "publish/writer_internal.h"
 
 namespace skippy {
-namespace {
+namespace detail {
 
 namespace fs = std::filesystem;
-
-// Marks a directory whose write-package run has not finished; a rerun may
-// clear and redo it without --force.
-constexpr std::string_view kInProgressMarker = ".skippy-write-package-in-progress";
-
-struct Fragment {
-  std::string rel_path;
-  PartRole role;
-  uint32_t layer = 0;
-  std::vector<const SourceTensor*> tensors;
-};
 
 int64_t resolve_created_at(const WritePackageOptions& opt) {
   if (opt.created_at_unix_secs) return *opt.created_at_unix_secs;
@@ -101,13 +92,14 @@ void prepare_out_dir(const fs::path& dir, bool force) {
   }
 }
 
-std::vector<Fragment> plan_fragments(const ModelSource& model, uint32_t layer_count) {
+std::vector<Fragment> plan_fragments(const std::string& source_name, const std::vector<SourceTensor>& tensors,
+                                     uint32_t layer_count) {
   std::vector<Fragment> frags;
   frags.push_back({std::string(kMetadataPath), PartRole::kMetadata, 0, {}});
   frags.push_back({std::string(kEmbeddingsPath), PartRole::kEmbeddings, 0, {}});
   frags.push_back({std::string(kOutputPath), PartRole::kOutput, 0, {}});
   for (uint32_t l = 0; l < layer_count; ++l) frags.push_back({layer_artifact_path(l), PartRole::kLayer, l, {}});
-  for (const auto& t : model.tensors()) {
+  for (const auto& t : tensors) {
     switch (t.placement.role) {
       case TensorRole::kGlobal: frags[0].tensors.push_back(&t); break;
       case TensorRole::kEmbeddings: frags[1].tensors.push_back(&t); break;
@@ -117,7 +109,7 @@ std::vector<Fragment> plan_fragments(const ModelSource& model, uint32_t layer_co
   }
   for (uint32_t l = 0; l < layer_count; ++l) {
     if (frags[3 + l].tensors.empty()) {
-      throw_invalid(model.primary().name() + ": layer " + std::to_string(l) + " of " + std::to_string(layer_count) +
+      throw_invalid(source_name + ": layer " + std::to_string(l) + " of " + std::to_string(layer_count) +
                     " has no tensors (block_count disagrees with the blk.N tensors)");
     }
   }
@@ -130,10 +122,13 @@ std::vector<Fragment> plan_fragments(const ModelSource& model, uint32_t layer_co
   return frags;
 }
 
-GgufWriter fragment_writer(const ModelSource& model, const Fragment& f) {
-  const auto& primary = model.primary();
+GgufWriter fragment_writer(const GgufFile& primary, const std::vector<std::shared_ptr<const MappedFile>>& files,
+                           const Fragment& f, bool drop_default_alignment) {
   GgufWriter w(primary.alignment());
   for (const auto& kv : primary.kvs()) {
+    if (drop_default_alignment && kv.key == "general.alignment" && kv.value.as_uint() == kGgufDefaultAlignment) continue;
+    // (A schema 2 carrier's locator keys are bookkeeping, not the source's: convert-package --to 1.)
+    if (is_carrier_key(kv.key)) continue;
     if (fragment_keeps_kv(f.role, kv.key, primary.architecture())) w.add_kv(std::string(kv.key), kv.value);
   }
   w.add_string(std::string(kRoleKey), part_role_name(f.role));
@@ -141,12 +136,11 @@ GgufWriter fragment_writer(const ModelSource& model, const Fragment& f) {
     w.add_u32(std::string(kLayerStartKey), f.layer);
     w.add_u32(std::string(kLayerEndKey), f.layer + 1);
   }
-  for (const auto* t : f.tensors) w.add_tensor_from(model.shards()[t->shard], *t->info);
+  for (const auto* t : f.tensors) w.add_tensor(std::string(t->info->name), t->info->type, t->info->ne, files[t->shard], t->info->file_offset);
   return w;
 }
 
-detail::StreamOutput stream_output(const ModelSource& model, const Fragment& f, const GgufWriter& w,
-                                   const fs::path& out_dir) {
+detail::StreamOutput stream_output(const Fragment& f, const GgufWriter& w, const fs::path& out_dir) {
   detail::StreamOutput o;
   o.final_path = out_dir / f.rel_path;
   o.header = w.header();
@@ -158,16 +152,8 @@ detail::StreamOutput stream_output(const ModelSource& model, const Fragment& f, 
     const uint64_t padded = (wt.bytes + w.alignment() - 1) / w.alignment() * w.alignment();
     o.pieces.push_back({st->shard, st->info->file_offset, wt.bytes, data + wt.offset, padded - wt.bytes});
   }
-  (void)model;
   return o;
 }
-
-// A --projector, checked before any work: a projector GGUF, with a safe
-// name no other --projector has. Its SHA-256 is computed while it is copied.
-struct PlannedProjector {
-  fs::path source;
-  ProjectorEntry entry;  // sha256 filled by copy_projector
-};
 
 PlannedProjector plan_projector(const fs::path& src) {
   const auto gguf = GgufFile::open(src);  // must be a valid GGUF
@@ -250,9 +236,13 @@ SourceModel source_identity(const WritePackageOptions& opt, const ModelSource& m
   return s;
 }
 
-}  // namespace
+}  // namespace detail
 
 WritePackageResult write_package(const WritePackageOptions& opt) {
+  using namespace detail;
+  namespace fs = std::filesystem;
+  if (opt.schema == 2) return write_package_v2(opt);
+  if (opt.schema != 1) throw Error(ErrorKind::kUsage, "--schema " + std::to_string(opt.schema) + ": expected 1 or 2");
   if (opt.provenance.model_id.empty() || opt.provenance.revision.empty() || opt.provenance.primary_file.empty()) {
     throw Error(ErrorKind::kUsage,
                 "a local source needs explicit provenance: --model-id, --source-revision and --source-file");
@@ -260,11 +250,13 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   const auto model = ModelSource::open(opt.source);
   const uint32_t layer_count = model.layer_count();
   const auto generation = detail::infer_generation(model, layer_count);
-  auto frags = plan_fragments(model, layer_count);
+  auto frags = plan_fragments(model.primary().name(), model.tensors(), layer_count);
+  std::vector<std::shared_ptr<const MappedFile>> shard_files;
+  for (const auto& s : model.shards()) shard_files.push_back(s.file());
 
   std::vector<GgufWriter> writers;
   writers.reserve(frags.size());
-  for (const auto& f : frags) writers.push_back(fragment_writer(model, f));
+  for (const auto& f : frags) writers.push_back(fragment_writer(model.primary(), shard_files, f));
 
   std::vector<PlannedProjector> projectors;
   std::set<std::string> projector_names;
@@ -328,12 +320,8 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
 
   std::vector<detail::StreamOutput> outputs;
   outputs.reserve(frags.size());
-  for (size_t i = 0; i < frags.size(); ++i) outputs.push_back(stream_output(model, frags[i], writers[i], opt.out_dir));
-  std::vector<std::shared_ptr<const MappedFile>> shard_files;
-  for (const auto& s : model.shards()) {
-    shard_files.push_back(s.file());
-    s.file()->advise_sequential();
-  }
+  for (size_t i = 0; i < frags.size(); ++i) outputs.push_back(stream_output(frags[i], writers[i], opt.out_dir));
+  for (const auto& s : model.shards()) s.file()->advise_sequential();
   detail::StreamOptions so;
   so.threads = opt.threads;
   so.on_bytes = on_bytes;

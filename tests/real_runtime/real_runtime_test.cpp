@@ -11,6 +11,9 @@
 //   stage from its own `select` parts) those of the unsplit file run with
 //   DRV_NO_EXTRA_BUFTS=1 (the kernels stage slices use). glm4moe: whole-model
 //   only, the stage runtime refuses to slice it.
+// - Both again for a package written as schema 2 (write-package --schema 2)
+//   and converted to schema 1 (convert-package --to 1), as a node on an older
+//   runtime would serve a schema 2 package.
 //
 // Tokens are compared within one runtime, never with a table made on another
 // build or CPU (a near-tie can flip). A runtime that is missing is a skip that
@@ -127,14 +130,24 @@ struct Package {
   uint32_t layers = 0;
 };
 
-Package write_package(const TempDir& t, const Fixture& f) {
+// from_schema2: written as a schema 2 package (write-package --schema 2),
+// then converted to schema 1 (convert-package --to 1): the fragments an
+// older runtime serves from a schema 2 package.
+Package write_package(const TempDir& t, const Fixture& f, bool from_schema2 = false) {
   Package p{t / "package", 0};
   const auto src = data_path(f.source);
-  const auto w = run_cli({"write-package", src.string(), "--out-dir", p.dir.string(), "--model-id",
-                          std::string("org/") + f.name, "--source-revision", "0123abc", "--source-file",
-                          src.filename().string(), "--json"},
-                         env_for(t));
+  const fs::path written = from_schema2 ? t / "package-v2" : p.dir;
+  std::vector<std::string> args = {"write-package", src.string(), "--out-dir", written.string(), "--model-id",
+                                   std::string("org/") + f.name, "--source-revision", "0123abc", "--source-file",
+                                   src.filename().string(), "--json"};
+  if (from_schema2) args.insert(args.end(), {"--schema", "2"});
+  const auto w = run_cli(args, env_for(t));
   EXPECT_EQ(w.exit_code, 0) << describe(w);
+  if (from_schema2) {
+    const auto c = run_cli({"convert-package", written.string(), "--to", "1", "--out-dir", p.dir.string(), "--json"},
+                           env_for(t));
+    EXPECT_EQ(c.exit_code, 0) << describe(c);
+  }
   const auto i = run_cli({"inspect", p.dir.string(), "--json"}, env_for(t));
   EXPECT_EQ(i.exit_code, 0) << describe(i);
   if (i.exit_code == 0) p.layers = nlohmann::json::parse(i.out).at("layer_count").get<uint32_t>();
@@ -185,7 +198,15 @@ void expect_same_tokens(const Run& expected, const Run& actual, const std::strin
 
 class NodeLlamaCpp : public ::testing::TestWithParam<Fixture> {};
 
-TEST_P(NodeLlamaCpp, FullMaterializationGeneratesTheSourceTokens) {
+void node_full_materialization(bool from_schema2);
+
+TEST_P(NodeLlamaCpp, FullMaterializationGeneratesTheSourceTokens) { node_full_materialization(false); }
+// A schema 2 package converted to schema 1 (convert-package --to 1).
+TEST_P(NodeLlamaCpp, FullMaterializationOfAConvertedSchema2PackageGeneratesTheSourceTokens) {
+  node_full_materialization(true);
+}
+
+void node_full_materialization(bool from_schema2) {
   const auto module = node_project() / "node_modules" / "node-llama-cpp" / "package.json";
   const auto binary = node_project() / "node_modules" / "@node-llama-cpp" / "linux-x64" / "package.json";
   if (!fs::exists(module) || !fs::exists(binary)) {
@@ -193,9 +214,9 @@ TEST_P(NodeLlamaCpp, FullMaterializationGeneratesTheSourceTokens) {
                  " (bash scripts/install-deps.sh installs it from npm)");
   }
   const TempDir t;
-  const auto& f = GetParam();
-  const auto pkg = write_package(t, f);
-  ASSERT_FALSE(HasFailure());
+  const auto& f = ::testing::TestWithParam<Fixture>::GetParam();
+  const auto pkg = write_package(t, f, from_schema2);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   const auto full = t / "full.gguf";
   const auto m = run_cli({"materialize", pkg.dir.string(), "--layers", "0.." + std::to_string(pkg.layers), "--out",
                           full.string(), "--json"},
@@ -255,18 +276,23 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, RefStage, ::testing::ValuesIn(kFixtures), fix
 
 class RefStageSplit : public RefStage {};
 
-TEST_P(RefStageSplit, TwoStagesGenerateTheUnsplitTokens) {
+void two_stages(const Fixture& f, bool from_schema2);
+
+TEST_P(RefStageSplit, TwoStagesGenerateTheUnsplitTokens) { two_stages(GetParam(), false); }
+// A schema 2 package converted to schema 1 (convert-package --to 1), split in two.
+TEST_P(RefStageSplit, TwoStagesOfAConvertedSchema2PackageGenerateTheUnsplitTokens) { two_stages(GetParam(), true); }
+
+void two_stages(const Fixture& f, bool from_schema2) {
   const TempDir t;
-  const auto& f = GetParam();
-  const auto pkg = write_package(t, f);
-  ASSERT_FALSE(HasFailure());
+  const auto pkg = write_package(t, f, from_schema2);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   const uint32_t split = pkg.layers / 2;
   const auto s0 = parts(t, pkg, 0, split);
   const auto s1 = parts(t, pkg, split, pkg.layers);
-  ASSERT_FALSE(HasFailure());
+  ASSERT_FALSE(::testing::Test::HasFailure());
 
   const auto unsplit = refrt(t, {"file", data_path(f.source).string()}, /*no_extra_bufts=*/true);
-  ASSERT_FALSE(HasFailure());
+  ASSERT_FALSE(::testing::Test::HasFailure());
   std::vector<std::string> args = {"stages", std::to_string(split), std::to_string(pkg.layers)};
   args.insert(args.end(), s0.begin(), s0.end());
   args.push_back("::");

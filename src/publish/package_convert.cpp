@@ -1,0 +1,404 @@
+// convert-package --to 2 (skippy/package_convert.h).
+#include "skippy/package_convert.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <set>
+
+#include "publish/carrier_writer.h"
+#include "publish/certify.h"
+#include "publish/writer_internal.h"
+#include "skippy/env.h"
+#include "skippy/error.h"
+#include "skippy/file.h"
+#include "skippy/manifest.h"
+#include "skippy/package_layout.h"
+#include "skippy/sha256.h"
+#include "skippy/version.h"
+
+namespace skippy {
+namespace convert_v2_detail {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::string lower_hex(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Puts the bytes of `from` at `to` unchanged: a hard link when both are on
+// one filesystem, else an in-kernel copy (copy_file_range, pwrite where the
+// kernel cannot), fsynced. Returns how.
+std::string place_file(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::create_directories(to.parent_path(), ec);
+  if (::link(from.c_str(), to.c_str()) == 0) return "hard link";
+  const int err = errno;
+  if (err != EXDEV && err != EPERM && err != EMLINK && err != EOPNOTSUPP) {
+    errno = err;
+    throw_io(to.string() + ": cannot link to " + from.string());
+  }
+  const auto src = MappedFile::open(from);
+  AtomicFile out(to);
+  out.preallocate(src->size());
+  constexpr uint64_t kChunk = 64u << 20;
+  for (uint64_t pos = 0; pos < src->size();) {
+    const uint64_t n = std::min(kChunk, src->size() - pos);
+    out.copy_range(*src, pos, pos, src->bytes().subspan(static_cast<size_t>(pos), static_cast<size_t>(n)));
+    pos += n;
+  }
+  out.commit(/*sync_directory=*/false);
+  return "copy";
+}
+
+// Schema 1 generation -> schema 2's (only speculative_decoding has a place).
+std::optional<V2Generation> generation_v2(const std::optional<GenerationDefaults>& g, std::vector<std::string>& dropped) {
+  if (!g) return std::nullopt;
+  if (g->policy) dropped.push_back("generation.policy: schema 2 has no execution policy (the reference's release schema refuses the field)");
+  if (g->thresholds) dropped.push_back("generation.thresholds: schema 2 has no resolver thresholds (refused by the reference's schema)");
+  for (auto it = g->extra.begin(); it != g->extra.end(); ++it) dropped.push_back("generation." + it.key() + ": not a schema 2 field");
+  if (!g->speculative_decoding) return std::nullopt;
+  const auto& sd = *g->speculative_decoding;
+  auto drop = [&](const std::string& why) -> std::optional<V2Generation> {
+    dropped.push_back("generation.speculative_decoding: " + why);
+    return std::nullopt;
+  };
+  if (!sd.default_strategy) return drop("no default strategy, which schema 2 requires");
+  if (!sd.extra.empty()) return drop("fields schema 2 does not declare (" + sd.extra.dump() + ")");
+  V2SpeculativeDecoding v;
+  v.default_strategy = *sd.default_strategy;
+  for (const auto& [id, p] : sd.proposers) {
+    if (!p.extra.empty()) return drop("proposer " + id + " has fields schema 2 does not declare");
+    V2Proposer q;
+    q.type = p.type;
+    q.prediction_depth = static_cast<uint32_t>(p.prediction_depth.value_or(0));
+    if (p.layer_indices) q.layer_indices = *p.layer_indices;
+    q.ngram_min = static_cast<uint32_t>(p.ngram_min.value_or(0));
+    q.ngram_max = static_cast<uint32_t>(p.ngram_max.value_or(0));
+    q.max_proposal_tokens = static_cast<uint32_t>(p.max_proposal_tokens.value_or(0));
+    q.history_scope = p.history_scope.value_or("");
+    v.proposers[id] = q;
+  }
+  for (const auto& [id, s] : sd.strategies) {
+    if (!s.extra.empty()) return drop("strategy " + id + " has fields schema 2 does not declare");
+    if (s.ngram_min || s.ngram_max || s.max_proposal_tokens || s.history_scope) {
+      return drop("strategy " + id + " gives N-gram fields inline, which schema 2 strategies do not carry");
+    }
+    V2Strategy t;
+    t.type = s.type;
+    t.proposer = s.proposer;
+    if (s.prediction_depth) t.prediction_depth = static_cast<uint32_t>(*s.prediction_depth);
+    if (s.layer_indices) t.layer_indices = *s.layer_indices;
+    t.primary = s.primary.value_or("");
+    t.extender = s.extender.value_or("");
+    if (s.extension_policy) {
+      const auto& e = *s.extension_policy;
+      if (!e.max_tokens || !e.extra.empty()) return drop("strategy " + id + ": extension_policy does not fit schema 2's");
+      t.extension_policy = V2ExtensionPolicy{static_cast<uint32_t>(*e.max_tokens),
+                                             e.initial_tokens ? std::optional<uint32_t>(static_cast<uint32_t>(*e.initial_tokens)) : std::nullopt,
+                                             e.tail_backoff_proposals ? std::optional<uint32_t>(static_cast<uint32_t>(*e.tail_backoff_proposals)) : std::nullopt};
+    }
+    if (s.window_policy) {
+      const auto& w = *s.window_policy;
+      if (!w.default_mode || !w.initial_window || !w.min_window || !w.max_window || !w.extra.empty()) {
+        return drop("strategy " + id + ": window_policy needs default, initial_window, min_window and max_window in schema 2");
+      }
+      t.window_policy = V2WindowPolicy{*w.default_mode, static_cast<uint32_t>(*w.initial_window),
+                                       static_cast<uint32_t>(*w.min_window), static_cast<uint32_t>(*w.max_window),
+                                       w.pipeline_depth ? std::optional<uint32_t>(static_cast<uint32_t>(*w.pipeline_depth)) : std::nullopt};
+    }
+    v.strategies[id] = t;
+  }
+  V2Generation out;
+  out.speculative_decoding = std::move(v);
+  return out;
+}
+
+struct Payload {
+  std::string id, path, from;
+  const ArtifactEntry* entry = nullptr;
+  std::shared_ptr<const GgufFile> gguf;
+  std::optional<uint32_t> layer;
+};
+
+// Where the output goes: refused early when it is there and not ours to replace.
+void check_out_dir(const fs::path& out, bool force) {
+  std::error_code ec;
+  if (!fs::exists(out, ec)) return;
+  if (!fs::is_directory(out, ec)) throw_invalid(out.string() + ": exists and is not a directory");
+  if (!force && !fs::is_empty(out, ec)) {
+    throw_invalid(out.string() + ": output directory is not empty (use --force to replace it)");
+  }
+}
+
+// Renames the complete staging directory into place (replacing `out` when
+// it exists: it was checked empty, or --force).
+void install_dir(const fs::path& staging, const fs::path& out) {
+  std::error_code ec;
+  const fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  fs::path old;
+  if (fs::exists(out, ec)) {
+    old = temporary_path_for(out);
+    fs::rename(out, old, ec);
+    if (ec) throw Error(ErrorKind::kIo, out.string() + ": cannot move aside: " + ec.message());
+  }
+  fs::rename(staging, out, ec);
+  if (ec) {
+    if (!old.empty()) fs::rename(old, out);
+    throw Error(ErrorKind::kIo, out.string() + ": cannot rename the converted package into place: " + ec.message());
+  }
+  fsync_directory(parent);
+  if (!old.empty()) fs::remove_all(old, ec);
+}
+
+struct StagingDir {
+  fs::path path;
+  bool keep = false;
+  ~StagingDir() {
+    std::error_code ec;
+    if (!keep && !path.empty()) fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace convert_v2_detail
+
+namespace detail {
+void install_staged_dir(const std::filesystem::path& staging, const std::filesystem::path& out) {
+  convert_v2_detail::install_dir(staging, out);
+}
+void check_convert_out_dir(const std::filesystem::path& out, bool force) { convert_v2_detail::check_out_dir(out, force); }
+}  // namespace detail
+
+ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
+  using namespace convert_v2_detail;
+  if (!o.source && !o.allow_uncertified) {
+    throw Error(ErrorKind::kUsage,
+                "convert-package --to 2: coverage cannot be certified without --source: a schema 1 package proves only "
+                "which tensors its writer selected, and schema 2 claims the package holds every source tensor exactly "
+                "once, which (as the reference's design says) may be certified only against the original source's "
+                "tensor directories. Pass --source SRC (the model the package was written from), or --uncertified to "
+                "write it without that check");
+  }
+  const auto t0 = Clock::now();
+  const fs::path mpath = o.package_dir / kManifestFileName;
+  const std::string text = read_small_file(mpath, kManifestMaxBytes);
+  if (peek_schema_version(text) == kPackageSchemaV2) {
+    throw Error(ErrorKind::kUsage, mpath.string() + ": already a schema 2 package");
+  }
+  const PackageManifest m = parse_manifest(text, mpath.string());
+  check_out_dir(o.out_dir, o.force);
+
+  ConvertToV2Result r;
+  {
+    std::error_code ec;
+    if (fs::exists(o.package_dir / (std::string(kManifestFileName) + ".sig"), ec)) {
+      r.dropped.push_back("model-package.json.sig: it signs the schema 1 manifest; sign the converted package again "
+                          "(sign-package) if it is to be signed");
+    }
+  }
+  if (m.generation_problem) r.dropped.push_back("generation (set aside when read: " + *m.generation_problem + ")");
+  // The fragments: each with tensors becomes a payload part, unchanged.
+  auto open_fragment = [&](const ArtifactEntry& e) {
+    check_safe_relative_path(e.path, mpath.string() + ": " + e.path);
+    const fs::path p = o.package_dir / e.path;
+    std::error_code ec;
+    const auto size = fs::file_size(p, ec);
+    if (ec) throw Error(ErrorKind::kNotFound, p.string() + ": cannot read: " + ec.message());
+    if (size != e.artifact_bytes) {
+      throw_integrity(p.string() + ": " + std::to_string(size) + " bytes, the manifest says " + std::to_string(e.artifact_bytes));
+    }
+    auto g = std::make_shared<const GgufFile>(GgufFile::open(p));
+    if (g->tensors().size() != e.tensor_count) {
+      throw_integrity(p.string() + ": holds " + std::to_string(g->tensors().size()) + " tensors, the manifest says " +
+                      std::to_string(e.tensor_count));
+    }
+    return g;
+  };
+  std::vector<Payload> parts;
+  const auto meta = open_fragment(m.shared.metadata);
+  auto add = [&](std::string id, std::string path, const ArtifactEntry& e, std::shared_ptr<const GgufFile> g,
+                 std::optional<uint32_t> layer) {
+    if (g->tensors().empty()) {
+      r.dropped.push_back(e.path + ": holds no tensors, so it is no schema 2 payload part" +
+                          std::string(&e == &m.shared.metadata ? " (its KVs are in the carrier)" : ""));
+      return;
+    }
+    parts.push_back({std::move(id), std::move(path), e.path, &e, std::move(g), layer});
+  };
+  add("common", "shared/common.gguf", m.shared.metadata, meta, std::nullopt);
+  add("embeddings", std::string(kEmbeddingsPath), m.shared.embeddings, open_fragment(m.shared.embeddings), std::nullopt);
+  add("output", std::string(kOutputPath), m.shared.output, open_fragment(m.shared.output), std::nullopt);
+  for (const auto& l : m.layers) {
+    add(detail::v2_layer_id(l.layer_index), detail::v2_layer_path(l.layer_index), l, open_fragment(l), l.layer_index);
+  }
+  if (parts.empty()) throw_invalid(mpath.string() + ": no fragment holds a tensor");
+  std::sort(parts.begin(), parts.end(), [](const Payload& a, const Payload& b) { return a.id < b.id; });
+
+  // The directory: parts by index (id rank), tensors by offset in each.
+  std::vector<detail::CarrierTensor> dir;
+  std::set<std::string> names;
+  for (uint32_t pi = 0; pi < parts.size(); ++pi) {
+    const auto& p = parts[pi];
+    std::vector<const GgufTensorInfo*> ts;
+    for (const auto& t : p.gguf->tensors()) ts.push_back(&t);
+    std::sort(ts.begin(), ts.end(), [](auto* a, auto* b) { return a->file_offset < b->file_offset; });
+    for (const auto* t : ts) {
+      const std::string name(t->name);
+      if (!names.insert(name).second) throw_invalid(mpath.string() + ": tensor '" + name + "' is in more than one fragment");
+      if (p.layer && tensor_name_layer(name) != p.layer) {
+        throw_invalid(p.from + ": tensor '" + name + "' is not of layer " + std::to_string(*p.layer));
+      }
+      dir.push_back({name, t->type, t->ne, pi, t->file_offset, t->bytes, p.gguf->alignment()});
+    }
+  }
+
+  // Certification (reads every byte once more: not part of the carrier + root time).
+  std::vector<std::string> shard_sha;
+  std::vector<uint64_t> shard_bytes;
+  if (o.source) {
+    const auto tc = Clock::now();
+    detail::CertInput in;
+    for (const auto& p : parts) {
+      in.files.push_back({o.package_dir / p.from, p.from, p.entry->artifact_bytes, lower_hex(p.entry->sha256)});
+    }
+    for (const auto& t : dir) {
+      in.tensors.push_back({t.name, t.type, std::vector<uint64_t>(t.ne.begin(), t.ne.end()), t.part, t.offset, t.size});
+    }
+    in.kvs = meta.get();
+    for (const auto& f : m.source_model.files) in.source_files.push_back({f.path, f.size_bytes, f.sha256});
+    in.layer_count = m.layer_count;
+    in.hash_files = true;
+    const auto out = detail::certify(in, *o.source, o.threads, o.on_progress);
+    shard_sha = out.shard_sha256;
+    shard_bytes = out.shard_bytes;
+    r.certified = true;
+    r.tensors_certified = out.tensors;
+    r.bytes_compared = out.bytes_compared;
+    r.certification = "every one of the " + std::to_string(out.tensors) + " source tensors is in the package exactly once "
+                      "with the same type, dims and bytes (" + std::to_string(out.bytes_compared) + " bytes compared); "
+                      "the source files and every payload part hash to their digests; the carrier's KVs are the source's";
+    r.certify_seconds = seconds_since(tc);
+  } else {
+    r.certification = "not certified: no --source, so nothing proves the package holds every source tensor (written "
+                      "with --uncertified; run convert-package again with --source to certify)";
+  }
+  const auto t1 = Clock::now();
+
+  // The root.
+  PackageRootV2 root;
+  root.model_id = m.model_id;
+  const auto& s = m.source_model;
+  root.source_model.sha256 = lower_hex(s.sha256);
+  root.source_model.metadata_artifact_id = "metadata";
+  root.source_model.repo = s.repo;
+  root.source_model.revision = s.revision;
+  root.source_model.primary_file = s.primary_file;
+  root.source_model.canonical_ref = s.repo + "@" + s.revision + "/" + s.primary_file;  // the reference's form
+  if (!s.distribution_id.empty()) root.source_model.distribution_id = s.distribution_id;
+  for (size_t i = 0; i < s.files.size(); ++i) {
+    const auto& f = s.files[i];
+    V2SourceFile v{f.path, 0, ""};
+    if (f.size_bytes) v.byte_size = *f.size_bytes;
+    else if (i < shard_bytes.size()) v.byte_size = shard_bytes[i];
+    if (f.sha256) v.sha256 = lower_hex(*f.sha256);
+    else if (i < shard_sha.size()) v.sha256 = shard_sha[i];
+    if (v.byte_size == 0 || v.sha256.empty()) {
+      throw Error(ErrorKind::kUsage, mpath.string() + ": source_model.files[" + std::to_string(i) + "] (" + f.path +
+                                         ") records no size or SHA-256, which schema 2 requires: pass --source to compute them");
+    }
+    root.source_model.files.push_back(std::move(v));
+  }
+  root.format = "gguf";
+  root.layer_count = m.layer_count;
+  const auto carrier = detail::carrier_bytes(*meta, static_cast<uint32_t>(parts.size()), dir);
+  root.artifacts.push_back({"metadata", std::string(kMetadataPath), carrier.size(),
+                            sha256_hex(std::span<const uint8_t>(carrier))});
+  for (const auto& p : parts) root.artifacts.push_back({p.id, p.path, p.entry->artifact_bytes, lower_hex(p.entry->sha256)});
+  std::vector<std::pair<const ProjectorEntry*, std::string>> sidecar_files;
+  for (const auto& pr : m.projectors) {
+    if (pr.kind != kProjectorKindMmproj) {
+      r.dropped.push_back(pr.path + ": projector kind \"" + pr.kind + "\" (schema 2 sidecars are mmproj only)");
+      continue;
+    }
+    char id[32];
+    std::snprintf(id, sizeof id, "projector-%05zu", sidecar_files.size());
+    root.artifacts.push_back({id, pr.path, pr.artifact_bytes, lower_hex(pr.sha256)});
+    root.sidecars.push_back({std::string(kSidecarKindMmproj), id, std::string(id)});
+    sidecar_files.emplace_back(&pr, id);
+  }
+  root.generation = generation_v2(m.generation, r.dropped);
+  root.native_abi_version = m.skippy_abi_version;
+  root.generator_version = "skippy-model-package " + std::string(library_version());
+  root.created_at_unix_secs = m.created_at_unix_secs ? static_cast<uint64_t>(*m.created_at_unix_secs)
+                                                     : static_cast<uint64_t>(env::source_date_epoch().value_or(std::time(nullptr)));
+  root.package_id = compute_package_id_v2(root);
+  try {
+    validate_package_root_v2(root, "converted model-package.json");
+  } catch (const Error& e) {
+    if (!root.generation) throw;
+    r.dropped.push_back("generation.speculative_decoding: does not pass schema 2's rules (" + std::string(e.what()) + ")");
+    root.generation.reset();
+    root.package_id = compute_package_id_v2(root);
+    validate_package_root_v2(root, "converted model-package.json");
+  }
+  // Our reader's strict rules, on the carrier as written.
+  {
+    GgufLimits lim;
+    lim.directory_only = true;
+    auto parsed = std::make_shared<const GgufFile>(GgufFile::parse(carrier, "shared/metadata.gguf (converted)", lim));
+    (void)build_catalog_v2(root, parsed, "converted package");
+  }
+  const std::string root_text = package_root_v2_json(root);
+
+  // Stage, place, commit.
+  StagingDir staging{temporary_path_for(o.out_dir.lexically_normal())};
+  {
+    std::error_code ec;
+    fs::create_directories(staging.path, ec);
+    if (ec) throw Error(ErrorKind::kIo, staging.path.string() + ": cannot create: " + ec.message());
+  }
+  std::set<fs::path> dirs{staging.path};
+  auto placed = [&](const std::string& id, const std::string& path, const std::string& from, uint64_t bytes,
+                    const std::string& sha) {
+    const fs::path to = staging.path / path;
+    const std::string how = place_file(o.package_dir / from, to);
+    dirs.insert(to.parent_path());
+    r.payload_bytes += bytes;
+    if (how == "hard link") r.linked_bytes += bytes;
+    r.artifacts.push_back({id, path, from, bytes, sha, how});
+  };
+  r.artifacts.push_back({"metadata", std::string(kMetadataPath), "", carrier.size(), root.artifacts[0].sha256, "written"});
+  for (const auto& p : parts) placed(p.id, p.path, p.from, p.entry->artifact_bytes, lower_hex(p.entry->sha256));
+  for (const auto& [pr, id] : sidecar_files) placed(id, pr->path, pr->path, pr->artifact_bytes, lower_hex(pr->sha256));
+  {
+    fs::create_directories(staging.path / "shared");
+    AtomicFile cf(staging.path / kMetadataPath);
+    cf.write_all(carrier);
+    cf.commit(/*sync_directory=*/false);
+    dirs.insert(staging.path / "shared");
+  }
+  write_file_atomic(staging.path / kManifestFileName, root_text);
+  for (const auto& d : dirs) fsync_directory(d);
+  install_dir(staging.path, o.out_dir);
+  staging.keep = true;
+
+  r.package_dir = o.out_dir;
+  r.package_id = root.package_id;
+  r.manifest_sha256 = sha256_hex(root_text);
+  r.root = std::move(root);
+  r.carrier_root_seconds = seconds_since(t1) + std::chrono::duration<double>(t1 - t0).count() - r.certify_seconds;
+  return r;
+}
+
+}  // namespace skippy

@@ -1,0 +1,228 @@
+// convert-package --to 1 (skippy/package_convert.h): the schema 1 writer's
+// fragments, streamed from a schema 2 package's payload parts by locator.
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "publish/package_readme.h"
+#include "publish/split_stream.h"
+#include "publish/writer_internal.h"
+#include "skippy/abi.h"
+#include "skippy/error.h"
+#include "skippy/file.h"
+#include "skippy/package_convert.h"
+#include "skippy/sha256.h"
+
+namespace skippy {
+namespace convert_v1_detail {
+
+namespace fs = std::filesystem;
+
+std::optional<GenerationDefaults> generation_v1(const std::optional<V2Generation>& g) {
+  if (!g || !g->speculative_decoding) return std::nullopt;
+  const auto& v = *g->speculative_decoding;
+  SpeculativeDecoding sd;
+  sd.default_strategy = v.default_strategy;
+  for (const auto& [id, p] : v.proposers) {
+    Proposer q;
+    q.type = p.type;
+    if (p.type == kNativeMtp) {
+      q.prediction_depth = p.prediction_depth;
+      q.layer_indices = p.layer_indices;
+    } else {
+      q.ngram_min = p.ngram_min;
+      q.ngram_max = p.ngram_max;
+      if (p.max_proposal_tokens) q.max_proposal_tokens = p.max_proposal_tokens;
+      if (!p.history_scope.empty()) q.history_scope = p.history_scope;
+    }
+    sd.proposers[id] = q;
+  }
+  for (const auto& [id, s] : v.strategies) {
+    Strategy t;
+    t.type = s.type;
+    t.proposer = s.proposer;
+    if (s.prediction_depth) t.prediction_depth = *s.prediction_depth;
+    if (!s.layer_indices.empty()) t.layer_indices = s.layer_indices;
+    if (!s.primary.empty()) t.primary = s.primary;
+    if (!s.extender.empty()) t.extender = s.extender;
+    if (s.extension_policy) {
+      ExtensionPolicy e;
+      e.max_tokens = s.extension_policy->max_tokens;
+      if (s.extension_policy->initial_tokens) e.initial_tokens = *s.extension_policy->initial_tokens;
+      if (s.extension_policy->tail_backoff_proposals) e.tail_backoff_proposals = *s.extension_policy->tail_backoff_proposals;
+      t.extension_policy = e;
+    }
+    if (s.window_policy) {
+      WindowPolicy w;
+      w.default_mode = s.window_policy->default_mode;
+      w.initial_window = s.window_policy->initial_window;
+      w.min_window = s.window_policy->min_window;
+      w.max_window = s.window_policy->max_window;
+      if (s.window_policy->pipeline_depth) w.pipeline_depth = *s.window_policy->pipeline_depth;
+      t.window_policy = w;
+    }
+    sd.strategies[id] = t;
+  }
+  GenerationDefaults out;
+  out.speculative_decoding = std::move(sd);
+  return out;
+}
+
+struct Staging {
+  fs::path path;
+  bool keep = false;
+  ~Staging() {
+    std::error_code ec;
+    if (!keep && !path.empty()) fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace convert_v1_detail
+
+ConvertToV1Result convert_package_to_v1(const PackageCatalog& cat, const ConvertToV1Options& o) {
+  using namespace convert_v1_detail;
+  using namespace detail;
+  if (!cat.root_v2 || !cat.carrier_file) throw_invalid("convert-package --to 1: not a schema 2 catalog");
+  const PackageRootV2& root = *cat.root_v2;
+  check_convert_out_dir(o.out_dir, o.force);
+  ConvertToV1Result r;
+  // The payload parts are the writer's "shards"; the pass hashes each one
+  // whole and checks it against the catalog before any fragment is renamed.
+  std::vector<std::shared_ptr<const MappedFile>> files;
+  std::vector<size_t> file_of(cat.artifacts.size(), SIZE_MAX);
+  std::vector<std::string> expected_sha;
+  for (size_t i = 0; i < cat.artifacts.size(); ++i) {
+    const auto& a = cat.artifacts[i];
+    if (a.kind != CatalogArtifactKind::kPayload) continue;
+    auto f = MappedFile::open(o.package_dir / a.path);
+    if (f->size() != a.bytes) {
+      throw_integrity("artifact " + a.id + " (" + a.path + "): " + std::to_string(f->size()) + " bytes, the catalog says " +
+                      std::to_string(a.bytes));
+    }
+    file_of[i] = files.size();
+    files.push_back(std::move(f));
+    expected_sha.push_back(a.sha256);
+  }
+  std::vector<GgufTensorInfo> infos(cat.tensors.size());
+  std::vector<SourceTensor> tensors;
+  tensors.reserve(cat.tensors.size());
+  for (size_t i = 0; i < cat.tensors.size(); ++i) {
+    const auto& t = cat.tensors[i];
+    auto& info = infos[i];
+    info.name = t.name;
+    info.type = t.ggml_type;
+    for (const auto d : t.dims) info.ne.push_back(static_cast<int64_t>(d));
+    info.bytes = t.stored_bytes;
+    info.file_offset = t.offset;
+    tensors.push_back({&info, file_of.at(t.artifact), classify_tensor(t.name)});
+  }
+  const GgufFile& kvs = *cat.carrier_file;
+  auto frags = plan_fragments("the schema 2 catalog", tensors, cat.layer_count);
+  std::vector<GgufWriter> writers;
+  for (const auto& f : frags) writers.push_back(fragment_writer(kvs, files, f, /*drop_default_alignment=*/true));
+
+  Staging staging{temporary_path_for(o.out_dir.lexically_normal())};
+  std::error_code ec;
+  for (const char* sub : {"shared", "layers"}) {
+    fs::create_directories(staging.path / sub, ec);
+    if (ec) throw Error(ErrorKind::kIo, (staging.path / sub).string() + ": cannot create: " + ec.message());
+  }
+  std::vector<StreamOutput> outputs;
+  for (size_t i = 0; i < frags.size(); ++i) outputs.push_back(stream_output(frags[i], writers[i], staging.path));
+  uint64_t total = 0, done = 0;
+  for (const auto& f : files) total += f->size();
+  StreamOptions so;
+  so.threads = o.threads;
+  so.on_bytes = [&](uint64_t n) {
+    done += n;
+    if (o.on_progress) o.on_progress(done, total);
+  };
+  std::vector<size_t> part_artifact;
+  for (size_t i = 0; i < cat.artifacts.size(); ++i) {
+    if (file_of[i] != SIZE_MAX) part_artifact.push_back(i);
+  }
+  so.before_commit = [&](const StreamResult& res) {
+    for (size_t i = 0; i < expected_sha.size(); ++i) {
+      if (!sha256_equal(res.shard_sha256[i], expected_sha[i])) {
+        const auto& a = cat.artifacts[part_artifact[i]];
+        throw_integrity("artifact " + a.id + " (" + a.path + "): SHA-256 " + res.shard_sha256[i] +
+                        " differs from the catalog's " + a.sha256);
+      }
+    }
+  };
+  const auto hashes = stream_split(files, outputs, so);
+
+  PackageManifest m;
+  m.model_id = root.model_id;
+  m.layer_count = cat.layer_count;
+  m.activation_width = kvs.embedding_length();
+  m.generation = generation_v1(root.generation);
+  m.skippy_abi_version = format_abi_version(kRuntimeAbiVersion);
+  m.created_at_unix_secs = static_cast<int64_t>(root.created_at_unix_secs);
+  const auto& s = root.source_model;
+  auto need = [&](const std::optional<std::string>& v, const char* field) {
+    if (!v || v->empty()) throw_invalid(std::string("model-package.json: source_model.") + field + " is absent; schema 1 requires it");
+    return *v;
+  };
+  m.source_model.sha256 = s.sha256;
+  m.source_model.repo = need(s.repo, "repo");
+  m.source_model.revision = need(s.revision, "revision");
+  m.source_model.primary_file = need(s.primary_file, "primary_file");
+  m.source_model.canonical_ref = root.model_id;  // what the schema 1 writer records
+  m.source_model.distribution_id = s.distribution_id.value_or("");
+  // Schema 1 lists the files in shard order; schema 2's order is free (the
+  // package_id sorts them by path), and split shard names sort in shard order.
+  auto source_files = s.files;
+  std::sort(source_files.begin(), source_files.end(), [](const V2SourceFile& a, const V2SourceFile& b) { return a.path < b.path; });
+  for (const auto& f : source_files) m.source_model.files.push_back({f.path, f.byte_size, f.sha256});
+  auto entry = [&](size_t i) {
+    ArtifactEntry e;
+    e.path = frags[i].rel_path;
+    e.tensor_count = frags[i].tensors.size();
+    e.tensor_bytes = writers[i].tensor_bytes();
+    e.artifact_bytes = writers[i].total_size();
+    e.sha256 = hashes.output_sha256[i];
+    r.bytes_written += e.artifact_bytes;
+    return e;
+  };
+  m.shared.metadata = entry(0);
+  m.shared.embeddings = entry(1);
+  m.shared.output = entry(2);
+  for (uint32_t l = 0; l < cat.layer_count; ++l) {
+    LayerEntry le;
+    static_cast<ArtifactEntry&>(le) = entry(3 + l);
+    le.layer_index = l;
+    m.layers.push_back(std::move(le));
+  }
+  std::set<std::string> names;
+  for (const auto& a : cat.artifacts) {
+    if (a.kind != CatalogArtifactKind::kSidecar) continue;
+    if (a.sidecar_kind != kSidecarKindMmproj) {
+      r.dropped.push_back("sidecar " + a.id + ": kind " + a.sidecar_kind + " has no schema 1 place");
+      continue;
+    }
+    auto p = plan_projector(o.package_dir / a.path);
+    if (!names.insert(p.entry.path).second) throw_invalid("sidecar " + a.id + ": another sidecar has the same file name");
+    auto e = copy_projector(p, staging.path, {});
+    if (!sha256_equal(e.sha256, a.sha256)) throw_integrity("sidecar " + a.id + " (" + a.path + "): SHA-256 differs from the catalog's");
+    r.bytes_written += e.artifact_bytes;
+    m.projectors.push_back(std::move(e));
+  }
+  const std::string text = serialize_manifest(m);
+  r.manifest_sha256 = sha256_hex(text);
+  write_file_atomic(staging.path / std::string(kPackageReadme),
+                    package_readme(m, r.manifest_sha256, {"converted from schema 2 package " + root.package_id}, std::nullopt));
+  write_file_atomic(staging.path / std::string(kManifestFileName), text);
+  fsync_directory(staging.path);
+  install_staged_dir(staging.path, o.out_dir);
+  staging.keep = true;
+  r.package_dir = o.out_dir;
+  r.artifact_count = frags.size() + m.projectors.size();
+  r.notes.push_back("converted from schema 2 package " + root.package_id + "; fragments rewritten from the payload parts");
+  if (kvs.alignment() == kGgufDefaultAlignment && kvs.find_kv("general.alignment")) {
+    r.notes.push_back("general.alignment 32 (GGUF's default, which schema 2 carriers always state) left out of the fragments");
+  }
+  return r;
+}
+
+}  // namespace skippy

@@ -1,0 +1,349 @@
+// write-package --schema 2: the reference writer's layout (mesh-llm's
+// package_v2 + part_writer) from write-package's single streaming pass.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "publish/carrier_writer.h"
+#include "publish/certify.h"
+#include "publish/split_stream.h"
+#include "publish/writer_internal.h"
+#include "skippy/abi.h"
+#include "skippy/error.h"
+#include "skippy/file.h"
+#include "skippy/manifest_v2.h"
+#include "skippy/package_catalog.h"
+#include "skippy/package_convert.h"
+#include "skippy/sha256.h"
+#include "skippy/version.h"
+
+namespace skippy::detail {
+namespace writer_v2_detail {
+
+namespace fs = std::filesystem;
+
+struct Part {
+  std::string id, path;
+  std::vector<const SourceTensor*> tensors;  // source order
+};
+
+// The reference's budget split (package_v2/layout.rs): names sorted, a new
+// part whenever the next tensor would take the current one over the budget.
+}  // namespace writer_v2_detail
+
+std::vector<std::vector<const SourceTensor*>> split_v2_group(std::vector<const SourceTensor*> group, uint64_t budget) {
+  std::sort(group.begin(), group.end(), [](auto* a, auto* b) { return a->info->name < b->info->name; });
+  uint64_t total = 0;
+  for (auto* t : group) total += t->info->bytes;
+  if (total <= budget) return {group};
+  std::vector<std::vector<const SourceTensor*>> parts(1);
+  uint64_t cur = 0;
+  for (auto* t : group) {
+    if (!parts.back().empty() && cur + t->info->bytes > budget) {
+      parts.emplace_back();
+      cur = 0;
+    }
+    parts.back().push_back(t);
+    cur += t->info->bytes;
+  }
+  return parts;
+}
+
+namespace writer_v2_detail {
+
+std::vector<Part> plan_parts(const ModelSource& model, uint32_t layer_count, uint64_t budget) {
+  std::vector<const SourceTensor*> common;
+  std::vector<std::vector<const SourceTensor*>> layers(layer_count);
+  for (const auto& t : model.tensors()) {
+    if (t.placement.role == TensorRole::kLayer) {
+      layers.at(t.placement.layer).push_back(&t);
+    } else {
+      common.push_back(&t);
+    }
+  }
+  std::vector<Part> out;
+  auto emit = [&](std::vector<std::vector<const SourceTensor*>> groups, auto id_of, auto path_of) {
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const int part = groups.size() == 1 ? -1 : static_cast<int>(i);
+      Part p{id_of(part), path_of(part), std::move(groups[i])};
+      std::sort(p.tensors.begin(), p.tensors.end(), [](auto* a, auto* b) {
+        return a->shard != b->shard ? a->shard < b->shard : a->info->file_offset < b->info->file_offset;
+      });
+      out.push_back(std::move(p));
+    }
+  };
+  if (!common.empty()) {
+    auto name = [](int part, const char* pre, const char* post) {
+      char buf[64];
+      if (part < 0) std::snprintf(buf, sizeof buf, "%scommon%s", pre, post);
+      else std::snprintf(buf, sizeof buf, "%scommon-part%02d%s", pre, part, post);
+      return std::string(buf);
+    };
+    emit(split_v2_group(common, budget), [&](int p) { return name(p, "", ""); },
+         [&](int p) { return name(p, "shared/", ".gguf"); });
+  }
+  for (uint32_t l = 0; l < layer_count; ++l) {
+    if (layers[l].empty()) {
+      throw_invalid(model.primary().name() + ": layer " + std::to_string(l) + " of " + std::to_string(layer_count) +
+                    " has no tensors (block_count disagrees with the blk.N tensors)");
+    }
+    emit(split_v2_group(layers[l], budget), [&](int p) { return v2_layer_id(l, p); },
+         [&](int p) { return v2_layer_path(l, p); });
+  }
+  return out;
+}
+
+// The reference's infer_native_mtp_generation: one native-mtp strategy when
+// <arch>.nextn_predict_layers is 1 and the blk.N.nextn.* tensors sit exactly
+// at the last layer; none when neither says MTP; a refusal when they disagree.
+std::optional<V2Generation> native_mtp_generation(const ModelSource& model, uint32_t layer_count) {
+  const std::string key = std::string(model.architecture()) + ".nextn_predict_layers";
+  const GgufKv* kv = model.primary().find_kv(key);
+  const std::optional<uint64_t> depth = kv ? kv->value.as_uint() : std::nullopt;
+  if (kv && !depth) throw_invalid(model.primary().name() + ": " + key + " is present but not an unsigned integer");
+  std::set<uint32_t> layers;
+  for (const auto& t : model.tensors()) {
+    const std::string_view n = t.info->name;
+    if (n.find(".nextn.") == std::string_view::npos) continue;
+    const auto l = tensor_name_layer(n);
+    if (!l || !n.substr(n.find('.', 4) + 1).starts_with("nextn.")) {
+      throw_invalid(model.primary().name() + ": tensor '" + std::string(n) + "' has no parseable blk.<layer>.nextn. prefix");
+    }
+    layers.insert(*l);
+  }
+  if ((!depth || *depth == 0) && layers.empty()) return std::nullopt;
+  if (depth && *depth > 1) {
+    throw_invalid(model.primary().name() + ": " + key + " = " + std::to_string(*depth) +
+                  ": the reference runtime executes depth 1 only, so no correct native-MTP declaration exists");
+  }
+  if (depth == 1u) {
+    if (layers != std::set<uint32_t>{layer_count - 1}) {
+      throw_invalid(model.primary().name() + ": " + key + " = 1 but the .nextn. tensors are not exactly at layer " +
+                    std::to_string(layer_count - 1));
+    }
+    V2Strategy s;
+    s.type = "native-mtp";
+    s.prediction_depth = 1;
+    s.layer_indices = {layer_count - 1};
+    s.window_policy = V2WindowPolicy{"fixed", 1, 1, 1, std::nullopt};
+    V2SpeculativeDecoding sd;
+    sd.default_strategy = "mtp";
+    sd.strategies["mtp"] = s;
+    V2Generation g;
+    g.speculative_decoding = sd;
+    return g;
+  }
+  throw_invalid(model.primary().name() + ": .nextn. tensors are present but " + key + " is " + (kv ? "0" : "absent"));
+}
+
+// normalize_gguf_distribution_id: the file's stem without a shard suffix.
+std::optional<std::string> distribution_of(const std::string& file) {
+  std::string stem = fs::path(file).filename().string();
+  if (!stem.ends_with(".gguf")) return std::nullopt;
+  stem.resize(stem.size() - 5);
+  if (const auto split = parse_split_name(fs::path(file).filename().string() )) {
+    stem = fs::path(split->prefix).filename().string();
+  }
+  if (stem.empty()) return std::nullopt;
+  return stem;
+}
+
+}  // namespace writer_v2_detail
+
+WritePackageResult write_package_v2(const WritePackageOptions& opt) {
+  using namespace writer_v2_detail;
+  if (opt.provenance.model_id.empty() || opt.provenance.revision.empty() || opt.provenance.primary_file.empty()) {
+    throw Error(ErrorKind::kUsage,
+                "a local source needs explicit provenance: --model-id, --source-revision and --source-file");
+  }
+  if (opt.max_artifact_bytes == 0) throw Error(ErrorKind::kUsage, "--max-artifact-bytes must be greater than zero");
+  const auto model = ModelSource::open(opt.source);
+  const uint32_t layer_count = model.layer_count();
+  const auto generation = native_mtp_generation(model, layer_count);
+  auto parts = plan_parts(model, layer_count, opt.max_artifact_bytes);
+  std::vector<std::shared_ptr<const MappedFile>> shard_files;
+  for (const auto& s : model.shards()) shard_files.push_back(s.file());
+
+  // Payload parts (reference part_writer): every source KV but split.*,
+  // general.alignment present, the part's tensors at the source alignment.
+  const GgufFile& primary = model.primary();
+  std::vector<GgufWriter> writers;
+  for (const auto& p : parts) {
+    GgufWriter w(primary.alignment());
+    for (const auto& kv : primary.kvs()) {
+      if (!kv.key.starts_with("split.")) w.add_kv(std::string(kv.key), kv.value);
+    }
+    if (!w.has_kv("general.alignment")) w.add_u32("general.alignment", primary.alignment());
+    for (const auto* t : p.tensors) {
+      w.add_tensor(std::string(t->info->name), t->info->type, t->info->ne, shard_files[t->shard], t->info->file_offset);
+    }
+    writers.push_back(std::move(w));
+  }
+  // Part index: the rank of the id among payload ids.
+  std::vector<size_t> by_id(parts.size());
+  for (size_t i = 0; i < by_id.size(); ++i) by_id[i] = i;
+  std::sort(by_id.begin(), by_id.end(), [&](size_t a, size_t b) { return parts[a].id < parts[b].id; });
+  std::vector<uint32_t> part_index(parts.size());
+  for (size_t r = 0; r < by_id.size(); ++r) part_index[by_id[r]] = static_cast<uint32_t>(r);
+  std::map<std::string_view, CarrierTensor> where;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    for (size_t k = 0; k < parts[i].tensors.size(); ++k) {
+      const auto& wt = writers[i].tensors()[k];
+      where[parts[i].tensors[k]->info->name] = {wt.name, wt.type, wt.ne, part_index[i], writers[i].data_offset() + wt.offset,
+                                               wt.bytes, writers[i].alignment()};
+    }
+  }
+  std::vector<CarrierTensor> dir;  // the source's order
+  for (const auto& t : model.tensors()) dir.push_back(where.at(t.info->name));
+  const auto carrier = carrier_bytes(primary, static_cast<uint32_t>(parts.size()), dir);
+
+  std::vector<PlannedProjector> projectors;
+  for (size_t i = 0; i < opt.projectors.size(); ++i) {
+    projectors.push_back(plan_projector(opt.projectors[i]));
+    char name[48];
+    std::snprintf(name, sizeof name, "projectors/projector-%05zu.gguf", i);
+    projectors.back().entry.path = name;
+  }
+
+  // The root, with placeholder digests, checked before the directory is touched.
+  const std::string placeholder(64, '0');
+  PackageRootV2 root;
+  root.model_id = opt.provenance.model_id;
+  const SourceModel s1 = source_identity(opt, model, std::vector<std::string>(model.shards().size(), placeholder));
+  root.source_model.metadata_artifact_id = "metadata";
+  root.source_model.repo = s1.repo;
+  root.source_model.revision = s1.revision;
+  root.source_model.primary_file = s1.primary_file;
+  root.source_model.canonical_ref = s1.repo + "@" + s1.revision + "/" + s1.primary_file;
+  root.source_model.distribution_id = distribution_of(s1.primary_file);
+  root.format = "gguf";
+  root.layer_count = layer_count;
+  root.generation = generation;
+  root.native_abi_version = format_abi_version(kRuntimeAbiVersion);
+  root.generator_version = "skippy-model-package " + std::string(library_version());
+  root.created_at_unix_secs = static_cast<uint64_t>(std::max<int64_t>(0, resolve_created_at(opt)));
+  auto fill = [&](const SourceModel& s, const std::vector<std::string>& part_sha, const std::string& carrier_sha,
+                  const std::vector<std::string>& projector_sha) {
+    root.source_model.sha256 = s.sha256;
+    root.source_model.files.clear();
+    for (const auto& f : s.files) root.source_model.files.push_back({f.path, f.size_bytes.value_or(0), f.sha256.value_or("")});
+    root.artifacts.clear();
+    root.sidecars.clear();
+    root.artifacts.push_back({"metadata", std::string(kMetadataPath), carrier.size(), carrier_sha});
+    for (size_t i = 0; i < parts.size(); ++i) root.artifacts.push_back({parts[i].id, parts[i].path, writers[i].total_size(), part_sha[i]});
+    for (size_t i = 0; i < projectors.size(); ++i) {
+      const std::string id = fs::path(projectors[i].entry.path).stem().string();
+      root.artifacts.push_back({id, projectors[i].entry.path, projectors[i].entry.artifact_bytes, projector_sha[i]});
+      root.sidecars.push_back({std::string(kSidecarKindMmproj), id, id});
+    }
+    root.package_id = compute_package_id_v2(root);
+    validate_package_root_v2(root, "model-package.json");
+  };
+  const std::string carrier_sha = sha256_hex(std::span<const uint8_t>(carrier));
+  fill(s1, std::vector<std::string>(parts.size(), placeholder), carrier_sha,
+       std::vector<std::string>(projectors.size(), placeholder));
+
+  prepare_out_dir(opt.out_dir, opt.force);
+  uint64_t total = 0, done = 0;
+  for (const auto& s : model.shards()) total += s.file_size();
+  for (const auto& p : projectors) total += p.entry.artifact_bytes;
+  auto on_bytes = [&](uint64_t n) {
+    done += n;
+    if (opt.on_progress) opt.on_progress(done, total);
+  };
+  // One streaming pass: the parts, and the carrier as an output without pieces.
+  std::vector<StreamOutput> outputs;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Fragment f{parts[i].path, PartRole::kLayer, 0, parts[i].tensors};
+    outputs.push_back(stream_output(f, writers[i], opt.out_dir));
+  }
+  {
+    StreamOutput c;
+    c.final_path = opt.out_dir / kMetadataPath;
+    c.header = carrier;
+    c.total_size = carrier.size();
+    outputs.push_back(std::move(c));
+  }
+  for (const auto& s : model.shards()) s.file()->advise_sequential();
+  StreamOptions so;
+  so.threads = opt.threads;
+  so.on_bytes = on_bytes;
+  for (size_t i = 0; i < opt.provenance.shard_verified.size() && i < opt.provenance.expected_sha256.size(); ++i) {
+    so.known_shard_sha256.push_back(opt.provenance.shard_verified[i] && is_sha256_hex(opt.provenance.expected_sha256[i])
+                                        ? std::optional<std::string>(opt.provenance.expected_sha256[i])
+                                        : std::nullopt);
+  }
+  so.before_commit = [&](const StreamResult& r) {
+    const auto& expected = opt.provenance.expected_sha256;
+    for (size_t i = 0; i < expected.size() && i < r.shard_sha256.size(); ++i) {
+      if (!expected[i].empty() && !sha256_equal(expected[i], r.shard_sha256[i])) {
+        throw_integrity(model.shards()[i].name() + ": SHA-256 " + r.shard_sha256[i] + " does not match the " +
+                        expected[i] + " the source declared");
+      }
+    }
+  };
+  auto rel_of = [&](size_t i) { return i < parts.size() ? parts[i].path : std::string(kMetadataPath); };
+  if (opt.on_artifact) {
+    so.on_output_complete = [&](size_t i, const std::string& sha) {
+      opt.on_artifact({rel_of(i), outputs[i].final_path, outputs[i].total_size, sha});
+    };
+    if (opt.disk_budget) {
+      so.threads = std::max(2u, so.threads);
+      so.before_create = [&](uint64_t bytes, uint64_t stuck) { opt.disk_budget->acquire(bytes, stuck); };
+    }
+  }
+  const auto hashes = stream_split(shard_files, outputs, so);
+  uint64_t source_hashed = 0;
+  for (size_t i = 0; i < model.shards().size(); ++i) {
+    if (i >= so.known_shard_sha256.size() || !so.known_shard_sha256[i]) source_hashed += model.shards()[i].file_size();
+  }
+  if (!sha256_equal(hashes.output_sha256.back(), carrier_sha)) throw_integrity("shared/metadata.gguf: written bytes differ");
+  std::vector<std::string> projector_sha;
+  for (const auto& p : projectors) {
+    if (opt.on_artifact && opt.disk_budget) opt.disk_budget->acquire(p.entry.artifact_bytes);
+    const auto e = copy_projector(p, opt.out_dir, on_bytes);
+    projector_sha.push_back(e.sha256);
+    if (opt.on_artifact) opt.on_artifact({e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256});
+  }
+  fill(source_identity(opt, model, hashes.shard_sha256),
+       std::vector<std::string>(hashes.output_sha256.begin(), hashes.output_sha256.end() - 1), carrier_sha, projector_sha);
+
+  // Our reader's rules on what was written, and with --validate the
+  // certification against the source, before the root exists.
+  GgufLimits lim;
+  lim.directory_only = true;
+  auto parsed = std::make_shared<const GgufFile>(GgufFile::parse(carrier, "shared/metadata.gguf", lim));
+  const auto catalog = build_catalog_v2(root, parsed, opt.out_dir.string());
+  WritePackageResult r;
+  if (opt.validate) {
+    try {
+      (void)certify_catalog(catalog, opt.out_dir, opt.source, /*hash_artifacts=*/true, opt.threads);
+    } catch (const Error& e) {
+      throw_integrity(opt.out_dir.string() + ": validation failed, so no manifest was written: " + e.what());
+    }
+    r.validated = true;
+  }
+  const std::string text = package_root_v2_json(root);
+  write_file_atomic(opt.out_dir / std::string(kManifestFileName), text);
+  std::error_code ec;
+  fs::remove(opt.out_dir / kInProgressMarker, ec);
+  fsync_directory(opt.out_dir);
+
+  r.schema = 2;
+  r.package_dir = opt.out_dir;
+  r.manifest_sha256 = sha256_hex(text);
+  r.manifest.model_id = root.model_id;
+  r.manifest.layer_count = layer_count;
+  r.artifact_count = root.artifacts.size();
+  r.source_bytes_hashed = source_hashed;
+  r.package_id = root.package_id;
+  if (generation) r.notes.push_back("generation: native-mtp at layer " + std::to_string(layer_count - 1) +
+                                    " (<arch>.nextn_predict_layers = 1 and the blk.N.nextn.* tensors agree)");
+  r.root_v2 = std::move(root);
+  return r;
+}
+
+}  // namespace skippy::detail

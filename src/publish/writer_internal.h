@@ -1,0 +1,79 @@
+// What the package writers (schema 1: package_writer.cpp, schema 2:
+// package_writer_v2.cpp, convert-package --to 1) share. Internal to the
+// publish library.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "publish/split_stream.h"
+#include "skippy/gguf_writer.h"
+#include "skippy/manifest.h"
+#include "skippy/model_source.h"
+#include "skippy/package_layout.h"
+#include "skippy/package_writer.h"
+
+namespace skippy::detail {
+
+// Marks a directory whose write-package run has not finished; a rerun may
+// clear and redo it without --force.
+inline constexpr std::string_view kInProgressMarker = ".skippy-write-package-in-progress";
+
+// A schema 1 fragment: its path, role and tensors (source order).
+struct Fragment {
+  std::string rel_path;
+  PartRole role;
+  uint32_t layer = 0;
+  std::vector<const SourceTensor*> tensors;
+};
+
+int64_t resolve_created_at(const WritePackageOptions& opt);
+// Makes out_dir ready (created, empty, or ours to redo) and leaves the in-progress marker.
+void prepare_out_dir(const std::filesystem::path& dir, bool force);
+// The spec's fragments for these tensors: metadata, embeddings, output, then
+// one per layer (each layer must have a tensor).
+std::vector<Fragment> plan_fragments(const std::string& source_name, const std::vector<SourceTensor>& tensors,
+                                     uint32_t layer_count);
+// A fragment's GGUF: the KVs of `primary` that fragment_keeps_kv keeps, its
+// role keys, its tensors (payload read from files[tensor.shard]).
+// drop_default_alignment: leave out a general.alignment of 32 (GGUF's
+// default, which a schema 2 carrier adds when its source had none).
+GgufWriter fragment_writer(const GgufFile& primary, const std::vector<std::shared_ptr<const MappedFile>>& files,
+                           const Fragment& f, bool drop_default_alignment = false);
+StreamOutput stream_output(const Fragment& f, const GgufWriter& w, const std::filesystem::path& out_dir);
+
+// A --projector, checked before any work: a projector GGUF, with a safe
+// name no other --projector has. Its SHA-256 is computed while it is copied.
+struct PlannedProjector {
+  std::filesystem::path source;
+  ProjectorEntry entry;  // sha256 filled by copy_projector
+};
+PlannedProjector plan_projector(const std::filesystem::path& src);
+ProjectorEntry copy_projector(const PlannedProjector& p, const std::filesystem::path& out_dir,
+                              const std::function<void(uint64_t)>& on_bytes);
+
+// The schema 1 source identity from the provenance and the shards' digests.
+SourceModel source_identity(const WritePackageOptions& opt, const ModelSource& model,
+                            const std::vector<std::string>& shard_sha);
+
+// Renames a complete staging directory to `out` (replacing an empty or
+// --force'd one), fsyncing the parent (package_convert.cpp).
+void install_staged_dir(const std::filesystem::path& staging, const std::filesystem::path& out);
+// Refuses an `out` that exists and is not an empty directory (unless force).
+void check_convert_out_dir(const std::filesystem::path& out, bool force);
+
+// Schema 2's budget split of one group (a layer, or the layerless tensors),
+// as the reference's package_v2/layout.rs: names sorted, a new part whenever
+// the next tensor would take the current one over `budget` (so a tensor
+// larger than the budget stays whole, alone). One group when it fits.
+std::vector<std::vector<const SourceTensor*>> split_v2_group(std::vector<const SourceTensor*> group, uint64_t budget);
+
+// write-package --schema 2 (package_writer_v2.cpp).
+WritePackageResult write_package_v2(const WritePackageOptions& opt);
+
+}  // namespace skippy::detail
