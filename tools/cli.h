@@ -50,6 +50,10 @@ bool stderr_is_tty();
 // display (terminal only), and the package's warnings on stderr.
 OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision = false,
                                    const std::optional<Sources>& sources = std::nullopt);
+// The same for a package of either schema (open_package_any): commands that
+// read schema 2 too dispatch on the result (schema_v2_cli.h).
+OpenedAnyPackage open_any_for_cli(const std::string& ref, bool refresh_revision = false,
+                                  const std::optional<Sources>& sources = std::nullopt);
 
 // --trust-signer CERT (repeatable) on a command that opens packages: owner
 // certificates a package must be signed by, added by open_package_for_cli to
