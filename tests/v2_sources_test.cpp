@@ -14,6 +14,8 @@
 #include "schema_v2_package.h"
 #include "skippy/catalog_stage.h"
 #include "skippy/error.h"
+#include "skippy/package_signature.h"
+#include "skippy/peer_identity.h"
 #include "skippy/sha256.h"
 #include "skippy/source.h"
 #include "skippy/verify.h"
@@ -146,6 +148,42 @@ TEST(V2Sources, VerifyCatalogPartsUsesTheVerificationCacheAndNamesTheArtifact) {
   } catch (const Error& e) {
     ADD_FAILURE() << "verified without being asked: " << e.what();
   }
+}
+
+TEST(V2Sources, TrustedSignersCoverSchema2Roots) {
+  TempDir tmp;
+  (void)test::write_schema_v2_package(llama(), tmp / "v2");
+  fs::copy(tmp / "v2", tmp / "unsigned", fs::copy_options::recursive);
+  peer::init_owner(tmp / "owner");
+  peer::init_owner(tmp / "other");
+  (void)sign_package(tmp / "v2", tmp / "owner");
+  Sources trusting;
+  trusting.hf_cache = tmp / "hf";
+  trusting.trusted_signers = {tmp / "owner" / "owner.crt"};
+  const auto signed_pkg = open_package_any((tmp / "v2").string(), trusting);
+  ASSERT_TRUE(signed_pkg.v2.has_value());
+  ASSERT_TRUE(signed_pkg.signature().has_value());
+  EXPECT_TRUE(signed_pkg.v2->always_verify) << "the signature vouches for digests the bytes must then match";
+  auto refused = [&](const fs::path& dir, const Sources& s, ErrorKind kind, const std::string& needle) {
+    try {
+      (void)open_package_any(dir.string(), s);
+      ADD_FAILURE() << dir << " opened";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), kind) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  refused(tmp / "unsigned", trusting, ErrorKind::kUnauthorized, "unsigned package");
+  Sources other = trusting;
+  other.trusted_signers = {tmp / "other" / "owner.crt"};
+  refused(tmp / "v2", other, ErrorKind::kUnauthorized, "not a trusted signer");
+  // A root changed after signing (one more byte of whitespace: still a valid root).
+  {
+    auto text = test::read_text(tmp / "v2" / "model-package.json");
+    text += "\n";
+    test::write_file(tmp / "v2" / "model-package.json", std::vector<uint8_t>(text.begin(), text.end()));
+  }
+  refused(tmp / "v2", trusting, ErrorKind::kIntegrity, "model-package.json");
 }
 
 // ------------------------------------------------------------- the CLI, local
