@@ -7,6 +7,7 @@
 
 #include <set>
 
+#include "hub_standin.h"
 #include "peer_test_util.h"
 #include "schema_v2_package.h"
 #include "skippy/catalog_stage.h"
@@ -20,11 +21,12 @@ namespace fs = std::filesystem;
 using skippy::test::TempDir;
 
 constexpr const char* kRepo = "org/v2-peer";
-constexpr const char* kCommit = "5eed00000000000000000000000000000000c0de";
 
 // Identities, the package and the coordinator's cache, once for the suite.
 struct World {
   TempDir dir;
+  std::unique_ptr<skippy::test::HubStandin> hub;  // the fallback, with the same package
+  std::string commit;
   fs::path owner, coord, w0, w1, pkg, coord_hf, topology;
   std::string w0_id, w1_id, ref, manifest_sha;
   skippy::test::SchemaV2Package written;
@@ -41,9 +43,11 @@ struct World {
     pkg = dir / "pkg";
     written = skippy::test::write_schema_v2_package(skippy::test::data_path("llama-tiny-q8_0.gguf"), pkg);
     manifest_sha = skippy::sha256_hex(skippy::test::read_text(pkg / "model-package.json"));
-    ref = "hf://" + std::string(kRepo) + "@" + kCommit;
+    hub = std::make_unique<skippy::test::HubStandin>();
+    commit = hub->publish(kRepo, pkg);
+    ref = "hf://" + std::string(kRepo) + "@" + commit;
     coord_hf = dir / "coord-hf";
-    skippy::test::peer::place_in_hf_cache(pkg, coord_hf, kRepo, kCommit);
+    skippy::test::peer::place_in_hf_cache(pkg, coord_hf, kRepo, commit);
     topology = dir / "topology.json";
     skippy::test::peer::write_topology(topology, ref, manifest_sha, {{"s0", 0, w0_id, 0, 4}, {"s1", 1, w1_id, 4, 8}});
   }
@@ -93,17 +97,19 @@ class V2Peer : public ::testing::Test {
   }
   // `fetch REF --peer ... --json` as `node` for `stage`, offline: the peer is the only remote.
   test::CliResult fetch(const std::string& endpoint, const std::string& stage, const fs::path& node,
-                        const std::string& cache, std::vector<std::string> extra = {}) const {
+                        const std::string& cache, std::vector<std::string> extra = {}, bool with_hub = false) const {
     std::vector<std::string> args = {"fetch",   w().ref,     "--peer",     endpoint, "--topology",
                                      w().topology.string(), "--stage", stage, "--identity", node.string(),
                                      "--json",  "--peer-connect-timeout", "10", "--peer-idle-timeout", "10"};
     args.insert(args.end(), extra.begin(), extra.end());
     return test::run_cli(args, {"HF_HUB_CACHE=" + (tmp_ / cache / "hf").string(), "HF_HOME=" + (tmp_ / cache / "home").string(),
-                                "SKIPPY_CACHE_DIR=" + (tmp_ / cache / "skippy").string(), "HF_HUB_OFFLINE=1",
-                                "HF_ENDPOINT=http://127.0.0.1:9", "MESH_LLM_ARTIFACT_TRANSFER="});
+                                "SKIPPY_CACHE_DIR=" + (tmp_ / cache / "skippy").string(),
+                                with_hub ? "HF_HUB_OFFLINE=" : "HF_HUB_OFFLINE=1",
+                                "HF_ENDPOINT=" + (with_hub ? w().hub->endpoint() : std::string("http://127.0.0.1:9")),
+                                "HF_TOKEN=", "SKIPPY_HF_BACKOFF_MS=20", "MESH_LLM_ARTIFACT_TRANSFER="});
   }
   fs::path worker_snapshot(const std::string& cache) const {
-    return test::peer::snapshot_dir(tmp_ / cache / "hf", kRepo, kCommit);
+    return test::peer::snapshot_dir(tmp_ / cache / "hf", kRepo, w().commit);
   }
 
   test::TempDir tmp_;
@@ -185,8 +191,8 @@ TEST_F(V2Peer, AnArtifactOutsideTheStagesSetIsRefused) {
 TEST_F(V2Peer, ADamagedPayloadOnThePeerIsNeverServed) {
   // The coordinator's cache with one byte of layer 5's blob flipped (same size).
   const fs::path hf = tmp_ / "damaged-hf";
-  test::peer::place_in_hf_cache(w().pkg, hf, kRepo, kCommit);
-  const fs::path blob = fs::canonical(test::peer::snapshot_dir(hf, kRepo, kCommit) / "layers/layer-00005.gguf");
+  test::peer::place_in_hf_cache(w().pkg, hf, kRepo, w().commit);
+  const fs::path blob = fs::canonical(test::peer::snapshot_dir(hf, kRepo, w().commit) / "layers/layer-00005.gguf");
   auto bytes = test::peer::slurp(blob);
   bytes[bytes.size() / 2] ^= 0x01;
   fs::remove(blob);
@@ -199,6 +205,22 @@ TEST_F(V2Peer, ADamagedPayloadOnThePeerIsNeverServed) {
   EXPECT_FALSE(fs::exists(worker_snapshot("s1") / "layers/layer-00005.gguf"));
   // What was intact arrived and is kept for the next attempt.
   EXPECT_TRUE(fs::exists(worker_snapshot("s1") / "shared/metadata.gguf"));
+
+  // With the Hub as the next remote, the damaged part comes from there and
+  // the rest from the peer.
+  w().hub->clear_log();
+  const auto h = fetch(s->endpoint(), "s1", w().w1, "s1-hub", {}, /*with_hub=*/true);
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  const auto j = json::parse(h.out);
+  EXPECT_EQ(j["sources"]["layers/layer-00005.gguf"], "hub");
+  EXPECT_EQ(j["sources"]["layers/layer-00004.gguf"], "peer");
+  EXPECT_EQ(j["sources"]["shared/metadata.gguf"], "peer");
+  EXPECT_EQ(j["verified"], true);
+  EXPECT_EQ(test::peer::slurp(worker_snapshot("s1-hub") / "layers/layer-00005.gguf"),
+            test::peer::slurp(w().pkg / "layers/layer-00005.gguf"));
+  bool noted = false;
+  for (const auto& n : j["source_notes"]) noted = noted || n.get<std::string>().find("layers/layer-00005.gguf") != std::string::npos;
+  EXPECT_TRUE(noted) << j["source_notes"];
 }
 
 }  // namespace

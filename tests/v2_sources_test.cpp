@@ -214,7 +214,7 @@ TEST_F(V2SourcesCli, VerifyJsonOfAStageThenEveryArtifactThroughTheCache) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = json::parse(r.out);
   EXPECT_EQ(j["schema_version"], 2);
-  EXPECT_EQ(j["package_id"], written.root["package_id"]);
+  EXPECT_EQ(j["package_id"], written.root["package_id"].get<std::string>());
   EXPECT_EQ(j["verified"], true);
   EXPECT_EQ(j["layer_start"], 0);
   EXPECT_EQ(j["layer_end"], 3);
@@ -413,7 +413,7 @@ TEST_F(V2SourcesHub, FetchBringsTheRootTheCarrierAndOnlyTheStagesArtifacts) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = json::parse(r.out);
   EXPECT_EQ(j["schema_version"], 2);
-  EXPECT_EQ(j["package_id"], written_->root["package_id"]);
+  EXPECT_EQ(j["package_id"], written_->root["package_id"].get<std::string>());
   EXPECT_EQ(j["commit"], *commit_);
   EXPECT_EQ(j["verified"], true);
   EXPECT_EQ(j["source"], "hub");
@@ -489,7 +489,7 @@ TEST_F(V2SourcesHub, SelectAndVerifyAnHfPackageFromTheCacheOffline) {
   const auto v = cli({"verify", pinned(), "--layers", "0..4", "--json"}, {"HF_HUB_OFFLINE=1"});
   ASSERT_EQ(v.exit_code, 0) << v.err;
   const auto jv = json::parse(v.out);
-  EXPECT_EQ(jv["package_id"], written_->root["package_id"]);
+  EXPECT_EQ(jv["package_id"], written_->root["package_id"].get<std::string>());
   EXPECT_EQ(jv["cache_hits"], jv["artifacts"]) << "select recorded them";
   // A stage whose parts are not all in the cache: offline says so, naming them.
   const auto missing = cli({"select", pinned(), "--layers", "4..8", "--json"}, {"HF_HUB_OFFLINE=1"});
