@@ -505,6 +505,19 @@ TEST_F(V2SourcesHub, SelectAndVerifyAnHfPackageFromTheCacheOffline) {
   EXPECT_NE(bad.err.find("rm " + blob.string()), std::string::npos) << bad.err;
 }
 
+TEST_F(V2SourcesHub, InspectBringsOnlyTheRootAndTheCarrier) {
+  const auto r = cli({"inspect", pinned(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = json::parse(r.out);
+  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_EQ(j["package_id"], written_->root["package_id"].get<std::string>());
+  EXPECT_EQ(j["commit"], *commit_);
+  EXPECT_EQ(j["artifacts"].size(), written_->artifact_path.size());
+  const auto got = served();
+  EXPECT_EQ(std::set<std::string>(got.begin(), got.end()),
+            (std::set<std::string>{"model-package.json", "shared/metadata.gguf"}));
+}
+
 TEST_F(V2SourcesHub, DamagedBytesOnTheHubAreNeverInstalled) {
   // A second repository whose files differ from what its root declares.
   TempDir bad;

@@ -101,8 +101,9 @@ int select_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& 
   return kExitOk;
 }
 
-int inspect_schema_v2(const std::string& ref, bool json) {
-  const auto pkg = open_local_catalog_v2(ref);
+int inspect_schema_v2(const std::string& ref, bool json) { return inspect_schema_v2(open_local_catalog_v2(ref), json); }
+
+int inspect_schema_v2(const OpenedCatalog& pkg, bool json) {
   const auto& cat = pkg.catalog;
   const auto& root = *cat.root_v2;
   std::vector<uint64_t> counts(cat.artifacts.size(), 0), bytes(cat.artifacts.size(), 0);
@@ -154,7 +155,8 @@ int inspect_schema_v2(const std::string& ref, bool json) {
                 {"artifacts", artifacts},
                 {"sidecars", sidecars},
                 {"generation", root.generation.has_value()},
-                {"warnings", nlohmann::json::array()}});
+                {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
+                {"warnings", pkg.warnings}});
     return kExitOk;
   }
   auto& o = std::cout;

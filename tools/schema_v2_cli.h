@@ -53,5 +53,8 @@ int verify_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& 
 int fetch_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
                     bool json, const nlohmann::json& peer);
 int inspect_schema_v2(const std::string& ref, bool json);
+// The same for a package already opened (hf:// schema 2: the carrier was
+// brought and checked by open_package_any).
+int inspect_schema_v2(const OpenedCatalog& pkg, bool json);
 
 }  // namespace skippy::cli
