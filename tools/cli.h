@@ -57,6 +57,10 @@ OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision
 // (moving: a branch, or a name no remote could classify; production should
 // pin the commit); null for a local directory.
 nlohmann::json pin_json(const OpenedPackage& pkg);
+// The same for a package of either schema (open_package_any): commands that
+// read schema 2 too dispatch on the result (schema_v2_cli.h).
+OpenedAnyPackage open_any_for_cli(const std::string& ref, bool refresh_revision = false,
+                                  const std::optional<Sources>& sources = std::nullopt, bool with_signature = false);
 
 // --trust-signer CERT (repeatable) on a command that opens packages: owner
 // certificates a package must be signed by, added by open_package_for_cli to

@@ -61,21 +61,45 @@ std::vector<std::filesystem::path> trusted_signers_for_cli() {
   return out;
 }
 
+namespace {
+// open_package_for_cli's and open_any_for_cli's options and sources.
+struct CliOpen {
+  OpenOptions options;
+  Sources sources;
+};
+CliOpen cli_open(bool refresh_revision, const std::optional<Sources>& sources, bool with_signature) {
+  CliOpen o;
+  o.options.refresh_revision = refresh_revision;
+  o.options.with_signature = with_signature;
+  auto progress = std::make_shared<Progress>("download");
+  o.options.on_progress = [progress](uint64_t done, uint64_t total) { progress->update(done, total); };
+  o.sources = sources ? *sources : default_sources();
+  o.sources.trusted_signers = trusted_signers_for_cli();
+  return o;
+}
+void tell_opened(const std::string& ref, const std::optional<PackageSignature>& signature,
+                 const std::vector<std::string>& warnings) {
+  if (signature) {
+    std::cerr << "note: " << ref << " is signed by trusted owner " << signature->owner_id << " (signed at "
+              << signature->signed_at_unix_secs << ")\n";
+  }
+  for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
+}
+}  // namespace
+
 OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision, const std::optional<Sources>& sources,
                                    bool with_signature) {
-  OpenOptions o;
-  o.refresh_revision = refresh_revision;
-  o.with_signature = with_signature;
-  auto progress = std::make_shared<Progress>("download");
-  o.on_progress = [progress](uint64_t done, uint64_t total) { progress->update(done, total); };
-  Sources chosen = sources ? *sources : default_sources();
-  chosen.trusted_signers = trusted_signers_for_cli();
-  auto pkg = open_package(ref, chosen, o);
-  if (pkg.signature) {
-    std::cerr << "note: " << ref << " is signed by trusted owner " << pkg.signature->owner_id << " (signed at "
-              << pkg.signature->signed_at_unix_secs << ")\n";
-  }
-  for (const auto& w : pkg.warnings) std::cerr << "warning: " << w << "\n";
+  const CliOpen o = cli_open(refresh_revision, sources, with_signature);
+  auto pkg = open_package(ref, o.sources, o.options);
+  tell_opened(ref, pkg.signature, pkg.warnings);
+  return pkg;
+}
+
+OpenedAnyPackage open_any_for_cli(const std::string& ref, bool refresh_revision, const std::optional<Sources>& sources,
+                                  bool with_signature) {
+  const CliOpen o = cli_open(refresh_revision, sources, with_signature);
+  auto pkg = open_package_any(ref, o.sources, o.options);
+  tell_opened(ref, pkg.signature(), pkg.warnings());
   return pkg;
 }
 

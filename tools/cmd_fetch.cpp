@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "schema_v2_cli.h"
 #include "skippy/env.h"
 #include "skippy/error.h"
 #include "skippy/hf_ref.h"
@@ -107,6 +108,9 @@ Command register_fetch(CLI::App& app) {
       "the cache huggingface_hub uses ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub). Every part is checked\n"
       "against the manifest's size and SHA-256 before it gets its final name; cache hits are verified too.\n"
       "Without --layers, every artifact of the package is fetched.\n"
+      "A package schema 2 brings model-package.json, its metadata carrier (checked before its locators are\n"
+      "trusted) and only the parts holding the stage's tensors (or those of --tensors NAME,...), from the same\n"
+      "sources (cache, --peer, Hub).\n"
       "Large parts come as byte ranges over several connections at once (--connections, default 8).\n"
       "With --peer, a worker of a split run asks the coordinator's serve-artifacts first (TLS 1.3, both sides\n"
       "authenticated) for the parts its stage may have, then the Hub for whatever the peer did not deliver:\n"
@@ -130,6 +134,7 @@ Command register_fetch(CLI::App& app) {
     bool json = false, single_stage = false, refresh = false;
     unsigned connections = 0;
     PeerArgs peer;
+    TensorChoice tensors;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("package", a->ref, "hf://ns/repo, hf://ns/repo:rev or hf://ns/repo@rev")->required();
@@ -137,6 +142,7 @@ Command register_fetch(CLI::App& app) {
                   "Stage layer range START..END (half-open); default: the whole package (with --peer: the stage's range)");
   cmd->add_option("--projector", a->projector, "With --layers: the declared projector the stage uses");
   cmd->add_flag("--single-stage", a->single_stage, "Single-stage serving: the stage also gets the default projector");
+  add_tensor_options(cmd, a->tensors);
   cmd->add_flag("--refresh", a->refresh,
                 "For a branch or tag: ask the Hub what it names now (default: a ref already in the cache answers, "
                 "with no network)");
@@ -173,6 +179,10 @@ Command register_fetch(CLI::App& app) {
             check_peer_flags(a->peer);
             std::optional<LayerRange> range;
             if (!a->layers.empty()) range = parse_layer_range(a->layers);
+            check_tensor_choice(a->tensors, range.has_value(), true);
+            if (a->tensors.given() && !a->peer.peer.empty()) {
+              throw Error(ErrorKind::kUsage, "--tensors / --tensors-file and --peer: a peer serves a stage by its layers");
+            }
             HubConfig hub = HubConfig::from_env();
             if (a->connections) hub.connections = a->connections;
             std::optional<Sources> chosen;
@@ -200,7 +210,17 @@ Command register_fetch(CLI::App& app) {
             if (!range && (!a->projector.empty() || a->single_stage)) {
               throw Error(ErrorKind::kUsage, "--projector and --single-stage need --layers");
             }
-            const auto pkg = open_package_for_cli(a->ref, a->refresh, chosen);
+            const auto any = open_any_for_cli(a->ref, a->refresh, chosen);
+            check_tensor_choice(a->tensors, range.has_value(), any.v2.has_value());
+            if (any.v2) {
+              if (!a->projector.empty() || a->single_stage) {
+                throw Error(ErrorKind::kUsage, "fetch: --projector and --single-stage are not supported for package schema 2 yet");
+              }
+              nlohmann::json peer;
+              if (!a->peer.peer.empty()) peer = {{"endpoint", a->peer.peer}, {"stage", a->peer.stage}};
+              return fetch_schema_v2(*any.v2, range, a->tensors, a->json, peer);
+            }
+            const OpenedPackage& pkg = *any.v1;
             SelectOptions so;
             if (!a->projector.empty()) so.projector_path = a->projector;
             so.single_stage = a->single_stage;

@@ -141,7 +141,9 @@ nlohmann::json validation_json(const OpenedPackage& pkg, const nlohmann::json& s
 
 // Metadata-only inspection of a package: the manifest and shared/metadata.gguf.
 int inspect_package(const std::string& ref, bool json) {
-  const auto pkg = open_package_for_cli(ref, false, std::nullopt, /*with_signature=*/true);
+  const auto any = open_any_for_cli(ref, false, std::nullopt, /*with_signature=*/true);  // hf:// of either schema
+  if (any.v2) return inspect_schema_v2(*any.v2, json);
+  const OpenedPackage& pkg = *any.v1;
   (void)verify_if_required(pkg, {check_metadata_only(pkg)});  // hf://: verified before it is read
   const auto& m = pkg.manifest;
   // Unknown policy values / an unservable default strategy are never passed over in silence.

@@ -11,17 +11,18 @@
 #include "skippy/file.h"
 #include "skippy/manifest.h"
 #include "skippy/manifest_v2.h"
+#include "skippy/verify.h"
 
 namespace skippy::cli {
 namespace {
 
 nlohmann::json v2_optional(const std::optional<uint32_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
-nlohmann::json v2_part_json(const OpenedCatalog& pkg, const CatalogPart& p, bool verify) {
+nlohmann::json v2_part_json(const CatalogPart& p, const std::filesystem::path& path) {
   return {{"artifact_id", p.artifact_id},
           {"kind", catalog_artifact_kind_name(p.kind)},
           {"layer_index", v2_optional(p.layer)},
-          {"path", (verify ? verify_catalog_part(pkg, p) : check_catalog_part(pkg, p)).string()},
+          {"path", path.string()},
           {"relative_path", p.rel_path},
           {"bytes", p.bytes},
           {"tensor_count", p.tensors.size()},
@@ -43,43 +44,52 @@ bool is_local_schema_v2(const std::string& ref) {
   }
 }
 
-int select_schema_v2(const std::string& ref, LayerRange range, bool json, bool projector_options) {
+int select_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
+                     bool json, bool projector_options) {
   if (projector_options) {
     throw Error(ErrorKind::kUsage, "select: --projector and --single-stage are not supported for package schema 2 yet");
   }
-  const auto pkg = open_local_catalog_v2(ref);
   const auto& cat = pkg.catalog;
-  const auto s = select_catalog_range(cat, range);
+  const auto s = catalog_stage_for(pkg, range, tensors);
+  // Consumer validation of each file (brought first through the package's
+  // source, for hf://); SHA-256 too when the package demands it (hf://) or
+  // SKIPPY_VERIFY_PACKAGE_SHA asks, through the verification cache.
+  const auto paths = provide_catalog_parts(pkg, s.parts);
+  const auto verified = verify_catalog_if_required(pkg, s.parts);
   nlohmann::json parts = nlohmann::json::array();
   uint64_t total = 0;
-  // Consumer validation of each file; SHA-256 too when SKIPPY_VERIFY_PACKAGE_SHA
-  // asks for it (the carrier was hashed when the package was opened).
-  const bool verify = env::verify_package_sha();
-  for (const auto& p : s.parts) {
-    parts.push_back(v2_part_json(pkg, p, verify && p.kind != CatalogArtifactKind::kCarrier));
-    total += p.bytes;
+  for (size_t i = 0; i < s.parts.size(); ++i) {
+    parts.push_back(v2_part_json(s.parts[i], paths[i]));
+    total += s.parts[i].bytes;
   }
   if (json) {
-    nlohmann::json tensors = nlohmann::json::array();
+    nlohmann::json tensor_list = nlohmann::json::array();
     for (const auto& t : s.tensors) {
-      tensors.push_back({{"name", t.name}, {"artifact_id", t.artifact_id}, {"offset", t.offset}, {"stored_bytes", t.stored_bytes}});
+      tensor_list.push_back({{"name", t.name}, {"artifact_id", t.artifact_id}, {"offset", t.offset}, {"stored_bytes", t.stored_bytes}});
     }
-    print_json({{"package", pkg.ref},
-                {"schema_version", cat.schema_version},
-                {"package_id", cat.package_id},
-                {"model_id", cat.model_id},
-                {"manifest_sha256", pkg.manifest_sha256},
-                {"layer_start", range.start},
-                {"layer_end", range.end},
-                {"layer_count", cat.layer_count},
-                {"parts", parts},
-                {"tensors", tensors},
-                {"total_bytes", total},
-                {"verified", verify},
-                {"notes", s.notes},
-                {"warnings", nlohmann::json::array()}});
+    nlohmann::json doc = {{"package", pkg.ref},
+                          {"schema_version", cat.schema_version},
+                          {"package_id", cat.package_id},
+                          {"model_id", cat.model_id},
+                          {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
+                          {"manifest_sha256", pkg.manifest_sha256},
+                          {"layer_count", cat.layer_count},
+                          {"selected_by", range ? "layers" : "tensors"},
+                          {"parts", parts},
+                          {"tensors", tensor_list},
+                          {"total_bytes", total},
+                          {"verified", verified.has_value()},
+                          {"notes", s.notes},
+                          {"warnings", pkg.warnings}};
+    if (range) {
+      doc["layer_start"] = range->start;
+      doc["layer_end"] = range->end;
+    }
+    print_json(doc);
   } else {
-    std::cout << cat.model_id << " (package schema 2) layers " << format_layer_range(range) << " of " << cat.layer_count
+    std::cout << cat.model_id << " (package schema 2) "
+              << (range ? "layers " + format_layer_range(*range) + " of " + std::to_string(cat.layer_count)
+                        : std::to_string(s.tensors.size()) + " named tensors")
               << ": " << s.parts.size() << " parts, " << s.tensors.size() << " tensors, " << human_bytes(total) << "\n";
     for (const auto& p : s.parts) {
       std::cout << "  " << catalog_artifact_kind_name(p.kind);
@@ -91,8 +101,9 @@ int select_schema_v2(const std::string& ref, LayerRange range, bool json, bool p
   return kExitOk;
 }
 
-int inspect_schema_v2(const std::string& ref, bool json) {
-  const auto pkg = open_local_catalog_v2(ref);
+int inspect_schema_v2(const std::string& ref, bool json) { return inspect_schema_v2(open_local_catalog_v2(ref), json); }
+
+int inspect_schema_v2(const OpenedCatalog& pkg, bool json) {
   const auto& cat = pkg.catalog;
   const auto& root = *cat.root_v2;
   std::vector<uint64_t> counts(cat.artifacts.size(), 0), bytes(cat.artifacts.size(), 0);
@@ -144,7 +155,8 @@ int inspect_schema_v2(const std::string& ref, bool json) {
                 {"artifacts", artifacts},
                 {"sidecars", sidecars},
                 {"generation", root.generation.has_value()},
-                {"warnings", nlohmann::json::array()}});
+                {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
+                {"warnings", pkg.warnings}});
     return kExitOk;
   }
   auto& o = std::cout;

@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "skippy/error.h"
 #include "schema_v2_cli.h"
 #include "skippy/policy.h"
 #include "skippy/stage.h"
@@ -24,22 +25,36 @@ Command register_select(CLI::App& app) {
   cmd->footer(
       "Example:\n  skippy-model-package select ./model-package --layers 0..4 --json\n"
       "Ranges are half-open: 0..4 is layers 0-3. A range starting at 0 owns the input boundary\n"
-      "(embeddings); one ending at layer_count owns the output boundary.");
+      "(embeddings); one ending at layer_count owns the output boundary.\n"
+      "A package schema 2 (local or hf://) lists the carrier and the parts holding the stage's tensors\n"
+      "(parts[] with artifact_id and relative_path, tensors[] with each tensor's locator), or the parts of\n"
+      "exactly the tensors named:\n"
+      "  skippy-model-package select ./v2-package --tensors token_embd.weight,blk.0.attn_q.weight --json");
   struct Args {
     std::string ref, layers, projector;
     bool json = false, single_stage = false;
+    TensorChoice tensors;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("package", a->ref, "Package directory (or hf://ns/repo[@rev])")->required();
-  cmd->add_option("--layers", a->layers, "Layer range START..END (half-open)")->required();
+  cmd->add_option("--layers", a->layers, "Layer range START..END (half-open); required unless --tensors");
+  add_tensor_options(cmd, a->tensors);
   cmd->add_option("--projector", a->projector, "Explicit projector path (as declared in the manifest)");
   cmd->add_flag("--single-stage", a->single_stage, "Single-stage serving: the stage gets the default projector");
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   add_trust_signer_option(cmd);
   return {cmd, [a]() {
-            const auto range = parse_layer_range(a->layers);
-            if (is_local_schema_v2(a->ref)) return select_schema_v2(a->ref, range, a->json, !a->projector.empty() || a->single_stage);
-            const auto pkg = open_package_for_cli(a->ref);  // prints the package's warnings
+            if (a->layers.empty() && !a->tensors.given()) {
+              throw Error(ErrorKind::kUsage, "select: --layers START..END is required (or, for a schema 2 package, --tensors)");
+            }
+            std::optional<LayerRange> chosen;
+            if (!a->layers.empty()) chosen = parse_layer_range(a->layers);
+            check_tensor_choice(a->tensors, chosen.has_value(), true);
+            const auto any = open_any_for_cli(a->ref);  // prints the package's warnings
+            check_tensor_choice(a->tensors, chosen.has_value(), any.v2.has_value());
+            if (any.v2) return select_schema_v2(*any.v2, chosen, a->tensors, a->json, !a->projector.empty() || a->single_stage);
+            const auto range = *chosen;
+            const OpenedPackage& pkg = *any.v1;
             const auto generation = generation_warnings(pkg.manifest.generation);
             for (const auto& w : generation) std::cerr << "warning: " << w << "\n";
             // The package's (unknown projector kinds, a set-aside generation block, a

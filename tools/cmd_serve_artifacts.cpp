@@ -24,6 +24,8 @@ Command register_serve_artifacts(CLI::App& app) {
       "manifest, metadata, its layers, embeddings and projectors for the stage starting at layer 0, output for\n"
       "the final stage, and embeddings for a final stage whose output is tied to them) from the Hugging Face\n"
       "cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub), each verified against the manifest.\n"
+      "A package schema 2: the root, the metadata carrier to every stage, and the payload parts holding the\n"
+      "stage's tensors as the consumer selects them from the verified carrier (sidecars to the stage at layer 0).\n"
       "Only hf://ns/repo@<40-hex commit> packages. MESH_LLM_ARTIFACT_TRANSFER: unset = off (nothing is\n"
       "offered or served), trusted = peers of our owner or of a --trust-owner, open = any authenticated peer.\n"
       "Prints the bound HOST:PORT on stdout (with --json: one JSON line) once listening; one log line per\n"

@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "progress.h"
 #include "skippy/hf_ref.h"
+#include "skippy/hub.h"
 #include "skippy/file.h"
 #include "skippy/manifest.h"
 #include "skippy/package_signature.h"

@@ -2,6 +2,7 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "schema_v2_cli.h"
 #include "skippy/error.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
@@ -19,7 +20,10 @@ Command register_verify(CLI::App& app) {
       "Files verified before and unchanged since (same inode, size, mtime and ctime) are not hashed\n"
       "again: records live in $SKIPPY_CACHE_DIR/verified (else $XDG_CACHE_HOME/skippy/verified, else\n"
       "~/.cache/skippy/verified) and hold no paths. --no-cache hashes everything. Exit 1 lists every\n"
-      "artifact whose SHA-256 or size does not match.");
+      "artifact whose SHA-256 or size does not match.\n"
+      "A package schema 2 (local or hf://): the carrier and the parts of the stage (or of --tensors, or\n"
+      "every artifact), against the root's artifact_catalog, through the same records:\n"
+      "  skippy-model-package verify ./v2-package --layers 0..4 --json");
   struct Args {
     std::string ref;
     std::string layers;
@@ -27,19 +31,30 @@ Command register_verify(CLI::App& app) {
     bool no_cache = false;
     bool json = false;
     unsigned threads = 2;
+    TensorChoice tensors;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("package", a->ref, "Package directory or hf://ns/repo[@rev]")->required();
   cmd->add_option("--layers", a->layers, "Stage layer range START..END (half-open); default: every artifact");
   cmd->add_option("--projector", a->projector, "With --layers: the declared projector the stage uses");
+  add_tensor_options(cmd, a->tensors);
   cmd->add_flag("--no-cache", a->no_cache, "Hash everything; neither read nor write verification records");
   cmd->add_option("--threads", a->threads, "Files hashed in parallel (default 2)")->check(number_in(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   add_trust_signer_option(cmd);
   return {cmd, [a]() {
-            const auto pkg = open_package_for_cli(a->ref);
             std::optional<LayerRange> range;
             if (!a->layers.empty()) range = parse_layer_range(a->layers);
+            check_tensor_choice(a->tensors, range.has_value(), true);
+            const auto any = open_any_for_cli(a->ref);
+            check_tensor_choice(a->tensors, range.has_value(), any.v2.has_value());
+            if (any.v2) {
+              if (!a->projector.empty()) {
+                throw skippy::Error(ErrorKind::kUsage, "verify: --projector is not supported for package schema 2 yet");
+              }
+              return verify_schema_v2(*any.v2, range, a->tensors, {a->threads, a->no_cache, a->json});
+            }
+            const OpenedPackage& pkg = *any.v1;
             if (!range && !a->projector.empty()) {
               throw skippy::Error(ErrorKind::kUsage, "--projector needs --layers (without a range every projector is verified)");
             }

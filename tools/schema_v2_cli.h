@@ -1,9 +1,15 @@
-// The CLI's package schema 2 paths (local package directories): `select`
-// and `inspect` dispatch here when model-package.json says schema_version 2.
+// The CLI's package schema 2 paths: `inspect` dispatches here for a local
+// directory whose model-package.json says schema_version 2; `select`,
+// `verify` and `fetch` open any reference with open_any_for_cli (cli.h) and
+// dispatch here when it is schema 2, from whichever source.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "cli.h"
+#include "skippy/catalog_stage.h"
 #include "skippy/package_layout.h"
 
 namespace skippy::cli {
@@ -12,9 +18,43 @@ namespace skippy::cli {
 // schema_version 2 (hf:// references are not read as schema 2 yet).
 bool is_local_schema_v2(const std::string& ref);
 
+// --tensors NAME,NAME and --tensors-file FILE (one name a line; blank lines
+// and lines starting with '#' skipped): a stage chosen by its tensor names
+// (select_catalog_tensors), for schema 2 packages only.
+struct TensorChoice {
+  std::vector<std::string> names;
+  std::string file;
+  bool given() const { return !names.empty() || !file.empty(); }
+};
+void add_tensor_options(CLI::App* cmd, TensorChoice& choice);
+// Usage errors: --tensors with --layers, or with a schema 1 package.
+void check_tensor_choice(const TensorChoice& choice, bool has_range, bool schema_v2);
+
+// What a command works on: the stage of `range`, or of the tensor names, or
+// (neither) every artifact of the package.
+CatalogStage catalog_stage_for(const OpenedCatalog& pkg, const std::optional<LayerRange>& range,
+                               const TensorChoice& tensors);
+
 // `projector_options`: --projector or --single-stage was given (sidecar
 // selection is not built for schema 2 yet: a usage error, never ignored).
-int select_schema_v2(const std::string& ref, LayerRange range, bool json, bool projector_options);
+// `range` or `tensors` (exactly one).
+int select_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
+                     bool json, bool projector_options);
+
+struct VerifyV2Args {
+  unsigned threads = 2;
+  bool no_cache = false;
+  bool json = false;
+};
+int verify_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
+                     const VerifyV2Args& args);
+
+// `peer`: {"endpoint", "stage"} of a --peer fetch, else null.
+int fetch_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
+                    bool json, const nlohmann::json& peer);
 int inspect_schema_v2(const std::string& ref, bool json);
+// The same for a package already opened (hf:// schema 2: the carrier was
+// brought and checked by open_package_any).
+int inspect_schema_v2(const OpenedCatalog& pkg, bool json);
 
 }  // namespace skippy::cli

@@ -4,28 +4,62 @@
 //
 // Selection works on the catalog alone (no files): it says which artifacts
 // and which tensor extents a stage reads. Bringing those artifacts (cache,
-// peer, Hub), checking them (check_catalog_part) and hashing them come
-// after, exactly as for schema 1: they work on artifact entries.
+// peer, Hub: provide_catalog_parts), checking them (check_catalog_part) and
+// hashing them (skippy/verify.h: verify_catalog_parts, through the same
+// verification cache as schema 1) come after, exactly as for schema 1: the
+// package's ArtifactSource works on artifact entries (catalog_part_entry).
+//
+// Every source ends in open_catalog_dir, as every schema 1 source ends in
+// open_package_dir: open_package_any (skippy/source.h) opens a reference of
+// either schema from a local directory or hf:// (cache, peer, Hub) and gives
+// an OpenedCatalog for schema 2.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "skippy/package_catalog.h"
 #include "skippy/package_layout.h"
+#include "skippy/package_signature.h"
+#include "skippy/stage.h"
 
 namespace skippy {
 
+// The schema 2 counterpart of OpenedPackage (skippy/stage.h), with the same
+// meaning for every field they share.
 struct OpenedCatalog {
   std::string ref;                  // as the user wrote it
   std::filesystem::path root;       // the directory holding model-package.json
   std::filesystem::path boundary;   // resolved files must stay inside (canonical)
   std::string manifest_sha256;      // of model-package.json as read
   PackageCatalog catalog;
+  bool always_verify = false;       // SHA-256 on every resolution (hf:// packages, trusted signers)
+  std::optional<std::string> commit;        // the commit a revision resolved to, for repository packages
+  std::string revision_kind;                // as OpenedPackage::revision_kind
+  std::shared_ptr<ArtifactSource> source;   // brings missing artifacts; null when every file is on disk (local dirs)
+  std::vector<std::string> warnings;        // worth telling a person (moving branch, ...)
+  std::optional<PackageSignature> signature;  // checked against trusted signers (none configured: not read)
 };
+
+// Opens the schema 2 package whose model-package.json is in `root` (every
+// source ends here): parses the root (parse_package_root_v2), brings the
+// carrier through `source` when one is given (it is the first artifact any
+// use of the package needs), checks the carrier file (safe relative path,
+// resolving to a regular file inside `boundary`, of the declared size) and
+// its SHA-256 (the package_id commits to that digest, and the locators are
+// only as good as the carrier; not hashed again when `source` hashed it
+// while downloading it), opens it as a directory-only GGUF and builds the
+// catalog (build_catalog_v2). The result's `source` is `source`. Throws
+// Error(kNotFound) without a manifest, Error(kIntegrity) for a carrier whose
+// bytes differ, the source's errors (kOffline, kNotFound, kTransport, ...)
+// when it cannot bring the carrier, Error(kInvalidInput) naming the file and
+// the rule otherwise.
+OpenedCatalog open_catalog_dir(std::string ref, const std::filesystem::path& root, const std::filesystem::path& boundary,
+                               std::shared_ptr<ArtifactSource> source = nullptr);
 
 // Opens a local schema 2 package: parses model-package.json
 // (parse_package_root_v2), checks the carrier file (safe relative path,
@@ -35,6 +69,7 @@ struct OpenedCatalog {
 // catalog (build_catalog_v2). Throws Error(kNotFound) without a manifest,
 // Error(kIntegrity) for a carrier whose bytes differ, Error(kInvalidInput)
 // naming the file and the rule otherwise.
+// (open_catalog_dir on the directory, without a source.)
 OpenedCatalog open_local_catalog_v2(const std::filesystem::path& dir);
 
 // One tensor a stage reads: where its bytes are.
@@ -80,6 +115,21 @@ CatalogStage select_catalog_range(const PackageCatalog& catalog, LayerRange rang
 // catalog, named once; Error(kInvalidInput) naming the first that is not).
 CatalogStage select_catalog_tensors(const PackageCatalog& catalog, const std::vector<std::string>& names);
 
+// Every artifact of the package as parts: the carrier, the payload parts
+// by part index, then the sidecars (catalog order), each with its tensors.
+// What `verify` and `fetch` take without a range or tensor names.
+std::vector<CatalogPart> all_catalog_parts(const PackageCatalog& catalog);
+
+// The artifact entry (path, bytes, SHA-256, tensor count) an ArtifactSource
+// brings and the source layer checks, for a part / a catalog artifact.
+ArtifactEntry catalog_part_entry(const CatalogPart& part);
+ArtifactEntry catalog_artifact_entry(const CatalogArtifact& artifact);
+
+// Brings the parts not on disk through pkg.source (one batch; nothing when
+// the package has no source), then check_catalog_part on each. Returns the
+// resolved paths, in order. Throws the source's errors, or check_catalog_part's.
+std::vector<std::filesystem::path> provide_catalog_parts(const OpenedCatalog& pkg, const std::vector<CatalogPart>& parts);
+
 // The spec's file rules for one selected part of a local package: safe
 // relative path resolving (through symlinks) to a regular file inside the
 // boundary, of the declared size. Returns the resolved path; throws
@@ -87,8 +137,9 @@ CatalogStage select_catalog_tensors(const PackageCatalog& catalog, const std::ve
 std::filesystem::path check_catalog_part(const OpenedCatalog& pkg, const CatalogPart& part);
 
 // check_catalog_part, then the file's SHA-256 against the catalog's
-// (Error(kIntegrity) naming the artifact when they differ). No verification
-// cache yet: every call hashes the file.
+// (Error(kIntegrity) naming the artifact when they differ). Hashes the file
+// on every call; skippy/verify.h's verify_catalog_parts uses the
+// verification cache.
 std::filesystem::path verify_catalog_part(const OpenedCatalog& pkg, const CatalogPart& part);
 
 }  // namespace skippy

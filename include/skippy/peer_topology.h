@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "skippy/manifest.h"
+#include "skippy/package_catalog.h"
 #include "skippy/package_layout.h"
 #include "skippy/stage.h"
 
@@ -91,5 +92,21 @@ struct StageArtifacts {
   const PeerArtifact* find(std::string_view rel_path) const noexcept;
 };
 StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageManifest& manifest, bool output_tied);
+
+// The same for a package schema 2, from its catalog (built from the
+// verified carrier): what a stage may fetch besides model-package.json is
+//   the metadata carrier (every stage: it says where everything else is);
+//   the payload parts holding the stage's tensors, exactly as the consumer
+//     selects them (select_catalog_range over the stage's range, its end
+//     clamped to layer_count: blk.N in range, the input embeddings from
+//     layer 0, output and output_norm for the final stage and then
+//     token_embd.weight when the output is tied to it, the tensors without a
+//     layer on every stage);
+//   every sidecar (mmproj) when the range starts at layer 0 (as schema 1's
+//     projectors).
+// Roles are descriptive: kMetadata for the carrier, kProjector for a
+// sidecar, kLayer for a payload part (layer_index: a layer artifact's
+// layer). Entries: the carrier, the payload parts by part index, the sidecars.
+StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageCatalog& catalog);
 
 }  // namespace skippy::peer

@@ -40,6 +40,7 @@
 #include <string_view>
 #include <vector>
 
+#include "skippy/catalog_stage.h"
 #include "skippy/stage.h"
 
 namespace skippy {
@@ -94,6 +95,29 @@ bool verify_required(const OpenedPackage& pkg);
 // Returns the report (nullopt when verification was not required).
 std::optional<VerifyReport> verify_if_required(const OpenedPackage& pkg, const std::vector<StagePart>& parts,
                                                const VerifyOptions& options = {});
+
+// ------------------------------------------- package schema 2
+
+// verify_parts for the parts of a schema 2 package (skippy/catalog_stage.h),
+// through the same verification cache (records keyed by the manifest's
+// SHA-256, the part's relative path, its declared digest and size, and the
+// file's identity). Each part's file rules (check_catalog_part) come first:
+// a part that is missing, resolves outside the package or has another size
+// is a problem of the report, as a wrong digest is ("artifact <id> (<path>):
+// SHA-256 is X, the catalog says Y"). VerifiedPart::role is kMetadata for
+// the carrier, kProjector for a sidecar and kLayer for every payload part
+// (the catalog has no roles: layer_index tells a layer's part); parts are
+// in the order given, duplicates folded.
+VerifyReport verify_catalog_parts(const OpenedCatalog& pkg, const std::vector<CatalogPart>& parts,
+                                  const VerifyOptions& options = {});
+
+// verify_required / verify_if_required for schema 2: hf:// (always_verify)
+// always, local directories when SKIPPY_VERIFY_PACKAGE_SHA asks; throws
+// Error(kIntegrity) listing every problem (and, for a package with a
+// source, the damaged cached files to remove).
+bool verify_required(const OpenedCatalog& pkg);
+std::optional<VerifyReport> verify_catalog_if_required(const OpenedCatalog& pkg, const std::vector<CatalogPart>& parts,
+                                                       const VerifyOptions& options = {});
 
 // ------------------------------------------- files outside a package
 

@@ -69,31 +69,48 @@ CatalogStage assemble_stage(const PackageCatalog& cat, const std::vector<std::pa
 
 }  // namespace
 
-OpenedCatalog open_local_catalog_v2(const fs::path& dir) {
+OpenedCatalog open_catalog_dir(std::string ref, const fs::path& root, const fs::path& boundary,
+                               std::shared_ptr<ArtifactSource> source) {
   OpenedCatalog pkg;
-  pkg.ref = dir.string();
+  pkg.ref = std::move(ref);
+  pkg.root = root;
+  pkg.boundary = boundary;
+  pkg.source = std::move(source);
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw_not_found(pkg.ref + ": no such package directory");
-  pkg.root = fs::absolute(dir);
-  pkg.boundary = fs::canonical(dir, ec);
-  if (ec) throw_invalid(pkg.ref + ": cannot resolve: " + ec.message());
   const fs::path manifest_path = pkg.root / std::string(kManifestFileName);
   if (!fs::exists(manifest_path, ec)) throw_not_found(pkg.ref + ": no " + std::string(kManifestFileName));
   const std::string text = read_small_file(manifest_path, kManifestMaxBytes);
   pkg.manifest_sha256 = sha256_hex(text);
-  const PackageRootV2 root = parse_package_root_v2(text, manifest_path.string());
+  const PackageRootV2 root_v2 = parse_package_root_v2(text, manifest_path.string());
 
   const V2Artifact* carrier = nullptr;
-  for (const auto& a : root.artifacts) {
-    if (a.id == root.source_model.metadata_artifact_id) carrier = &a;
+  for (const auto& a : root_v2.artifacts) {
+    if (a.id == root_v2.source_model.metadata_artifact_id) carrier = &a;
   }
   // parse_package_root_v2 guarantees the carrier is catalogued.
+  if (pkg.source) {
+    if (!is_safe_relative_path(carrier->path)) {
+      throw_invalid(pkg.ref + ": artifact " + carrier->id + " (" + carrier->path + "): not a safe relative path");
+    }
+    ArtifactEntry e;
+    e.path = carrier->path;
+    e.artifact_bytes = carrier->byte_size;
+    e.sha256 = carrier->sha256;
+    try {
+      pkg.source->provide({&e});
+    } catch (const Error& err) {
+      throw err.with_context(pkg.ref + ": metadata carrier " + carrier->id + " (" + carrier->path + ")");
+    }
+  }
   const fs::path real = check_catalog_file(pkg.ref, pkg.root, pkg.boundary, carrier->id, carrier->path, carrier->byte_size);
-  const std::string digest = sha256_file(real);
-  if (digest != carrier->sha256) {
-    throw_integrity(pkg.ref + ": artifact " + carrier->id + " (" + carrier->path + "): SHA-256 " + digest +
-                    " differs from the catalog's " + carrier->sha256 + " (the metadata carrier is not the one the "
-                    "package_id commits to)");
+  if (!pkg.source || !pkg.source->verified_while_fetching(carrier->path)) {
+    const std::string digest = sha256_file(real);
+    if (digest != carrier->sha256) {
+      throw_integrity(pkg.ref + ": artifact " + carrier->id + " (" + carrier->path + "): SHA-256 " + digest +
+                      " differs from the catalog's " + carrier->sha256 + " (the metadata carrier is not the one the "
+                      "package_id commits to)" +
+                      (pkg.source ? "; the cached copy is damaged: remove " + real.string() + " and fetch again" : ""));
+    }
   }
   GgufLimits limits;
   limits.directory_only = true;
@@ -103,8 +120,17 @@ OpenedCatalog open_local_catalog_v2(const fs::path& dir) {
   } catch (const Error& e) {
     throw e.with_context(pkg.ref + ": metadata carrier " + carrier->path);
   }
-  pkg.catalog = build_catalog_v2(root, std::move(file), pkg.ref + ": " + carrier->path);
+  pkg.catalog = build_catalog_v2(root_v2, std::move(file), pkg.ref + ": " + carrier->path);
   return pkg;
+}
+
+OpenedCatalog open_local_catalog_v2(const fs::path& dir) {
+  const std::string ref = dir.string();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw_not_found(ref + ": no such package directory");
+  const fs::path boundary = fs::canonical(dir, ec);
+  if (ec) throw_invalid(ref + ": cannot resolve: " + ec.message());
+  return open_catalog_dir(ref, fs::absolute(dir), boundary);
 }
 
 CatalogStage select_catalog_range(const PackageCatalog& cat, LayerRange range) {
@@ -164,6 +190,63 @@ CatalogStage select_catalog_tensors(const PackageCatalog& cat, const std::vector
   std::vector<std::pair<size_t, std::string>> chosen;
   for (const size_t i : wanted) chosen.emplace_back(i, "holds a requested tensor");
   return assemble_stage(cat, chosen);
+}
+
+std::vector<CatalogPart> all_catalog_parts(const PackageCatalog& cat) {
+  std::vector<std::vector<std::string>> tensors(cat.artifacts.size());
+  for (const auto& t : cat.tensors) tensors[t.artifact].push_back(t.name);
+  auto part = [&](size_t i, std::string reason) {
+    const CatalogArtifact& a = cat.artifacts[i];
+    return CatalogPart{a.id, a.path, a.kind, a.layer, a.bytes, a.sha256, std::move(reason), tensors[i]};
+  };
+  std::vector<CatalogPart> out;
+  out.push_back(part(cat.carrier, "the metadata carrier"));
+  std::map<uint32_t, size_t> payload;
+  for (size_t i = 0; i < cat.artifacts.size(); ++i) {
+    if (cat.artifacts[i].kind == CatalogArtifactKind::kPayload) payload.emplace(cat.artifacts[i].part_index.value_or(0), i);
+  }
+  for (const auto& [index, i] : payload) out.push_back(part(i, "a payload part"));
+  for (size_t i = 0; i < cat.artifacts.size(); ++i) {
+    if (cat.artifacts[i].kind == CatalogArtifactKind::kSidecar) out.push_back(part(i, "a sidecar (" + cat.artifacts[i].sidecar_kind + ")"));
+  }
+  return out;
+}
+
+ArtifactEntry catalog_part_entry(const CatalogPart& part) {
+  ArtifactEntry e;
+  e.path = part.rel_path;
+  e.tensor_count = part.tensors.size();
+  e.artifact_bytes = part.bytes;
+  e.sha256 = part.sha256;
+  return e;
+}
+
+ArtifactEntry catalog_artifact_entry(const CatalogArtifact& a) {
+  ArtifactEntry e;
+  e.path = a.path;
+  e.artifact_bytes = a.bytes;
+  e.sha256 = a.sha256;
+  return e;
+}
+
+std::vector<fs::path> provide_catalog_parts(const OpenedCatalog& pkg, const std::vector<CatalogPart>& parts) {
+  if (pkg.source && !parts.empty()) {
+    std::vector<ArtifactEntry> entries;
+    std::set<std::string> seen;
+    for (const auto& p : parts) {
+      if (!is_safe_relative_path(p.rel_path)) {
+        throw_invalid(pkg.ref + ": artifact " + p.artifact_id + " (" + p.rel_path + "): not a safe relative path");
+      }
+      if (seen.insert(p.rel_path).second) entries.push_back(catalog_part_entry(p));
+    }
+    std::vector<const ArtifactEntry*> want;
+    for (const auto& e : entries) want.push_back(&e);
+    pkg.source->provide(want);
+  }
+  std::vector<fs::path> out;
+  out.reserve(parts.size());
+  for (const auto& p : parts) out.push_back(check_catalog_part(pkg, p));
+  return out;
 }
 
 fs::path check_catalog_part(const OpenedCatalog& pkg, const CatalogPart& part) {

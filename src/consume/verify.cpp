@@ -136,17 +136,29 @@ void record_fresh(VerificationCache& cache, std::string_view scope, const std::v
 
 }  // namespace
 
-VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>& parts,
-                          const VerifyOptions& options) {
+namespace {
+
+// One file to verify, whichever schema declared it.
+struct Claim {
+  const std::filesystem::path* path;
+  const std::string* rel_path;
+  const std::string* sha256;
+  uint64_t bytes = 0;
+  std::string label;  // how problems name it
+};
+
+// The wording of problems: who declared the digest and the size.
+struct Declarer {
+  std::string digest;  // "manifest says"
+  std::string size;    // "manifest says artifact_bytes"
+};
+
+// verify_parts' and verify_catalog_parts' one body: `scope` keys the
+// verification cache (the manifest's SHA-256), `source` the package's.
+VerifyReport verify_claims(std::string_view scope, const ArtifactSource* source, const std::vector<Claim>& claims,
+                           const Declarer& declarer, const VerifyOptions& options) {
   VerifyReport r;
-  std::vector<const StagePart*> unique;
-  {
-    std::set<std::string> seen;
-    for (const auto& p : parts) {
-      if (seen.insert(p.rel_path).second) unique.push_back(&p);
-    }
-  }
-  const size_t n = unique.size();
+  const size_t n = claims.size();
   r.artifacts = n;
   r.parts.resize(n);
   std::vector<std::string> problems(n);
@@ -158,19 +170,17 @@ VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>
   std::vector<size_t> todo;
   std::vector<uint64_t> sizes;
   for (size_t i = 0; i < n; ++i) {
-    const StagePart& p = *unique[i];
-    r.parts[i].rel_path = p.rel_path;
-    r.parts[i].role = p.role;
-    r.parts[i].layer_index = p.layer_index;
-    if (!is_sha256_hex(p.sha256)) {
-      problems[i] = p.rel_path + ": declared sha256 \"" + p.sha256 + "\" is not 64 hex digits";
+    const Claim& p = claims[i];
+    r.parts[i].rel_path = *p.rel_path;
+    if (!is_sha256_hex(*p.sha256)) {
+      problems[i] = p.label + ": declared sha256 \"" + *p.sha256 + "\" is not 64 hex digits";
       continue;
     }
     uint64_t size = p.bytes;
     struct stat st {};
-    if (::stat(p.path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    if (::stat(p.path->c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
       size = static_cast<uint64_t>(st.st_size);
-      if (pkg.source && size == p.bytes && pkg.source->verified_while_fetching(p.rel_path)) {
+      if (source && size == p.bytes && source->verified_while_fetching(*p.rel_path)) {
         // Hashed as it was downloaded, against this manifest, moments ago.
         r.parts[i].verified_while_fetching = true;
         r.parts[i].ok = true;
@@ -178,8 +188,8 @@ VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>
         continue;
       }
       if (cache) {
-        const auto key = verification_key(pkg.manifest_sha256, p.rel_path, p.sha256, p.bytes, identity_of(st));
-        if (cache->lookup(key, p.sha256, p.bytes)) {
+        const auto key = verification_key(scope, *p.rel_path, *p.sha256, p.bytes, identity_of(st));
+        if (cache->lookup(key, *p.sha256, p.bytes)) {
           r.parts[i].cache_hit = true;
           r.parts[i].ok = true;
           ++r.cache_hits;
@@ -201,37 +211,37 @@ VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>
   }
   detail::run_jobs_largest_first(sizes, options.threads, [&](size_t j) {
     const size_t i = todo[j];
-    const StagePart& p = *unique[i];
+    const Claim& p = claims[i];
     try {
-      const Hashed h = hash_one(p.path, on_bytes);
+      const Hashed h = hash_one(*p.path, on_bytes);
       hashed[j] = h.bytes;
       if (!h.error.empty()) {
-        problems[i] = p.rel_path + ": " + h.error;
+        problems[i] = p.label + ": " + h.error;
       } else if (h.bytes != p.bytes) {
-        problems[i] = p.rel_path + ": " + std::to_string(h.bytes) + " bytes, manifest says artifact_bytes " +
+        problems[i] = p.label + ": " + std::to_string(h.bytes) + " bytes, " + declarer.size + " " +
                       std::to_string(p.bytes) + " (truncated or replaced?)";
-      } else if (!sha256_equal(h.digest, p.sha256)) {
-        problems[i] = p.rel_path + ": SHA-256 is " + h.digest + ", manifest says " + lower(p.sha256);
+      } else if (!sha256_equal(h.digest, *p.sha256)) {
+        problems[i] = p.label + ": SHA-256 is " + h.digest + ", " + declarer.digest + " " + lower(*p.sha256);
       } else {
         r.parts[i].ok = true;
         if (cache && h.cacheable) {
-          cache->store(verification_key(pkg.manifest_sha256, p.rel_path, p.sha256, p.bytes, h.id), h.digest, p.bytes);
+          cache->store(verification_key(scope, *p.rel_path, *p.sha256, p.bytes, h.id), h.digest, p.bytes);
         }
       }
     } catch (const std::exception& e) {
-      problems[i] = p.rel_path + ": " + e.what();
+      problems[i] = p.label + ": " + e.what();
     }
   });
   for (const auto b : hashed) r.hashed_bytes += b;
   if (cache && !fetched.empty()) {
-    std::vector<FileClaim> claims;
+    std::vector<FileClaim> fresh;
     std::vector<FileIdentity> ids;
     for (const auto& [i, id] : fetched) {
-      const StagePart& p = *unique[i];
-      claims.push_back({p.path, p.rel_path, p.sha256, p.bytes});
+      const Claim& p = claims[i];
+      fresh.push_back({*p.path, *p.rel_path, *p.sha256, p.bytes});
       ids.push_back(id);
     }
-    record_fresh(*cache, pkg.manifest_sha256, claims, ids);
+    record_fresh(*cache, scope, fresh, ids);
   }
   for (auto& p : problems) {
     if (!p.empty()) r.problems.push_back(std::move(p));
@@ -240,6 +250,122 @@ VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>
     if (auto note = cache->note()) r.notes.push_back(std::move(*note));
   }
   r.verified = r.problems.empty();
+  return r;
+}
+
+// "<what>: SHA-256 verification failed for N of M artifact(s):" + each
+// problem, and for a package with a source the damaged cached files to remove.
+[[noreturn]] void throw_failed(const std::string& ref, const VerifyReport& r, bool has_source,
+                               const std::vector<std::filesystem::path>& paths) {
+  std::string msg = ref + ": SHA-256 verification failed for " + std::to_string(r.problems.size()) + " of " +
+                    std::to_string(r.artifacts) + " artifact(s):";
+  for (const auto& p : r.problems) msg += "\n  " + p;
+  if (has_source) {
+    // A damaged copy in a shared cache: say which file to remove so the
+    // next resolution downloads it again.
+    std::string damaged;
+    for (size_t i = 0; i < r.parts.size() && i < paths.size(); ++i) {
+      if (!r.parts[i].ok) damaged += " " + paths[i].string();
+    }
+    if (!damaged.empty()) msg += "\nThe cached copy is damaged; remove it and fetch again:\n  rm" + damaged;
+  }
+  throw_integrity(msg);
+}
+
+}  // namespace
+
+VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>& parts,
+                          const VerifyOptions& options) {
+  std::vector<const StagePart*> unique;
+  {
+    std::set<std::string> seen;
+    for (const auto& p : parts) {
+      if (seen.insert(p.rel_path).second) unique.push_back(&p);
+    }
+  }
+  std::vector<Claim> claims;
+  claims.reserve(unique.size());
+  for (const auto* p : unique) claims.push_back({&p->path, &p->rel_path, &p->sha256, p->bytes, p->rel_path});
+  VerifyReport r = verify_claims(pkg.manifest_sha256, pkg.source.get(), claims,
+                                 {"manifest says", "manifest says artifact_bytes"}, options);
+  for (size_t i = 0; i < unique.size(); ++i) {
+    r.parts[i].role = unique[i]->role;
+    r.parts[i].layer_index = unique[i]->layer_index;
+  }
+  return r;
+}
+
+VerifyReport verify_catalog_parts(const OpenedCatalog& pkg, const std::vector<CatalogPart>& parts,
+                                  const VerifyOptions& options) {
+  std::vector<const CatalogPart*> unique;
+  {
+    std::set<std::string> seen;
+    for (const auto& p : parts) {
+      if (seen.insert(p.rel_path).second) unique.push_back(&p);
+    }
+  }
+  // The file rules first (a part that is missing, outside the package or of
+  // another size is a problem of the report, named by its artifact id).
+  std::vector<std::filesystem::path> paths(unique.size());
+  std::vector<std::string> refused(unique.size());
+  for (size_t i = 0; i < unique.size(); ++i) {
+    try {
+      paths[i] = check_catalog_part(pkg, *unique[i]);
+    } catch (const Error& e) {
+      std::string what = e.what();
+      if (what.starts_with(pkg.ref + ": ")) what.erase(0, pkg.ref.size() + 2);
+      refused[i] = what;
+    }
+  }
+  std::vector<Claim> claims;
+  std::vector<size_t> claim_of;
+  for (size_t i = 0; i < unique.size(); ++i) {
+    if (!refused[i].empty()) continue;
+    const CatalogPart& p = *unique[i];
+    claims.push_back({&paths[i], &p.rel_path, &p.sha256, p.bytes, "artifact " + p.artifact_id + " (" + p.rel_path + ")"});
+    claim_of.push_back(i);
+  }
+  VerifyReport hashed = verify_claims(pkg.manifest_sha256, pkg.source.get(), claims,
+                                      {"the catalog says", "the catalog says byte_size"}, options);
+  VerifyReport r;
+  r.artifacts = unique.size();
+  r.hashed_bytes = hashed.hashed_bytes;
+  r.cache_hits = hashed.cache_hits;
+  r.notes = std::move(hashed.notes);
+  r.parts.resize(unique.size());
+  for (size_t k = 0; k < claim_of.size(); ++k) r.parts[claim_of[k]] = hashed.parts[k];
+  for (size_t i = 0; i < unique.size(); ++i) {
+    const CatalogPart& p = *unique[i];
+    r.parts[i].rel_path = p.rel_path;
+    r.parts[i].layer_index = p.layer;
+    r.parts[i].role = p.kind == CatalogArtifactKind::kCarrier ? PartRole::kMetadata
+                      : p.kind == CatalogArtifactKind::kSidecar ? PartRole::kProjector
+                                                                : PartRole::kLayer;
+    if (!refused[i].empty()) r.problems.push_back(refused[i]);
+  }
+  for (auto& p : hashed.problems) r.problems.push_back(std::move(p));
+  r.verified = r.problems.empty();
+  return r;
+}
+
+bool verify_required(const OpenedCatalog& pkg) {
+  if (pkg.always_verify) return true;
+  return env::verify_package_sha();
+}
+
+std::optional<VerifyReport> verify_catalog_if_required(const OpenedCatalog& pkg, const std::vector<CatalogPart>& parts,
+                                                       const VerifyOptions& options) {
+  if (!verify_required(pkg)) return std::nullopt;
+  auto r = verify_catalog_parts(pkg, parts, options);
+  if (!r.verified) {
+    std::vector<std::filesystem::path> paths;
+    std::set<std::string> seen;
+    for (const auto& p : parts) {
+      std::error_code ec;
+      if (seen.insert(p.rel_path).second) paths.push_back(std::filesystem::weakly_canonical(pkg.root / p.rel_path, ec));
+    }
+    throw_failed(pkg.ref, r, pkg.source != nullptr, paths);
+  }
   return r;
 }
 
@@ -253,25 +379,12 @@ std::optional<VerifyReport> verify_if_required(const OpenedPackage& pkg, const s
   if (!verify_required(pkg)) return std::nullopt;
   auto r = verify_parts(pkg, parts, options);
   if (!r.verified) {
-    std::string msg = pkg.ref + ": SHA-256 verification failed for " + std::to_string(r.problems.size()) + " of " +
-                      std::to_string(r.artifacts) + " artifact(s):";
-    for (const auto& p : r.problems) msg += "\n  " + p;
-    if (pkg.source) {
-      // A damaged copy in a shared cache: say which file to remove so the
-      // next resolution downloads it again.
-      std::string damaged;
-      for (const auto& vp : r.parts) {
-        if (vp.ok) continue;
-        for (const auto& part : parts) {
-          if (part.rel_path == vp.rel_path) {
-            damaged += " " + part.path.string();
-            break;
-          }
-        }
-      }
-      if (!damaged.empty()) msg += "\nThe cached copy is damaged; remove it and fetch again:\n  rm" + damaged;
+    std::vector<std::filesystem::path> paths;
+    std::set<std::string> seen;
+    for (const auto& p : parts) {
+      if (seen.insert(p.rel_path).second) paths.push_back(p.path);
     }
-    throw_integrity(msg);
+    throw_failed(pkg.ref, r, pkg.source != nullptr, paths);
   }
   return r;
 }

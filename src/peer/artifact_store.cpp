@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "skippy/error.h"
+#include "skippy/gguf.h"
 #include "skippy/file.h"
 #include "skippy/hf_cache.h"
 #include "skippy/hf_ref.h"
@@ -88,6 +89,33 @@ Declared find_declared(const PackageManifest& m, std::string_view rel_path) {
     if (p.path == rel_path) return {&p, PartRole::kProjector, std::nullopt};
   }
   return {};
+}
+
+// What a request expects that the package does not declare, if anything.
+std::optional<std::string> expectation_problem(const wire::Request& req, uint64_t size, const std::string& sha) {
+  if (req.expected_size && *req.expected_size != size) {
+    return "the request expects " + std::to_string(*req.expected_size) + " bytes, the manifest says " + std::to_string(size);
+  }
+  if (req.expected_sha256 && !sha256_equal(wire::to_hex(*req.expected_sha256), sha)) {
+    return "the request expects SHA-256 " + wire::to_hex(*req.expected_sha256) + ", the manifest says " + sha;
+  }
+  return std::nullopt;
+}
+
+// A schema 2 catalog entry as the artifact entry open_verified checks.
+ArtifactEntry v2_entry(const V2Artifact& a) {
+  ArtifactEntry e;
+  e.path = a.path;
+  e.artifact_bytes = a.byte_size;
+  e.sha256 = a.sha256;
+  return e;
+}
+
+std::string lower_hex(std::string s) {
+  for (auto& c : s) {
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return s;
 }
 
 }  // namespace
@@ -174,8 +202,13 @@ std::shared_ptr<const ArtifactStore::Package> ArtifactStore::load_package(std::s
     return nullptr;
   }
   auto pkg = std::make_shared<OpenedPackage>();
+  std::shared_ptr<const PackageRootV2> root_v2;
   try {
-    pkg->manifest = parse_manifest(*text, "model-package.json");
+    if (peek_schema_version(*text) == kPackageSchemaV2) {
+      root_v2 = std::make_shared<const PackageRootV2>(parse_package_root_v2(*text, "model-package.json"));
+    } else {
+      pkg->manifest = parse_manifest(*text, "model-package.json");
+    }
   } catch (const Error& e) {
     *why = std::string("model-package.json does not parse: ") + e.what();
     return nullptr;
@@ -203,6 +236,7 @@ std::shared_ptr<const ArtifactStore::Package> ArtifactStore::load_package(std::s
   p->state = state;
   p->text = std::move(text);
   p->pkg = std::move(pkg);
+  p->root_v2 = std::move(root_v2);
   std::lock_guard g(mu_);
   package_ = p;
   return p;
@@ -321,17 +355,14 @@ Decision ArtifactStore::authorize(const wire::Request& req, const std::string& p
   std::string why;
   const auto package = load_package(&why);
   if (!package) return refuse(Refusal::kUnavailable, why);
+  // #25: the signature sidecar and validation.json, for either schema.
+  if (req.rel_path == kSignatureFileName || req.rel_path == kValidationFileName) {
+    return small_file(req, package->pkg->boundary);
+  }
+  if (package->root_v2 && req.rel_path != kManifestFileName) return authorize_v2(req, *stage, package);
   const OpenedPackage& pkg = *package->pkg;
   const PackageManifest& m = pkg.manifest;
-  auto check_expectations = [&](uint64_t size, const std::string& sha) -> std::optional<std::string> {
-    if (req.expected_size && *req.expected_size != size) {
-      return "the request expects " + std::to_string(*req.expected_size) + " bytes, the manifest says " + std::to_string(size);
-    }
-    if (req.expected_sha256 && !sha256_equal(wire::to_hex(*req.expected_sha256), sha)) {
-      return "the request expects SHA-256 " + wire::to_hex(*req.expected_sha256) + ", the manifest says " + sha;
-    }
-    return std::nullopt;
-  };
+  auto check_expectations = [&](uint64_t size, const std::string& sha) { return expectation_problem(req, size, sha); };
 
   // 4. What this stage may have.
   if (req.rel_path == kManifestFileName) {
@@ -348,7 +379,6 @@ Decision ArtifactStore::authorize(const wire::Request& req, const std::string& p
     d.what = "manifest";
     return d;
   }
-  if (req.rel_path == kSignatureFileName || req.rel_path == kValidationFileName) return small_file(req, pkg.boundary);
   const Declared declared = find_declared(m, req.rel_path);
   if (!declared.entry) return refuse(Refusal::kUnavailable, req.rel_path + " is not declared in the manifest");
   bool tied = false;
@@ -448,6 +478,93 @@ Decision ArtifactStore::small_file(const wire::Request& req, const fs::path& bou
   return d;
 }
 
+std::shared_ptr<const PackageCatalog> ArtifactStore::catalog_of(const std::shared_ptr<const Package>& package,
+                                                               std::string* why) {
+  {
+    std::lock_guard g(mu_);
+    if (catalog_ && catalog_package_ == package) return catalog_;
+  }
+  const PackageRootV2& root = *package->root_v2;
+  const V2Artifact* carrier = nullptr;
+  for (const auto& a : root.artifacts) {
+    if (a.id == root.source_model.metadata_artifact_id) carrier = &a;
+  }
+  if (!carrier) {  // (parse_package_root_v2 guarantees it)
+    *why = "the root names no metadata carrier";
+    return nullptr;
+  }
+  ArtifactEntry entry = v2_entry(*carrier);
+  const auto file = open_verified(*package->pkg, entry, PartRole::kMetadata, why);
+  if (!file) {
+    *why = "cannot tell what the stage needs without its metadata carrier: " + *why;
+    return nullptr;
+  }
+  std::shared_ptr<const PackageCatalog> catalog;
+  try {
+    GgufLimits limits;
+    limits.directory_only = true;
+    std::error_code ec;
+    const fs::path real = fs::canonical(package->pkg->root / carrier->path, ec);
+    if (ec) throw_invalid(carrier->path + ": cannot resolve: " + ec.message());
+    auto gguf = std::make_shared<const GgufFile>(GgufFile::open(real, limits));
+    catalog = std::make_shared<const PackageCatalog>(build_catalog_v2(root, std::move(gguf), carrier->path));
+  } catch (const std::exception& e) {
+    *why = std::string("the metadata carrier cannot be read: ") + e.what();
+    return nullptr;
+  }
+  std::lock_guard g(mu_);
+  catalog_package_ = package;
+  catalog_ = catalog;
+  return catalog;
+}
+
+Decision ArtifactStore::authorize_v2(const wire::Request& req, const TopologyStage& stage,
+                                     const std::shared_ptr<const Package>& package) {
+  const PackageRootV2& root = *package->root_v2;
+  const V2Artifact* declared = nullptr;
+  for (const auto& a : root.artifacts) {
+    if (a.path == req.rel_path) declared = &a;
+  }
+  if (!declared) return refuse(Refusal::kUnavailable, req.rel_path + " is not declared in the artifact catalog");
+  const std::string what = "artifact " + declared->id + " (" + declared->path + ")";
+  PartRole role = PartRole::kMetadata;
+  if (declared->id != root.source_model.metadata_artifact_id) {
+    // 4. What this stage may have: the carrier always; the rest from the
+    // catalog the verified carrier gives.
+    std::string why;
+    const auto catalog = catalog_of(package, &why);
+    if (!catalog) return refuse(Refusal::kUnavailable, what + ": " + why);
+    const StageArtifacts allowed = stage_artifacts(stage, *catalog);
+    const PeerArtifact* a = allowed.find(req.rel_path);
+    if (!a) {
+      return refuse(Refusal::kUnavailable, what + " is not part of stage " + stage.stage_id + " (layers " +
+                                               format_layer_range(stage.layers) + " of " +
+                                               std::to_string(catalog->layer_count) + ", package schema 2)");
+    }
+    role = a->role;
+  }
+  if (auto bad = expectation_problem(req, declared->byte_size, declared->sha256)) {
+    return refuse(Refusal::kUnavailable, what + ": " + *bad);
+  }
+  // 5. The file: inside the repo folder, the declared size, verified.
+  std::string why;
+  const ArtifactEntry entry = v2_entry(*declared);
+  auto file = open_verified(*package->pkg, entry, role, &why);
+  if (!file) return refuse(Refusal::kUnavailable, why);
+  // 6. The offset.
+  if (req.offset > declared->byte_size) {
+    return refuse(Refusal::kInvalidOffset, "offset " + std::to_string(req.offset) + " is beyond " + what + "'s " +
+                                               std::to_string(declared->byte_size) + " bytes");
+  }
+  Decision d;
+  d.accepted = true;
+  d.file = std::move(file);
+  d.size = declared->byte_size;
+  d.sha256 = lower_hex(declared->sha256);
+  d.what = what;
+  return d;
+}
+
 std::string ArtifactStore::preverify() {
   try {
     std::string why;
@@ -455,10 +572,17 @@ std::string ArtifactStore::preverify() {
     if (!package) return "nothing to preverify: " + why;
     const OpenedPackage& pkg = *package->pkg;
     const PackageManifest& m = pkg.manifest;
-    std::vector<std::pair<const ArtifactEntry*, PartRole>> entries = {
-        {&m.shared.metadata, PartRole::kMetadata}, {&m.shared.embeddings, PartRole::kEmbeddings}, {&m.shared.output, PartRole::kOutput}};
-    for (const auto& l : m.layers) entries.push_back({&l, PartRole::kLayer});
-    for (const auto& p : m.projectors) entries.push_back({&p, PartRole::kProjector});
+    std::vector<std::pair<const ArtifactEntry*, PartRole>> entries;
+    std::vector<ArtifactEntry> v2_entries;  // schema 2: every catalogued artifact
+    if (package->root_v2) {
+      for (const auto& a : package->root_v2->artifacts) v2_entries.push_back(v2_entry(a));
+      for (const auto& e : v2_entries) entries.push_back({&e, PartRole::kLayer});
+    } else {
+      entries = {{&m.shared.metadata, PartRole::kMetadata}, {&m.shared.embeddings, PartRole::kEmbeddings},
+                 {&m.shared.output, PartRole::kOutput}};
+      for (const auto& l : m.layers) entries.push_back({&l, PartRole::kLayer});
+      for (const auto& p : m.projectors) entries.push_back({&p, PartRole::kProjector});
+    }
     size_t ok = 0, missing = 0;
     std::vector<std::string> bad;
     for (const auto& [e, role] : entries) {

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "peer/protocol.h"
+#include "skippy/manifest_v2.h"
+#include "skippy/package_catalog.h"
 #include "skippy/peer.h"
 #include "skippy/stage.h"
 
@@ -68,7 +70,10 @@ class ArtifactStore {
   struct Package {  // model-package.json as last read, keyed by file state
     std::string state;  // dev/ino/size/mtime/ctime of the resolved file
     std::shared_ptr<const std::string> text;
+    // Schema 1: the manifest. Schema 2: root, boundary and manifest SHA-256
+    // only (what open_verified needs); the root is in root_v2.
     std::shared_ptr<const OpenedPackage> pkg;
+    std::shared_ptr<const PackageRootV2> root_v2;
   };
   // The topology's package if it is in the cache and its manifest is the
   // topology's; else a refusal reason in *why.
@@ -78,6 +83,14 @@ class ArtifactStore {
   std::shared_ptr<ServedFile> open_verified(const OpenedPackage& pkg, const ArtifactEntry& entry, PartRole role,
                                             std::string* why);
   std::optional<bool> output_tied(const OpenedPackage& pkg, std::string* why);
+  // Package schema 2: step 4 from the catalog (stage_artifacts of the
+  // catalog), the carrier allowed to every stage.
+  Decision authorize_v2(const wire::Request& request, const TopologyStage& stage,
+                        const std::shared_ptr<const Package>& package);
+  // The catalog of a schema 2 package, built from its carrier once the
+  // carrier is verified (kept while the manifest is the same); else null
+  // with *why.
+  std::shared_ptr<const PackageCatalog> catalog_of(const std::shared_ptr<const Package>& package, std::string* why);
   std::shared_ptr<std::mutex> path_lock(const std::string& rel_path);
   // #25: model-package.json.sig or validation.json, read from the snapshot
   // (inside the repo folder, a regular file, capped), served like the manifest.
@@ -93,6 +106,8 @@ class ArtifactStore {
   std::atomic<bool> cancelled_{false};
   std::mutex mu_;
   std::shared_ptr<const Package> package_;
+  std::shared_ptr<const Package> catalog_package_;  // the package catalog_ was built for
+  std::shared_ptr<const PackageCatalog> catalog_;
   std::map<std::string, std::shared_ptr<std::mutex>> verifying_;
 };
 

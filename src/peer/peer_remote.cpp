@@ -13,7 +13,10 @@
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/hf_ref.h"
+#include "skippy/gguf.h"
 #include "skippy/manifest.h"
+#include "skippy/manifest_v2.h"
+#include "skippy/package_catalog.h"
 #include "skippy/package_signature.h"
 #include "skippy/package_layout.h"
 #include "skippy/peer.h"
@@ -159,6 +162,10 @@ class PeerRemote final : public Remote {
                     o_.topology.manifest_sha256 + " (the peer serves only the topology's package)";
         return p;
       }
+      if (peek_schema_version(text) == kPackageSchemaV2) {
+        p.artifacts = stage_plan_v2(cache, parse_package_root_v2(text, kManifestFileName));
+        return p;
+      }
       const auto manifest = parse_manifest(text, kManifestFileName);
       // A final stage may have the embeddings when its output is tied to
       // them. Whether it is, the stage consumer decides (it asks for the
@@ -169,6 +176,29 @@ class PeerRemote final : public Remote {
       p.problem = std::string("the cached ") + std::string(kManifestFileName) + " cannot be used: " + e.what();
     }
     return p;
+  }
+
+  // Package schema 2: the carrier, which every stage may have; once it is
+  // in the cache with the root's size and digest (the consumer brings it
+  // first), the stage's parts from its catalog, as the server computes them.
+  StageArtifacts stage_plan_v2(const HfRepoCache& cache, const PackageRootV2& root) const {
+    const V2Artifact* carrier = nullptr;
+    for (const auto& a : root.artifacts) {
+      if (a.id == root.source_model.metadata_artifact_id) carrier = &a;
+    }
+    StageArtifacts only_carrier;
+    only_carrier.range = stage_.layers;
+    only_carrier.artifacts.push_back({carrier->path, PartRole::kMetadata, std::nullopt, carrier->byte_size, carrier->sha256,
+                                      "every stage reads the metadata carrier"});
+    const auto local = cache.snapshot_file(commit_, carrier->path);
+    std::error_code ec;
+    if (!local || std::filesystem::file_size(*local, ec) != carrier->byte_size || ec || !sha256_equal(sha256_file(*local), carrier->sha256)) {
+      return only_carrier;
+    }
+    GgufLimits limits;
+    limits.directory_only = true;
+    auto gguf = std::make_shared<const GgufFile>(GgufFile::open(*local, limits));
+    return stage_artifacts(stage_, build_catalog_v2(root, std::move(gguf), carrier->path));
   }
 
   RemoteOutcome fetch_one(const HfRepoCache& cache, const RemoteFile& file, const StagePlan& plan,

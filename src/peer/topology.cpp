@@ -1,7 +1,9 @@
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <set>
 
+#include "skippy/catalog_stage.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/hf_ref.h"
@@ -157,6 +159,37 @@ StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageManifest
   if (s.owns_output) add(m.shared.output, PartRole::kOutput, std::nullopt, "the stage owns the output boundary");
   if (s.owns_input) {
     for (const auto& p : m.projectors) add(p, PartRole::kProjector, std::nullopt, "stage 0 may use the package's projectors");
+  }
+  return s;
+}
+
+StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageCatalog& catalog) {
+  StageArtifacts s;
+  s.range = stage.layers;
+  s.owns_input = stage.layers.start == 0;
+  s.owns_output = stage.layers.end >= catalog.layer_count;
+  s.output_tied = catalog.find_tensor("output.weight") == nullptr;
+  auto add = [&](const std::string& path, PartRole role, std::optional<uint32_t> layer, uint64_t bytes,
+                 const std::string& sha256, std::string reason) {
+    if (s.find(path)) return;
+    s.artifacts.push_back({path, role, layer, bytes, sha256, std::move(reason)});
+  };
+  const auto& carrier = catalog.artifacts.at(catalog.carrier);
+  add(carrier.path, PartRole::kMetadata, std::nullopt, carrier.bytes, carrier.sha256,
+      "every stage reads the metadata carrier");
+  const LayerRange range{stage.layers.start, std::min(stage.layers.end, catalog.layer_count)};
+  if (!range.empty()) {
+    for (const auto& p : select_catalog_range(catalog, range).parts) {
+      if (p.kind != CatalogArtifactKind::kPayload) continue;
+      add(p.rel_path, PartRole::kLayer, p.layer, p.bytes, p.sha256, p.reason);
+    }
+  }
+  if (s.owns_input) {
+    for (const auto& a : catalog.artifacts) {
+      if (a.kind == CatalogArtifactKind::kSidecar) {
+        add(a.path, PartRole::kProjector, std::nullopt, a.bytes, a.sha256, "stage 0 may use the package's sidecars");
+      }
+    }
   }
   return s;
 }

@@ -1,4 +1,4 @@
-// open_package: a local directory in place, or an hf:// repository through
+// open_package / open_package_any: a local directory in place, or an hf:// repository through
 // the Hugging Face cache and the remotes in order (see skippy/source.h).
 #include "skippy/source.h"
 
@@ -10,7 +10,9 @@
 #include <mutex>
 #include <set>
 
+#include "skippy/file.h"
 #include "skippy/manifest.h"
+#include "skippy/manifest_v2.h"
 #include "skippy/package_signature.h"
 #include "skippy/sha256.h"
 #include "source/fetch_chain.h"
@@ -44,7 +46,29 @@ class RepoArtifactSource final : public ArtifactSource {
   ProgressFn progress_;
 };
 
-OpenedPackage open_repo_package(const HfRef& ref, const Sources& sources, const OpenOptions& options) {
+// The schema a manifest text declares (1 unless it says 2).
+uint32_t schema_of_text(const std::string& text) {
+  return peek_schema_version(text).value_or(kManifestSchemaVersion) == kPackageSchemaV2 ? kPackageSchemaV2
+                                                                                        : kManifestSchemaVersion;
+}
+
+uint32_t schema_of_dir(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path manifest = dir / std::string(kManifestFileName);
+  if (!fs::is_regular_file(manifest, ec)) return kManifestSchemaVersion;  // open_package_dir says what is missing
+  try {
+    return schema_of_text(read_small_file(manifest, kManifestMaxBytes));
+  } catch (const Error&) {
+    return kManifestSchemaVersion;
+  }
+}
+
+[[noreturn]] void refuse_schema_v2(const std::string& ref) {
+  throw_invalid(ref + ": model-package.json declares package schema 2; this call reads schema 1 only (open it with "
+                      "open_package_any, which reads both)");
+}
+
+OpenedAnyPackage open_repo_package(const HfRef& ref, const Sources& sources, const OpenOptions& options, bool accept_v2) {
   auto chain = std::make_shared<detail::FetchChain>(sources, ref.repo_id);
   const std::string manifest_name(kManifestFileName);
   bool from_cache = false;
@@ -81,30 +105,51 @@ OpenedPackage open_repo_package(const HfRef& ref, const Sources& sources, const 
   std::error_code ec;
   const fs::path boundary = fs::canonical(cache.repo_dir(), ec);
   if (ec) throw Error(ErrorKind::kIo, cache.repo_dir().string() + ": cannot resolve: " + ec.message());
-  OpenedPackage pkg = open_package_dir(ref.text(), cache.snapshot_dir(commit), boundary);
-  pkg.always_verify = true;
-  pkg.commit = commit;
-  pkg.source = std::make_shared<RepoArtifactSource>(chain, commit, options.on_progress);
-  pkg.revision_kind = "commit";
+  auto source = std::make_shared<RepoArtifactSource>(chain, commit, options.on_progress);
+  std::vector<std::string> warnings;
+  std::string revision_kind = "commit";
   if (!is_commit_hash(ref.revision)) {
     // #25: a tag names one commit for good; a branch ("main" always is one)
     // moves. A name no remote can classify (offline, a peer) counts as moving.
     const std::optional<bool> tag = ref.revision == "main" ? std::optional<bool>(false) : chain->is_tag(ref.revision);
-    pkg.revision_kind = !tag ? "ref" : *tag ? "tag" : "branch";
+    revision_kind = !tag ? "ref" : *tag ? "tag" : "branch";
     if (!tag || !*tag) {
-      pkg.warnings.push_back("hf://" + ref.repo_id + "@" + ref.revision + " names " +
-                             (tag ? std::string("a branch") : std::string("a branch or tag")) + ", which can move; it " +
-                             (from_cache ? "resolved through the local cache (refs/" + ref.revision + ")"
-                                         : std::string("resolved on the Hub")) +
-                             " to commit " + commit + ". Production configs should pin hf://" + ref.repo_id + "@" + commit);
+      warnings.push_back("hf://" + ref.repo_id + "@" + ref.revision + " names " +
+                         (tag ? std::string("a branch") : std::string("a branch or tag")) + ", which can move; it " +
+                         (from_cache ? "resolved through the local cache (refs/" + ref.revision + ")"
+                                     : std::string("resolved on the Hub")) +
+                         " to commit " + commit + ". Production configs should pin hf://" + ref.repo_id + "@" + commit);
     }
   }
-  return pkg;
+  OpenedAnyPackage out;
+  const fs::path snapshot = cache.snapshot_dir(commit);
+  if (schema_of_dir(snapshot) == kPackageSchemaV2) {
+    if (!accept_v2) refuse_schema_v2(ref.text());
+    // With trusted signers the manifest's signature is checked before the
+    // carrier it names is fetched (check_trust checks it again, on the bytes read).
+    if (!sources.trusted_signers.empty()) (void)check_package_trust(snapshot, sources.trusted_signers, ref.text());
+    OpenedCatalog pkg = open_catalog_dir(ref.text(), snapshot, boundary, source);
+    pkg.always_verify = true;
+    pkg.commit = commit;
+    pkg.revision_kind = revision_kind;
+    pkg.warnings.insert(pkg.warnings.end(), warnings.begin(), warnings.end());
+    out.v2 = std::move(pkg);
+    return out;
+  }
+  OpenedPackage pkg = open_package_dir(ref.text(), snapshot, boundary);
+  pkg.always_verify = true;
+  pkg.commit = commit;
+  pkg.source = std::move(source);
+  pkg.revision_kind = revision_kind;
+  pkg.warnings.insert(pkg.warnings.end(), warnings.begin(), warnings.end());
+  out.v1 = std::move(pkg);
+  return out;
 }
 
 // With trusted signers: the package must carry a signature of one of them
-// over the manifest bytes open_package_dir read.
-OpenedPackage check_trust(OpenedPackage pkg, const Sources& sources) {
+// over the manifest bytes open_package_dir (open_catalog_dir) read.
+template <typename Pkg>
+Pkg check_trust(Pkg pkg, const Sources& sources) {
   if (sources.trusted_signers.empty()) return pkg;
   pkg.signature = check_package_trust(pkg.root, sources.trusted_signers, pkg.ref);
   if (pkg.signature->manifest_sha256 != pkg.manifest_sha256) {
@@ -115,11 +160,31 @@ OpenedPackage check_trust(OpenedPackage pkg, const Sources& sources) {
   return pkg;
 }
 
+OpenedAnyPackage open_any(std::string_view ref, const Sources& sources, const OpenOptions& options, bool accept_v2) {
+  OpenedAnyPackage out;
+  if (is_hf_ref(ref)) {
+    out = open_repo_package(parse_hf_ref(ref), sources, options, accept_v2);
+  } else if (schema_of_dir(fs::path(ref)) == kPackageSchemaV2) {
+    if (!accept_v2) refuse_schema_v2(std::string(ref));
+    // Local: the trust check comes before the carrier is read, as for hf://.
+    if (!sources.trusted_signers.empty()) (void)check_package_trust(fs::path(ref), sources.trusted_signers, std::string(ref));
+    out.v2 = open_local_catalog_v2(fs::path(ref));
+  } else {
+    out.v1 = open_local_package(fs::path(ref));
+  }
+  if (out.v2) out.v2 = check_trust(std::move(*out.v2), sources);
+  if (out.v1) out.v1 = check_trust(std::move(*out.v1), sources);
+  return out;
+}
+
 }  // namespace
 
 OpenedPackage open_package(std::string_view ref, const Sources& sources, const OpenOptions& options) {
-  if (is_hf_ref(ref)) return check_trust(open_repo_package(parse_hf_ref(ref), sources, options), sources);
-  return check_trust(open_local_package(fs::path(ref)), sources);
+  return std::move(*open_any(ref, sources, options, /*accept_v2=*/false).v1);
+}
+
+OpenedAnyPackage open_package_any(std::string_view ref, const Sources& sources, const OpenOptions& options) {
+  return open_any(ref, sources, options, /*accept_v2=*/true);
 }
 
 }  // namespace skippy

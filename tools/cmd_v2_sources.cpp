@@ -1,0 +1,205 @@
+// verify and fetch for package schema 2 (from any source), and the
+// --tensors choice shared with select (see schema_v2_cli.h).
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "progress.h"
+#include "schema_v2_cli.h"
+#include "skippy/error.h"
+#include "skippy/file.h"
+#include "skippy/verify.h"
+
+namespace skippy::cli {
+namespace v2src_detail {
+
+nlohmann::json optional_u32(const std::optional<uint32_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
+// The names of --tensors and --tensors-file, in order.
+std::vector<std::string> tensor_names(const TensorChoice& c) {
+  std::vector<std::string> out = c.names;
+  if (!c.file.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::exists(c.file, ec)) throw_not_found("--tensors-file " + c.file + ": no such file");
+    const std::string text = read_small_file(c.file, 64u << 20);
+    size_t pos = 0;
+    while (pos <= text.size()) {
+      size_t end = text.find('\n', pos);
+      if (end == std::string::npos) end = text.size();
+      std::string line = text.substr(pos, end - pos);
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+      const size_t first = line.find_first_not_of(" \t");
+      line = first == std::string::npos ? std::string() : line.substr(first);
+      if (!line.empty() && line.front() != '#') out.push_back(line);
+      pos = end + 1;
+    }
+  }
+  if (out.empty()) throw Error(ErrorKind::kUsage, "--tensors / --tensors-file: no tensor names given");
+  return out;
+}
+
+}  // namespace v2src_detail
+
+void add_tensor_options(CLI::App* cmd, TensorChoice& choice) {
+  cmd->add_option("--tensors", choice.names,
+                  "Schema 2 packages: the stage is exactly these tensors (comma-separated names) instead of --layers")
+      ->delimiter(',');
+  cmd->add_option("--tensors-file", choice.file,
+                  "Schema 2 packages: the same, one tensor name a line ('#' lines and blank lines skipped)");
+}
+
+void check_tensor_choice(const TensorChoice& choice, bool has_range, bool schema_v2) {
+  if (!choice.given()) return;
+  if (has_range) throw Error(ErrorKind::kUsage, "--tensors / --tensors-file and --layers choose a stage two ways: give one");
+  if (!schema_v2) {
+    throw Error(ErrorKind::kUsage, "--tensors / --tensors-file select from a package schema 2 catalog; this package is "
+                                   "schema 1 (use --layers)");
+  }
+}
+
+CatalogStage catalog_stage_for(const OpenedCatalog& pkg, const std::optional<LayerRange>& range,
+                               const TensorChoice& tensors) {
+  if (range) return select_catalog_range(pkg.catalog, *range);
+  if (tensors.given()) return select_catalog_tensors(pkg.catalog, v2src_detail::tensor_names(tensors));
+  CatalogStage s;
+  s.parts = all_catalog_parts(pkg.catalog);
+  return s;
+}
+
+int verify_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
+                     const VerifyV2Args& a) {
+  const auto& cat = pkg.catalog;
+  const auto s = catalog_stage_for(pkg, range, tensors);
+  // A repository package brings what the stage lacks first; on disk, every
+  // file rule is a problem of the report.
+  if (pkg.source) (void)provide_catalog_parts(pkg, s.parts);
+  VerifyOptions o;
+  o.threads = a.threads;
+  o.use_cache = !a.no_cache;
+  std::optional<Progress> progress;
+  progress.emplace("verify");
+  o.on_progress = [&](uint64_t d, uint64_t t) { progress->update(d, t); };
+  auto r = verify_catalog_parts(pkg, s.parts, o);
+  progress.reset();
+  std::vector<std::string> notes = s.notes;
+  notes.insert(notes.end(), r.notes.begin(), r.notes.end());
+  if (a.json) {
+    std::map<std::string, const CatalogPart*> by_path;
+    for (const auto& p : s.parts) by_path.emplace(p.rel_path, &p);
+    nlohmann::json jparts = nlohmann::json::array();
+    for (const auto& vp : r.parts) {
+      const CatalogPart& p = *by_path.at(vp.rel_path);
+      jparts.push_back({{"artifact_id", p.artifact_id},
+                        {"kind", catalog_artifact_kind_name(p.kind)},
+                        {"layer_index", v2src_detail::optional_u32(p.layer)},
+                        {"relative_path", vp.rel_path},
+                        {"cache_hit", vp.cache_hit},
+                        {"ok", vp.ok}});
+    }
+    nlohmann::json doc = {{"package", pkg.ref},
+                          {"schema_version", cat.schema_version},
+                          {"package_id", cat.package_id},
+                          {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
+                          {"manifest_sha256", pkg.manifest_sha256},
+                          {"verified", r.verified},
+                          {"artifacts", r.artifacts},
+                          {"hashed_bytes", r.hashed_bytes},
+                          {"cache_hits", r.cache_hits},
+                          {"cache", !a.no_cache},
+                          {"parts", jparts},
+                          {"problems", r.problems},
+                          {"warnings", pkg.warnings},
+                          {"notes", notes}};
+    if (range) {
+      doc["layer_start"] = range->start;
+      doc["layer_end"] = range->end;
+    }
+    print_json(doc);
+  } else {
+    for (const auto& n : notes) std::cerr << "note: " << n << "\n";
+    if (r.verified) {
+      std::cout << "verified: " << r.artifacts << " artifact(s) of " << cat.package_id
+                << (range ? " for layers " + format_layer_range(*range) : std::string()) << ", "
+                << human_bytes(r.hashed_bytes) << " hashed, " << r.cache_hits << " from the cache\n";
+    }
+  }
+  if (!r.verified) {
+    std::cerr << "not verified: " << r.problems.size() << " of " << r.artifacts
+              << " artifact(s) do not match the catalog\n";
+    for (const auto& p : r.problems) std::cerr << "  " << p << "\n";
+  }
+  return r.verified ? kExitOk : kExitInvalid;
+}
+
+int fetch_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
+                    bool json, const nlohmann::json& peer) {
+  const auto& cat = pkg.catalog;
+  const auto s = catalog_stage_for(pkg, range, tensors);
+  (void)provide_catalog_parts(pkg, s.parts);
+  const auto report = verify_catalog_if_required(pkg, s.parts);
+  const auto downloaded = pkg.source ? pkg.source->fetched() : std::vector<std::string>{};
+  const auto origins = pkg.source ? pkg.source->origins() : std::map<std::string, std::string>{};
+  // The farthest place anything came from: cache, then peer, then hub.
+  std::string source = "cache";
+  for (const auto& [path, origin] : origins) {
+    if (origin == "hub" || (origin == "peer" && source == "cache")) source = origin;
+  }
+  nlohmann::json sources = nlohmann::json::object();
+  for (const auto& p : s.parts) {
+    const auto it = origins.find(p.rel_path);
+    sources[p.rel_path] = it == origins.end() ? "cache" : it->second;
+  }
+  const auto source_notes = pkg.source ? pkg.source->notes() : std::vector<std::string>{};
+  for (const auto& n : source_notes) std::cerr << "note: " << n << "\n";
+  uint64_t total = 0;
+  for (const auto& p : s.parts) total += p.bytes;
+  if (json) {
+    nlohmann::json jp = nlohmann::json::array();
+    nlohmann::json ids = nlohmann::json::array();
+    for (const auto& p : s.parts) {
+      jp.push_back(p.rel_path);
+      ids.push_back(p.artifact_id);
+    }
+    nlohmann::json doc = {{"package", pkg.ref},
+                          {"schema_version", cat.schema_version},
+                          {"package_id", cat.package_id},
+                          {"model_id", cat.model_id},
+                          {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
+                          {"manifest_sha256", pkg.manifest_sha256},
+                          {"snapshot_dir", pkg.root.string()},
+                          {"source", source},
+                          {"sources", sources},
+                          {"downloaded", downloaded},
+                          {"parts", jp},
+                          {"artifact_ids", ids},
+                          {"total_bytes", total},
+                          {"verified", report.has_value() && report->verified},
+                          {"cache_hits", report ? report->cache_hits : 0},
+                          {"hashed_bytes", report ? report->hashed_bytes : 0},
+                          {"warnings", pkg.warnings},
+                          {"notes", s.notes},
+                          {"source_notes", source_notes}};
+    if (!peer.is_null()) doc["peer"] = peer;
+    if (range) {
+      doc["layer_start"] = range->start;
+      doc["layer_end"] = range->end;
+    }
+    print_json(doc);
+  } else {
+    for (const auto& n : s.notes) std::cerr << "note: " << n << "\n";
+    std::map<std::string, size_t> count;
+    for (const auto& p : s.parts) ++count[sources[p.rel_path].get<std::string>()];
+    if (!peer.is_null()) {
+      std::cerr << "parts: " << count["peer"] << " from the peer, " << count["hub"] << " from the Hub, " << count["cache"]
+                << " already in the cache\n";
+    }
+    std::cerr << "fetched " << s.parts.size() << " part(s) of " << cat.package_id << ", " << human_bytes(total) << " ("
+              << downloaded.size() << " file(s) downloaded"
+              << (count["cache"] == 0 ? std::string() : ", " + std::to_string(count["cache"]) + " part(s) already in the cache")
+              << "), verified\n";
+    std::cout << pkg.root.string() << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace skippy::cli
