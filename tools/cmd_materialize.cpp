@@ -2,6 +2,8 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "schema_v2_cli.h"
+#include "schema_v2_consume.h"
 #include "skippy/error.h"
 #include "skippy/materialize.h"
 #include "skippy/stage.h"
@@ -27,6 +29,8 @@ Command register_materialize(CLI::App& app) {
       "parts against the manifest and compares a cached file byte for byte with them before reuse.\n"
       "--out FILE writes exactly that file instead, outside the cache: staged under a hidden name and\n"
       "renamed (never seen partial), not fsynced, like cp. Cache entries are fsynced.\n"
+      "A package schema 2 directory works the same way: the carrier's KVs (minus its skippy.package.*\n"
+      "keys) and the stage's tensors read at their locators, byte-identical to the source.\n"
       "--list shows the cache's entries; --prune removes them (only the given package's, with a\n"
       "package), skipping entries being built. Prints the file's path on stdout (without --json).");
   struct Args {
@@ -85,7 +89,10 @@ Command register_materialize(CLI::App& app) {
             }
             if (a->prune) {
               std::optional<std::string> manifest;
-              if (!a->ref.empty()) manifest = open_package_for_cli(a->ref).manifest_sha256;
+              if (!a->ref.empty()) {
+                manifest = is_local_schema_v2(a->ref) ? open_schema_v2_for_cli(a->ref).manifest_sha256
+                                                      : open_package_for_cli(a->ref).manifest_sha256;
+              }
               const auto r = prune_stage_cache(cache_dir, manifest);
               if (a->json) {
                 print_json({{"cache_dir", cache_dir.string()},
@@ -102,13 +109,14 @@ Command register_materialize(CLI::App& app) {
             if (a->ref.empty()) throw Error(ErrorKind::kUsage, "materialize needs a package (or --list / --prune)");
             if (a->layers.empty()) throw Error(ErrorKind::kUsage, "materialize needs --layers START..END");
             const auto range = parse_layer_range(a->layers);
-            const auto pkg = open_package_for_cli(a->ref);
-            const auto sel = select_stage(pkg, range);
             MaterializeOptions o;
             if (!a->out.empty()) o.out = a->out;
             if (!a->cache_dir.empty()) o.cache_dir = cache_dir;
             o.verify = a->verify;
             o.hash = a->sha256;
+            if (is_local_schema_v2(a->ref)) return materialize_schema_v2(a->ref, range, o, a->json);
+            const auto pkg = open_package_for_cli(a->ref);
+            const auto sel = select_stage(pkg, range);
             Progress progress("materialize");
             o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
             const auto r = materialize_stage(pkg, sel, o);

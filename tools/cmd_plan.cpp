@@ -4,6 +4,8 @@
 
 #include "cli.h"
 #include "cmd_plan_memory.h"
+#include "schema_v2_cli.h"
+#include "schema_v2_consume.h"
 #include "skippy/error.h"
 #include "skippy/plan.h"
 #include "skippy/stage.h"
@@ -79,6 +81,16 @@ void print_human(const OpenedPackage& pkg, const Plan& p) {
 }
 
 }  // namespace
+
+void print_byte_plan(const OpenedPackage& pkg, const Plan& plan, bool json, const nlohmann::json& extra) {
+  if (json) {
+    auto doc = plan_json(pkg, plan);
+    doc.update(extra);
+    print_json(doc);
+  } else {
+    print_human(pkg, plan);
+  }
+}
 
 Command register_plan(CLI::App& app) {
   auto* cmd = app.add_subcommand("plan", "Layer ranges for N stages, balanced by bytes");
@@ -194,6 +206,10 @@ Command register_plan(CLI::App& app) {
               mo.reserves.headroom_percent = a->headroom_percent;
               mo.reserves.headroom_cap_bytes = parse_byte_size(a->headroom_cap);
             }
+            if (is_local_schema_v2(a->ref)) {
+              return plan_schema_v2(a->ref, o, context_opt->count() > 0 ? std::optional(mo) : std::nullopt, kv_type,
+                                    a->json);
+            }
             const auto pkg = open_package_for_cli(a->ref);
             const uint32_t layers = pkg.manifest.layer_count;
             // Tied output: ask selection what the final stage loads, so the
@@ -215,11 +231,7 @@ Command register_plan(CLI::App& app) {
               std::erase_if(plan.notes, [](const std::string& n) { return n.starts_with("the manifest has no activation_width"); });
               plan.notes.insert(plan.notes.begin(), width.note);
             }
-            if (a->json) {
-              print_json(plan_json(pkg, plan));
-            } else {
-              print_human(pkg, plan);
-            }
+            print_byte_plan(pkg, plan, a->json);
             return kExitOk;
           }};
 }
