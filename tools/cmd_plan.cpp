@@ -107,6 +107,8 @@ Command register_plan(CLI::App& app) {
       "the embeddings) and shared/output.gguf when it is the last; the plan minimizes the largest stage\n"
       "(with --budgets: the fullest relative to its budget). Those are disk bytes, and the weights a stage\n"
       "maps when it loads its parts directly.\n"
+      "A package schema 2 directory is planned from its catalog: a layer's bytes are its blk.N.* tensor bytes,\n"
+      "every stage counts the metadata carrier, the first the input embeddings, the last output/output_norm.\n"
       "With --context TOKENS, a stage's memory is its weights plus its layers' KV cache at that context,\n"
       "per layer from shared/metadata.gguf as llama.cpp allocates it (grouped-query heads, sliding-window\n"
       "layers, MLA, recurrent state), charged at 100/85 for compute buffers, plus per-node headroom of\n"
