@@ -9,6 +9,7 @@
 #include <set>
 
 #include "schema_v2_package.h"
+#include "skippy/catalog_parts.h"
 #include "skippy/catalog_stage.h"
 #include "skippy/error.h"
 #include "skippy/gguf.h"
@@ -238,6 +239,31 @@ TEST(V2Materialize, FlippedPayloadByteWithVerifyIsAnIntegrityErrorNamingTheArtif
                               (dir / "cli.gguf").string(), "--json"},
                              {"SKIPPY_CACHE_DIR=" + (dir / "c").string()});
   EXPECT_EQ(plain.exit_code, 0) << plain.err;
+}
+
+TEST(V2Materialize, VerificationUsesTheVerificationCacheAndMissesAfterAChange) {
+  TempDir dir;
+  const auto written = test::write_schema_v2_package(kLlama, dir / "pkg");
+  const auto pkg = open_local_catalog_v2(dir / "pkg");
+  const auto stage = select_catalog_range(pkg.catalog, {0, 3});
+  VerifyOptions vo;
+  vo.cache_dir = dir / "verified";
+  const auto first = verify_catalog_stage_parts(pkg, stage, vo);
+  ASSERT_TRUE(first.verified);
+  EXPECT_EQ(first.artifacts, stage.parts.size() - 1);  // the payload parts; the carrier was hashed at open
+  EXPECT_GT(first.hashed_bytes, 0u);
+  const auto second = verify_catalog_stage_parts(pkg, stage, vo);
+  EXPECT_TRUE(second.verified);
+  EXPECT_EQ(second.hashed_bytes, 0u);
+  EXPECT_EQ(second.cache_hits, first.artifacts);
+  // Rewritten with a flipped byte: a miss, hashed, and the problem names the artifact.
+  const auto& where = written.tensors.at("blk.2.attn_v.weight");
+  flip_byte(dir / "pkg" / written.artifact_path.at(where.artifact_id), where.offset);
+  const auto third = verify_catalog_stage_parts(pkg, stage, vo);
+  EXPECT_FALSE(third.verified);
+  ASSERT_EQ(third.problems.size(), 1u);
+  EXPECT_TRUE(third.problems[0].starts_with("artifact " + where.artifact_id + " (layers/layer-00002.gguf): SHA-256 is "))
+      << third.problems[0];
 }
 
 TEST(V2Materialize, LocatorLiesAreRefusedBeforeAnythingIsWritten) {
