@@ -327,6 +327,22 @@ TEST(V2Materialize, CliWritesTheCacheEntryOrOutNeverInsideThePackage) {
   r = run_cli({"materialize", pkgdir, "--layers", "0..9", "--json"}, env);
   test::expect_json_error(r, "invalid_input", "outside the package's 8 layers");
 
+  // --tensors: exactly those, with --out only.
+  r = run_cli({"materialize", pkgdir, "--tensors", "blk.2.attn_q.weight,output_norm.weight", "--out",
+               (dir / "t.gguf").string(), "--json"},
+              env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tensor_count"], 2);
+  EXPECT_TRUE(j["layer_start"].is_null());
+  check_v2_file(dir / "t.gguf", ModelSource::open(kLlama), open_local_catalog_v2(dir / "pkg"),
+                {"blk.2.attn_q.weight", "output_norm.weight"}, std::nullopt);
+  r = run_cli({"materialize", pkgdir, "--tensors", "blk.2.attn_q.weight", "--json"}, env);
+  test::expect_json_error(r, "usage", "--tensors needs --out");
+  r = run_cli({"materialize", pkgdir, "--tensors", "blk.99.attn_q.weight", "--out", (dir / "u.gguf").string(), "--json"},
+              env);
+  test::expect_json_error(r, "invalid_input", "tensor 'blk.99.attn_q.weight' is not in the package's catalog");
+
   r = run_cli({"materialize", "--prune", pkgdir, "--json"}, env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["removed"].size(), 2u);

@@ -30,9 +30,10 @@ nlohmann::json identity(const OpenedCatalog& pkg) {
 
 OpenedCatalog open_schema_v2_for_cli(const std::string& ref) { return open_local_catalog_v2(ref); }
 
-int materialize_schema_v2(const std::string& ref, LayerRange range, const MaterializeOptions& options, bool json) {
+int materialize_schema_v2(const std::string& ref, std::optional<LayerRange> range, const std::vector<std::string>& tensors,
+                          const MaterializeOptions& options, bool json) {
   const auto pkg = open_schema_v2_for_cli(ref);
-  const auto stage = select_catalog_range(pkg.catalog, range);
+  const auto stage = range ? select_catalog_range(pkg.catalog, *range) : select_catalog_tensors(pkg.catalog, tensors);
   MaterializeOptions o = options;
   Progress progress("materialize");
   o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
@@ -45,8 +46,8 @@ int materialize_schema_v2(const std::string& ref, LayerRange range, const Materi
                 {"cached", r.cached},
                 {"bytes", r.bytes},
                 {"sha256", r.sha256.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.sha256)},
-                {"layer_start", range.start},
-                {"layer_end", range.end},
+                {"layer_start", range ? nlohmann::json(range->start) : nlohmann::json(nullptr)},
+                {"layer_end", range ? nlohmann::json(range->end) : nlohmann::json(nullptr)},
                 {"manifest_sha256", pkg.manifest_sha256},
                 {"projector", nullptr},
                 {"warnings", nlohmann::json::array()},
@@ -54,7 +55,8 @@ int materialize_schema_v2(const std::string& ref, LayerRange range, const Materi
     print_json(doc);
   } else {
     std::cout << r.path.string() << "\n";
-    std::cerr << (r.reused ? "reused " : "materialized ") << "layers " << format_layer_range(range)
+    std::cerr << (r.reused ? "reused " : "materialized ")
+              << (range ? "layers " + format_layer_range(*range) : std::to_string(tensors.size()) + " named tensors")
               << " (package schema 2): " << r.tensor_count << " tensors, " << human_bytes(r.bytes) << "\n";
     for (const auto& n : stage.notes) std::cerr << "note: " << n << "\n";
   }
