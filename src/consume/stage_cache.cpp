@@ -210,9 +210,6 @@ MaterializeResult write_materialized(const StageFileJob& job, const MaterializeO
 
 }  // namespace materialize_detail
 
-using materialize_detail::parse_cache_key;
-using materialize_detail::read_sidecar;
-using materialize_detail::scan_cache;
 namespace fs = std::filesystem;
 
 fs::path default_stage_cache_dir() { return env::skippy_cache_dir() / "stages"; }
@@ -227,16 +224,16 @@ std::string stage_cache_key(std::string_view manifest_sha256, LayerRange range) 
 std::vector<StageCacheEntry> list_stage_cache(const fs::path& cache_dir) {
   std::vector<StageCacheEntry> out;
   std::error_code ec;
-  for (const auto& [name, files] : scan_cache(cache_dir)) {
+  for (const auto& [name, files] : materialize_detail::scan_cache(cache_dir)) {
     StageCacheEntry e;
     e.name = name;
     e.path = fs::absolute(cache_dir / (name + ".gguf"), ec);
-    e.range = *parse_cache_key(name);
+    e.range = *materialize_detail::parse_cache_key(name);
     for (const auto& f : files) {
       const auto size = fs::file_size(f, ec);
       if (!ec) e.size += size;
     }
-    if (const auto s = read_sidecar(cache_dir / (name + ".json"))) {
+    if (const auto s = materialize_detail::read_sidecar(cache_dir / (name + ".json"))) {
       e.manifest_sha256 = s->manifest_sha256;
       e.model_id = s->model_id;
       e.tensor_count = s->tensor_count;
@@ -253,7 +250,7 @@ PruneResult prune_stage_cache(const fs::path& cache_dir, std::optional<std::stri
   PruneResult r;
   const std::string prefix = manifest_sha256 ? stage_cache_key(*manifest_sha256, {}).substr(0, 16) : "";
   std::error_code ec;
-  for (const auto& [name, files] : scan_cache(cache_dir)) {
+  for (const auto& [name, files] : materialize_detail::scan_cache(cache_dir)) {
     if (!prefix.empty() && !name.starts_with(prefix)) continue;
     auto lock = detail::FileLock::acquire(cache_dir / (name + ".lock"), /*wait=*/false);
     if (!lock) {
