@@ -305,7 +305,7 @@ TEST(V2Materialize, CliWritesTheCacheEntryOrOutNeverInsideThePackage) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["schema_version"], 2);
-  EXPECT_EQ(j["package_id"], written.root["package_id"]);
+  EXPECT_EQ(j["package_id"].get<std::string>(), written.root["package_id"].get<std::string>());
   EXPECT_EQ(j["cached"], true);
   EXPECT_EQ(j["reused"], false);
   EXPECT_EQ(j["layer_end"], 8);
