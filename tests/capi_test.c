@@ -97,6 +97,8 @@ int main(int argc, char** argv) {
   printf("source %s %s %s\n", skippy_package_source_repo(pkg), skippy_package_source_revision(pkg),
          skippy_package_source_file(pkg));
   printf("commit %s\n", skippy_package_commit(pkg) ? skippy_package_commit(pkg) : "(none)");
+  printf("schema %u %s\n", (unsigned)skippy_package_schema_version(pkg),
+         skippy_package_id(pkg) ? skippy_package_id(pkg) : "(none)");
   for (size_t i = 0; i < skippy_package_warning_count(pkg); ++i) printf("warning %s\n", skippy_package_warning(pkg, i));
   /* Generation defaults: the same JSON documents as the policy and
    * speculative commands. A refusal is reported and the stage still loads. */

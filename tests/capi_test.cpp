@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "schema_v2_package.h"
+#include "skippy/catalog_stage.h"
 #include "skippy/gguf.h"
 #include "skippy/source.h"
 #include "skippy/stage.h"
@@ -41,6 +43,7 @@ TEST(CApi, AProgramInCLoadsAStageInLoadOrderVerifiesAndMaterializesIt) {
   EXPECT_EQ(lines_starting(r.out, "model_id "), std::vector<std::string>{"org/tiny:Q8_0"});
   EXPECT_EQ(lines_starting(r.out, "layer_count "), std::vector<std::string>{"8"});
   EXPECT_EQ(lines_starting(r.out, "commit "), std::vector<std::string>{"(none)"});
+  EXPECT_EQ(lines_starting(r.out, "schema "), std::vector<std::string>{"1 (none)"});
 
   // The same parts, in the same order, as the C++ consumer selects.
   const auto pkg = open_local_package(tmp / "pkg");
@@ -60,6 +63,59 @@ TEST(CApi, AProgramInCLoadsAStageInLoadOrderVerifiesAndMaterializesIt) {
   EXPECT_EQ(lines_starting(r.out, "verified hashed_bytes "), std::vector<std::string>{std::to_string(total)});
   ASSERT_EQ(lines_starting(r.out, "materialized "), std::vector<std::string>{out.string()});
   EXPECT_GT(GgufFile::open(out).tensors().size(), 0u);
+}
+
+TEST(CApi, ASchema2PackageOpensSelectsVerifiesAndMaterializesThroughTheSameCalls) {
+  TempDir tmp;
+  const auto src = test::data_path("llama-tiny-q8_0.gguf");
+  const auto written = test::write_schema_v2_package(src, tmp / "pkg");
+  const auto out = tmp / "stage.gguf";
+  const auto r = run_c({(tmp / "pkg").string(), "2", "5", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto pkg = open_local_catalog_v2(tmp / "pkg");
+  EXPECT_EQ(lines_starting(r.out, "schema "),
+            std::vector<std::string>{"2 " + written.root["package_id"].get<std::string>()});
+  EXPECT_EQ(lines_starting(r.out, "model_id "), std::vector<std::string>{pkg.catalog.model_id});
+  EXPECT_EQ(lines_starting(r.out, "manifest_sha256 "), std::vector<std::string>{pkg.manifest_sha256});
+  EXPECT_EQ(lines_starting(r.out, "layer_count "), std::vector<std::string>{"8"});
+  EXPECT_EQ(lines_starting(r.out, "package_abi "), std::vector<std::string>{"0.1.41"});
+  EXPECT_EQ(lines_starting(r.out, "source "),
+            std::vector<std::string>{written.root["source_model"]["repo"].get<std::string>() + " " +
+                                     written.root["source_model"]["revision"].get<std::string>() + " " +
+                                     src.filename().string()});
+  EXPECT_EQ(lines_starting(r.out, "activation_width "),
+            std::vector<std::string>{std::to_string(*GgufFile::open(src).embedding_length())});
+  // The carrier, then the stage's payload parts, as select_catalog_range lists them.
+  const auto stage = select_catalog_range(pkg.catalog, {2, 5});
+  const auto parts = lines_starting(r.out, "part ");
+  ASSERT_EQ(parts.size(), stage.parts.size());
+  uint64_t payload = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const auto& p = stage.parts[i];
+    const std::string role = i == 0 ? "metadata" : p.layer ? "layer" : "common";
+    std::ostringstream want;
+    want << role << " " << (p.layer ? static_cast<int64_t>(*p.layer) : -1) << " " << p.rel_path << " " << p.bytes << " "
+         << p.sha256 << " " << fs::canonical(tmp / "pkg" / p.rel_path).string();
+    EXPECT_EQ(parts[i], want.str());
+    if (i > 0) payload += p.bytes;
+  }
+  EXPECT_EQ(parts.front().substr(0, 9), "metadata ");
+  EXPECT_EQ(lines_starting(r.out, "verified hashed_bytes "), std::vector<std::string>{std::to_string(payload)});
+  ASSERT_EQ(lines_starting(r.out, "materialized "), std::vector<std::string>{out.string()});
+  const auto g = GgufFile::open(out);
+  EXPECT_EQ(g.tensors().size(), stage.tensors.size());
+  EXPECT_EQ(g.find_kv("skippy.package.tensor_part"), nullptr);
+
+  // A flipped payload byte: verify is an integrity status naming the artifact.
+  const auto& where = written.tensors.at("blk.3.attn_k.weight");
+  auto bytes = test::read_file(tmp / "pkg" / written.artifact_path.at(where.artifact_id));
+  bytes[where.offset] ^= 0x11;
+  test::write_file(tmp / "pkg" / written.artifact_path.at(where.artifact_id), bytes);
+  const auto bad = run_c({(tmp / "pkg").string(), "2", "5"});
+  EXPECT_EQ(bad.exit_code, 1);
+  const auto err = lines_starting(bad.out, "error verify integrity: ");
+  ASSERT_EQ(err.size(), 1u) << bad.out;
+  EXPECT_NE(bad.out.find("\n  artifact " + where.artifact_id + " ("), std::string::npos) << bad.out;
 }
 
 TEST(CApi, ADamagedPartIsAnIntegrityStatusWithAMessage) {

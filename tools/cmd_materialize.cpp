@@ -2,6 +2,8 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "schema_v2_cli.h"
+#include "schema_v2_consume.h"
 #include "skippy/error.h"
 #include "skippy/materialize.h"
 #include "skippy/stage.h"
@@ -27,16 +29,24 @@ Command register_materialize(CLI::App& app) {
       "parts against the manifest and compares a cached file byte for byte with them before reuse.\n"
       "--out FILE writes exactly that file instead, outside the cache: staged under a hidden name and\n"
       "renamed (never seen partial), not fsynced, like cp. Cache entries are fsynced.\n"
+      "A package schema 2 directory works the same way: the carrier's KVs (minus its skippy.package.*\n"
+      "keys) and the stage's tensors read at their locators, byte-identical to the source. For a runtime\n"
+      "that derives its stage from its own graph, --tensors NAME,... --out FILE writes exactly those\n"
+      "tensors of a schema 2 package (never cached):\n"
+      "  skippy-model-package materialize pkg-v2/ --tensors token_embd.weight,blk.0.attn_q.weight --out t.gguf\n"
       "--list shows the cache's entries; --prune removes them (only the given package's, with a\n"
       "package), skipping entries being built. Prints the file's path on stdout (without --json).");
   struct Args {
     std::string ref, layers, out, cache_dir;
+    std::vector<std::string> tensors;
     bool json = false, list = false, prune = false, verify = false, sha256 = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("package", a->ref, "Package directory (or hf://ns/repo[@rev])");
   cmd->add_option("--layers", a->layers, "Layer range START..END (half-open)");
   cmd->add_option("--out", a->out, "Write this file instead of the cache entry");
+  cmd->add_option("--tensors", a->tensors, "Package schema 2: exactly these tensors (NAME,NAME,...); needs --out")
+      ->delimiter(',');
   cmd->add_option("--cache-dir", a->cache_dir, "Stage cache directory (default: see below)");
   cmd->add_flag("--verify", a->verify,
                 "Verify the parts' SHA-256 against the manifest; compare a cached file byte for byte before reuse");
@@ -49,8 +59,9 @@ Command register_materialize(CLI::App& app) {
             const std::filesystem::path cache_dir =
                 a->cache_dir.empty() ? default_stage_cache_dir() : std::filesystem::path(a->cache_dir);
             if (a->list && a->prune) throw Error(ErrorKind::kUsage, "--list and --prune do not go together");
-            if ((a->list || a->prune) && (!a->layers.empty() || !a->out.empty() || a->verify || a->sha256)) {
-              throw Error(ErrorKind::kUsage, "--list/--prune take no --layers, --out, --verify or --sha256");
+            if ((a->list || a->prune) &&
+                (!a->layers.empty() || !a->out.empty() || a->verify || a->sha256 || !a->tensors.empty())) {
+              throw Error(ErrorKind::kUsage, "--list/--prune take no --layers, --tensors, --out, --verify or --sha256");
             }
             if (a->list) {
               if (!a->ref.empty()) throw Error(ErrorKind::kUsage, "--list takes no package");
@@ -85,7 +96,9 @@ Command register_materialize(CLI::App& app) {
             }
             if (a->prune) {
               std::optional<std::string> manifest;
-              if (!a->ref.empty()) manifest = open_package_for_cli(a->ref).manifest_sha256;
+              if (!a->ref.empty()) {
+                manifest = open_any_for_cli(a->ref).manifest_sha256();
+              }
               const auto r = prune_stage_cache(cache_dir, manifest);
               if (a->json) {
                 print_json({{"cache_dir", cache_dir.string()},
@@ -100,15 +113,29 @@ Command register_materialize(CLI::App& app) {
               return kExitOk;
             }
             if (a->ref.empty()) throw Error(ErrorKind::kUsage, "materialize needs a package (or --list / --prune)");
-            if (a->layers.empty()) throw Error(ErrorKind::kUsage, "materialize needs --layers START..END");
-            const auto range = parse_layer_range(a->layers);
-            const auto pkg = open_package_for_cli(a->ref);
-            const auto sel = select_stage(pkg, range);
+            if (!a->tensors.empty()) {
+              if (!a->layers.empty()) throw Error(ErrorKind::kUsage, "give --layers or --tensors, not both");
+              if (a->out.empty()) throw Error(ErrorKind::kUsage, "--tensors needs --out FILE (such a file is never cached)");
+            } else if (a->layers.empty()) {
+              throw Error(ErrorKind::kUsage, "materialize needs --layers START..END");
+            }
+            const auto range = a->tensors.empty() ? parse_layer_range(a->layers) : LayerRange{};
             MaterializeOptions o;
             if (!a->out.empty()) o.out = a->out;
             if (!a->cache_dir.empty()) o.cache_dir = cache_dir;
             o.verify = a->verify;
             o.hash = a->sha256;
+            const auto any = open_any_for_cli(a->ref);  // a local directory or hf://, either schema
+            if (any.v2) {
+              return materialize_schema_v2(*any.v2, a->tensors.empty() ? std::optional(range) : std::nullopt, a->tensors,
+                                           o, a->json);
+            }
+            if (!a->tensors.empty()) {
+              throw Error(ErrorKind::kUsage, "--tensors selects tensors of a package schema 2; " + a->ref +
+                                                 " is schema 1 (use --layers)");
+            }
+            const OpenedPackage& pkg = *any.v1;
+            const auto sel = select_stage(pkg, range);
             Progress progress("materialize");
             o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
             const auto r = materialize_stage(pkg, sel, o);

@@ -4,6 +4,8 @@
 
 #include "cli.h"
 #include "cmd_plan_memory.h"
+#include "schema_v2_cli.h"
+#include "schema_v2_consume.h"
 #include "skippy/error.h"
 #include "skippy/plan.h"
 #include "skippy/stage.h"
@@ -80,6 +82,16 @@ void print_human(const OpenedPackage& pkg, const Plan& p) {
 
 }  // namespace
 
+void print_byte_plan(const OpenedPackage& pkg, const Plan& plan, bool json, const nlohmann::json& extra) {
+  if (json) {
+    auto doc = plan_json(pkg, plan);
+    doc.update(extra);
+    print_json(doc);
+  } else {
+    print_human(pkg, plan);
+  }
+}
+
 Command register_plan(CLI::App& app) {
   auto* cmd = app.add_subcommand("plan", "Layer ranges for N stages, balanced by bytes");
   cmd->footer(
@@ -95,6 +107,8 @@ Command register_plan(CLI::App& app) {
       "the embeddings) and shared/output.gguf when it is the last; the plan minimizes the largest stage\n"
       "(with --budgets: the fullest relative to its budget). Those are disk bytes, and the weights a stage\n"
       "maps when it loads its parts directly.\n"
+      "A package schema 2 directory is planned from its catalog: a layer's bytes are its blk.N.* tensor bytes,\n"
+      "every stage counts the metadata carrier, the first the input embeddings, the last output/output_norm.\n"
       "With --context TOKENS, a stage's memory is its weights plus its layers' KV cache at that context,\n"
       "per layer from shared/metadata.gguf as llama.cpp allocates it (grouped-query heads, sliding-window\n"
       "layers, MLA, recurrent state), charged at 100/85 for compute buffers, plus per-node headroom of\n"
@@ -194,7 +208,12 @@ Command register_plan(CLI::App& app) {
               mo.reserves.headroom_percent = a->headroom_percent;
               mo.reserves.headroom_cap_bytes = parse_byte_size(a->headroom_cap);
             }
-            const auto pkg = open_package_for_cli(a->ref);
+            const auto any = open_any_for_cli(a->ref);  // a local directory or hf://, either schema
+            if (any.v2) {
+              return plan_schema_v2(*any.v2, o, context_opt->count() > 0 ? std::optional(mo) : std::nullopt, kv_type,
+                                    a->json);
+            }
+            const OpenedPackage& pkg = *any.v1;
             const uint32_t layers = pkg.manifest.layer_count;
             // Tied output: ask selection what the final stage loads, so the
             // plan counts exactly what `select` would.
@@ -215,11 +234,7 @@ Command register_plan(CLI::App& app) {
               std::erase_if(plan.notes, [](const std::string& n) { return n.starts_with("the manifest has no activation_width"); });
               plan.notes.insert(plan.notes.begin(), width.note);
             }
-            if (a->json) {
-              print_json(plan_json(pkg, plan));
-            } else {
-              print_human(pkg, plan);
-            }
+            print_byte_plan(pkg, plan, a->json);
             return kExitOk;
           }};
 }

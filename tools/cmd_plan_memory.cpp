@@ -109,10 +109,17 @@ void print_memory_plan(const OpenedPackage& pkg, const MemoryPlan& p) {
 int run_memory_plan(const OpenedPackage& pkg, const MemoryPlanOptions& options, KvCacheType kv_type, bool json) {
   const auto meta = check_metadata_only(pkg);
   (void)verify_if_required(pkg, {meta});  // hf://: trust nothing unverified
-  const auto shape = read_cache_shape(GgufFile::open(meta.path), kv_type);
+  return run_memory_plan_on(pkg, GgufFile::open(meta.path), options, kv_type, json);
+}
+
+int run_memory_plan_on(const OpenedPackage& pkg, const GgufFile& metadata, const MemoryPlanOptions& options,
+                       KvCacheType kv_type, bool json, const nlohmann::json& extra) {
+  const auto shape = read_cache_shape(metadata, kv_type);
   const auto plan = plan_memory(pkg.manifest, shape, options);
   if (json) {
-    print_json(memory_plan_json(pkg, shape, plan));
+    auto doc = memory_plan_json(pkg, shape, plan);
+    doc.update(extra);
+    print_json(doc);
   } else {
     print_memory_plan(pkg, plan);
   }

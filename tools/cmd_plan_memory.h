@@ -2,12 +2,23 @@
 #pragma once
 
 #include "cli.h"
+#include "skippy/gguf.h"
 #include "skippy/memory_plan.h"
+#include "skippy/plan.h"
 
 namespace skippy::cli {
 
 // Reads the package's shared/metadata.gguf (verified first for hf://), plans
 // with plan_memory() and prints the plan (JSON or a table). Returns the exit code.
 int run_memory_plan(const OpenedPackage& pkg, const MemoryPlanOptions& options, KvCacheType kv_type, bool json);
+// The same from a metadata file already read and trusted (a schema 2
+// carrier); `extra` fields are added to the JSON document.
+int run_memory_plan_on(const OpenedPackage& pkg, const GgufFile& metadata, const MemoryPlanOptions& options,
+                       KvCacheType kv_type, bool json, const nlohmann::json& extra = nlohmann::json::object());
+
+// The byte plan's output (cmd_plan.cpp): one JSON document (with `extra`
+// fields added) or the table.
+void print_byte_plan(const OpenedPackage& pkg, const Plan& plan, bool json,
+                     const nlohmann::json& extra = nlohmann::json::object());
 
 }  // namespace skippy::cli

@@ -25,6 +25,16 @@
 // (AtomicFile), the sidecar last; an explicit `out` file like cp (renamed,
 // left to the kernel's writeback). Nothing is ever written inside the
 // package directory.
+//
+// Package schema 2 (materialize_catalog_stage): the same file from a
+// catalog selection. KVs are the metadata carrier's in order, minus its
+// skippy.package.* bookkeeping (is_carrier_key) and split.*, plus the
+// kMaterialized*Key ones (kMaterializedPackageIdKey too); the alignment is
+// the carrier's general.alignment; the tensors, in the carrier's directory
+// order, have the directory's type and dims and the bytes at each locator
+// (artifact, offset, stored bytes), so a full range is the source model's
+// tensors, byte-identical, in the source's order. Cache, sidecar, lock,
+// reuse, --out and staging are schema 1's, by the same code.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +45,7 @@
 #include <string_view>
 #include <vector>
 
+#include "skippy/catalog_stage.h"
 #include "skippy/stage.h"
 
 namespace skippy {
@@ -44,6 +55,7 @@ inline constexpr std::string_view kMaterializedLayerStartKey = "skippy.materiali
 inline constexpr std::string_view kMaterializedLayerEndKey = "skippy.materialized.layer_end";            // u32
 inline constexpr std::string_view kMaterializedManifestKey = "skippy.materialized.manifest_sha256";      // string
 inline constexpr std::string_view kMaterializedModelIdKey = "skippy.materialized.model_id";              // string
+inline constexpr std::string_view kMaterializedPackageIdKey = "skippy.materialized.package_id";          // string, schema 2
 
 // env::skippy_cache_dir() / "stages".
 std::filesystem::path default_stage_cache_dir();
@@ -84,6 +96,17 @@ struct MaterializeResult {
 // Error(kIo) when the cache or --out cannot be written.
 MaterializeResult materialize_stage(const OpenedPackage& pkg, const StageSelection& selection,
                                     const MaterializeOptions& options = {});
+
+// Materializes a schema 2 stage (from select_catalog_range or
+// select_catalog_tensors on pkg.catalog). Each payload part passes
+// check_catalog_part before it is read. Verification (options.verify, or
+// SKIPPY_VERIFY_PACKAGE_SHA) hashes the payload parts against the catalog,
+// with the verification cache; a mismatch is Error(kIntegrity) naming the
+// artifact id and path. A selection by tensor names has no layer range: it
+// needs options.out (Error(kUsage) otherwise) and its file carries no
+// layer_start/layer_end keys. Other errors as materialize_stage's.
+MaterializeResult materialize_catalog_stage(const OpenedCatalog& pkg, const CatalogStage& stage,
+                                            const MaterializeOptions& options = {});
 
 // "<manifest_sha256[:16]>-L<start>-<end>" (the cache entry's base name).
 std::string stage_cache_key(std::string_view manifest_sha256, LayerRange range);

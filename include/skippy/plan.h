@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "skippy/manifest.h"
+#include "skippy/package_catalog.h"
 #include "skippy/stage.h"
 
 namespace skippy {
@@ -86,6 +87,27 @@ struct Plan {
 //     byte counts overflow, and a plan that cannot fit its budgets — the
 //     message names the stage, its bytes, its budget and the excess.
 Plan plan_stages(const PackageManifest& manifest, const PlanOptions& options);
+
+// The planner's input for a package schema 2 catalog: the tables
+// plan_stages and plan_memory read, counted from the catalog's tensors as
+// select_catalog_range selects them (one planner, a second input).
+//   layers[l]           bytes of the blk.l.* tensors;
+//   shared.metadata     the carrier's artifact bytes, plus the tensors
+//                       without a layer that every stage reads (rope_freqs);
+//   shared.embeddings   the input tensors (token_embd.*, ...), on stage 0 and,
+//                       with a tied output, on the last stage too (as schema 1
+//                       counts its embeddings artifact);
+//   shared.output       output and output_norm;
+//   projectors          the mmproj sidecars' artifact bytes.
+// Paths name what is counted (for the plan's notes). The model's own
+// activation width (the layer-0 attn_norm rule of activation_width_tensor)
+// and whether the output is tied come with it.
+struct CatalogPlanInput {
+  PackageManifest manifest;
+  bool output_tied = false;            // no output.weight
+  std::optional<uint64_t> activation_width;
+};
+CatalogPlanInput plan_input_from_catalog(const PackageCatalog& catalog);
 
 // A byte size as written on the command line: a decimal number (a fraction
 // is allowed with a unit, rounded down to whole bytes) and an optional unit,

@@ -53,7 +53,7 @@ typedef struct skippy_stage skippy_stage;     /* a validated layer range of a pa
 
 /* One part a stage loads, in load order. */
 typedef struct skippy_part {
-  const char* role;       /* "metadata", "embeddings", "layer", "output" or "projector" */
+  const char* role;       /* "metadata", "embeddings", "layer", "output" or "projector"; schema 2: "metadata", "layer", "common" */
   int64_t layer_index;    /* the layer for role "layer", else -1 */
   const char* rel_path;   /* as the manifest declares it */
   const char* path;       /* absolute path of the file to read */
@@ -118,6 +118,16 @@ const char* skippy_package_warning(const skippy_package* package, size_t index);
 const char* skippy_package_root(const skippy_package* package);
 /* The commit an hf:// revision resolved to; NULL for a local directory. */
 const char* skippy_package_commit(const skippy_package* package);
+/* The package schema: 1 (the spec's layer package) or 2 (mesh-llm's
+ * "package v2": a metadata carrier and payload parts; local directories).
+ * For schema 2 the identity getters read its root (abi_version is its
+ * native_abi_version; source_* its source_model), the activation width
+ * comes from blk.0's attn_norm in the carrier's directory, and there are no
+ * warnings. */
+uint32_t skippy_package_schema_version(const skippy_package* package);
+/* Schema 2: the root's package_id ("sha256:<hex>", recomputed and checked
+ * when opened); NULL for schema 1. */
+const char* skippy_package_id(const skippy_package* package);
 
 /* Consumer validation of layers [layer_start, layer_end) and the parts
  * they load (fetching them first for hf://). projector_path: NULL for the
@@ -127,7 +137,11 @@ skippy_status skippy_stage_select(skippy_package* package, uint32_t layer_start,
                                   const char* projector_path, skippy_stage** out);
 void skippy_stage_free(skippy_stage* stage);
 
-/* Parts in load order (the stage's projector last, when it has one). */
+/* Parts in load order (the stage's projector last, when it has one).
+ * Schema 2: the metadata carrier first (role "metadata": a runtime reads
+ * KVs and the tensor directory there), then the payload parts holding the
+ * stage's tensors: "layer" (layer_index set) and "common" (tensors without
+ * a layer); projector_path must be NULL. */
 size_t skippy_stage_part_count(const skippy_stage* stage);
 skippy_status skippy_stage_part(const skippy_stage* stage, size_t index, skippy_part* out);
 
@@ -143,7 +157,7 @@ skippy_status skippy_stage_materialize(skippy_stage* stage, const char* out_path
 const char* skippy_stage_materialized_path(const skippy_stage* stage);
 
 /* ---- Generation defaults (spec: "Policy Resolution", "Speculative
- * Decoding"). Both answer with one JSON document, the one `policy --json`
+ * Decoding"); schema 1 packages only for now (SKIPPY_ERR_USAGE for schema 2). Both answer with one JSON document, the one `policy --json`
  * and `speculative --json` print, in a string the caller frees with
  * skippy_string_free(). *json_out is NULL on failure. */
 

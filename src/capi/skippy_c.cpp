@@ -11,9 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "skippy/catalog_parts.h"
+#include "skippy/catalog_stage.h"
 #include "skippy/error.h"
+#include "skippy/file.h"
 #include "skippy/hub.h"
 #include "skippy/manifest.h"
+#include "skippy/manifest_v2.h"
 #include "skippy/materialize.h"
 #include "skippy/package_generation.h"
 #include "skippy/policy.h"
@@ -24,7 +28,8 @@
 #include "skippy/version.h"
 
 struct skippy_package {
-  skippy::OpenedPackage pkg;
+  skippy::OpenedPackage pkg;              // schema 1 (and the identity fields of schema 2)
+  std::optional<skippy::OpenedCatalog> v2;  // package schema 2
   std::string abi, commit;
   std::optional<uint64_t> activation_width;
 };
@@ -32,6 +37,7 @@ struct skippy_package {
 struct skippy_stage {
   skippy_package* package = nullptr;
   skippy::StageSelection selection;
+  std::optional<skippy::CatalogStage> v2;  // schema 2: the catalog selection
   std::vector<skippy::StagePart> parts;  // selection.parts + projector
   std::vector<std::string> paths;        // parts[i].path as strings (stable c_str)
   std::string materialized;
@@ -91,6 +97,50 @@ char* new_c_string(const std::string& s) {
   return p;
 }
 
+// The schema 1 fields the getters read, from a schema 2 catalog.
+void fill_from_v2(skippy_package& p) {
+  const auto& cat = p.v2->catalog;
+  const auto& sm = cat.root_v2->source_model;
+  p.pkg.ref = p.v2->ref;
+  p.pkg.root = p.v2->root;
+  p.pkg.boundary = p.v2->boundary;
+  p.pkg.manifest_sha256 = p.v2->manifest_sha256;
+  p.pkg.manifest.schema_version = cat.schema_version;
+  p.pkg.manifest.model_id = cat.model_id;
+  p.pkg.manifest.layer_count = cat.layer_count;
+  p.pkg.manifest.source_model.repo = sm.repo.value_or("");
+  p.pkg.manifest.source_model.revision = sm.revision.value_or("");
+  p.pkg.manifest.source_model.primary_file = sm.primary_file.value_or("");
+  p.abi = cat.root_v2->native_abi_version;
+  if (cat.carrier_file && cat.layer_count > 0) {
+    if (const auto w = skippy::activation_width_tensor(*cat.carrier_file, 0)) p.activation_width = w->elements;
+  }
+}
+
+// The one way the C API opens a package, of either schema, from a local
+// directory or hf:// (open_package_any: the same sources as the CLI).
+void open_into(skippy_package& p, const char* ref, const skippy::Sources& sources) {
+  auto any = skippy::open_package_any(ref, sources);
+  if (any.v2) {
+    p.v2 = std::move(*any.v2);
+    fill_from_v2(p);
+    p.pkg.commit = p.v2->commit;
+    p.pkg.warnings = p.v2->warnings;
+    p.pkg.signature = p.v2->signature;
+    p.commit = p.v2->commit.value_or("");
+    return;
+  }
+  p.pkg = std::move(*any.v1);
+  p.abi = p.pkg.manifest.skippy_abi_version;
+  p.commit = p.pkg.commit.value_or("");
+  p.activation_width = skippy::activation_width_of(p.pkg).width;  // the reference runtime's fallback when undeclared
+}
+
+const char* v2_role(const skippy::CatalogPart& p) {
+  if (p.kind == skippy::CatalogArtifactKind::kCarrier) return "metadata";
+  return p.layer ? "layer" : "common";
+}
+
 }  // namespace
 
 extern "C" {
@@ -126,10 +176,7 @@ skippy_status skippy_package_open(const char* ref, skippy_package** out) {
   if (ref == nullptr || *ref == '\0') return fail(SKIPPY_ERR_USAGE, "skippy_package_open: empty package reference");
   return guarded([&] {
     auto p = std::make_unique<skippy_package>();
-    p->pkg = skippy::open_package(ref, skippy::default_sources());
-    p->abi = p->pkg.manifest.skippy_abi_version;
-    p->commit = p->pkg.commit.value_or("");
-    p->activation_width = skippy::activation_width_of(p->pkg).width;  // the reference runtime's fallback when undeclared
+    open_into(*p, ref, skippy::default_sources());
     *out = p.release();
   });
 }
@@ -152,10 +199,7 @@ skippy_status skippy_package_open_trusted(const char* ref, const char* const* tr
     auto sources = skippy::default_sources();  // SKIPPY_TRUSTED_SIGNERS / _OWNERS already in it
     for (size_t i = 0; i < n_signers; ++i) sources.trusted_signers.emplace_back(trusted_signers[i]);
     auto p = std::make_unique<skippy_package>();
-    p->pkg = skippy::open_package(ref, sources);
-    p->abi = p->pkg.manifest.skippy_abi_version;
-    p->commit = p->pkg.commit.value_or("");
-    p->activation_width = skippy::activation_width_of(p->pkg).width;
+    open_into(*p, ref, sources);
     *out = p.release();
   });
 }
@@ -182,6 +226,10 @@ const char* skippy_package_warning(const skippy_package* p, size_t index) {
 }
 const char* skippy_package_root(const skippy_package* p) { return p ? p->pkg.root.c_str() : ""; }
 const char* skippy_package_commit(const skippy_package* p) { return p && p->pkg.commit ? p->commit.c_str() : nullptr; }
+uint32_t skippy_package_schema_version(const skippy_package* p) {
+  return p ? (p->v2 ? p->v2->catalog.schema_version : p->pkg.manifest.schema_version) : 0;
+}
+const char* skippy_package_id(const skippy_package* p) { return p && p->v2 ? p->v2->catalog.package_id.c_str() : nullptr; }
 
 skippy_status skippy_stage_select(skippy_package* package, uint32_t layer_start, uint32_t layer_end,
                                   const char* projector_path, skippy_stage** out) {
@@ -195,6 +243,21 @@ skippy_status skippy_stage_select(skippy_package* package, uint32_t layer_start,
   return guarded([&] {
     auto s = std::make_unique<skippy_stage>();
     s->package = package;
+    if (package->v2) {
+      if (projector_path != nullptr) {
+        throw skippy::Error(skippy::ErrorKind::kUsage,
+                            "skippy_stage_select: projectors are not selected for package schema 2 yet (pass NULL)");
+      }
+      s->v2 = skippy::select_catalog_range(package->v2->catalog, {layer_start, layer_end});
+      s->selection.range = {layer_start, layer_end};
+      (void)skippy::provide_catalog_parts(*package->v2, s->v2->parts);  // hf://: brought first
+      s->parts = skippy::catalog_stage_parts(*package->v2, *s->v2, /*include_carrier=*/true);
+      s->selection.parts = s->parts;
+      s->selection.notes = s->v2->notes;
+      for (const auto& part : s->parts) s->paths.push_back(part.path.string());
+      *out = s.release();
+      return;
+    }
     skippy::SelectOptions o;
     if (projector_path != nullptr) o.projector_path = projector_path;
     s->selection = skippy::select_stage(package->pkg, {layer_start, layer_end}, o);
@@ -216,7 +279,8 @@ skippy_status skippy_stage_part(const skippy_stage* stage, size_t index, skippy_
                                       std::to_string(stage->parts.size()) + " parts");
   }
   const auto& p = stage->parts[index];
-  out->role = skippy::part_role_name(p.role).data();  // string_views of literals: NUL-terminated
+  out->role = stage->v2 ? v2_role(stage->v2->parts[index])
+                        : skippy::part_role_name(p.role).data();  // string_views of literals: NUL-terminated
   out->layer_index = p.layer_index ? static_cast<int64_t>(*p.layer_index) : -1;
   out->rel_path = p.rel_path.c_str();
   out->path = stage->paths[index].c_str();
@@ -231,7 +295,8 @@ skippy_status skippy_stage_verify(skippy_stage* stage, int use_cache, uint64_t* 
   return guarded([&] {
     skippy::VerifyOptions o;
     o.use_cache = use_cache != 0;
-    const auto r = skippy::verify_parts(stage->package->pkg, stage->parts, o);
+    const auto r = stage->v2 ? skippy::verify_catalog_stage_parts(*stage->package->v2, *stage->v2, o)
+                             : skippy::verify_parts(stage->package->pkg, stage->parts, o);
     if (hashed_bytes != nullptr) *hashed_bytes = r.hashed_bytes;
     if (!r.verified) {
       std::string msg = stage->package->pkg.ref + ": SHA-256 verification failed:";
@@ -246,7 +311,10 @@ skippy_status skippy_stage_materialize(skippy_stage* stage, const char* out_path
   return guarded([&] {
     skippy::MaterializeOptions o;
     if (out_path != nullptr) o.out = out_path;
-    stage->materialized = skippy::materialize_stage(stage->package->pkg, stage->selection, o).path.string();
+    stage->materialized =
+        (stage->v2 ? skippy::materialize_catalog_stage(*stage->package->v2, *stage->v2, o)
+                   : skippy::materialize_stage(stage->package->pkg, stage->selection, o))
+            .path.string();
   });
 }
 
@@ -261,6 +329,7 @@ skippy_status skippy_policy_resolve(skippy_package* package, const char* phase, 
   if (package == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_policy_resolve: package is NULL");
   const auto kind = phase ? skippy::parse_request_kind(phase) : std::nullopt;
   if (!kind) return fail(SKIPPY_ERR_USAGE, "skippy_policy_resolve: phase must be \"decode\", \"prefill\" or \"verify\"");
+  if (package->v2) return fail(SKIPPY_ERR_USAGE, "skippy_policy_resolve: not available for package schema 2 yet");
   return guarded([&] {
     auto in = skippy::package_policy_inputs(package->pkg);
     in.backend = skippy::backend_by_name_or_file(backend ? backend : "reference");
@@ -281,6 +350,7 @@ skippy_status skippy_speculative_resolve(skippy_package* package, const char* st
   if (json_out == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_speculative_resolve: json_out is NULL");
   *json_out = nullptr;
   if (package == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_speculative_resolve: package is NULL");
+  if (package->v2) return fail(SKIPPY_ERR_USAGE, "skippy_speculative_resolve: not available for package schema 2 yet");
   std::optional<skippy::SpeculativeRefusal> refused;
   const auto st = guarded([&] {
     std::vector<std::string> notes;

@@ -15,6 +15,12 @@
 //   and converted to schema 1 (convert-package --to 1), as a node on an older
 //   runtime would serve a schema 2 package.
 //
+// - Package schema 2 (packages written by tests/schema_v2_package.h, the
+//   test-side writer of the reference's layout, not by this project's
+//   writer): a full-range materialization by our CLI generates the source's
+//   tokens in node-llama-cpp, and a 2-stage split materialized per stage (one
+//   GGUF each) generates the unsplit tokens in the reference stage runtime.
+//
 // Tokens are compared within one runtime, never with a table made on another
 // build or CPU (a near-tie can flip). A runtime that is missing is a skip that
 // says why, or a failure when SKIPPY_REQUIRE_REAL_RUNTIMES=1 (CI sets it).
@@ -28,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "schema_v2_package.h"
 #include "test_util.h"
 
 namespace skippy {
@@ -303,6 +310,91 @@ void two_stages(const Fixture& f, bool from_schema2) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, RefStageSplit, ::testing::ValuesIn(kSliceable), fixture_name);
+
+// ------------------------------------------------------------ package schema 2
+
+// A schema 2 package of the fixture in the reference's layout, written by the
+// test-side writer, and its layer count (from our inspect).
+Package write_schema_v2(const TempDir& t, const Fixture& f) {
+  Package p{t / "package-v2", 0};
+  test::SchemaV2Options o;
+  o.model_id = std::string("org/") + f.name;
+  (void)test::write_schema_v2_package(data_path(f.source), p.dir, o);
+  const auto i = run_cli({"inspect", p.dir.string(), "--json"}, env_for(t));
+  EXPECT_EQ(i.exit_code, 0) << describe(i);
+  if (i.exit_code == 0) {
+    const auto doc = nlohmann::json::parse(i.out);
+    EXPECT_EQ(doc.at("schema_version"), 2);
+    p.layers = doc.at("layer_count").get<uint32_t>();
+  }
+  EXPECT_GT(p.layers, 1u);
+  return p;
+}
+
+// materialize PKG --layers a..b --out FILE through the CLI.
+fs::path materialize_out(const TempDir& t, const Package& p, uint32_t a, uint32_t b, const std::string& name) {
+  const auto out = t / name;
+  const auto m = run_cli({"materialize", p.dir.string(), "--layers", std::to_string(a) + ".." + std::to_string(b),
+                          "--out", out.string(), "--json"},
+                         env_for(t));
+  EXPECT_EQ(m.exit_code, 0) << describe(m);
+  EXPECT_TRUE(fs::is_regular_file(out)) << out;
+  return out;
+}
+
+class NodeLlamaCppV2 : public ::testing::TestWithParam<Fixture> {};
+
+TEST_P(NodeLlamaCppV2, FullMaterializationOfASchema2PackageGeneratesTheSourceTokens) {
+  const auto module = node_project() / "node_modules" / "node-llama-cpp" / "package.json";
+  const auto binary = node_project() / "node_modules" / "@node-llama-cpp" / "linux-x64" / "package.json";
+  if (!fs::exists(module) || !fs::exists(binary)) {
+    SKIP_OR_FAIL("node-llama-cpp is not installed in " + node_project().string() +
+                 " (bash scripts/install-deps.sh installs it from npm)");
+  }
+  const TempDir t;
+  const auto& f = GetParam();
+  const auto pkg = write_schema_v2(t, f);
+  ASSERT_FALSE(HasFailure());
+  const auto full = materialize_out(t, pkg, 0, pkg.layers, "full-v2.gguf");
+  ASSERT_FALSE(HasFailure());
+  const auto r = run_program("node",
+                             {(node_project() / "node_generate.mjs").string(), std::to_string(kTokens), kPrompt,
+                              data_path(f.source).string(), full.string()},
+                             env_for(t));
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  const auto runs = parse_runs(r.out);
+  ASSERT_EQ(runs.size(), 2u) << describe(r);
+  for (const auto& run : runs) {
+    EXPECT_FALSE(run.prompt.empty()) << describe(r);
+    EXPECT_EQ(run.gen.size(), size_t(kTokens)) << describe(r);
+  }
+  expect_same_tokens(runs[0], runs[1], "schema 2 materialize 0.." + std::to_string(pkg.layers) + " vs the source");
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, NodeLlamaCppV2, ::testing::ValuesIn(kFixtures), fixture_name);
+
+class RefStageSplitV2 : public RefStage {};
+
+TEST_P(RefStageSplitV2, TwoMaterializedStagesOfASchema2PackageGenerateTheUnsplitTokens) {
+  const TempDir t;
+  const auto& f = GetParam();
+  const auto pkg = write_schema_v2(t, f);
+  ASSERT_FALSE(HasFailure());
+  const uint32_t split = pkg.layers / 2;
+  const auto s0 = materialize_out(t, pkg, 0, split, "stage0.gguf");
+  const auto s1 = materialize_out(t, pkg, split, pkg.layers, "stage1.gguf");
+  ASSERT_FALSE(HasFailure());
+
+  const auto unsplit = refrt(t, {"file", data_path(f.source).string()}, /*no_extra_bufts=*/true);
+  ASSERT_FALSE(HasFailure());
+  expect_same_tokens(unsplit,
+                     refrt(t, {"stages", std::to_string(split), std::to_string(pkg.layers), s0.string(), "::",
+                               s1.string()}),
+                     "schema 2 stages 0.." + std::to_string(split) + " + " + std::to_string(split) + ".." +
+                         std::to_string(pkg.layers) + " (one materialized GGUF each) vs file with DRV_NO_EXTRA_BUFTS=1");
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, RefStageSplitV2, ::testing::ValuesIn(kSliceable), fixture_name);
 
 }  // namespace
 }  // namespace skippy

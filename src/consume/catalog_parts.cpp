@@ -1,0 +1,34 @@
+// Schema 2 parts through the schema 1 verifier (see skippy/catalog_parts.h).
+#include "skippy/catalog_parts.h"
+
+namespace skippy {
+
+std::vector<StagePart> catalog_stage_parts(const OpenedCatalog& pkg, const CatalogStage& stage, bool include_carrier) {
+  std::vector<StagePart> parts;
+  for (const auto& p : stage.parts) {
+    if (p.kind == CatalogArtifactKind::kCarrier && !include_carrier) continue;
+    StagePart sp;
+    sp.role = p.layer ? PartRole::kLayer : PartRole::kMetadata;
+    sp.layer_index = p.layer;
+    sp.rel_path = p.rel_path;
+    sp.path = check_catalog_part(pkg, p);
+    sp.bytes = p.bytes;
+    sp.tensor_count = p.tensors.size();
+    sp.sha256 = p.sha256;
+    sp.reason = p.reason;
+    parts.push_back(std::move(sp));
+  }
+  return parts;
+}
+
+VerifyReport verify_catalog_stage_parts(const OpenedCatalog& pkg, const CatalogStage& stage,
+                                        const VerifyOptions& options) {
+  // The carrier was hashed when the package was opened.
+  std::vector<CatalogPart> payload;
+  for (const auto& p : stage.parts) {
+    if (p.kind != CatalogArtifactKind::kCarrier) payload.push_back(p);
+  }
+  return verify_catalog_parts(pkg, payload, options);
+}
+
+}  // namespace skippy

@@ -1,0 +1,87 @@
+// materialize / plan for package schema 2 (see schema_v2_consume.h).
+#include "schema_v2_consume.h"
+
+#include <iostream>
+
+#include "cli.h"
+#include "cmd_plan_memory.h"
+#include "progress.h"
+#include "skippy/error.h"
+
+namespace skippy::cli {
+namespace v2consume_detail {
+
+// What the schema 1 printers read of a package, for a schema 2 one.
+OpenedPackage printable(const OpenedCatalog& pkg, const PackageManifest& manifest) {
+  OpenedPackage p;
+  p.ref = pkg.ref;
+  p.root = pkg.root;
+  p.boundary = pkg.boundary;
+  p.manifest = manifest;
+  p.manifest_sha256 = pkg.manifest_sha256;
+  return p;
+}
+
+nlohmann::json identity(const OpenedCatalog& pkg) {
+  return {{"schema_version", pkg.catalog.schema_version}, {"package_id", pkg.catalog.package_id}};
+}
+
+}  // namespace v2consume_detail
+
+int materialize_schema_v2(const OpenedCatalog& pkg, std::optional<LayerRange> range, const std::vector<std::string>& tensors,
+                          const MaterializeOptions& options, bool json) {
+  const auto stage = range ? select_catalog_range(pkg.catalog, *range) : select_catalog_tensors(pkg.catalog, tensors);
+  MaterializeOptions o = options;
+  Progress progress("materialize");
+  o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
+  const auto r = materialize_catalog_stage(pkg, stage, o);
+  if (json) {
+    auto doc = v2consume_detail::identity(pkg);
+    doc.update({{"path", r.path.string()},
+                {"tensor_count", r.tensor_count},
+                {"reused", r.reused},
+                {"cached", r.cached},
+                {"bytes", r.bytes},
+                {"sha256", r.sha256.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.sha256)},
+                {"layer_start", range ? nlohmann::json(range->start) : nlohmann::json(nullptr)},
+                {"layer_end", range ? nlohmann::json(range->end) : nlohmann::json(nullptr)},
+                {"manifest_sha256", pkg.manifest_sha256},
+                {"projector", nullptr},
+                {"warnings", nlohmann::json::array()},
+                {"notes", stage.notes}});
+    print_json(doc);
+  } else {
+    std::cout << r.path.string() << "\n";
+    std::cerr << (r.reused ? "reused " : "materialized ")
+              << (range ? "layers " + format_layer_range(*range) : std::to_string(tensors.size()) + " named tensors")
+              << " (package schema 2): " << r.tensor_count << " tensors, " << human_bytes(r.bytes) << "\n";
+    for (const auto& n : stage.notes) std::cerr << "note: " << n << "\n";
+  }
+  return kExitOk;
+}
+
+int plan_schema_v2(const OpenedCatalog& pkg, PlanOptions o, std::optional<MemoryPlanOptions> memory, KvCacheType kv_type,
+                   bool json) {
+  const auto in = plan_input_from_catalog(pkg.catalog);
+  const auto shown = v2consume_detail::printable(pkg, in.manifest);
+  o.final_stage_needs_embeddings = in.output_tied && o.stages >= 2;
+  if (memory) {
+    memory->final_stage_needs_embeddings = o.final_stage_needs_embeddings;
+    memory->include_projector = o.include_projector;
+    // The carrier was checked against the catalog (size, SHA-256) when opened.
+    return run_memory_plan_on(shown, *pkg.catalog.carrier_file, *memory, kv_type, json, v2consume_detail::identity(pkg));
+  }
+  o.activation_width = in.activation_width;
+  auto plan = plan_stages(in.manifest, o);
+  if (in.activation_width) {
+    std::erase_if(plan.notes, [](const std::string& n) { return n.starts_with("the manifest has no activation_width"); });
+    plan.notes.insert(plan.notes.begin(), "package schema 2: the activation width " + std::to_string(*in.activation_width) +
+                                              " is the element count of blk.0's attn_norm in the carrier's directory");
+  }
+  plan.notes.push_back("package schema 2: stage bytes are the tensor bytes a stage reads (carrier, its layers' "
+                       "tensors, the boundary tensors), not whole artifacts");
+  print_byte_plan(shown, plan, json, v2consume_detail::identity(pkg));
+  return kExitOk;
+}
+
+}  // namespace skippy::cli

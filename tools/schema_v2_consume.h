@@ -1,0 +1,28 @@
+// The CLI's schema 2 consumer paths that materialize and plan take
+// (`materialize` and `plan` dispatch here when open_any_for_cli found a
+// schema 2 package: a local directory or hf://).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "skippy/catalog_stage.h"
+#include "skippy/materialize.h"
+#include "skippy/memory_plan.h"
+#include "skippy/plan.h"
+
+namespace skippy::cli {
+
+// materialize REF --layers A..B (or --tensors N,N,... with `range` nullopt):
+// the stage through materialize_catalog_stage, printed as the schema 1
+// command prints it (plus schema_version, package_id).
+int materialize_schema_v2(const OpenedCatalog& pkg, std::optional<LayerRange> range, const std::vector<std::string>& tensors,
+                          const MaterializeOptions& options, bool json);
+
+// plan REF: the byte plan (memory == nullopt) or the memory plan, on
+// plan_input_from_catalog's tables and the carrier's KVs.
+int plan_schema_v2(const OpenedCatalog& pkg, PlanOptions options, std::optional<MemoryPlanOptions> memory,
+                   KvCacheType kv_type, bool json);
+
+}  // namespace skippy::cli
