@@ -421,6 +421,10 @@ TEST_F(V2SourcesHub, FetchBringsTheRootTheCarrierAndOnlyTheStagesArtifacts) {
   // A branch moves: the warning names the commit to pin.
   ASSERT_EQ(j["warnings"].size(), 1u);
   EXPECT_NE(j["warnings"][0].get<std::string>().find(*commit_), std::string::npos);
+  // ... and `revision` says it as schema 1's fetch does (#25).
+  EXPECT_EQ(j["revision"]["revision_kind"], "branch");
+  EXPECT_EQ(j["revision"]["moving"], true);
+  EXPECT_EQ(j["revision"]["pin"], pinned());
 
   auto want = stage_paths(dir_->path() / "v2", 2, 4);
   EXPECT_EQ(want, (std::set<std::string>{"shared/metadata.gguf", "layers/layer-00002.gguf", "layers/layer-00003.gguf"}))
@@ -443,6 +447,9 @@ TEST_F(V2SourcesHub, FetchBringsTheRootTheCarrierAndOnlyTheStagesArtifacts) {
   ASSERT_EQ(again.exit_code, 0) << again.err;
   const auto ja = json::parse(again.out);
   EXPECT_EQ(ja["source"], "cache");
+  EXPECT_EQ(ja["revision"]["moving"], false);
+  EXPECT_EQ(ja["revision"]["revision_kind"], "commit");
+  EXPECT_TRUE(ja["warnings"].empty());
   EXPECT_EQ(ja["downloaded"].size(), 0u);
   EXPECT_TRUE(served().empty());
   EXPECT_EQ(ja["verified"], true);
@@ -477,6 +484,8 @@ TEST_F(V2SourcesHub, SelectAndVerifyAnHfPackageFromTheCacheOffline) {
   EXPECT_EQ(j["schema_version"], 2);
   EXPECT_EQ(j["commit"], *commit_);
   EXPECT_EQ(j["verified"], true) << "hf:// packages verify on every resolution";
+  EXPECT_EQ(j["revision"]["pin"], pinned()) << "select says what to pin, as for schema 1";
+  EXPECT_EQ(j["revision"]["moving"], false);
   std::set<std::string> paths;
   for (const auto& p : j["parts"]) {
     paths.insert(p["relative_path"].get<std::string>());

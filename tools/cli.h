@@ -57,6 +57,7 @@ OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision
 // (moving: a branch, or a name no remote could classify; production should
 // pin the commit); null for a local directory.
 nlohmann::json pin_json(const OpenedPackage& pkg);
+nlohmann::json pin_json(const OpenedCatalog& pkg);  // schema 2: the same
 // The same for a package of either schema (open_package_any): commands that
 // read schema 2 too dispatch on the result (schema_v2_cli.h).
 OpenedAnyPackage open_any_for_cli(const std::string& ref, bool refresh_revision = false,

@@ -103,13 +103,15 @@ OpenedAnyPackage open_any_for_cli(const std::string& ref, bool refresh_revision,
   return pkg;
 }
 
-nlohmann::json pin_json(const OpenedPackage& pkg) {
-  if (!pkg.commit || !is_hf_ref(pkg.ref)) return nullptr;
-  const bool moving = pkg.revision_kind == "branch" || pkg.revision_kind == "ref";
-  return {{"revision_kind", pkg.revision_kind},
+nlohmann::json pin_json(const std::string& ref, const std::optional<std::string>& commit, const std::string& revision_kind) {
+  if (!commit || !is_hf_ref(ref)) return nullptr;
+  const bool moving = revision_kind == "branch" || revision_kind == "ref";
+  return {{"revision_kind", revision_kind},
           {"moving", moving},
-          {"pin", "hf://" + parse_hf_ref(pkg.ref).repo_id + "@" + *pkg.commit}};
+          {"pin", "hf://" + parse_hf_ref(ref).repo_id + "@" + *commit}};
 }
+nlohmann::json pin_json(const OpenedPackage& pkg) { return pin_json(pkg.ref, pkg.commit, pkg.revision_kind); }
+nlohmann::json pin_json(const OpenedCatalog& pkg) { return pin_json(pkg.ref, pkg.commit, pkg.revision_kind); }
 
 PartsToUse parts_for(const OpenedPackage& pkg, const std::optional<LayerRange>& range, const SelectOptions& options) {
   PartsToUse out;

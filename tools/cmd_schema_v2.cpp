@@ -80,7 +80,9 @@ int select_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& 
                           {"total_bytes", total},
                           {"verified", verified.has_value()},
                           {"notes", s.notes},
-                          {"warnings", pkg.warnings}};
+                          {"warnings", pkg.warnings},
+                          {"revision", pin_json(pkg)},  // as schema 1's select (#25)
+                          {"signed_by", pkg.signature ? nlohmann::json(pkg.signature->owner_id) : nlohmann::json()}};
     if (range) {
       doc["layer_start"] = range->start;
       doc["layer_end"] = range->end;

@@ -178,7 +178,9 @@ int fetch_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& r
                           {"hashed_bytes", report ? report->hashed_bytes : 0},
                           {"warnings", pkg.warnings},
                           {"notes", s.notes},
-                          {"source_notes", source_notes}};
+                          {"source_notes", source_notes},
+                          {"revision", pin_json(pkg)},  // as schema 1's fetch (#25)
+                          {"signed_by", pkg.signature ? nlohmann::json(pkg.signature->owner_id) : nlohmann::json()}};
     if (!peer.is_null()) doc["peer"] = peer;
     if (range) {
       doc["layer_start"] = range->start;
