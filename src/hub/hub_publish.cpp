@@ -19,6 +19,7 @@
 #include "hub/http.h"
 #include "hub/hub_write_api.h"
 #include "hub/lfs_upload.h"
+#include "hub/publish_v2.h"
 #include "hub/retry.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
@@ -753,6 +754,8 @@ PublishResult HubPublisher::commit(const std::string& summary, const std::string
 PublishResult publish_package(const fs::path& dir, const HubConfig& hub, const PushTarget& target,
                               const PublishSettings& settings, const std::string& message,
                               const std::function<void(uint64_t, uint64_t)>& on_verify) {
+  // #22: a schema 2 package has its own reader and checks (src/hub/publish_v2.cpp).
+  if (detail::is_schema_v2_package_dir(dir)) return detail::publish_package_v2(dir, hub, target, settings, message, on_verify);
   const auto pkg = open_local_package(dir);
   // Consumers set a broken generation block aside so that layers still load;
   // the publisher's gate is where it gets fixed, not where it spreads.
