@@ -145,6 +145,15 @@ class HubPublisher {
 // commit: see add_package_metadata for what is checked first. With
 // settings.sign_owner the package is signed first. `on_verify` reports
 // hashing progress.
+// A package schema 2 directory (#22: model-package.json says schema_version
+// 2) is read with the strict schema 2 reader (open_local_catalog_v2) and
+// every catalog artifact (carrier, payload parts, sidecars) checked and
+// SHA-256-verified through the verification cache; the commit holds those
+// artifacts, model-package.json and the same optional files. LFS objects the
+// repository already holds are not sent again: a schema 1 package converted
+// to schema 2 (convert-package --to 2), published to another branch of the
+// repository that holds the schema 1 package, uploads only the carrier (the
+// fragments are the same objects) and the root.
 PublishResult publish_package(const std::filesystem::path& dir, const HubConfig& hub, const PushTarget& target,
                               const PublishSettings& settings, const std::string& message,
                               const std::function<void(uint64_t, uint64_t)>& on_verify = {});

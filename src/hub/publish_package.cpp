@@ -1,0 +1,66 @@
+// publish_package (skippy/hub_publish.h): a local package directory,
+// checked and verified, then uploaded in one commit through HubPublisher.
+// Schema 2 directories go to src/hub/publish_v2.cpp.
+#include <set>
+
+#include "hub/publish_v2.h"
+#include "skippy/error.h"
+#include "skippy/hub_publish.h"
+#include "skippy/manifest.h"
+#include "skippy/package_signature.h"
+#include "skippy/stage.h"
+#include "skippy/verify.h"
+
+namespace skippy {
+
+namespace fs = std::filesystem;
+
+PublishResult publish_package(const fs::path& dir, const HubConfig& hub, const PushTarget& target,
+                              const PublishSettings& settings, const std::string& message,
+                              const std::function<void(uint64_t, uint64_t)>& on_verify) {
+  // #22: a schema 2 package has its own reader and checks (src/hub/publish_v2.cpp).
+  if (detail::is_schema_v2_package_dir(dir)) return detail::publish_package_v2(dir, hub, target, settings, message, on_verify);
+  const auto pkg = open_local_package(dir);
+  // Consumers set a broken generation block aside so that layers still load;
+  // the publisher's gate is where it gets fixed, not where it spreads.
+  if (pkg.manifest.generation_problem) {
+    throw_invalid(dir.string() + "/model-package.json: " + *pkg.manifest.generation_problem +
+                  "; consumers would ignore the package's generation defaults: fix the block before publishing");
+  }
+  const auto& src = pkg.manifest.source_model;
+  if (!src.path.empty() && (fs::path(src.path).is_absolute() || src.path.starts_with("~"))) {
+    throw_invalid(dir.string() + "/model-package.json: source_model.path records a local path (\"" + src.path +
+                  "\"); nothing private goes to the Hub: write the package again with this tool's write-package, which "
+                  "records only the source file's name there");
+  }
+  // The consumer's checks first: every artifact a safe relative path to a
+  // regular file inside the package, of its declared size; then SHA-256.
+  const auto parts = all_parts(pkg);
+  VerifyOptions vo;
+  vo.on_progress = on_verify;
+  const auto report = verify_parts(pkg, parts, vo);
+  if (!report.verified) {
+    std::string msg = dir.string() + ": the package fails its own checks, so it is not published:";
+    for (const auto& p : report.problems) msg += "\n  " + p;
+    throw_integrity(msg);
+  }
+  // #25: sign once the package is known good, so the sidecar goes up in the same commit.
+  if (!settings.sign_owner.empty()) (void)sign_package(dir, settings.sign_owner);
+  HubPublisher pub(hub, target, settings);
+  pub.begin();
+  std::set<std::string> added;
+  for (const auto& p : parts) {
+    if (!added.insert(p.rel_path).second) continue;
+    pub.add(p.rel_path, p.path, p.bytes, p.sha256);
+  }
+  const auto meta = add_package_metadata(pub, dir, pkg.manifest_sha256);
+  const std::string summary =
+      message.empty() ? "Publish layer package " + pkg.manifest.model_id + " (" + std::to_string(pkg.manifest.layer_count) + " layers)"
+                      : message;
+  auto res = pub.commit(summary, "model-package.json sha256 " + pkg.manifest_sha256 + ", written by skippy-model-package");
+  res.signed_by = meta.signed_by;
+  res.validation_result = meta.validation_result;
+  return res;
+}
+
+}  // namespace skippy
