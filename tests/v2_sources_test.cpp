@@ -218,7 +218,9 @@ TEST_F(V2SourcesCli, VerifyJsonOfAStageThenEveryArtifactThroughTheCache) {
   EXPECT_EQ(j["verified"], true);
   EXPECT_EQ(j["layer_start"], 0);
   EXPECT_EQ(j["layer_end"], 3);
-  EXPECT_EQ(j["cache_hits"], 0);
+  // The carrier only: opening the package hashed it and recorded it in the
+  // verification cache a moment before (catalog_stage.cpp); the rest is hashed.
+  EXPECT_EQ(j["cache_hits"], 1);
   EXPECT_GT(j["hashed_bytes"].get<uint64_t>(), 0u);
   std::set<std::string> paths;
   for (const auto& p : j["parts"]) {

@@ -11,6 +11,7 @@
 #include "skippy/manifest.h"
 #include "skippy/model_source.h"
 #include "skippy/sha256.h"
+#include "consume/verification_cache.h"
 
 namespace skippy {
 namespace {
@@ -104,7 +105,10 @@ OpenedCatalog open_catalog_dir(std::string ref, const fs::path& root, const fs::
   }
   const fs::path real = check_catalog_file(pkg.ref, pkg.root, pkg.boundary, carrier->id, carrier->path, carrier->byte_size);
   if (!pkg.source || !pkg.source->verified_while_fetching(carrier->path)) {
-    const std::string digest = sha256_file(real);
+    // Through the verification cache: a repeat open of the same carrier file
+    // (same identity and metadata) is not hashed again.
+    const std::string digest =
+        detail::sha256_file_cached(pkg.manifest_sha256, real, carrier->path, carrier->sha256, carrier->byte_size);
     if (digest != carrier->sha256) {
       throw_integrity(pkg.ref + ": artifact " + carrier->id + " (" + carrier->path + "): SHA-256 " + digest +
                       " differs from the catalog's " + carrier->sha256 + " (the metadata carrier is not the one the "

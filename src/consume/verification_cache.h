@@ -51,4 +51,16 @@ class VerificationCache {
   std::optional<std::string> note_;
 };
 
+// SHA-256 of the file at `path` (lowercase hex), unless the default
+// verification cache (skippy/verify.h's rules: `scope` is the manifest's
+// SHA-256) vouches that this file, as it is now, was hashed before and
+// matched `declared_sha256`: then the declared digest, without reading the
+// file. A digest that matches, of a file that did not change while read and
+// is outside the racy window, is recorded (no waiting). Used for a schema 2
+// package's metadata carrier, hashed on every open (package_id commits to
+// its digest): a repeat open of a ~3.5 MB carrier costs a stat and a small
+// read instead of ~2 ms of hashing. Throws as sha256_file does.
+std::string sha256_file_cached(std::string_view scope, const std::filesystem::path& path, std::string_view rel_path,
+                               std::string_view declared_sha256, uint64_t declared_bytes);
+
 }  // namespace skippy::detail

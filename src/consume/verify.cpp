@@ -422,4 +422,24 @@ void record_verifications(std::string_view scope, const std::vector<FileClaim>& 
   record_fresh(cache, scope, keep, ids);
 }
 
+namespace detail {
+
+std::string sha256_file_cached(std::string_view scope, const fs::path& path, std::string_view rel_path,
+                               std::string_view declared_sha256, uint64_t declared_bytes) {
+  VerificationCache cache(default_verification_cache_dir());
+  struct stat st {};
+  if (is_sha256_hex(declared_sha256) && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<uint64_t>(st.st_size) == declared_bytes) {
+    const auto key = verification_key(scope, rel_path, declared_sha256, declared_bytes, identity_of(st));
+    if (cache.lookup(key, declared_sha256, declared_bytes)) return lower(declared_sha256);
+  }
+  const Hashed h = hash_one(path, nullptr);
+  if (!h.error.empty()) return sha256_file(path);  // its error, thrown
+  if (h.digest == lower(declared_sha256) && h.bytes == declared_bytes && h.cacheable) {
+    cache.store(verification_key(scope, rel_path, declared_sha256, declared_bytes, h.id), h.digest, h.bytes);
+  }
+  return h.digest;
+}
+
+}  // namespace detail
 }  // namespace skippy

@@ -20,6 +20,9 @@
 //   writer): a full-range materialization by our CLI generates the source's
 //   tokens in node-llama-cpp, and a 2-stage split materialized per stage (one
 //   GGUF each) generates the unsplit tokens in the reference stage runtime.
+//   The same two checks for the schema 2 packages this project makes: a
+//   schema 1 package converted with convert-package --to 2 --source SRC
+//   (certified), and one written directly by write-package --schema 2.
 //
 // Tokens are compared within one runtime, never with a table made on another
 // build or CPU (a near-tie can flip). A runtime that is missing is a skip that
@@ -213,25 +216,29 @@ TEST_P(NodeLlamaCpp, FullMaterializationOfAConvertedSchema2PackageGeneratesTheSo
   node_full_materialization(true);
 }
 
-void node_full_materialization(bool from_schema2) {
+// Skips (or fails, in CI) when node-llama-cpp is not installed.
+bool node_llama_cpp_missing() {
   const auto module = node_project() / "node_modules" / "node-llama-cpp" / "package.json";
   const auto binary = node_project() / "node_modules" / "@node-llama-cpp" / "linux-x64" / "package.json";
-  if (!fs::exists(module) || !fs::exists(binary)) {
-    SKIP_OR_FAIL("node-llama-cpp is not installed in " + node_project().string() +
-                 " (bash scripts/install-deps.sh installs it from npm)");
-  }
-  const TempDir t;
-  const auto& f = ::testing::TestWithParam<Fixture>::GetParam();
-  const auto pkg = write_package(t, f, from_schema2);
-  ASSERT_FALSE(::testing::Test::HasFailure());
-  const auto full = t / "full.gguf";
-  const auto m = run_cli({"materialize", pkg.dir.string(), "--layers", "0.." + std::to_string(pkg.layers), "--out",
-                          full.string(), "--json"},
-                         env_for(t));
-  ASSERT_EQ(m.exit_code, 0) << describe(m);
-  ASSERT_TRUE(fs::is_regular_file(full));
+  return !fs::exists(module) || !fs::exists(binary);
+}
+#define SKIP_WITHOUT_NODE_LLAMA_CPP()                                                        \
+  do {                                                                                       \
+    if (node_llama_cpp_missing()) {                                                          \
+      SKIP_OR_FAIL("node-llama-cpp is not installed in " + node_project().string() +         \
+                   " (bash scripts/install-deps.sh installs it from npm)");                  \
+    }                                                                                        \
+  } while (0)
 
-  // Both models in one process: the same runtime, one start-up.
+fs::path materialize_out(const TempDir& t, const Package& p, uint32_t a, uint32_t b, const std::string& name);
+
+// The check every node-llama-cpp test makes: a full-range materialization of
+// PKG by our CLI generates the source's greedy tokens (both models in one
+// node process: the same runtime, one start-up).
+void expect_full_materialization_generates_source_tokens(const TempDir& t, const Fixture& f, const Package& pkg,
+                                                         const std::string& what) {
+  const auto full = materialize_out(t, pkg, 0, pkg.layers, "full.gguf");
+  ASSERT_FALSE(::testing::Test::HasFailure());
   const auto r = run_program("node",
                              {(node_project() / "node_generate.mjs").string(), std::to_string(kTokens), kPrompt,
                               data_path(f.source).string(), full.string()},
@@ -243,7 +250,16 @@ void node_full_materialization(bool from_schema2) {
     EXPECT_FALSE(run.prompt.empty()) << describe(r);
     EXPECT_EQ(run.gen.size(), size_t(kTokens)) << describe(r);
   }
-  expect_same_tokens(runs[0], runs[1], "materialize 0.." + std::to_string(pkg.layers) + " vs the source");
+  expect_same_tokens(runs[0], runs[1], what + " materialize 0.." + std::to_string(pkg.layers) + " vs the source");
+}
+
+void node_full_materialization(bool from_schema2) {
+  SKIP_WITHOUT_NODE_LLAMA_CPP();
+  const TempDir t;
+  const auto& f = ::testing::TestWithParam<Fixture>::GetParam();
+  const auto pkg = write_package(t, f, from_schema2);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  expect_full_materialization_generates_source_tokens(t, f, pkg, from_schema2 ? "schema 2 -> 1" : "schema 1");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, NodeLlamaCpp, ::testing::ValuesIn(kFixtures), fixture_name);
@@ -313,13 +329,46 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, RefStageSplit, ::testing::ValuesIn(kSliceable
 
 // ------------------------------------------------------------ package schema 2
 
-// A schema 2 package of the fixture in the reference's layout, written by the
-// test-side writer, and its layer count (from our inspect).
-Package write_schema_v2(const TempDir& t, const Fixture& f) {
+// A schema 2 package of the fixture and its layer count (from our inspect):
+enum class V2Origin {
+  kTestWriter,      // tests/schema_v2_package.h: the reference's layout, not our writer
+  kConvertedFrom1,  // write-package (schema 1), then convert-package --to 2 --source SRC
+  kWritten,         // write-package --schema 2
+};
+
+std::string describe(V2Origin o) {
+  switch (o) {
+    case V2Origin::kTestWriter: return "schema 2 (test-side writer)";
+    case V2Origin::kConvertedFrom1: return "schema 1 -> 2 (convert-package --to 2)";
+    case V2Origin::kWritten: return "schema 2 (write-package --schema 2)";
+  }
+  return "?";
+}
+
+Package write_schema_v2(const TempDir& t, const Fixture& f, V2Origin origin = V2Origin::kTestWriter) {
   Package p{t / "package-v2", 0};
-  test::SchemaV2Options o;
-  o.model_id = std::string("org/") + f.name;
-  (void)test::write_schema_v2_package(data_path(f.source), p.dir, o);
+  const auto src = data_path(f.source);
+  if (origin == V2Origin::kTestWriter) {
+    test::SchemaV2Options o;
+    o.model_id = std::string("org/") + f.name;
+    (void)test::write_schema_v2_package(src, p.dir, o);
+  } else if (origin == V2Origin::kWritten) {
+    const auto w = run_cli({"write-package", src.string(), "--schema", "2", "--out-dir", p.dir.string(), "--model-id",
+                            std::string("org/") + f.name, "--source-revision", "0123abc", "--source-file",
+                            src.filename().string(), "--json"},
+                           env_for(t));
+    EXPECT_EQ(w.exit_code, 0) << describe(w);
+  } else {
+    const auto v1 = write_package(t, f);  // at t/package
+    const auto c = run_cli({"convert-package", v1.dir.string(), "--to", "2", "--out-dir", p.dir.string(), "--source",
+                            src.string(), "--json"},
+                           env_for(t));
+    EXPECT_EQ(c.exit_code, 0) << describe(c);
+    // Certified against the source: every source tensor exactly once.
+    if (c.exit_code == 0) {
+      EXPECT_EQ(nlohmann::json::parse(c.out).at("certified"), true) << c.out;
+    }
+  }
   const auto i = run_cli({"inspect", p.dir.string(), "--json"}, env_for(t));
   EXPECT_EQ(i.exit_code, 0) << describe(i);
   if (i.exit_code == 0) {
@@ -342,56 +391,63 @@ fs::path materialize_out(const TempDir& t, const Package& p, uint32_t a, uint32_
   return out;
 }
 
-class NodeLlamaCppV2 : public ::testing::TestWithParam<Fixture> {};
+class NodeLlamaCppV2 : public ::testing::TestWithParam<Fixture> {
+ protected:
+  void full_materialization(V2Origin origin) {
+    SKIP_WITHOUT_NODE_LLAMA_CPP();
+    const TempDir t;
+    const auto& f = GetParam();
+    const auto pkg = write_schema_v2(t, f, origin);
+    ASSERT_FALSE(HasFailure());
+    expect_full_materialization_generates_source_tokens(t, f, pkg, describe(origin));
+  }
+};
 
 TEST_P(NodeLlamaCppV2, FullMaterializationOfASchema2PackageGeneratesTheSourceTokens) {
-  const auto module = node_project() / "node_modules" / "node-llama-cpp" / "package.json";
-  const auto binary = node_project() / "node_modules" / "@node-llama-cpp" / "linux-x64" / "package.json";
-  if (!fs::exists(module) || !fs::exists(binary)) {
-    SKIP_OR_FAIL("node-llama-cpp is not installed in " + node_project().string() +
-                 " (bash scripts/install-deps.sh installs it from npm)");
-  }
-  const TempDir t;
-  const auto& f = GetParam();
-  const auto pkg = write_schema_v2(t, f);
-  ASSERT_FALSE(HasFailure());
-  const auto full = materialize_out(t, pkg, 0, pkg.layers, "full-v2.gguf");
-  ASSERT_FALSE(HasFailure());
-  const auto r = run_program("node",
-                             {(node_project() / "node_generate.mjs").string(), std::to_string(kTokens), kPrompt,
-                              data_path(f.source).string(), full.string()},
-                             env_for(t));
-  ASSERT_EQ(r.exit_code, 0) << describe(r);
-  const auto runs = parse_runs(r.out);
-  ASSERT_EQ(runs.size(), 2u) << describe(r);
-  for (const auto& run : runs) {
-    EXPECT_FALSE(run.prompt.empty()) << describe(r);
-    EXPECT_EQ(run.gen.size(), size_t(kTokens)) << describe(r);
-  }
-  expect_same_tokens(runs[0], runs[1], "schema 2 materialize 0.." + std::to_string(pkg.layers) + " vs the source");
+  full_materialization(V2Origin::kTestWriter);
+}
+TEST_P(NodeLlamaCppV2, FullMaterializationOfAConvertedSchema1PackageGeneratesTheSourceTokens) {
+  full_materialization(V2Origin::kConvertedFrom1);
+}
+TEST_P(NodeLlamaCppV2, FullMaterializationOfAWrittenSchema2PackageGeneratesTheSourceTokens) {
+  full_materialization(V2Origin::kWritten);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, NodeLlamaCppV2, ::testing::ValuesIn(kFixtures), fixture_name);
 
-class RefStageSplitV2 : public RefStage {};
+class RefStageSplitV2 : public RefStage {
+ protected:
+  // A 2-stage split, each stage materialized into one GGUF by our CLI, run
+  // by the reference stage runtime vs the unsplit file with its kernels.
+  void two_materialized_stages(V2Origin origin) {
+    const TempDir t;
+    const auto& f = GetParam();
+    const auto pkg = write_schema_v2(t, f, origin);
+    ASSERT_FALSE(HasFailure());
+    const uint32_t split = pkg.layers / 2;
+    const auto s0 = materialize_out(t, pkg, 0, split, "stage0.gguf");
+    const auto s1 = materialize_out(t, pkg, split, pkg.layers, "stage1.gguf");
+    ASSERT_FALSE(HasFailure());
+
+    const auto unsplit = refrt(t, {"file", data_path(f.source).string()}, /*no_extra_bufts=*/true);
+    ASSERT_FALSE(HasFailure());
+    expect_same_tokens(unsplit,
+                       refrt(t, {"stages", std::to_string(split), std::to_string(pkg.layers), s0.string(), "::",
+                                 s1.string()}),
+                       describe(origin) + " stages 0.." + std::to_string(split) + " + " + std::to_string(split) +
+                           ".." + std::to_string(pkg.layers) +
+                           " (one materialized GGUF each) vs file with DRV_NO_EXTRA_BUFTS=1");
+  }
+};
 
 TEST_P(RefStageSplitV2, TwoMaterializedStagesOfASchema2PackageGenerateTheUnsplitTokens) {
-  const TempDir t;
-  const auto& f = GetParam();
-  const auto pkg = write_schema_v2(t, f);
-  ASSERT_FALSE(HasFailure());
-  const uint32_t split = pkg.layers / 2;
-  const auto s0 = materialize_out(t, pkg, 0, split, "stage0.gguf");
-  const auto s1 = materialize_out(t, pkg, split, pkg.layers, "stage1.gguf");
-  ASSERT_FALSE(HasFailure());
-
-  const auto unsplit = refrt(t, {"file", data_path(f.source).string()}, /*no_extra_bufts=*/true);
-  ASSERT_FALSE(HasFailure());
-  expect_same_tokens(unsplit,
-                     refrt(t, {"stages", std::to_string(split), std::to_string(pkg.layers), s0.string(), "::",
-                               s1.string()}),
-                     "schema 2 stages 0.." + std::to_string(split) + " + " + std::to_string(split) + ".." +
-                         std::to_string(pkg.layers) + " (one materialized GGUF each) vs file with DRV_NO_EXTRA_BUFTS=1");
+  two_materialized_stages(V2Origin::kTestWriter);
+}
+TEST_P(RefStageSplitV2, TwoMaterializedStagesOfAConvertedSchema1PackageGenerateTheUnsplitTokens) {
+  two_materialized_stages(V2Origin::kConvertedFrom1);
+}
+TEST_P(RefStageSplitV2, TwoMaterializedStagesOfAWrittenSchema2PackageGenerateTheUnsplitTokens) {
+  two_materialized_stages(V2Origin::kWritten);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, RefStageSplitV2, ::testing::ValuesIn(kSliceable), fixture_name);
