@@ -84,7 +84,7 @@ Command register_speculative(CLI::App& app) {
       "model_id) in --config, else [defaults.speculative]. Settings tighten package bounds, never widen them.\n"
       "A refusal exits 1 and names the rule.");
   auto a = std::make_shared<SpeculativeArgs>();
-  cmd->add_option("target", a->target, "Package directory (or hf://ns/repo[@rev]), or a GGUF for direct operation")
+  cmd->add_option("target", a->target, "Package directory of either schema (or hf://ns/repo[@rev]), or a GGUF for direct operation")
       ->required();
   cmd->add_option("--strategy", a->strategy, "auto, mtp, disabled, native-mtp-n1, a package strategy id, ...");
   cmd->add_option("--config", a->config, "config.toml with [defaults.speculative] and [[models]]");
@@ -105,17 +105,23 @@ Command register_speculative(CLI::App& app) {
               for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
 
               SpeculativeModel model;
-              std::optional<OpenedPackage> pkg;
+              std::optional<OpenedAnyPackage> pkg;
+              std::optional<GenerationDefaults> generation_v2;  // schema 2's block, read as schema 1's
               std::string model_id = a->model;
               if (std::filesystem::is_regular_file(a->target)) {
                 model = gguf_speculative_model(ModelSource::open(a->target));
+              } else if (pkg = open_any_for_cli(a->target); pkg->v2) {
+                generation_v2 = package_generation(*pkg->v2);
+                for (const auto& w : generation_warnings(generation_v2)) std::cerr << "warning: " << w << "\n";
+                model = package_speculative_model(*pkg->v2, generation_v2);
+                if (model_id.empty()) model_id = pkg->v2->catalog.model_id;
               } else {
-                pkg = open_package_for_cli(a->target);
-                for (const auto& w : generation_warnings(pkg->manifest.generation)) std::cerr << "warning: " << w << "\n";
+                const OpenedPackage& v1 = *pkg->v1;
+                for (const auto& w : generation_warnings(v1.manifest.generation)) std::cerr << "warning: " << w << "\n";
                 std::vector<std::string> notes;
-                model = package_speculative_model(*pkg, &notes);
+                model = package_speculative_model(v1, &notes);
                 for (const auto& n : notes) std::cerr << "note: " << n << "\n";
-                if (model_id.empty()) model_id = pkg->manifest.model_id;
+                if (model_id.empty()) model_id = v1.manifest.model_id;
               }
               const SpeculativeSettings* entry = nullptr;
               if (auto it = cfg.models.find(model_id); it != cfg.models.end()) entry = &it->second;

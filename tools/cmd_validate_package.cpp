@@ -24,6 +24,8 @@ Command register_validate_package(CLI::App& app) {
       "Recomputes SHA-256 and size of every source shard and artifact and checks every tensor's placement,\n"
       "type, shape and bytes. Exit 1 lists every problem found; when the source is not the file the package\n"
       "was written from (its SHA-256 is not source_model.sha256), that comes first.\n"
+      "A schema 2 package gets the reference's certification: every source tensor exactly once (type, dims,\n"
+      "bytes), every artifact's size and SHA-256 (carrier and sidecars included), the source files' digests.\n"
       "--write-result leaves validation.json in the package, valid or not: the tool and version, the\n"
       "manifest's SHA-256, each source file's name and SHA-256, the checks run, the result, the problems and\n"
       "the time (written atomically; publish uploads it; a signature made after it covers it):\n"
@@ -36,7 +38,7 @@ Command register_validate_package(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("source", a->source, "Source .gguf (any shard of a split model), or ORG/REPO:DIST")->required();
-  cmd->add_option("package", a->package, "Package directory")->required();
+  cmd->add_option("package", a->package, "Package directory (either schema)")->required();
   cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(number_in(1u, 64u));
   cmd->add_flag("--write-result", a->write_result,
                 "Leave validation.json (the machine-readable result, bound to the manifest's SHA-256) in the package");
@@ -82,7 +84,9 @@ Command register_validate_package(CLI::App& app) {
                           {"warnings", r.warnings},
                           {"artifacts_checked", r.artifacts_checked},
                           {"tensors_checked", r.tensors_checked},
-                          {"hashed_bytes", r.bytes_hashed}});
+                          {"hashed_bytes", r.bytes_hashed},
+                          {"schema_version", r.schema_version},
+                          {"package_id", r.package_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.package_id)}});
             } else if (r.valid) {
               std::cout << "valid: " << r.artifacts_checked << " artifacts, " << r.tensors_checked
                         << " tensors, " << human_bytes(r.bytes_hashed) << " hashed\n";

@@ -95,6 +95,8 @@ struct CertifyResult {
   uint64_t tensors = 0;
   uint64_t bytes_compared = 0;
   uint64_t bytes_hashed = 0;
+  std::vector<std::string> source_sha256;  // each source shard as hashed, in shard order
+  std::vector<uint64_t> source_bytes;
 };
 CertifyResult certify_catalog(const PackageCatalog& catalog, const std::filesystem::path& package_dir,
                               const std::filesystem::path& source, bool hash_artifacts, unsigned threads = 2,

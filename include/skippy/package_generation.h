@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "skippy/catalog_stage.h"
 #include "skippy/model_source.h"
 #include "skippy/policy.h"
 #include "skippy/speculative.h"
@@ -34,6 +35,23 @@ PolicyInputs package_policy_inputs(const OpenedPackage& pkg);
 // cache yet is not downloaded for this: nextn_layers is then nullopt and a
 // note says so.
 SpeculativeModel package_speculative_model(const OpenedPackage& pkg, std::vector<std::string>* notes = nullptr);
+
+// Schema 2 (the same consumers, a second reader): the root's generation
+// read as schema 1's (generation_v1_of, skippy/generation_v2.h: a block
+// with no schema 1 meaning is refused, Error(kInvalidInput) naming the
+// field); nullopt when the root has none.
+std::optional<GenerationDefaults> package_generation(const OpenedCatalog& pkg);
+
+// Schema 2 has no generation.policy or thresholds (the reference refuses
+// them at parse): the architecture and the IndexShare top-k from the
+// carrier's KVs, no policy (the resolver uses the built-in one).
+PolicyInputs package_policy_inputs(const OpenedCatalog& pkg);
+
+// Schema 2: `generation` is package_generation(pkg) (the result points into
+// it: keep it alive); the layer count is the catalog's, and the NextN layers
+// among those named are found in the carrier's tensor directory (no payload
+// is read, nothing is downloaded).
+SpeculativeModel package_speculative_model(const OpenedCatalog& pkg, const std::optional<GenerationDefaults>& generation);
 
 // A GGUF served directly (no package): every layer holding the NextN tensors.
 SpeculativeModel gguf_speculative_model(const ModelSource& model);

@@ -28,6 +28,13 @@ struct ValidationReport {
   // writer does differently (repeated extras and metadata, source sizes
   // and digests not recorded), each naming the file or field.
   std::vector<std::string> warnings;
+  // The package schema judged (1 or 2) and, for schema 2, the root's package_id.
+  // A schema 2 package gets the reference's certification (certify_catalog,
+  // skippy/package_convert.h: every source tensor exactly once with its type,
+  // dims and bytes, every artifact's SHA-256, the source files' digests)
+  // plus the carrier's and sidecars' sizes and digests.
+  uint32_t schema_version = 1;
+  std::string package_id;
   uint64_t artifacts_checked = 0;
   uint64_t tensors_checked = 0;
   uint64_t bytes_hashed = 0;
@@ -46,7 +53,7 @@ struct ValidationReport {
 struct ValidateOptions {
   unsigned threads = 2;
   std::function<void(uint64_t, uint64_t)> on_progress;  // (bytes done, bytes total)
-  // Check against this manifest instead of the package's model-package.json
+  // (Schema 1 only.) Check against this manifest instead of the package's model-package.json
   // (write-package --validate, before the manifest is committed).
   std::optional<PackageManifest> manifest;
 };

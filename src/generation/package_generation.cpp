@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "skippy/error.h"
+#include "skippy/generation_v2.h"
 #include "skippy/gguf.h"
 #include "skippy/verify.h"
 
@@ -47,6 +48,21 @@ PolicyInputs package_policy_inputs(const OpenedPackage& pkg) {
   return in;
 }
 
+namespace package_generation_detail {
+
+// The layers the package's native-mtp proposers and strategies name.
+std::set<uint32_t> named_layers(const SpeculativeDecoding& spec) {
+  std::set<uint32_t> named;
+  auto add = [&](const ProposerFields& f) {
+    if (f.layer_indices) named.insert(f.layer_indices->begin(), f.layer_indices->end());
+  };
+  for (const auto& [id, p] : spec.proposers) add(p);
+  for (const auto& [id, s] : spec.strategies) add(s);
+  return named;
+}
+
+}  // namespace package_generation_detail
+
 SpeculativeModel package_speculative_model(const OpenedPackage& pkg, std::vector<std::string>* notes) {
   refuse_set_aside_generation(pkg, "speculative decoding");
   SpeculativeModel model;
@@ -54,13 +70,7 @@ SpeculativeModel package_speculative_model(const OpenedPackage& pkg, std::vector
   if (gen && gen->speculative_decoding) model.package = &*gen->speculative_decoding;
   model.layer_count = pkg.manifest.layer_count;
   std::set<uint32_t> named;
-  if (model.package) {
-    auto add = [&](const ProposerFields& f) {
-      if (f.layer_indices) named.insert(f.layer_indices->begin(), f.layer_indices->end());
-    };
-    for (const auto& [id, p] : model.package->proposers) add(p);
-    for (const auto& [id, s] : model.package->strategies) add(s);
-  }
+  if (model.package) named = package_generation_detail::named_layers(*model.package);
   std::set<uint32_t> found;
   for (const uint32_t l : named) {
     if (l >= pkg.manifest.layers.size()) continue;  // the rules check reports it
@@ -74,6 +84,39 @@ SpeculativeModel package_speculative_model(const OpenedPackage& pkg, std::vector
       (void)verify_if_required(pkg, {part});
       const auto f = GgufFile::open(part.path);
       if (has_nextn([&](const std::string& n) { return f.find_tensor(n) != nullptr; }, l)) found.insert(l);
+    }
+  }
+  model.nextn_layers = std::move(found);
+  return model;
+}
+
+std::optional<GenerationDefaults> package_generation(const OpenedCatalog& pkg) {
+  const auto& root = pkg.catalog.root_v2;
+  if (!root || !root->generation) return std::nullopt;
+  return generation_v1_of(*root->generation, pkg.catalog.layer_count,
+                          (pkg.root / std::string(kManifestFileName)).string());
+}
+
+PolicyInputs package_policy_inputs(const OpenedCatalog& pkg) {
+  PolicyInputs in;
+  in.architecture = pkg.catalog.architecture;
+  if (pkg.catalog.carrier_file) {
+    if (auto k = pkg.catalog.carrier_file->get_uint(in.architecture + ".attention.indexer.top_k")) in.request.top_k = *k;
+  }
+  return in;  // schema 2 has no generation.policy or thresholds
+}
+
+SpeculativeModel package_speculative_model(const OpenedCatalog& pkg, const std::optional<GenerationDefaults>& generation) {
+  SpeculativeModel model;
+  if (generation && generation->speculative_decoding) model.package = &*generation->speculative_decoding;
+  model.layer_count = pkg.catalog.layer_count;
+  std::set<uint32_t> found;
+  if (model.package) {
+    // The carrier's directory names every tensor (checked against the root's
+    // digest when the package was opened): no payload is read.
+    for (const uint32_t l : package_generation_detail::named_layers(*model.package)) {
+      if (l >= model.layer_count) continue;  // the rules check reports it
+      if (has_nextn([&](const std::string& n) { return pkg.catalog.find_tensor(n) != nullptr; }, l)) found.insert(l);
     }
   }
   model.nextn_layers = std::move(found);

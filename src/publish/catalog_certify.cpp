@@ -272,7 +272,7 @@ CertifyResult certify_catalog(const PackageCatalog& catalog, const std::filesyst
   in.layer_count = catalog.layer_count;
   in.hash_files = hash_artifacts;
   const auto out = detail::certify(in, source, threads, on_progress);
-  return {out.tensors, out.bytes_compared, out.bytes_hashed};
+  return {out.tensors, out.bytes_compared, out.bytes_hashed, out.shard_sha256, out.shard_bytes};
 }
 
 }  // namespace skippy

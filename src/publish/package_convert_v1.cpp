@@ -10,6 +10,7 @@
 #include "skippy/abi.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
+#include "skippy/generation_v2.h"
 #include "skippy/package_convert.h"
 #include "skippy/sha256.h"
 
@@ -18,54 +19,12 @@ namespace convert_v1_detail {
 
 namespace fs = std::filesystem;
 
-std::optional<GenerationDefaults> generation_v1(const std::optional<V2Generation>& g) {
+// The schema 1 block of the same fields (generation_v1_of: the one mapping
+// the consumers use too; a block with no schema 1 meaning is refused).
+std::optional<GenerationDefaults> generation_v1(const std::optional<V2Generation>& g, uint32_t layer_count,
+                                                const std::string& origin) {
   if (!g || !g->speculative_decoding) return std::nullopt;
-  const auto& v = *g->speculative_decoding;
-  SpeculativeDecoding sd;
-  sd.default_strategy = v.default_strategy;
-  for (const auto& [id, p] : v.proposers) {
-    Proposer q;
-    q.type = p.type;
-    if (p.type == kNativeMtp) {
-      q.prediction_depth = p.prediction_depth;
-      q.layer_indices = p.layer_indices;
-    } else {
-      q.ngram_min = p.ngram_min;
-      q.ngram_max = p.ngram_max;
-      if (p.max_proposal_tokens) q.max_proposal_tokens = p.max_proposal_tokens;
-      if (!p.history_scope.empty()) q.history_scope = p.history_scope;
-    }
-    sd.proposers[id] = q;
-  }
-  for (const auto& [id, s] : v.strategies) {
-    Strategy t;
-    t.type = s.type;
-    t.proposer = s.proposer;
-    if (s.prediction_depth) t.prediction_depth = *s.prediction_depth;
-    if (!s.layer_indices.empty()) t.layer_indices = s.layer_indices;
-    if (!s.primary.empty()) t.primary = s.primary;
-    if (!s.extender.empty()) t.extender = s.extender;
-    if (s.extension_policy) {
-      ExtensionPolicy e;
-      e.max_tokens = s.extension_policy->max_tokens;
-      if (s.extension_policy->initial_tokens) e.initial_tokens = *s.extension_policy->initial_tokens;
-      if (s.extension_policy->tail_backoff_proposals) e.tail_backoff_proposals = *s.extension_policy->tail_backoff_proposals;
-      t.extension_policy = e;
-    }
-    if (s.window_policy) {
-      WindowPolicy w;
-      w.default_mode = s.window_policy->default_mode;
-      w.initial_window = s.window_policy->initial_window;
-      w.min_window = s.window_policy->min_window;
-      w.max_window = s.window_policy->max_window;
-      if (s.window_policy->pipeline_depth) w.pipeline_depth = *s.window_policy->pipeline_depth;
-      t.window_policy = w;
-    }
-    sd.strategies[id] = t;
-  }
-  GenerationDefaults out;
-  out.speculative_decoding = std::move(sd);
-  return out;
+  return generation_v1_of(*g, layer_count, origin);
 }
 
 struct Staging {
@@ -156,7 +115,7 @@ ConvertToV1Result convert_package_to_v1(const PackageCatalog& cat, const Convert
   m.model_id = root.model_id;
   m.layer_count = cat.layer_count;
   m.activation_width = kvs.embedding_length();
-  m.generation = generation_v1(root.generation);
+  m.generation = generation_v1(root.generation, cat.layer_count, "convert-package --to 1: " + o.package_dir.string());
   m.skippy_abi_version = format_abi_version(kRuntimeAbiVersion);
   m.created_at_unix_secs = static_cast<int64_t>(root.created_at_unix_secs);
   const auto& s = root.source_model;

@@ -8,11 +8,13 @@
 #include <optional>
 
 #include "publish/projector_check.h"
+#include "publish/validator_v2.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/ggml_types.h"
 #include "skippy/gguf.h"
 #include "skippy/manifest.h"
+#include "skippy/manifest_v2.h"
 #include "skippy/model_source.h"
 #include "skippy/package_layout.h"
 #include "skippy/sha256.h"
@@ -464,6 +466,18 @@ ValidationReport validate_package(const fs::path& source, const fs::path& packag
   ValidationReport r;
   PackageManifest m;
   const auto manifest_path = package_dir / std::string(kManifestFileName);
+  if (!opt.manifest) {
+    // Schema 2: the same report from the reference's certification.
+    std::optional<std::string> text;
+    try {
+      text = read_small_file(manifest_path, kManifestMaxBytes);
+    } catch (const Error&) {
+      // reported below, as for schema 1
+    }
+    if (text && peek_schema_version(*text) == kPackageSchemaV2) {
+      return detail::validate_package_v2(source, package_dir, *text, opt);
+    }
+  }
   if (opt.manifest) {
     m = *opt.manifest;
   } else {
