@@ -5,13 +5,19 @@
 // range record a partial ranged download leaves beside its blob (read back
 // from disk on resume), and the generation inputs an operator hands the
 // runtime: config.toml (speculative decoding), a backend capability file,
-// --override FIELD=VALUE. The first input byte picks the parser (0xF0 and
-// up: the range record; else byte % 8); the rest is its input. Each must
+// --override FIELD=VALUE, and package schema 2: its root (model-package.json)
+// and its metadata carrier's catalog (a GGUF directory read against a fixed
+// root). The first input byte picks the parser (0xF0 and up: the range
+// record; 0xE0 to 0xE7: the schema 2 root; 0xE8 to 0xEF: the carrier; else
+// byte % 8); the rest is its input. Each must
 // either succeed and keep its promises or throw skippy::Error; anything
 // else (another exception, a sanitizer report, a broken promise) is a crash.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <span>
 #include <set>
 #include <string>
 #include <string_view>
@@ -21,7 +27,10 @@
 #include "skippy/hf_cache.h"
 #include "skippy/hf_ref.h"
 #include "skippy/source.h"
+#include "skippy/gguf.h"
 #include "skippy/manifest.h"
+#include "skippy/manifest_v2.h"
+#include "skippy/package_catalog.h"
 #include "skippy/policy.h"
 #include "skippy/speculative.h"
 #include "source/blob_writer.h"
@@ -169,6 +178,61 @@ void range_record(std::string_view text) {
   CHECK(again.ranges() == done.ranges());
 }
 
+void root_v2(std::string_view text) {
+  const auto r = skippy::parse_package_root_v2(text, "fuzz.json");
+  // Accepted: its id is what it claims, every path is safe, and it writes
+  // back as itself.
+  CHECK(skippy::compute_package_id_v2(r) == r.package_id);
+  for (const auto& a : r.artifacts) CHECK(skippy::is_safe_relative_path(a.path));
+  CHECK(skippy::parse_package_root_v2(skippy::package_root_v2_json(r), "fuzz-again.json") == r);
+}
+
+// A root for a carrier: the carrier and as many payload parts as its
+// skippy.package.part_count says (at most 64; ids that rank unlike their
+// paths, which carry no layer), each of 1 TiB, and 4096 layers.
+skippy::PackageRootV2 root_for(const skippy::GgufFile& carrier) {
+  skippy::PackageRootV2 r;
+  r.model_id = "org/m:Q8_0";
+  r.format = "gguf";
+  r.layer_count = 4096;
+  r.native_abi_version = "0.1.41";
+  r.generator_version = "fuzz";
+  r.source_model.sha256 = std::string(64, 'a');
+  r.source_model.metadata_artifact_id = "meta";
+  const std::string sha(64, 'b');
+  r.artifacts.push_back({"meta", "shared/metadata.gguf", carrier.file_size(), sha});
+  uint64_t parts = 1;
+  if (const auto n = carrier.get_uint(skippy::kCarrierPartCountKey); n && *n >= 1 && *n <= 64) parts = *n;
+  for (uint64_t k = 0; k < parts; ++k) {
+    r.artifacts.push_back({"p" + std::to_string(99 - k), "parts/part-" + std::to_string(k) + ".gguf", uint64_t{1} << 40, sha});
+  }
+  r.package_id = skippy::compute_package_id_v2(r);
+  return r;
+}
+
+void carrier_v2(std::string_view text) {
+  skippy::GgufLimits limits;
+  limits.directory_only = true;
+  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+  auto file = std::make_shared<const skippy::GgufFile>(skippy::GgufFile::parse(bytes, "carrier.gguf", limits));
+  const auto cat = skippy::build_catalog_v2(root_for(*file), file, "carrier.gguf");
+  // Accepted: every extent inside its payload part, aligned, and no overlap.
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> extents(cat.artifacts.size());
+  for (const auto& t : cat.tensors) {
+    CHECK(t.artifact < cat.artifacts.size());
+    const auto& a = cat.artifacts[t.artifact];
+    CHECK(a.kind == skippy::CatalogArtifactKind::kPayload);
+    CHECK(t.stored_bytes > 0 && t.offset <= a.bytes && t.stored_bytes <= a.bytes - t.offset);
+    CHECK(t.alignment > 0 && (t.alignment & (t.alignment - 1)) == 0 && t.offset % t.alignment == 0);
+    CHECK(cat.find_tensor(t.name) == &t);
+    extents[t.artifact].push_back({t.offset, t.offset + t.stored_bytes});
+  }
+  for (auto& e : extents) {
+    std::sort(e.begin(), e.end());
+    for (size_t i = 1; i < e.size(); ++i) CHECK(e[i - 1].second <= e[i].first);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -177,6 +241,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     if (data[0] >= 0xF0) {
       range_record(text);
+      return 0;
+    }
+    if (data[0] >= 0xE0) {
+      if (data[0] < 0xE8) {
+        root_v2(text);
+      } else {
+        carrier_v2(text);
+      }
       return 0;
     }
     switch (data[0] % 8) {
