@@ -95,6 +95,21 @@ const Api* api() {
 // parentheses: curl's type-checking macros (typecheck-gcc.h) must not expand.
 using skippy::curl_lazy_detail::api;
 
+// curl_easy_setopt/getinfo are variadic after an enum (CURLoption, CURLINFO),
+// as <curl/curl.h> declares them and libcurl itself defines them; clang
+// warns that va_start after a parameter that might be promoted is undefined.
+// Both enums have int as their underlying type (every enumerator fits in an
+// int), so the promotion is the identity; the warning is silenced for
+// these two definitions only.
+#if defined(__clang__)
+#define SKIPPY_VARARGS_AFTER_ENUM_BEGIN _Pragma("clang diagnostic push") _Pragma("clang diagnostic ignored \"-Wvarargs\"")
+#define SKIPPY_VARARGS_AFTER_ENUM_END _Pragma("clang diagnostic pop")
+#else
+#define SKIPPY_VARARGS_AFTER_ENUM_BEGIN
+#define SKIPPY_VARARGS_AFTER_ENUM_END
+#endif
+static_assert(sizeof(CURLoption) == sizeof(int) && sizeof(CURLINFO) == sizeof(int));
+
 extern "C" {
 
 CURLcode(curl_global_init)(long flags) {
@@ -107,6 +122,7 @@ CURL*(curl_easy_init)(void) {
   return a ? a->easy_init() : nullptr;
 }
 
+SKIPPY_VARARGS_AFTER_ENUM_BEGIN
 // The one variadic argument's type is given by the option's range, as
 // libcurl itself reads it (CURLOPTTYPE_*): long, curl_off_t, or a pointer
 // (object, function or blob pointer; all one pointer-sized argument).
@@ -137,6 +153,8 @@ CURLcode(curl_easy_getinfo)(CURL* curl, CURLINFO info, ...) {
   va_end(ap);
   return rc;
 }
+
+SKIPPY_VARARGS_AFTER_ENUM_END
 
 CURLcode(curl_easy_perform)(CURL* curl) {
   const auto* a = api();
