@@ -360,7 +360,7 @@ TEST_F(V2PublishHub, PlanOfAnHfSchema2PackageBringsOnlyTheRootAndTheCarrier) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = json::parse(r.out);
   EXPECT_EQ(j["schema_version"], 2);
-  EXPECT_EQ(j["package_id"], written_->root["package_id"]);
+  EXPECT_EQ(j["package_id"], written_->root["package_id"].get<std::string>());
   const auto local = cli({"plan", (dir_->path() / "v2").string(), "--stages", "2", "--json"});
   ASSERT_EQ(local.exit_code, 0) << local.err;
   EXPECT_EQ(j["stages"], json::parse(local.out)["stages"]) << "the same plan as from the directory";
