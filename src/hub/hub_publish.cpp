@@ -34,6 +34,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using detail::HttpRequest;
+using detail::HeadFile;
 using detail::HttpResponse;
 using detail::base64;
 using detail::check_write_token;
@@ -95,38 +96,12 @@ struct UploadTask {
   unsigned refreshes = 0;
 };
 
-// What the branch head holds, per path: the LFS SHA-256 or the git blob id.
-struct HeadFile {
-  std::string sha256;
-  std::string blob_id;
-};
-
 bool package_owned(const std::string& p) {
   return p == "model-package.json" || p == "README.md" || p == kSignatureFileName || p == kValidationFileName ||
          p.starts_with("shared/") || p.starts_with("layers/") || p.starts_with("projectors/");
 }
 
 }  // namespace
-
-std::string PushTarget::text() const { return std::string(kHfScheme) + repo + "@" + branch; }
-
-PushTarget parse_push_target(std::string_view ref) {
-  const std::string text(ref);
-  if (!is_hf_ref(ref)) throw Error(ErrorKind::kUsage, text + ": expected hf://ns/repo or hf://ns/repo@branch");
-  const auto rest = ref.substr(kHfScheme.size());
-  if (rest.find(':') != std::string_view::npos) {
-    throw Error(ErrorKind::kUsage, text + ": publish to a branch with hf://ns/repo@branch (a commit goes on a branch)");
-  }
-  const HfRef r = parse_hf_ref(ref);
-  if (is_commit_hash(r.revision)) {
-    throw Error(ErrorKind::kUsage, text + ": \"" + r.revision + "\" is a commit id; publish to a branch (hf://" + r.repo_id +
-                                       "@main)");
-  }
-  if (r.revision.starts_with("refs/")) {
-    throw Error(ErrorKind::kUsage, text + ": name the branch without refs/ (hf://" + r.repo_id + "@branch)");
-  }
-  return {r.repo_id, r.revision};
-}
 
 class HubPublisher::Impl {
  public:
@@ -174,24 +149,7 @@ class HubPublisher::Impl {
   }
 
   [[noreturn]] void fail(const HttpResponse& r, const std::string& what) const {
-    const std::string code = r.header("x-error-code").value_or("");
-    const std::string detail = server_detail(r);
-    const std::string tail = detail.empty() ? "" : ": " + detail;
-    if (code == "RepoNotFound") {
-      throw_not_found(what + ": repository " + target_.repo + " not found on " + cfg_.endpoint +
-                      " (or the token cannot see it); pass --create to create it");
-    }
-    if (code == "RevisionNotFound") throw_not_found(what + ": branch \"" + target_.branch + "\" not found" + tail);
-    if (r.status == 401) {
-      throw Error(ErrorKind::kUnauthorized, what + ": the token in use (HF_TOKEN) was refused (HTTP 401)" + tail);
-    }
-    if (r.status == 403) {
-      throw Error(ErrorKind::kUnauthorized,
-                  what + ": access denied (HTTP 403)" + tail + "; publishing needs a token with write access to " + target_.repo);
-    }
-    if (r.status == 404) throw_not_found(what + ": not found (HTTP 404)" + tail);
-    throw Error(detail::retry_status(r.status) ? ErrorKind::kTransport : ErrorKind::kInvalidInput,
-                what + ": HTTP " + std::to_string(r.status) + tail);
+    detail::throw_write_api_error(r, what, target_.repo, target_.branch, cfg_.endpoint);
   }
 
   std::string api(const std::string& op) const {
@@ -243,20 +201,7 @@ class HubPublisher::Impl {
     if (!j.is_object() || !j.contains("sha") || !j["sha"].is_string() || !is_commit_hash(j["sha"].get<std::string>())) {
       throw_invalid(what + ": the Hub's answer has no commit id (is HF_ENDPOINT a Hugging Face Hub?)");
     }
-    if (files) {
-      files->clear();
-      if (j.contains("siblings") && j["siblings"].is_array()) {
-        for (const auto& s : j["siblings"]) {
-          if (!s.is_object() || !s.contains("rfilename") || !s["rfilename"].is_string()) continue;
-          HeadFile f;
-          if (s.contains("blobId") && s["blobId"].is_string()) f.blob_id = s["blobId"].get<std::string>();
-          if (s.contains("lfs") && s["lfs"].is_object() && s["lfs"].contains("sha256") && s["lfs"]["sha256"].is_string()) {
-            f.sha256 = s["lfs"]["sha256"].get<std::string>();
-          }
-          (*files)[s["rfilename"].get<std::string>()] = f;
-        }
-      }
-    }
+    if (files) *files = detail::revision_files(j);
     return j["sha"].get<std::string>();
   }
 

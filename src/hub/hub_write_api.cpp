@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "hub/retry.h"
 #include "skippy/error.h"
 
 namespace skippy::detail {
@@ -92,6 +93,43 @@ std::string commit_ndjson(const std::string& summary, const std::string& descrip
   }
   for (const auto& p : deleted) body += json{{"key", "deletedFile"}, {"value", {{"path", p}}}}.dump() + "\n";
   return body;
+}
+
+std::map<std::string, HeadFile> revision_files(const nlohmann::json& j) {
+  std::map<std::string, HeadFile> files;
+  if (!j.is_object() || !j.contains("siblings") || !j["siblings"].is_array()) return files;
+  for (const auto& s : j["siblings"]) {
+    if (!s.is_object() || !s.contains("rfilename") || !s["rfilename"].is_string()) continue;
+    HeadFile f;
+    if (s.contains("blobId") && s["blobId"].is_string()) f.blob_id = s["blobId"].get<std::string>();
+    if (s.contains("lfs") && s["lfs"].is_object() && s["lfs"].contains("sha256") && s["lfs"]["sha256"].is_string()) {
+      f.sha256 = s["lfs"]["sha256"].get<std::string>();
+    }
+    files[s["rfilename"].get<std::string>()] = f;
+  }
+  return files;
+}
+
+void throw_write_api_error(const HttpResponse& r, const std::string& what, const std::string& repo,
+                           const std::string& branch, const std::string& endpoint) {
+  const std::string code = r.header("x-error-code").value_or("");
+  const std::string said = server_reason(r);
+  const std::string tail = said.empty() ? "" : ": " + said;
+  if (code == "RepoNotFound") {
+    throw_not_found(what + ": repository " + repo + " not found on " + endpoint +
+                    " (or the token cannot see it); pass --create to create it");
+  }
+  if (code == "RevisionNotFound") throw_not_found(what + ": branch \"" + branch + "\" not found" + tail);
+  if (r.status == 401) {
+    throw Error(ErrorKind::kUnauthorized, what + ": the token in use (HF_TOKEN) was refused (HTTP 401)" + tail);
+  }
+  if (r.status == 403) {
+    throw Error(ErrorKind::kUnauthorized,
+                what + ": access denied (HTTP 403)" + tail + "; publishing needs a token with write access to " + repo);
+  }
+  if (r.status == 404) throw_not_found(what + ": not found (HTTP 404)" + tail);
+  throw Error(retry_status(r.status) ? ErrorKind::kTransport : ErrorKind::kInvalidInput,
+              what + ": HTTP " + std::to_string(r.status) + tail);
 }
 
 }  // namespace skippy::detail

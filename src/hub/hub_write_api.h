@@ -1,14 +1,18 @@
 // What publish sends to and reads from the Hub's write API, as plain
 // functions (hub_publish.cpp does the requests): the NDJSON body of
 // POST /api/models/{repo}/commit/{branch}, base64 for it and for preupload
-// samples, and the verdict on a GET /api/whoami-v2 answer. Internal.
+// samples, the verdict on a GET /api/whoami-v2 answer, the files of a
+// GET revision answer, and the error a refused write call becomes. Internal.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "hub/http.h"
 
 namespace skippy::detail {
 
@@ -36,5 +40,21 @@ struct CommitFile {
 // then one line per file in path order, then one deletedFile line each.
 std::string commit_ndjson(const std::string& summary, const std::string& description, const std::string& parent,
                           std::vector<CommitFile> files, const std::vector<std::string>& deleted);
+
+// What a branch head holds, per path: the LFS SHA-256 or the git blob id.
+struct HeadFile {
+  std::string sha256;
+  std::string blob_id;
+};
+// The files of a GET /api/models/{repo}/revision/{branch}?blobs=true answer
+// (its "siblings"); entries without a string rfilename are skipped.
+std::map<std::string, HeadFile> revision_files(const nlohmann::json& revision);
+
+// The error a refused call to the write API becomes, naming `what`: the
+// Hub's RepoNotFound / RevisionNotFound (with --create advice), 401 and 403
+// (kUnauthorized, the token), 404 (kNotFound), a retryable status
+// (kTransport), anything else (kInvalidInput); the server's own words after.
+[[noreturn]] void throw_write_api_error(const HttpResponse& r, const std::string& what, const std::string& repo,
+                                        const std::string& branch, const std::string& endpoint);
 
 }  // namespace skippy::detail
