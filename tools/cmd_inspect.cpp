@@ -141,7 +141,7 @@ nlohmann::json validation_json(const OpenedPackage& pkg, const nlohmann::json& s
 
 // Metadata-only inspection of a package: the manifest and shared/metadata.gguf.
 int inspect_package(const std::string& ref, bool json) {
-  const auto any = open_any_for_cli(ref, false, std::nullopt, /*with_signature=*/true);  // hf:// of either schema
+  const auto any = open_any_for_cli(ref, false, std::nullopt, /*with_signature=*/true);  // either schema, local or hf://
   if (any.v2) return inspect_schema_v2(*any.v2, json);
   const OpenedPackage& pkg = *any.v1;
   (void)verify_if_required(pkg, {check_metadata_only(pkg)});  // hf://: verified before it is read
@@ -279,7 +279,6 @@ Command register_inspect(CLI::App& app) {
   cmd->add_flag("--json", *json, "Print one JSON document on stdout");
   add_trust_signer_option(cmd);
   return {cmd, [file, json]() {
-    if (is_local_schema_v2(*file)) return inspect_schema_v2(*file, *json);
     if (is_package_ref(*file)) return inspect_package(*file, *json);
     const auto model = ModelSource::open(*file);
     const auto summary = summarize(model);

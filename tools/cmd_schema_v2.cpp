@@ -33,17 +33,6 @@ nlohmann::json v2_part_json(const CatalogPart& p, const std::filesystem::path& p
 
 }  // namespace
 
-bool is_local_schema_v2(const std::string& ref) {
-  std::error_code ec;
-  const std::filesystem::path manifest = std::filesystem::path(ref) / std::string(kManifestFileName);
-  if (!std::filesystem::is_directory(ref, ec) || !std::filesystem::is_regular_file(manifest, ec)) return false;
-  try {
-    return peek_schema_version(read_small_file(manifest, kManifestMaxBytes)) == kPackageSchemaV2;
-  } catch (const Error&) {
-    return false;  // the schema 1 path reports what is wrong with it
-  }
-}
-
 int select_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
                      bool json, bool projector_options) {
   if (projector_options) {
@@ -103,7 +92,6 @@ int select_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& 
   return kExitOk;
 }
 
-int inspect_schema_v2(const std::string& ref, bool json) { return inspect_schema_v2(open_local_catalog_v2(ref), json); }
 
 int inspect_schema_v2(const OpenedCatalog& pkg, bool json) {
   const auto& cat = pkg.catalog;

@@ -14,10 +14,6 @@
 
 namespace skippy::cli {
 
-// True when `ref` is a local directory whose model-package.json declares
-// schema_version 2 (hf:// references are not read as schema 2 yet).
-bool is_local_schema_v2(const std::string& ref);
-
 // --tensors NAME,NAME and --tensors-file FILE (one name a line; blank lines
 // and lines starting with '#' skipped): a stage chosen by its tensor names
 // (select_catalog_tensors), for schema 2 packages only.
@@ -52,9 +48,8 @@ int verify_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& 
 // `peer`: {"endpoint", "stage"} of a --peer fetch, else null.
 int fetch_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
                     bool json, const nlohmann::json& peer);
-int inspect_schema_v2(const std::string& ref, bool json);
-// The same for a package already opened (hf:// schema 2: the carrier was
-// brought and checked by open_package_any).
+// inspect of a schema 2 package as open_package_any opened it (local or
+// hf://: the carrier brought and checked).
 int inspect_schema_v2(const OpenedCatalog& pkg, bool json);
 
 }  // namespace skippy::cli

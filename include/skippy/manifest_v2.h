@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -161,6 +162,13 @@ struct PackageRootV2 {
 // that dispatches on it; nullopt when the text is not a JSON object with an
 // unsigned integer schema_version. Never throws.
 std::optional<uint32_t> peek_schema_version(std::string_view json_text) noexcept;
+
+// True when `dir`/model-package.json is a readable JSON object declaring
+// schema_version 2: the one test every reader that takes both schemas
+// dispatches on. Anything else (no manifest, unreadable, another version,
+// not JSON) is false, so the schema 1 reader says what is wrong with it.
+// Never throws.
+bool declares_schema_v2(const std::filesystem::path& dir) noexcept;
 
 // Parses and validates (see the top of this file). Throws Error(kInvalidInput).
 PackageRootV2 parse_package_root_v2(std::string_view json_text, std::string_view origin);

@@ -9,6 +9,7 @@
 
 #include "format/manifest_json.h"
 #include "skippy/error.h"
+#include "skippy/file.h"
 #include "skippy/manifest.h"
 
 namespace skippy {
@@ -592,6 +593,17 @@ PackageRootV2 parse_package_root_v2(std::string_view json_text, std::string_view
 
 void validate_package_root_v2(const PackageRootV2& root, std::string_view origin) {
   validate_root_v2(root, FieldReader{std::string(origin)});
+}
+
+bool declares_schema_v2(const std::filesystem::path& dir) noexcept {
+  try {
+    std::error_code ec;
+    const auto manifest = dir / std::string(kManifestFileName);
+    if (!std::filesystem::is_regular_file(manifest, ec)) return false;
+    return peek_schema_version(read_small_file(manifest, kManifestMaxBytes)) == kPackageSchemaV2;
+  } catch (...) {
+    return false;
+  }
 }
 
 }  // namespace skippy

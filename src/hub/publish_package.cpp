@@ -7,6 +7,7 @@
 #include "skippy/error.h"
 #include "skippy/hub_publish.h"
 #include "skippy/manifest.h"
+#include "skippy/manifest_v2.h"
 #include "skippy/package_signature.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
@@ -19,7 +20,7 @@ PublishResult publish_package(const fs::path& dir, const HubConfig& hub, const P
                               const PublishSettings& settings, const std::string& message,
                               const std::function<void(uint64_t, uint64_t)>& on_verify) {
   // #22: a schema 2 package has its own reader and checks (src/hub/publish_v2.cpp).
-  if (detail::is_schema_v2_package_dir(dir)) return detail::publish_package_v2(dir, hub, target, settings, message, on_verify);
+  if (declares_schema_v2(dir)) return detail::publish_package_v2(dir, hub, target, settings, message, on_verify);
   const auto pkg = open_local_package(dir);
   // Consumers set a broken generation block aside so that layers still load;
   // the publisher's gate is where it gets fixed, not where it spreads.
@@ -44,23 +45,37 @@ PublishResult publish_package(const fs::path& dir, const HubConfig& hub, const P
     for (const auto& p : report.problems) msg += "\n  " + p;
     throw_integrity(msg);
   }
+  std::vector<detail::VerifiedFile> files;
+  for (const auto& p : parts) files.push_back({p.rel_path, p.path, p.bytes, p.sha256});
+  const std::string summary =
+      message.empty() ? "Publish layer package " + pkg.manifest.model_id + " (" + std::to_string(pkg.manifest.layer_count) + " layers)"
+                      : message;
+  return detail::commit_verified_package(dir, hub, target, settings, files, pkg.manifest_sha256, summary,
+                                         "model-package.json sha256 " + pkg.manifest_sha256 +
+                                             ", written by skippy-model-package");
+}
+
+namespace detail {
+
+PublishResult commit_verified_package(const fs::path& dir, const HubConfig& hub, const PushTarget& target,
+                                      const PublishSettings& settings, const std::vector<VerifiedFile>& files,
+                                      const std::string& manifest_sha256, const std::string& summary,
+                                      const std::string& description) {
   // #25: sign once the package is known good, so the sidecar goes up in the same commit.
   if (!settings.sign_owner.empty()) (void)sign_package(dir, settings.sign_owner);
   HubPublisher pub(hub, target, settings);
   pub.begin();
   std::set<std::string> added;
-  for (const auto& p : parts) {
-    if (!added.insert(p.rel_path).second) continue;
-    pub.add(p.rel_path, p.path, p.bytes, p.sha256);
+  for (const auto& f : files) {
+    if (added.insert(f.rel_path).second) pub.add(f.rel_path, f.path, f.bytes, f.sha256);
   }
-  const auto meta = add_package_metadata(pub, dir, pkg.manifest_sha256);
-  const std::string summary =
-      message.empty() ? "Publish layer package " + pkg.manifest.model_id + " (" + std::to_string(pkg.manifest.layer_count) + " layers)"
-                      : message;
-  auto res = pub.commit(summary, "model-package.json sha256 " + pkg.manifest_sha256 + ", written by skippy-model-package");
+  const auto meta = add_package_metadata(pub, dir, manifest_sha256);
+  auto res = pub.commit(summary, description);
   res.signed_by = meta.signed_by;
   res.validation_result = meta.validation_result;
   return res;
 }
+
+}  // namespace detail
 
 }  // namespace skippy

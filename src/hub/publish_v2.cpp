@@ -15,17 +15,6 @@ namespace skippy::detail {
 
 namespace fs = std::filesystem;
 
-bool is_schema_v2_package_dir(const fs::path& dir) {
-  std::error_code ec;
-  const fs::path manifest = dir / std::string(kManifestFileName);
-  if (!fs::is_regular_file(manifest, ec)) return false;
-  try {
-    return peek_schema_version(read_small_file(manifest, kManifestMaxBytes)) == kPackageSchemaV2;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
 PublishResult publish_package_v2(const fs::path& dir, const HubConfig& hub, const PushTarget& target,
                                  const PublishSettings& settings, const std::string& message,
                                  const std::function<void(uint64_t, uint64_t)>& on_verify) {
@@ -43,23 +32,14 @@ PublishResult publish_package_v2(const fs::path& dir, const HubConfig& hub, cons
     for (const auto& p : report.problems) msg += "\n  " + p;
     throw_integrity(msg);
   }
-  if (!settings.sign_owner.empty()) (void)sign_package(dir, settings.sign_owner);
-  HubPublisher pub(hub, target, settings);
-  pub.begin();
-  std::set<std::string> added;
-  for (const auto& p : parts) {
-    if (!added.insert(p.rel_path).second) continue;
-    pub.add(p.rel_path, check_catalog_part(pkg, p), p.bytes, p.sha256);
-  }
-  const auto meta = add_package_metadata(pub, dir, pkg.manifest_sha256);
+  std::vector<VerifiedFile> files;
+  for (const auto& p : parts) files.push_back({p.rel_path, check_catalog_part(pkg, p), p.bytes, p.sha256});
   const std::string summary = message.empty() ? "Publish layer package " + pkg.catalog.model_id + " (schema 2, " +
                                                     std::to_string(pkg.catalog.layer_count) + " layers)"
                                               : message;
-  auto res = pub.commit(summary, "model-package.json sha256 " + pkg.manifest_sha256 + ", package_id " +
+  return commit_verified_package(dir, hub, target, settings, files, pkg.manifest_sha256, summary,
+                                 "model-package.json sha256 " + pkg.manifest_sha256 + ", package_id " +
                                      pkg.catalog.package_id + ", written by skippy-model-package");
-  res.signed_by = meta.signed_by;
-  res.validation_result = meta.validation_result;
-  return res;
 }
 
 }  // namespace skippy::detail

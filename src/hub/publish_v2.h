@@ -1,21 +1,35 @@
 // publish of a package schema 2 directory (issue #22): internal to the hub
 // library; publish_package (skippy/hub_publish.h) dispatches here when the
-// directory's model-package.json says schema_version 2.
+// directory's model-package.json says schema_version 2
+// (declares_schema_v2).
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "skippy/hub_publish.h"
 
 namespace skippy::detail {
 
-// True when `dir`/model-package.json is a readable JSON object declaring
-// schema_version 2 (anything else: false, and the schema 1 path says what is
-// wrong with it).
-bool is_schema_v2_package_dir(const std::filesystem::path& dir);
+// One artifact of a verified package, as it goes into the commit.
+struct VerifiedFile {
+  std::string rel_path;
+  std::filesystem::path path;  // resolved, checked
+  uint64_t bytes = 0;
+  std::string sha256;
+};
+
+// publish_package's work once a package of either schema passed its own
+// checks: sign it when settings.sign_owner asks (the sidecar then goes up in
+// the same commit), then one commit of `files` (each path once) plus
+// add_package_metadata's files, with `summary` and `description`.
+PublishResult commit_verified_package(const std::filesystem::path& dir, const HubConfig& hub, const PushTarget& target,
+                                      const PublishSettings& settings, const std::vector<VerifiedFile>& files,
+                                      const std::string& manifest_sha256, const std::string& summary,
+                                      const std::string& description);
 
 // publish_package for schema 2: the root read with the strict reader
 // (open_local_catalog_v2: unknown fields, package_id, catalog and carrier

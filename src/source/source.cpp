@@ -47,22 +47,6 @@ class RepoArtifactSource final : public ArtifactSource {
 };
 
 // The schema a manifest text declares (1 unless it says 2).
-uint32_t schema_of_text(const std::string& text) {
-  return peek_schema_version(text).value_or(kManifestSchemaVersion) == kPackageSchemaV2 ? kPackageSchemaV2
-                                                                                        : kManifestSchemaVersion;
-}
-
-uint32_t schema_of_dir(const fs::path& dir) {
-  std::error_code ec;
-  const fs::path manifest = dir / std::string(kManifestFileName);
-  if (!fs::is_regular_file(manifest, ec)) return kManifestSchemaVersion;  // open_package_dir says what is missing
-  try {
-    return schema_of_text(read_small_file(manifest, kManifestMaxBytes));
-  } catch (const Error&) {
-    return kManifestSchemaVersion;
-  }
-}
-
 [[noreturn]] void refuse_schema_v2(const std::string& ref) {
   throw_invalid(ref + ": model-package.json declares package schema 2; this call reads schema 1 only (open it with "
                       "open_package_any, which reads both)");
@@ -123,7 +107,7 @@ OpenedAnyPackage open_repo_package(const HfRef& ref, const Sources& sources, con
   }
   OpenedAnyPackage out;
   const fs::path snapshot = cache.snapshot_dir(commit);
-  if (schema_of_dir(snapshot) == kPackageSchemaV2) {
+  if (declares_schema_v2(snapshot)) {
     if (!accept_v2) refuse_schema_v2(ref.text());
     // With trusted signers the manifest's signature is checked before the
     // carrier it names is fetched (check_trust checks it again, on the bytes read).
@@ -164,7 +148,7 @@ OpenedAnyPackage open_any(std::string_view ref, const Sources& sources, const Op
   OpenedAnyPackage out;
   if (is_hf_ref(ref)) {
     out = open_repo_package(parse_hf_ref(ref), sources, options, accept_v2);
-  } else if (schema_of_dir(fs::path(ref)) == kPackageSchemaV2) {
+  } else if (declares_schema_v2(fs::path(ref))) {
     if (!accept_v2) refuse_schema_v2(std::string(ref));
     // Local: the trust check comes before the carrier is read, as for hf://.
     if (!sources.trusted_signers.empty()) (void)check_package_trust(fs::path(ref), sources.trusted_signers, std::string(ref));
