@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "skippy/sha256.h"
+#include "expired_owner.h"
 #include "test_util.h"
 
 namespace skippy::test::package_signature_test {
@@ -105,35 +106,10 @@ TEST(PackageSignature, UnsignedIsRefusedWithAnAnchorAndAcceptedWithout) {
   EXPECT_EQ(nlohmann::json::parse(ins.out)["signature"]["present"], false);
 }
 
-// An owner directory whose certificate expired yesterday (made with OpenSSL,
-// as identity init-owner would but with a past validity).
-void make_expired_owner(const fs::path& dir) {
-  fs::create_directories(dir);
-  EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
-  X509* cert = X509_new();
-  X509_set_version(cert, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(cert), 7);
-  X509_gmtime_adj(X509_getm_notBefore(cert), -3 * 86400);
-  X509_gmtime_adj(X509_getm_notAfter(cert), -86400);
-  X509_NAME* name = X509_get_subject_name(cert);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("expired owner"), -1, -1, 0);
-  X509_set_issuer_name(cert, name);
-  X509_set_pubkey(cert, key);
-  ASSERT_GT(X509_sign(cert, key, nullptr), 0);
-  FILE* k = std::fopen((dir / "owner.key").c_str(), "w");
-  PEM_write_PrivateKey(k, key, nullptr, nullptr, 0, nullptr, nullptr);
-  std::fclose(k);
-  fs::permissions(dir / "owner.key", fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
-  FILE* c = std::fopen((dir / "owner.crt").c_str(), "w");
-  PEM_write_X509(c, cert);
-  std::fclose(c);
-  X509_free(cert);
-  EVP_PKEY_free(key);
-}
 
 TEST(PackageSignature, ExpiredOwnerCertificateIsRefused) {
   Fixture f;
-  make_expired_owner(f.tmp / "expired");
+  test::make_expired_owner(f.tmp / "expired");
   // Signing with it is refused...
   const auto sign = run_cli({"sign-package", f.pkg.string(), "--owner", (f.tmp / "expired").string(), "--json"});
   expect_json_error(sign, "invalid_input", "expired or not yet valid");

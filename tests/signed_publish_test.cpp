@@ -23,6 +23,7 @@
 #include "skippy/peer_identity.h"
 #include "skippy/peer_topology.h"
 #include "skippy/sha256.h"
+#include "expired_owner.h"
 #include "test_util.h"
 
 namespace skippy::test::signed_publish_test {
@@ -458,30 +459,7 @@ TEST_F(SignedPublish, EveryConsumerRefusesWhatItsSignersDoNotVouchFor) {
 }
 
 void write_expired_sidecar(const fs::path& owner_dir, const fs::path& pkg) {
-  // The certificate: self-signed Ed25519 as identity init-owner makes it,
-  // valid from three days ago until yesterday (openssl 3.0's req cannot
-  // date one in the past).
-  fs::create_directories(owner_dir);
-  EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
-  X509* cert = X509_new();
-  X509_set_version(cert, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(cert), 9);
-  X509_gmtime_adj(X509_getm_notBefore(cert), -3 * 86400);
-  X509_gmtime_adj(X509_getm_notAfter(cert), -86400);
-  X509_NAME* name = X509_get_subject_name(cert);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("expired owner"), -1, -1, 0);
-  X509_set_issuer_name(cert, name);
-  X509_set_pubkey(cert, key);
-  ASSERT_GT(X509_sign(cert, key, nullptr), 0);
-  FILE* k = std::fopen((owner_dir / "owner.key").c_str(), "w");
-  PEM_write_PrivateKey(k, key, nullptr, nullptr, 0, nullptr, nullptr);
-  std::fclose(k);
-  fs::permissions(owner_dir / "owner.key", fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
-  FILE* c = std::fopen((owner_dir / "owner.crt").c_str(), "w");
-  PEM_write_X509(c, cert);
-  std::fclose(c);
-  X509_free(cert);
-  EVP_PKEY_free(key);
+  make_expired_owner(owner_dir);
   // The sidecar, as sign-package writes it, the signature from openssl pkeyutl.
   const auto sig = run_program("openssl", {"pkeyutl", "-sign", "-inkey", (owner_dir / "owner.key").string(), "-rawin", "-in",
                                            (pkg / "model-package.json").string(), "-out", (owner_dir / "sig.bin").string()});
