@@ -13,6 +13,7 @@
 #include "skippy/package_signature.h"
 #include "skippy/source.h"
 #include "skippy/stage.h"
+#include "skippy/verify.h"
 
 namespace skippy::cli {
 
@@ -119,5 +120,14 @@ Command register_sign_package(CLI::App& app);
 Command register_convert_package(CLI::App& app);
 // The JSON of a signature just made (sign-package, write-package --sign, publish --sign).
 nlohmann::json signature_result_json(const std::filesystem::path& dir, const PackageSignature& s);
+
+// verify's report, for either schema: with `json`, `identity` (the
+// package's own keys) plus verified, artifacts, hashed_bytes, cache_hits,
+// cache, parts, problems, warnings, notes and the range; else a line on
+// stdout (`of` names the package, may be empty), the notes, and the problems
+// against `declared_by` ("manifest", "catalog") on stderr. Returns the exit code.
+int print_verify_report(const VerifyReport& r, bool json, nlohmann::json identity, nlohmann::json parts, bool cache,
+                        const std::vector<std::string>& warnings, const std::vector<std::string>& notes,
+                        const std::optional<LayerRange>& range, const std::string& of, const std::string& declared_by);
 
 }  // namespace skippy::cli

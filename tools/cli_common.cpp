@@ -140,4 +140,39 @@ std::chrono::milliseconds seconds_to_ms(double s) {
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(s * 1000.0)));
 }
 
+int print_verify_report(const VerifyReport& r, bool json, nlohmann::json identity, nlohmann::json parts, bool cache,
+                        const std::vector<std::string>& warnings, const std::vector<std::string>& notes,
+                        const std::optional<LayerRange>& range, const std::string& of, const std::string& declared_by) {
+  if (json) {
+    nlohmann::json doc = std::move(identity);
+    doc.update({{"verified", r.verified},
+                {"artifacts", r.artifacts},
+                {"hashed_bytes", r.hashed_bytes},
+                {"cache_hits", r.cache_hits},
+                {"cache", cache},
+                {"parts", std::move(parts)},
+                {"problems", r.problems},
+                {"warnings", warnings},
+                {"notes", notes}});
+    if (range) {
+      doc["layer_start"] = range->start;
+      doc["layer_end"] = range->end;
+    }
+    print_json(doc);
+  } else {
+    for (const auto& n : notes) std::cerr << "note: " << n << "\n";
+    if (r.verified) {
+      std::cout << "verified: " << r.artifacts << " artifact(s)" << (of.empty() ? std::string() : " of " + of)
+                << (range ? " for layers " + format_layer_range(*range) : std::string()) << ", "
+                << human_bytes(r.hashed_bytes) << " hashed, " << r.cache_hits << " from the cache\n";
+    }
+  }
+  if (!r.verified) {
+    std::cerr << "not verified: " << r.problems.size() << " of " << r.artifacts << " artifact(s) do not match the "
+              << declared_by << "\n";
+    for (const auto& p : r.problems) std::cerr << "  " << p << "\n";
+  }
+  return r.verified ? kExitOk : kExitInvalid;
+}
+
 }  // namespace skippy::cli

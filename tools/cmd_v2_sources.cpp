@@ -83,52 +83,25 @@ int verify_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& 
   progress.reset();
   std::vector<std::string> notes = s.notes;
   notes.insert(notes.end(), r.notes.begin(), r.notes.end());
-  if (a.json) {
-    std::map<std::string, const CatalogPart*> by_path;
-    for (const auto& p : s.parts) by_path.emplace(p.rel_path, &p);
-    nlohmann::json jparts = nlohmann::json::array();
-    for (const auto& vp : r.parts) {
-      const CatalogPart& p = *by_path.at(vp.rel_path);
-      jparts.push_back({{"artifact_id", p.artifact_id},
-                        {"kind", catalog_artifact_kind_name(p.kind)},
-                        {"layer_index", v2src_detail::optional_u32(p.layer)},
-                        {"relative_path", vp.rel_path},
-                        {"cache_hit", vp.cache_hit},
-                        {"ok", vp.ok}});
-    }
-    nlohmann::json doc = {{"package", pkg.ref},
-                          {"schema_version", cat.schema_version},
-                          {"package_id", cat.package_id},
-                          {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
-                          {"manifest_sha256", pkg.manifest_sha256},
-                          {"verified", r.verified},
-                          {"artifacts", r.artifacts},
-                          {"hashed_bytes", r.hashed_bytes},
-                          {"cache_hits", r.cache_hits},
-                          {"cache", !a.no_cache},
-                          {"parts", jparts},
-                          {"problems", r.problems},
-                          {"warnings", pkg.warnings},
-                          {"notes", notes}};
-    if (range) {
-      doc["layer_start"] = range->start;
-      doc["layer_end"] = range->end;
-    }
-    print_json(doc);
-  } else {
-    for (const auto& n : notes) std::cerr << "note: " << n << "\n";
-    if (r.verified) {
-      std::cout << "verified: " << r.artifacts << " artifact(s) of " << cat.package_id
-                << (range ? " for layers " + format_layer_range(*range) : std::string()) << ", "
-                << human_bytes(r.hashed_bytes) << " hashed, " << r.cache_hits << " from the cache\n";
-    }
+  std::map<std::string, const CatalogPart*> by_path;
+  for (const auto& p : s.parts) by_path.emplace(p.rel_path, &p);
+  nlohmann::json jparts = nlohmann::json::array();
+  for (const auto& vp : r.parts) {
+    const CatalogPart& p = *by_path.at(vp.rel_path);
+    jparts.push_back({{"artifact_id", p.artifact_id},
+                      {"kind", catalog_artifact_kind_name(p.kind)},
+                      {"layer_index", v2src_detail::optional_u32(p.layer)},
+                      {"relative_path", vp.rel_path},
+                      {"cache_hit", vp.cache_hit},
+                      {"ok", vp.ok}});
   }
-  if (!r.verified) {
-    std::cerr << "not verified: " << r.problems.size() << " of " << r.artifacts
-              << " artifact(s) do not match the catalog\n";
-    for (const auto& p : r.problems) std::cerr << "  " << p << "\n";
-  }
-  return r.verified ? kExitOk : kExitInvalid;
+  return print_verify_report(r, a.json,
+                             {{"package", pkg.ref},
+                              {"schema_version", cat.schema_version},
+                              {"package_id", cat.package_id},
+                              {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
+                              {"manifest_sha256", pkg.manifest_sha256}},
+                             std::move(jparts), !a.no_cache, pkg.warnings, notes, range, cat.package_id, "catalog");
 }
 
 int fetch_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,

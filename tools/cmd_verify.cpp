@@ -70,45 +70,16 @@ Command register_verify(CLI::App& app) {
             auto r = verify_parts(pkg, parts, o);
             progress.reset();
             notes.insert(notes.end(), r.notes.begin(), r.notes.end());
-            if (a->json) {
-              nlohmann::json jparts = nlohmann::json::array();
-              for (const auto& vp : r.parts) {
-                jparts.push_back({{"role", part_role_name(vp.role)},
-                                  {"layer_index", vp.layer_index ? nlohmann::json(*vp.layer_index) : nlohmann::json()},
-                                  {"relative_path", vp.rel_path},
-                                  {"cache_hit", vp.cache_hit},
-                                  {"ok", vp.ok}});
-              }
-              nlohmann::json doc = {{"package", pkg.ref},
-                                    {"manifest_sha256", pkg.manifest_sha256},
-                                    {"verified", r.verified},
-                                    {"artifacts", r.artifacts},
-                                    {"hashed_bytes", r.hashed_bytes},
-                                    {"cache_hits", r.cache_hits},
-                                    {"cache", !a->no_cache},
-                                    {"parts", jparts},
-                                    {"problems", r.problems},
-                                    {"warnings", pkg.warnings},
-                                    {"notes", notes}};
-              if (range) {
-                doc["layer_start"] = range->start;
-                doc["layer_end"] = range->end;
-              }
-              print_json(doc);
-            } else {
-              for (const auto& n : notes) std::cerr << "note: " << n << "\n";
-              if (r.verified) {
-                std::cout << "verified: " << r.artifacts << " artifact(s)"
-                          << (range ? " for layers " + format_layer_range(*range) : std::string()) << ", "
-                          << human_bytes(r.hashed_bytes) << " hashed, " << r.cache_hits << " from the cache\n";
-              }
+            nlohmann::json jparts = nlohmann::json::array();
+            for (const auto& vp : r.parts) {
+              jparts.push_back({{"role", part_role_name(vp.role)},
+                                {"layer_index", vp.layer_index ? nlohmann::json(*vp.layer_index) : nlohmann::json()},
+                                {"relative_path", vp.rel_path},
+                                {"cache_hit", vp.cache_hit},
+                                {"ok", vp.ok}});
             }
-            if (!r.verified) {
-              std::cerr << "not verified: " << r.problems.size() << " of " << r.artifacts
-                        << " artifact(s) do not match the manifest\n";
-              for (const auto& p : r.problems) std::cerr << "  " << p << "\n";
-            }
-            return r.verified ? kExitOk : kExitInvalid;
+            return print_verify_report(r, a->json, {{"package", pkg.ref}, {"manifest_sha256", pkg.manifest_sha256}},
+                                       std::move(jparts), !a->no_cache, pkg.warnings, notes, range, "", "manifest");
           }};
 }
 
