@@ -4,12 +4,20 @@
 # program against it. Usage: scripts/test.sh [--sanitize]   (clang, ASan +
 # UBSan build in build-asan/ (scripts/sanitizer-build.sh), tests only; it
 # also builds the fuzz targets that scripts/fuzz.sh --ci then runs)
+#        scripts/test.sh --tsan   (clang, ThreadSanitizer build in build-tsan/, tests only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 
 build=build
-if [ "${1:-}" = "--sanitize" ]; then
+if [ "${1:-}" = "--tsan" ]; then
+  source scripts/sanitizer-build.sh
+  build=$TSAN_BUILD
+  configure_tsan_build
+  # second_deadlock_stack: both stacks of a lock-order report; halt at the
+  # first report so a race fails the test that hit it.
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp
+elif [ "${1:-}" = "--sanitize" ]; then
   source scripts/sanitizer-build.sh
   build=$SANITIZER_BUILD
   configure_sanitizer_build

@@ -6,6 +6,7 @@
 // rename) with one temporary-name rule.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -103,7 +104,9 @@ enum class Durability {
 
 // Writes a file under temporary_path_for(final_path); commit() (fsyncs per
 // the durability and) renames it into place. Destroying an uncommitted
-// AtomicFile removes the temporary.
+// AtomicFile removes the temporary. Thread-safety: pwrite_all, copy_range
+// and start_writeback may run on several threads at once for disjoint
+// ranges; everything else needs one thread at a time.
 class AtomicFile {
  public:
   explicit AtomicFile(std::filesystem::path final_path, Durability durability = Durability::kDurable);
@@ -142,7 +145,7 @@ class AtomicFile {
   Fd fd_;
   Durability durability_;
   bool committed_ = false;
-  bool synced_ = false;
+  std::atomic<bool> synced_{false};  // written by concurrent range writers
 };
 
 // Whole small files (manifests, JSON): refuses files over `max_bytes` and

@@ -392,10 +392,11 @@ bool fetch_ranges(RangedBlobWriter& writer, const DownloadLocation& start, const
       } catch (const std::exception& e) {
         sh.fail(Error(ErrorKind::kIo, writer.spec().what + ": " + e.what()));
       }
-      {
-        std::lock_guard g(sh.mu);
-        --sh.running;
-      }
+      // Wake the hashing thread while still holding sh.mu: it reads
+      // `running` under sh.mu, so it cannot see 0, return, and let the
+      // caller destroy `writer` before notify() is done with it.
+      std::lock_guard g(sh.mu);
+      --sh.running;
       writer.notify();
     });
   }

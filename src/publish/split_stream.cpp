@@ -261,7 +261,9 @@ class Pipeline {
         }
       }
       if (job == Job::kNone) {
-        if (reading_done() && src_next_ == chunks_.size() && out_next_ == chunks_.size() && all_written()) {
+        // While a read is under way the reader owns shard_/pos_ (read_next
+        // updates them unlocked): wait for it rather than look.
+        if (!read_busy_ && reading_done() && src_next_ == chunks_.size() && out_next_ == chunks_.size() && all_written()) {
           cv_.notify_all();
           return;
         }
