@@ -462,3 +462,21 @@ TEST_F(TimePlanCli, UsageErrorsExitTwo) {
 }
 
 }  // namespace skippy::time_plan_test
+
+namespace skippy::time_plan_test {
+
+TEST(DecodeCostCli, InspectPrintsTheModelsBytesReadPerToken) {
+  const auto path = fs::path(SKIPPY_TEST_DATA_DIR) / "glm4moe-mtp-tiny.gguf";
+  const auto f = GgufFile::open(path);
+  const auto c = read_decode_cost(f, decode_tensors_of(f), 4, f.name());
+  const auto r = test::run_cli({"inspect", path.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["active_bytes_per_token"], c.active_bytes_per_token());
+  EXPECT_EQ(j["roles"]["layers"][1]["active_bytes_per_token"], c.layers[1].active_bytes);
+  EXPECT_EQ(j["roles"]["layers"][3]["active_bytes_per_token"], 0);  // NextN
+  const auto h = test::run_cli({"inspect", path.string()});
+  EXPECT_NE(h.out.find("read per token"), std::string::npos) << h.out;
+}
+
+}  // namespace skippy::time_plan_test

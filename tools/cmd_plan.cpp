@@ -127,7 +127,8 @@ Command register_plan(CLI::App& app) {
       "SIZE: bytes, or a number (fractions allowed) with K, M, G, T or KiB, MiB, GiB, TiB (powers of\n"
       "1024) or KB, MB, GB, TB (powers of 1000): 512M, 1.5GiB, 8GB; a bandwidth is a SIZE with an\n"
       "optional /s: 400GB/s.\n"
-      "Exit 1 when the package is invalid, N exceeds the layer count, or no plan fits the budgets\n"
+      "Exit 1 when the package is invalid, N exceeds the layer count, --target-tpot is missed (the plan\n"
+      "is printed, with what would meet it), or no plan fits the budgets\n"
       "(the message names the tightest stage, by how many bytes it is short, the budget it would need\n"
       "and the largest context that fits).");
   struct Args {

@@ -1,6 +1,8 @@
 // `plan --context --bandwidth`: the plan for time per token, printed.
 #include "cmd_plan_time.h"
 
+#include "cmd_plan_memory.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -75,6 +77,7 @@ nlohmann::json time_plan_json(const OpenedPackage& pkg, const CacheShape& shape,
           {"suggestions", p.suggestions},
           {"nodes_left_out", left},
           {"stages", stages},
+          {"cache_layers", cache_layers_json(shape, p.context)},
           {"notes", p.notes},
           {"warnings", pkg.warnings}};
 }
