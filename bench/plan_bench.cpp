@@ -3,7 +3,11 @@
 // target: under 20 ms). Three figures: reading the per-layer cache shape from
 // the metadata GGUF's KVs, planning with budgets only (fill balance), and
 // planning with budgets and bandwidth (the DP over cut points among the
-// splits that fit). Each iteration does the whole call.
+// splits that fit). Each iteration does the whole call. Then planning for
+// time per token (issue #33, same target): MoE active bytes, KV reads, stage
+// and hop costs, over all 8 nodes or choosing them (--stages auto), one lane
+// or four, with a target that is missed (so the suggestions are computed too:
+// fewer stages, a faster node, the largest context that meets it).
 //
 // Run: scripts/bench-plan.sh (or build-bench/bin/skippy-bench-plan).
 #include <benchmark/benchmark.h>
@@ -12,6 +16,7 @@
 #include "skippy/gguf_writer.h"
 #include "skippy/manifest.h"
 #include "skippy/memory_plan.h"
+#include "skippy/time_plan.h"
 
 namespace {
 
@@ -76,6 +81,44 @@ void plan(benchmark::State& state) {
   }
 }
 BENCHMARK(plan)->ArgName("bandwidth")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// Qwen3-235B-A22B-like: 8 of 128 experts, the experts ~90% of a layer.
+DecodeCost decode_cost(const PackageManifest& m) {
+  DecodeCost c;
+  c.expert_count = 128;
+  c.expert_used_count = 8;
+  for (const auto& l : m.layers) {
+    const uint64_t experts = l.artifact_bytes / 10 * 9;
+    c.layers.push_back({l.artifact_bytes, l.artifact_bytes - experts + experts / 16, experts, false});
+  }
+  c.embedding_bytes = 800u << 20;
+  c.embedding_bytes_per_token = (800u << 20) / 151936;
+  c.output_bytes = c.output_bytes_per_token = 800u << 20;
+  return c;
+}
+
+void plan_time_per_token(benchmark::State& state) {
+  const auto bytes = metadata_bytes();
+  const auto m = manifest();
+  const auto cost = decode_cost(m);
+  const auto mo = options(true);
+  TimePlanOptions o;
+  o.context = mo.context;
+  o.budgets = mo.budgets;
+  o.bandwidth = mo.bandwidth;
+  o.links = {parse_node_link("2ms@10GB/s")};
+  o.activation_bytes_per_token = 4096 * 2;
+  o.auto_stages = state.range(0) != 0;
+  o.lanes = static_cast<uint32_t>(state.range(1));
+  o.target_ns = 1000000;  // 1 ms: missed, so every suggestion is computed
+  for (auto _ : state) {
+    const auto f = GgufFile::parse(bytes, "metadata.gguf");
+    const auto shape = read_cache_shape(f, KvCacheType::kF16);
+    benchmark::DoNotOptimize(plan_time(m, shape, cost, o));
+  }
+}
+BENCHMARK(plan_time_per_token)->ArgNames({"auto", "lanes"})->Args({0, 1})->Args({1, 1})->Args({1, 4})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "schema_v2_cli.h"
 #include "skippy/abi.h"
+#include "skippy/decode_cost.h"
 #include "skippy/gguf.h"
 #include "skippy/hf_ref.h"
 #include "skippy/model_source.h"
@@ -20,11 +21,22 @@ nlohmann::json totals_json(const RoleTotals& t) {
   return {{"tensor_count", t.tensor_count}, {"tensor_bytes", t.tensor_bytes}};
 }
 
-nlohmann::json summary_json(const std::string& file, const ModelSummary& s) {
+// What one decoded token reads of the model (skippy/decode_cost.h).
+DecodeCost decode_cost_of(const ModelSource& model) {
+  std::vector<DecodeTensor> tensors;
+  for (const auto& shard : model.shards()) {
+    auto t = decode_tensors_of(shard);
+    tensors.insert(tensors.end(), std::make_move_iterator(t.begin()), std::make_move_iterator(t.end()));
+  }
+  return read_decode_cost(model.primary(), tensors, model.layer_count(), model.primary().name());
+}
+
+nlohmann::json summary_json(const std::string& file, const ModelSummary& s, const DecodeCost& d) {
   nlohmann::json layers = nlohmann::json::array();
   for (size_t i = 0; i < s.layers.size(); ++i) {
     layers.push_back({{"layer_index", i}, {"tensor_count", s.layers[i].tensor_count},
-                      {"tensor_bytes", s.layers[i].tensor_bytes}});
+                      {"tensor_bytes", s.layers[i].tensor_bytes},
+                      {"active_bytes_per_token", i < d.layers.size() ? d.layers[i].active_bytes : 0}});
   }
   nlohmann::json types = nlohmann::json::object();
   for (const auto& [name, t] : s.by_type) types[name] = totals_json(t);
@@ -36,6 +48,7 @@ nlohmann::json summary_json(const std::string& file, const ModelSummary& s) {
       {"activation_width", s.activation_width ? nlohmann::json(*s.activation_width) : nlohmann::json(nullptr)},
       {"tensor_count", s.tensor_count},
       {"tensor_bytes", s.tensor_bytes},
+      {"active_bytes_per_token", d.active_bytes_per_token()},
       {"file_bytes", s.file_bytes},
       {"gguf_version", s.gguf_version},
       {"alignment", s.alignment},
@@ -54,7 +67,7 @@ nlohmann::json summary_json(const std::string& file, const ModelSummary& s) {
   return j;
 }
 
-void print_human(const std::string& file, const ModelSummary& s) {
+void print_human(const std::string& file, const ModelSummary& s, const DecodeCost& d) {
   auto& o = std::cout;
   o << file << "\n";
   o << "  architecture      " << (s.architecture.empty() ? "(none)" : s.architecture) << "\n";
@@ -67,6 +80,11 @@ void print_human(const std::string& file, const ModelSummary& s) {
     o << "\n";
   }
   o << "  tensors           " << s.tensor_count << " (" << human_bytes(s.tensor_bytes) << ")\n";
+  o << "  read per token    " << human_bytes(d.active_bytes_per_token()) << " of " << human_bytes(d.total_bytes())
+    << (d.expert_count > 1 ? " (routed experts at " + std::to_string(d.expert_used_count) + "/" +
+                                 std::to_string(d.expert_count) + ")"
+                           : std::string())
+    << (d.nextn_layers ? ", the NextN block not run" : "") << "\n";
   o << "  GGUF              v" << s.gguf_version << ", alignment " << s.alignment << ", "
     << human_bytes(s.file_bytes) << " on disk\n";
   if (!s.shards.empty()) {
@@ -282,10 +300,11 @@ Command register_inspect(CLI::App& app) {
     if (is_package_ref(*file)) return inspect_package(*file, *json);
     const auto model = ModelSource::open(*file);
     const auto summary = summarize(model);
+    const auto decode = decode_cost_of(model);
     if (*json) {
-      print_json(summary_json(*file, summary));
+      print_json(summary_json(*file, summary, decode));
     } else {
-      print_human(*file, summary);
+      print_human(*file, summary, decode);
     }
     return kExitOk;
   }};

@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "cmd_plan_memory.h"
+#include "cmd_plan_time.h"
 #include "schema_v2_cli.h"
 #include "schema_v2_consume.h"
 #include "skippy/error.h"
@@ -102,6 +103,8 @@ Command register_plan(CLI::App& app) {
       "  skippy-model-package plan ./model-package --context 32768 --budgets 24GiB,24GiB,48GiB\n"
       "  skippy-model-package plan ./model-package --context 32768 --kv-type q8_0 \\\n"
       "      --budgets 24GiB,24GiB,48GiB --bandwidth 400GB/s,400GB/s,800GB/s --json\n"
+      "  skippy-model-package plan ./model-package --context 8192 --stages auto --bandwidth 400GB/s,100GB/s \\\n"
+      "      --links 2ms@10GB/s --target-tpot 33ms\n"
       "Without --context, stages are balanced by the artifact bytes they load: shared/metadata.gguf,\n"
       "its layers, shared/embeddings.gguf when it is the first (and the last, when the output is tied to\n"
       "the embeddings) and shared/output.gguf when it is the last; the plan minimizes the largest stage\n"
@@ -114,16 +117,24 @@ Command register_plan(CLI::App& app) {
       "layers, MLA, recurrent state), charged at 100/85 for compute buffers, plus per-node headroom of\n"
       "max(10% of the budget, min(1 GiB, budget/2)) (mesh-llm's reserves; see --compute-reserve,\n"
       "--headroom-percent, --headroom-cap). With --bandwidth (bytes/s per node), the split among those\n"
-      "that fit whose slowest stage (weights / bandwidth, the modeled decode time per token) is fastest.\n"
+      "that fit with the least time per token: per stage, (the weight bytes one token reads: routed experts at\n"
+      "expert_used_count/expert_count, one embedding row, the output head on the last stage; plus the KV\n"
+      "bytes read at the context) / bandwidth + --stage-overhead (1.3 ms); per hop, activation bytes /\n"
+      "link bandwidth + latency (--hop-latency 13 ms, or --links LATENCY[@BW] per node: its hop to the\n"
+      "next stage; the last returns to the first). One lane minimizes the sum of stages and hops; with\n"
+      "--lanes N > 1, the period (slowest stage + its hop). --stages auto also chooses which nodes (in the\n"
+      "order given) take part. --target-tpot: exit 1 when missed, naming what would meet it.\n"
       "SIZE: bytes, or a number (fractions allowed) with K, M, G, T or KiB, MiB, GiB, TiB (powers of\n"
       "1024) or KB, MB, GB, TB (powers of 1000): 512M, 1.5GiB, 8GB; a bandwidth is a SIZE with an\n"
       "optional /s: 400GB/s.\n"
-      "Exit 1 when the package is invalid, N exceeds the layer count, or no plan fits the budgets\n"
+      "Exit 1 when the package is invalid, N exceeds the layer count, --target-tpot is missed (the plan\n"
+      "is printed, with what would meet it), or no plan fits the budgets\n"
       "(the message names the tightest stage, by how many bytes it is short, the budget it would need\n"
       "and the largest context that fits).");
   struct Args {
     std::string ref;
     uint32_t stages = 0;
+    std::string stages_text;
     std::string max_bytes;
     std::vector<std::string> budgets;
     uint32_t activation_bytes = 2;
@@ -135,11 +146,23 @@ Command register_plan(CLI::App& app) {
     uint32_t compute_reserve = 15;
     uint32_t headroom_percent = 10;
     std::string headroom_cap = "1GiB";
+    std::vector<std::string> links;
+    std::string target_tpot;
+    uint32_t lanes = 1;
+    std::string stage_overhead = "1.3ms";
+    std::string hop_latency = "13ms";
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("package", a->ref, "Package directory or hf://ns/repo[@rev]")->required();
-  auto* stages_opt = cmd->add_option("--stages", a->stages, "Number of stages (1..layer_count); optional with --budgets")
-                        ->check(number_in(1u, 1000000u));
+  auto* stages_opt = cmd->add_option("--stages", a->stages_text,
+                                     "Number of stages (1..layer_count), or auto with --bandwidth (the best subset of "
+                                     "the nodes); optional with --budgets or --bandwidth")
+                        ->check(CLI::Validator(
+                            [](std::string& v) -> std::string {
+                              if (v == "auto") return {};
+                              return number_in(1u, 1000000u)(v);
+                            },
+                            "N|auto"));
   auto* max_opt = cmd->add_option("--max-bytes", a->max_bytes,
                                   "Byte budget of every stage (SIZE): artifact bytes the stage downloads and maps "
                                   "(disk, and the weights in memory when loaded directly; not KV cache or activations)");
@@ -165,14 +188,37 @@ Command register_plan(CLI::App& app) {
                      ->check(number_in(0u, 100u));
   auto* hc_opt = cmd->add_option("--headroom-cap", a->headroom_cap,
                                  "With --context: headroom is at least min(SIZE, budget/2) (default 1GiB)");
+  auto* links_opt = cmd->add_option("--links", a->links,
+                                    "With --bandwidth: each node's link to the next stage, LATENCY[@BW] (2ms@10GB/s); "
+                                    "one value for all, or one per node")
+                        ->delimiter(',');
+  auto* target_opt = cmd->add_option("--target-tpot", a->target_tpot,
+                                     "With --bandwidth: the time per token to meet (33ms); exit 1 when missed");
+  auto* lanes_opt = cmd->add_option("--lanes", a->lanes,
+                                    "With --bandwidth: sequences in flight; above 1 the plan minimizes the period "
+                                    "(default 1: the serial time)")
+                        ->check(number_in(1u, 4096u));
+  auto* so_opt = cmd->add_option("--stage-overhead", a->stage_overhead,
+                                 "With --bandwidth: fixed time per stage and token (default 1.3ms)");
+  auto* hl_opt = cmd->add_option("--hop-latency", a->hop_latency,
+                                 "With --bandwidth: latency of a hop without --links (default 13ms)");
   for (auto* needs_context : {kv_opt, bw_opt, cr_opt, hp_opt, hc_opt}) needs_context->needs(context_opt);
+  for (auto* needs_bw : {links_opt, target_opt, lanes_opt, so_opt, hl_opt}) needs_bw->needs(bw_opt);
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   add_trust_signer_option(cmd);
-  return {cmd, [a, max_opt, budgets_opt, stages_opt, context_opt]() {
-            if (stages_opt->count() == 0 && budgets_opt->count() == 0) {
+  return {cmd, [a, max_opt, budgets_opt, stages_opt, context_opt, bw_opt]() {
+            const bool auto_stages = a->stages_text == "auto";
+            if (auto_stages && bw_opt->count() == 0) {
+              throw Error(ErrorKind::kUsage, "--stages auto needs --context and --bandwidth (one per node offered)");
+            }
+            if (stages_opt->count() > 0 && !auto_stages) a->stages = static_cast<uint32_t>(std::stoul(a->stages_text));
+            if (bw_opt->count() > 0 && (stages_opt->count() == 0 || auto_stages)) {
+              a->stages = static_cast<uint32_t>(a->bandwidth.size());
+            }
+            if (stages_opt->count() == 0 && budgets_opt->count() == 0 && bw_opt->count() == 0) {
               throw Error(ErrorKind::kUsage, "give --stages N, or --budgets with one budget per stage");
             }
-            if (stages_opt->count() == 0) a->stages = static_cast<uint32_t>(a->budgets.size());
+            if (a->stages == 0) a->stages = static_cast<uint32_t>(a->budgets.size());
             if (max_opt->count() > 0 && stages_opt->count() == 0) {
               throw Error(ErrorKind::kUsage, "--max-bytes needs --stages N (one budget for every stage)");
             }
@@ -208,7 +254,28 @@ Command register_plan(CLI::App& app) {
               mo.reserves.headroom_percent = a->headroom_percent;
               mo.reserves.headroom_cap_bytes = parse_byte_size(a->headroom_cap);
             }
+            std::optional<TimePlanRequest> timed;
+            if (context_opt->count() > 0 && !mo.bandwidth.empty()) {
+              TimePlanRequest t;
+              t.options.context = mo.context;
+              t.options.bandwidth = mo.bandwidth;
+              t.options.budgets = mo.budgets;
+              t.options.reserves = mo.reserves;
+              t.options.auto_stages = auto_stages;
+              t.options.lanes = a->lanes;
+              t.options.include_projector = o.include_projector;
+              t.options.stage_overhead_ns = parse_duration_ns(a->stage_overhead);
+              const uint64_t hop = parse_duration_ns(a->hop_latency);
+              for (const auto& l : a->links) t.options.links.push_back(parse_node_link(l));
+              if (t.options.links.empty()) t.options.links.push_back(NodeLink{hop, 0});
+              if (!a->target_tpot.empty()) t.options.target_ns = parse_duration_ns(a->target_tpot);
+              t.kv_type = kv_type;
+              t.activation_bytes_per_value = a->activation_bytes;
+              t.json = a->json;
+              timed = std::move(t);
+            }
             const auto any = open_any_for_cli(a->ref);  // a local directory or hf://, either schema
+            if (timed) return any.v2 ? run_time_plan(*any.v2, *timed) : run_time_plan(*any.v1, *timed);
             if (any.v2) {
               return plan_schema_v2(*any.v2, o, context_opt->count() > 0 ? std::optional(mo) : std::nullopt, kv_type,
                                     a->json);

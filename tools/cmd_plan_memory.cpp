@@ -33,17 +33,6 @@ nlohmann::json memory_plan_json(const OpenedPackage& pkg, const CacheShape& shap
                       {"embeddings", s.embeddings},
                       {"output", s.output}});
   }
-  nlohmann::json layers = nlohmann::json::array();
-  for (const auto& l : shape.layers) {
-    layers.push_back({{"layer_index", l.layer},
-                      {"kind", layer_cache_kind_name(l.kind)},
-                      {"k_elements_per_token", l.k_elements},
-                      {"v_elements_per_token", l.v_elements},
-                      {"kv_bytes_per_token", l.kv_bytes_per_token},
-                      {"window_tokens", l.kind == LayerCacheKind::kSlidingWindow ? nlohmann::json(l.window) : nlohmann::json(nullptr)},
-                      {"state_bytes", l.state_bytes},
-                      {"cache_bytes", layer_cache_bytes(l, p.context)}});
-  }
   const auto& r = p.reserves;
   return {{"package", pkg.ref},
           {"model_id", pkg.manifest.model_id},
@@ -63,7 +52,7 @@ nlohmann::json memory_plan_json(const OpenedPackage& pkg, const CacheShape& shap
           {"bottleneck_time_us", opt_value(p.bottleneck_time_us)},
           {"decode_time_per_token_us", opt_value(p.decode_time_per_token_us)},
           {"stages", stages},
-          {"cache_layers", layers},
+          {"cache_layers", cache_layers_json(shape, p.context)},
           {"notes", p.notes},
           {"warnings", pkg.warnings}};
 }
@@ -105,6 +94,21 @@ void print_memory_plan(const OpenedPackage& pkg, const MemoryPlan& p) {
 }
 
 }  // namespace
+
+nlohmann::json cache_layers_json(const CacheShape& shape, uint64_t context) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& l : shape.layers) {
+    layers.push_back({{"layer_index", l.layer},
+                      {"kind", layer_cache_kind_name(l.kind)},
+                      {"k_elements_per_token", l.k_elements},
+                      {"v_elements_per_token", l.v_elements},
+                      {"kv_bytes_per_token", l.kv_bytes_per_token},
+                      {"window_tokens", l.kind == LayerCacheKind::kSlidingWindow ? nlohmann::json(l.window) : nlohmann::json(nullptr)},
+                      {"state_bytes", l.state_bytes},
+                      {"cache_bytes", layer_cache_bytes(l, context)}});
+  }
+  return layers;
+}
 
 int run_memory_plan(const OpenedPackage& pkg, const MemoryPlanOptions& options, KvCacheType kv_type, bool json) {
   const auto meta = check_metadata_only(pkg);

@@ -16,6 +16,9 @@ int run_memory_plan(const OpenedPackage& pkg, const MemoryPlanOptions& options, 
 int run_memory_plan_on(const OpenedPackage& pkg, const GgufFile& metadata, const MemoryPlanOptions& options,
                        KvCacheType kv_type, bool json, const nlohmann::json& extra = nlohmann::json::object());
 
+// Every layer's cache kind and bytes at `context` (the "cache_layers" key).
+nlohmann::json cache_layers_json(const CacheShape& shape, uint64_t context);
+
 // The byte plan's output (cmd_plan.cpp): one JSON document (with `extra`
 // fields added) or the table.
 void print_byte_plan(const OpenedPackage& pkg, const Plan& plan, bool json,

@@ -11,8 +11,16 @@
 #include "skippy/materialize.h"
 #include "skippy/memory_plan.h"
 #include "skippy/plan.h"
+#include "cli.h"
 
 namespace skippy::cli {
+
+namespace v2consume_detail {
+// What the schema 1 printers read of a package, for a schema 2 one.
+OpenedPackage printable(const OpenedCatalog& pkg, const PackageManifest& manifest);
+// schema_version and package_id, added to a command's JSON document.
+nlohmann::json identity(const OpenedCatalog& pkg);
+}  // namespace v2consume_detail
 
 // materialize REF --layers A..B (or --tensors N,N,... with `range` nullopt):
 // the stage through materialize_catalog_stage, printed as the schema 1
