@@ -64,6 +64,20 @@ bool any_has(const json& list, std::initializer_list<std::string> needles) {
   return false;
 }
 
+CliResult validate(const fs::path& src, const fs::path& pkg) {
+  return run_cli({"validate-package", src.string(), pkg.string(), "--json"});
+}
+
+// An environment for hf:// runs against `hub` with caches under `tmp`.
+std::vector<std::string> hub_env(const test::HubStandin& hub, const TempDir& tmp, bool offline) {
+  return {"HF_ENDPOINT=" + hub.endpoint(),
+          "HF_HUB_CACHE=" + (tmp / "hf").string(),
+          "HF_HOME=" + (tmp / "hfhome").string(),
+          "SKIPPY_CACHE_DIR=" + (tmp / "skippy").string(),
+          "HF_TOKEN=",
+          std::string("HF_HUB_OFFLINE=") + (offline ? "1" : "")};
+}
+
 // --------------------------------------------- 1. operator bounds never widen
 
 TEST(SpecEdges, OperatorVerifyWindowValuesTightenThePackagesBoundsNeverWiden) {
@@ -101,6 +115,90 @@ TEST(SpecEdges, OperatorVerifyWindowValuesTightenThePackagesBoundsNeverWiden) {
   EXPECT_EQ(s["field_sources"]["verify_window.max_tokens"], "cli") << s.dump(2);
   EXPECT_EQ(s["plan"]["verify_window"]["pipeline_depth"], 1);
   EXPECT_FALSE(any_has(s["notes"], {"would widen"})) << s.dump(2);
+}
+
+// ------------------------------------- 2. a profile without its model evidence
+
+TEST(SpecEdges, AProfileWithoutItsModelEvidenceIsIgnoredByTheResolverAndReportedByValidate) {
+  TempDir tmp;
+  const auto src = data_path("llama-tiny-q8_0.gguf");
+  const auto pkg = write_package(src, tmp);
+  auto j = read_manifest(pkg);
+  j["generation"]["policy"] = {{"profile", "glm-dsa-v1"}, {"decode", "compact-flash"}};
+  write_manifest(pkg, j);
+  const auto r = run_cli({"policy", pkg.string(), "--phase", "decode", "--n-tokens", "1", "--n-kv", "64", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto d = parsed(r);
+  EXPECT_EQ(d["selected_path"], "dense") << d.dump(2);
+  EXPECT_EQ(d["package_recommendation_used"], false) << d.dump(2);
+  const std::string why = "generation.policy.profile \"glm-dsa-v1\" ignored: it is for architecture \"glm-dsa\" and "
+                          "this model's is \"llama\"";
+  EXPECT_TRUE(any_has(d["unsupported"], {why})) << d.dump(2);
+  EXPECT_NE(d["fallback_reason"].dump().find("ignored"), std::string::npos) << d.dump(2);
+  EXPECT_NE(d["telemetry"]["profile"], "glm-dsa-v1") << d.dump(2);
+  // The decision's log line says it too.
+  EXPECT_NE(r.err.find("\"event\":\"skippy.generation_policy\""), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ignored: it is for architecture"), std::string::npos) << r.err;
+  // validate-package: the writer's rule read back.
+  const auto v = validate(src, pkg);
+  EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
+  const auto vj = parsed(v);
+  EXPECT_EQ(vj["valid"], false);
+  EXPECT_TRUE(any_has(vj["problems"], {"generation.policy.profile: \"glm-dsa-v1\" declared without its model evidence",
+                                       "architecture is \"llama\""}))
+      << vj.dump(2);
+  // Without the profile, the same package validates.
+  j["generation"]["policy"] = {{"decode", "dense"}};
+  write_manifest(pkg, j);
+  EXPECT_EQ(parsed(validate(src, pkg))["valid"], true);
+}
+
+// ----------------------------------- 3. layer_indices that hold no NextN tensors
+
+TEST(SpecEdges, ValidatePackageAppliesTheNextnLayerRuleSpeculativeApplies) {
+  TempDir tmp;
+  const auto src = data_path("glm4moe-mtp-tiny.gguf");
+  const auto pkg = write_package(src, tmp);
+  // As written (layer 3 holds NextN): valid.
+  const auto ok = parsed(validate(src, pkg));
+  EXPECT_EQ(ok["valid"], true) << ok.dump(2);
+  auto j = read_manifest(pkg);
+  j["generation"]["speculative_decoding"]["proposers"]["mtp"]["layer_indices"] = json::array({2});
+  write_manifest(pkg, j);
+  const auto sp = run_cli({"speculative", pkg.string(), "--json"});
+  EXPECT_EQ(sp.exit_code, 1);
+  EXPECT_EQ(parsed(sp)["error"]["rule"], "layer_indices_hold_nextn") << sp.out;
+  const auto v = validate(src, pkg);
+  EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
+  const auto vj = parsed(v);
+  EXPECT_EQ(vj["valid"], false);
+  EXPECT_TRUE(any_has(vj["problems"], {"generation.speculative_decoding.proposers.mtp.layer_indices: layer 2 holds no "
+                                       "NextN/MTP prediction tensors",
+                                       "layer_indices_hold_nextn"}))
+      << vj.dump(2);
+}
+
+TEST(SpecEdges, OverHfAnUncachedLayerSaysTheNextnCheckWasNotMade) {
+  TempDir tmp;
+  const auto pkg = write_package(data_path("glm4moe-mtp-tiny.gguf"), tmp);
+  auto j = read_manifest(pkg);
+  j["generation"]["speculative_decoding"]["proposers"]["mtp"]["layer_indices"] = json::array({2});
+  write_manifest(pkg, j);
+  test::HubStandin hub;
+  const auto commit = hub.publish("org/nextn-layers", pkg);
+  const std::string ref = "hf://org/nextn-layers@" + commit;
+  // Only the metadata is cached: layer 2 is not, and is not downloaded for this.
+  ASSERT_EQ(run_cli({"fetch", ref, "--layers", "0..1", "--json"}, hub_env(hub, tmp, false)).exit_code, 0);
+  const auto r = run_cli({"speculative", ref, "--json"}, hub_env(hub, tmp, true));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto s = parsed(r);
+  EXPECT_TRUE(any_has(s["notes"], {"layer 2 is not in the cache", "not checked", "layer_indices_hold_nextn"}))
+      << s.dump(2);
+  // Once cached, the rule applies as it does locally.
+  ASSERT_EQ(run_cli({"fetch", ref, "--layers", "2..3", "--json"}, hub_env(hub, tmp, false)).exit_code, 0);
+  const auto c = run_cli({"speculative", ref, "--json"}, hub_env(hub, tmp, true));
+  EXPECT_EQ(c.exit_code, 1) << c.out;
+  EXPECT_EQ(parsed(c)["error"]["rule"], "layer_indices_hold_nextn") << c.out;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 
+#include "publish/generation_inference.h"
 #include "publish/projector_check.h"
 #include "publish/validator_v2.h"
 #include "skippy/error.h"
@@ -16,8 +17,10 @@
 #include "skippy/manifest.h"
 #include "skippy/manifest_v2.h"
 #include "skippy/model_source.h"
+#include "skippy/package_generation.h"
 #include "skippy/package_layout.h"
 #include "skippy/sha256.h"
+#include "skippy/speculative.h"
 #include "util/mapped_read.h"
 #include "util/parallel.h"
 
@@ -460,6 +463,31 @@ class Validator {
   uint64_t total_ = 0;
 };
 
+// What the generation block claims about the model, checked against the
+// source: a policy profile only with the artifact shape it requires (the
+// writer's rule, profile_evidence_problem), and the speculative rules that
+// depend on the model's tensors (check_speculative_rules: native-mtp
+// layer_indices hold NextN tensors), as `speculative` applies them.
+void check_generation_evidence(const GenerationDefaults& gen, const ModelSource& model,
+                               std::vector<std::string>& problems, std::vector<std::string>& warnings) {
+  try {
+    const uint32_t layer_count = model.layer_count();
+    if (gen.policy && gen.policy->profile) {
+      if (auto p = detail::profile_evidence_problem(model, layer_count, *gen.policy->profile)) {
+        problems.push_back(std::move(*p));
+      }
+    }
+    if (gen.speculative_decoding) {
+      const auto nextn = gguf_speculative_model(model).nextn_layers;
+      for (const auto& p : check_speculative_rules(*gen.speculative_decoding, nextn)) {
+        (p.warning_only ? warnings : problems).push_back(p.problem.message + " (rule " + p.problem.rule + ")");
+      }
+    }
+  } catch (const Error& e) {
+    problems.push_back(std::string("generation: the model evidence could not be checked: ") + e.what());
+  }
+}
+
 }  // namespace
 
 ValidationReport validate_package(const fs::path& source, const fs::path& package_dir, const ValidateOptions& opt) {
@@ -518,6 +546,7 @@ ValidationReport validate_package(const fs::path& source, const fs::path& packag
   } catch (const Error& e) {
     structural.push_back(e.what());
   }
+  if (m.generation) check_generation_evidence(*m.generation, *model, structural, depth_warnings);
   const auto width = model->activation_width();
   if (m.activation_width != width) {
     structural.push_back("activation_width: manifest says " +
@@ -530,7 +559,7 @@ ValidationReport validate_package(const fs::path& source, const fs::path& packag
   }
   Validator v(package_dir, m, *model, opt);
   r = v.run();
-  r.checks = {"manifest_schema",  "generation_block", "layer_count",      "activation_width",
+  r.checks = {"manifest_schema",  "generation_block", "generation_evidence", "layer_count", "activation_width",
               "source_files",     "source_sha256",    "artifact_paths",   "artifact_sizes",
               "artifact_sha256",  "tensor_placement", "tensor_type_shape", "tensor_bytes",
               "tensor_coverage"};
