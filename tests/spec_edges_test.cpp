@@ -64,6 +64,12 @@ bool any_has(const json& list, std::initializer_list<std::string> needles) {
   return false;
 }
 
+size_t count_has(const json& list, const std::string& needle) {
+  size_t n = 0;
+  for (const auto& w : list) n += w.is_string() && w.get<std::string>().find(needle) != std::string::npos;
+  return n;
+}
+
 CliResult validate(const fs::path& src, const fs::path& pkg) {
   return run_cli({"validate-package", src.string(), pkg.string(), "--json"});
 }
@@ -199,6 +205,38 @@ TEST(SpecEdges, OverHfAnUncachedLayerSaysTheNextnCheckWasNotMade) {
   const auto c = run_cli({"speculative", ref, "--json"}, hub_env(hub, tmp, true));
   EXPECT_EQ(c.exit_code, 1) << c.out;
   EXPECT_EQ(parsed(c)["error"]["rule"], "layer_indices_hold_nextn") << c.out;
+}
+
+// ------------------------------------ 4. unknown keys inside the generation block
+
+TEST(SpecEdges, UnknownKeysAtEveryLevelOfTheGenerationBlockAreNamed) {
+  TempDir tmp;
+  const auto src = data_path("glm4moe-mtp-tiny.gguf");
+  const auto pkg = write_package(src, tmp);
+  auto j = read_manifest(pkg);
+  j["generation"]["policy"] = {{"decode", "dense"}, {"cuda_kernel", "flash_mla_sm90"}};
+  j["generation"]["thresholds"] = {{"short_prefill_max_tokens", 2048}, {"metal_simdgroup", 4}};
+  auto& sd = j["generation"]["speculative_decoding"];
+  sd["metal_queue"] = 2;
+  sd["proposers"]["mtp"]["cuda_graph"] = true;
+  sd["strategies"]["mtp"]["window_policy"]["metal_rows"] = 8;
+  write_manifest(pkg, j);
+  const std::vector<std::string> fields = {
+      "generation.policy.cuda_kernel: unknown policy field",
+      "generation.thresholds.metal_simdgroup: unknown threshold field",
+      "generation.speculative_decoding.metal_queue: unknown speculative_decoding field",
+      "generation.speculative_decoding.proposers.mtp.cuda_graph: unknown proposer field",
+      "generation.speculative_decoding.strategies.mtp.window_policy.metal_rows: unknown window_policy field"};
+  const auto v = validate(src, pkg);
+  EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
+  const auto vj = parsed(v);
+  for (const auto& f : fields) EXPECT_EQ(count_has(vj["problems"], f), 1u) << f << "\n" << vj.dump(2);
+  EXPECT_EQ(vj["problems"].size(), fields.size()) << vj.dump(2);
+  // Consumers name each once and ignore it.
+  const auto s = run_cli({"select", pkg.string(), "--layers", "0..2", "--json"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const auto sj = parsed(s);
+  for (const auto& f : fields) EXPECT_EQ(count_has(sj["warnings"], f), 1u) << f << "\n" << sj.dump(2);
 }
 
 }  // namespace
