@@ -84,6 +84,15 @@ std::vector<std::string> hub_env(const test::HubStandin& hub, const TempDir& tmp
           std::string("HF_HUB_OFFLINE=") + (offline ? "1" : "")};
 }
 
+// Flips one byte in the middle of `file` in place (a cached blob), keeping its size.
+void flip_byte(const fs::path& file) {
+  auto bytes = test::read_file(file);
+  ASSERT_FALSE(bytes.empty());
+  bytes[bytes.size() / 2] ^= 0x5a;
+  const fs::path blob = fs::canonical(file);
+  test::write_file(blob, bytes);
+}
+
 // --------------------------------------------- 1. operator bounds never widen
 
 TEST(SpecEdges, OperatorVerifyWindowValuesTightenThePackagesBoundsNeverWiden) {
@@ -237,6 +246,64 @@ TEST(SpecEdges, UnknownKeysAtEveryLevelOfTheGenerationBlockAreNamed) {
   ASSERT_EQ(s.exit_code, 0) << s.err;
   const auto sj = parsed(s);
   for (const auto& f : fields) EXPECT_EQ(count_has(sj["warnings"], f), 1u) << f << "\n" << sj.dump(2);
+}
+
+// ------------------------------------------ 5. the C API on a tampered hf:// cache
+
+TEST(SpecEdges, TheCApiRefusesATamperedHfCacheHitAtSelectAsTheCliDoes) {
+  TempDir tmp;
+  const auto pkg = write_package(data_path("llama-tiny-q8_0.gguf"), tmp);
+  test::HubStandin hub;
+  const auto commit = hub.publish("org/tampered-layers", pkg);
+  const std::string ref = "hf://org/tampered-layers@" + commit;
+  ASSERT_EQ(run_cli({"fetch", ref, "--layers", "0..2", "--json"}, hub_env(hub, tmp, false)).exit_code, 0);
+  const fs::path cached = tmp / "hf" / "models--org--tampered-layers" / "snapshots" / commit / "layers" /
+                          "layer-00001.gguf";
+  ASSERT_TRUE(fs::is_symlink(cached)) << cached;
+  // Untouched, the C API selects and verifies the cached stage.
+  auto c = test::run_program(SKIPPY_CAPI_TEST_PATH, {ref, "0", "2"}, hub_env(hub, tmp, true));
+  ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
+  flip_byte(cached);
+  const auto cli = run_cli({"select", ref, "--layers", "0..2", "--json"}, hub_env(hub, tmp, true));
+  EXPECT_EQ(cli.exit_code, 1) << cli.out;
+  EXPECT_EQ(parsed(cli)["error"]["kind"], "integrity") << cli.out;
+  c = test::run_program(SKIPPY_CAPI_TEST_PATH, {ref, "0", "2"}, hub_env(hub, tmp, true));
+  EXPECT_NE(c.exit_code, 0) << c.out;
+  EXPECT_NE(c.out.find("error select integrity"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("layers/layer-00001.gguf"), std::string::npos) << c.out;
+  EXPECT_EQ(c.out.find("\npart "), std::string::npos) << "no path of an unverified part is handed out\n" << c.out;
+}
+
+// ---------------------------------------------- a cached manifest edited in place
+
+TEST(SpecEdges, AManifestEditedInTheHfCacheIsRefusedOffline) {
+  TempDir tmp;
+  const auto pkg = write_package(data_path("llama-tiny-q8_0.gguf"), tmp);
+  test::HubStandin hub;
+  const auto commit = hub.publish("org/edited-manifest", pkg);
+  const std::string ref = "hf://org/edited-manifest@" + commit;
+  ASSERT_EQ(run_cli({"fetch", ref, "--layers", "0..2", "--json"}, hub_env(hub, tmp, false)).exit_code, 0);
+  ASSERT_EQ(run_cli({"select", ref, "--layers", "0..2", "--json"}, hub_env(hub, tmp, true)).exit_code, 0);
+  const fs::path manifest = tmp / "hf" / "models--org--edited-manifest" / "snapshots" / commit / "model-package.json";
+  ASSERT_TRUE(fs::is_symlink(manifest));
+  // Still valid JSON, still a valid manifest: only its blob name can tell.
+  std::string text = test::read_text(manifest);
+  const auto at = text.find("org/tiny");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 8, "org/tinz");
+  test::write_file(fs::canonical(manifest), std::vector<uint8_t>(text.begin(), text.end()));
+  for (const std::string cmd : {"select", "inspect"}) {
+    std::vector<std::string> args = {cmd, ref, "--json"};
+    if (cmd == "select") args.insert(args.end(), {"--layers", "0..2"});
+    const auto r = run_cli(args, hub_env(hub, tmp, true));
+    EXPECT_EQ(r.exit_code, 1) << cmd << ": " << r.out;
+    const auto e = parsed(r);
+    EXPECT_EQ(e["error"]["kind"], "integrity") << r.out;
+    EXPECT_NE(r.err.find("model-package.json"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("git blob id"), std::string::npos) << r.err;
+  }
+  const auto c = test::run_program(SKIPPY_CAPI_TEST_PATH, {ref, "0", "2"}, hub_env(hub, tmp, true));
+  EXPECT_NE(c.out.find("error open integrity"), std::string::npos) << c.out;
 }
 
 }  // namespace
