@@ -306,5 +306,104 @@ TEST(SpecEdges, AManifestEditedInTheHfCacheIsRefusedOffline) {
   EXPECT_NE(c.out.find("error open integrity"), std::string::npos) << c.out;
 }
 
+// --------------------------------------- tests that could pass a wrong implementation
+
+// `pkg`'s fragment `rel` rewritten with `extra` (a tensor of `src`) added,
+// and its manifest entry updated so that only the extra tensor is wrong.
+void add_tensor_to_fragment(const fs::path& pkg, const std::string& rel, const fs::path& src,
+                            const std::string& extra) {
+  const auto frag = GgufFile::open(pkg / rel);
+  const auto source = GgufFile::open(src);
+  GgufWriter w(frag.alignment());
+  for (const auto& kv : frag.kvs()) w.add_kv(std::string(kv.key), kv.value);
+  for (const auto& t : frag.tensors()) w.add_tensor_from(frag, t);
+  const auto* t = source.find_tensor(extra);
+  ASSERT_NE(t, nullptr) << extra;
+  w.add_tensor_from(source, *t);
+  const auto tmp_out = pkg / (rel + ".new");
+  {
+    AtomicFile af(tmp_out);
+    w.write(af);
+    af.commit();
+  }
+  fs::rename(tmp_out, pkg / rel);
+  const auto g = GgufFile::open(pkg / rel);
+  auto j = read_manifest(pkg);
+  for (auto& l : j["layers"]) {
+    if (l["path"] != rel) continue;
+    l["tensor_count"] = g.tensors().size();
+    l["tensor_bytes"] = g.tensor_bytes_total();
+    l["artifact_bytes"] = fs::file_size(pkg / rel);
+    l["sha256"] = sha256_file(pkg / rel);
+  }
+  write_manifest(pkg, j);
+}
+
+TEST(SpecEdges, ValidatePackageReportsATensorHeldByTwoFragments) {
+  TempDir tmp;
+  const auto src = data_path("llama-tiny-q8_0.gguf");
+  const auto pkg = write_package(src, tmp);
+  add_tensor_to_fragment(pkg, "layers/layer-00001.gguf", src, "blk.0.attn_norm.weight");
+  const auto v = validate(src, pkg);
+  EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
+  const auto vj = parsed(v);
+  EXPECT_TRUE(any_has(vj["problems"], {"tensor 'blk.0.attn_norm.weight' of the source appears in 2 artifacts"}))
+      << vj.dump(2);
+  EXPECT_TRUE(any_has(vj["problems"], {"layers/layer-00001.gguf: tensor 'blk.0.attn_norm.weight' belongs in "
+                                       "layers/layer-00000.gguf"}))
+      << vj.dump(2);
+  EXPECT_EQ(vj["problems"].size(), 2u) << vj.dump(2);
+}
+
+TEST(SpecEdges, ValidatePackageComparesLayerCountWithTheSource) {
+  TempDir tmp;
+  const auto src = data_path("llama-tiny-q8_0.gguf");
+  const auto pkg = write_package(src, tmp);
+  auto j = read_manifest(pkg);
+  const uint32_t n = j["layer_count"];
+  ASSERT_GE(n, 2u);
+  j["layers"].erase(j["layers"].size() - 1);
+  j["layer_count"] = n - 1;
+  write_manifest(pkg, j);
+  const auto vj = parsed(validate(src, pkg));
+  EXPECT_EQ(vj["valid"], false);
+  EXPECT_TRUE(any_has(vj["problems"], {"layer_count: manifest says " + std::to_string(n - 1) + ", the source has " +
+                                       std::to_string(n)}))
+      << vj.dump(2);
+}
+
+TEST(SpecEdges, TheFirstDeclaredMmprojIsTheDefaultBehindAnUnknownKind) {
+  TempDir tmp;
+  const auto pkg = write_package(data_path("llama-tiny-q8_0.gguf"), tmp);
+  fs::create_directories(pkg / "projectors");
+  const std::vector<std::pair<std::string, std::string>> declared = {
+      {"audio-encoder", "audio.gguf"}, {"mmproj", "vision-a.gguf"}, {"mmproj", "vision-b.gguf"}};
+  auto j = read_manifest(pkg);
+  j["projectors"] = json::array();
+  uint8_t seed = 1;
+  for (const auto& [kind, file] : declared) {
+    const auto path = pkg / "projectors" / file;
+    test::make_projector(path, seed++);
+    const auto g = GgufFile::open(path);
+    j["projectors"].push_back({{"kind", kind},
+                               {"path", "projectors/" + file},
+                               {"tensor_count", g.tensors().size()},
+                               {"tensor_bytes", g.tensor_bytes_total()},
+                               {"artifact_bytes", fs::file_size(path)},
+                               {"sha256", sha256_file(path)}});
+  }
+  write_manifest(pkg, j);
+  const auto s = run_cli({"select", pkg.string(), "--layers", "0..2", "--json"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const auto sj = parsed(s);
+  EXPECT_EQ(sj["parts"].back()["relative_path"], "projectors/vision-a.gguf") << sj.dump(2);
+  const auto c = test::run_program(SKIPPY_CAPI_TEST_PATH, {pkg.string(), "0", "2"},
+                                   {"HF_HUB_OFFLINE=1", "SKIPPY_CACHE_DIR=" + (tmp / "c-cache").string()});
+  ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
+  EXPECT_NE(c.out.find(" projectors/vision-a.gguf "), std::string::npos) << c.out;
+  EXPECT_EQ(c.out.find(" projectors/vision-b.gguf "), std::string::npos) << c.out;
+  EXPECT_EQ(c.out.find(" projectors/audio.gguf "), std::string::npos) << c.out;
+}
+
 }  // namespace
 }  // namespace skippy::spec_edges_test
