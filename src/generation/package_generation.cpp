@@ -138,4 +138,13 @@ SpeculativeModel gguf_speculative_model(const ModelSource& src) {
   return model;
 }
 
+void speculative_model_problems(const GenerationDefaults& generation, const ModelSource& model,
+                                std::vector<std::string>& problems, std::vector<std::string>& warnings) {
+  if (!generation.speculative_decoding) return;
+  const auto nextn = gguf_speculative_model(model).nextn_layers;
+  for (const auto& p : check_speculative_rules(*generation.speculative_decoding, nextn)) {
+    (p.warning_only ? warnings : problems).push_back(p.problem.message + " (rule " + p.problem.rule + ")");
+  }
+}
+
 }  // namespace skippy

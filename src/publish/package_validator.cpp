@@ -17,10 +17,8 @@
 #include "skippy/manifest.h"
 #include "skippy/manifest_v2.h"
 #include "skippy/model_source.h"
-#include "skippy/package_generation.h"
 #include "skippy/package_layout.h"
 #include "skippy/sha256.h"
-#include "skippy/speculative.h"
 #include "util/mapped_read.h"
 #include "util/parallel.h"
 
@@ -465,24 +463,19 @@ class Validator {
 
 // What the generation block claims about the model, checked against the
 // source: a policy profile only with the artifact shape it requires (the
-// writer's rule, profile_evidence_problem), and the speculative rules that
-// depend on the model's tensors (check_speculative_rules: native-mtp
-// layer_indices hold NextN tensors), as `speculative` applies them.
-void check_generation_evidence(const GenerationDefaults& gen, const ModelSource& model,
+// writer's rule, profile_evidence_problem), then the rules of the libraries
+// above this one that the caller passes in (options.generation_model_rules:
+// validate-package gives the speculative rules, e.g. native-mtp
+// layer_indices holding NextN tensors, as `speculative` applies them).
+void check_generation_evidence(const GenerationDefaults& gen, const ModelSource& model, const ValidateOptions& opt,
                                std::vector<std::string>& problems, std::vector<std::string>& warnings) {
   try {
-    const uint32_t layer_count = model.layer_count();
     if (gen.policy && gen.policy->profile) {
-      if (auto p = detail::profile_evidence_problem(model, layer_count, *gen.policy->profile)) {
+      if (auto p = detail::profile_evidence_problem(model, model.layer_count(), *gen.policy->profile)) {
         problems.push_back(std::move(*p));
       }
     }
-    if (gen.speculative_decoding) {
-      const auto nextn = gguf_speculative_model(model).nextn_layers;
-      for (const auto& p : check_speculative_rules(*gen.speculative_decoding, nextn)) {
-        (p.warning_only ? warnings : problems).push_back(p.problem.message + " (rule " + p.problem.rule + ")");
-      }
-    }
+    if (opt.generation_model_rules) opt.generation_model_rules(gen, model, problems, warnings);
   } catch (const Error& e) {
     problems.push_back(std::string("generation: the model evidence could not be checked: ") + e.what());
   }
@@ -546,7 +539,7 @@ ValidationReport validate_package(const fs::path& source, const fs::path& packag
   } catch (const Error& e) {
     structural.push_back(e.what());
   }
-  if (m.generation) check_generation_evidence(*m.generation, *model, structural, depth_warnings);
+  if (m.generation) check_generation_evidence(*m.generation, *model, opt, structural, depth_warnings);
   const auto width = model->activation_width();
   if (m.activation_width != width) {
     structural.push_back("activation_width: manifest says " +
