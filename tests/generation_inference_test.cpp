@@ -600,5 +600,36 @@ TEST(GenerationInferenceMtp, WithoutNextnPredictLayersKeyTwoCompleteLayersAreDec
   EXPECT_TRUE(any_note_contains(r, "toy.nextn_predict_layers absent")) << all_notes(r);
 }
 
+// ------------------------------------- validate-package's profile check (#35)
+
+TEST(GenerationProfileEvidence, TheWritersRuleReadBackForADeclaredProfile) {
+  using detail::profile_evidence_problem;
+  TempDir dir;
+  const auto complete = DsaModel{}.write(dir);
+  EXPECT_FALSE(profile_evidence_problem(complete, complete.layer_count(), "glm-dsa-v1"));
+  TempDir stale_dir;
+  DsaModel d;
+  d.extra = {blk(1, "attn_kv_b.weight")};
+  const auto stale = d.write(stale_dir);
+  const auto p = profile_evidence_problem(stale, stale.layer_count(), "glm-dsa-v1");
+  ASSERT_TRUE(p);
+  EXPECT_NE(p->find("generation.policy.profile: \"glm-dsa-v1\" declared without its model evidence"),
+            std::string::npos) << *p;
+  EXPECT_NE(p->find("stale unsplit blk.1.attn_kv_b.weight"), std::string::npos) << *p;
+  TempDir roles_dir;
+  DsaModel r;
+  r.types = std::vector<std::string>{"full", "full", "full", "shared"};  // layer 1 has no indexer group
+  const auto roles = r.write(roles_dir);
+  const auto q = profile_evidence_problem(roles, roles.layer_count(), "glm-dsa-v1");
+  ASSERT_TRUE(q);
+  EXPECT_NE(q->find("a consistent model"), std::string::npos) << *q;
+  EXPECT_NE(q->find("layer 1 is a Full IndexShare layer"), std::string::npos) << *q;
+  const auto llama = ModelSource::open(data_path("llama-tiny-q8_0.gguf"));
+  const auto a = profile_evidence_problem(llama, llama.layer_count(), "glm-dsa-v1");
+  ASSERT_TRUE(a);
+  EXPECT_NE(a->find("the source's architecture is \"llama\""), std::string::npos) << *a;
+  EXPECT_FALSE(profile_evidence_problem(llama, llama.layer_count(), "glm-dsa-v9")) << "unknown: reported elsewhere";
+}
+
 }  // namespace
 }  // namespace skippy

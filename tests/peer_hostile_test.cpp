@@ -570,6 +570,32 @@ TEST_F(PeerHostile, RateMistakesAreUsageErrorsNamingTheFlagOrVariable) {
   EXPECT_TRUE(hub_served().empty());
 }
 
+// ------------------------------------------------------- #35: manifest cap
+
+TEST_F(PeerHostile, APeerOfferingAManifestOverTheCapIsRefusedBeforeItsBytes) {
+  // The fetching side of the 16 MiB manifest cap (the serving side is
+  // PeerTransfer.RefusesAnOversizedManifest): a peer that offers 16 MiB + 1
+  // bytes for model-package.json, claiming the digest the worker wants, is
+  // refused at its answer, before any byte; the Hub delivers.
+  const std::vector<uint8_t> huge((16u << 20) + 1, ' ');
+  FaultyPeer::Rule lie;
+  lie.claim_requested_manifest = true;
+  FaultyPeer liar(w().coord, [&](const std::string& rel) {
+    return rel == "model-package.json" ? &huge : w().file(rel);
+  }, {{"model-package.json", lie}});
+  const auto r = fetch(liar.endpoint(), "huge-manifest");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto j = json::parse(r.out);
+  const auto note = note_for(j, "model-package.json");
+  EXPECT_NE(note.find("offers a model-package.json of 16777217 bytes (1 to 16777216 allowed)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(note.find("asking the hub"), std::string::npos) << note;
+  expect_installed("huge-manifest", World::s1_parts());
+  const auto snap = worker_repo("huge-manifest") / "snapshots" / w().commit;
+  EXPECT_EQ(test::read_text(snap / "model-package.json"), std::string(w().file("model-package.json")->begin(),
+                                                                     w().file("model-package.json")->end()));
+}
+
 }  // namespace
 }  // namespace peer_hostile_test
 }  // namespace skippy

@@ -387,6 +387,7 @@ class FaultyPeer {
     uint64_t at = 0;  // kCut*, kStall, kTrickle: the byte (of the whole file) where it happens
     std::chrono::milliseconds every{1000};  // kTrickle: then one byte each `every`
     bool wrong = false;                     // kTrickle: the trickled bytes are not the file's
+    bool claim_requested_manifest = false;  // answer with the request's manifest SHA-256, not the bytes'
   };
   using Files = std::function<const std::vector<uint8_t>*(const std::string&)>;
 
@@ -539,7 +540,9 @@ class FaultyPeer {
     resp.accepted = true;
     resp.offset = req.offset;
     resp.total_size = size;
-    resp.sha256 = wire::digest_from_hex(::skippy::sha256_hex(std::span<const uint8_t>(*bytes)), "sha256");  // the true digest
+    resp.sha256 = rule.claim_requested_manifest
+                      ? req.manifest_sha256  // a liar: the digest the requester wants to hear
+                      : wire::digest_from_hex(::skippy::sha256_hex(std::span<const uint8_t>(*bytes)), "sha256");
     if (!write_all(ssl, wire::frame(wire::encode(resp)))) return false;
     std::vector<uint8_t> data(bytes->begin() + static_cast<ptrdiff_t>(req.offset), bytes->end());
     uint64_t end = size;

@@ -6,7 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include "skippy/error.h"
+#include "skippy/file.h"
+#include "skippy/gguf.h"
+#include "skippy/gguf_writer.h"
 #include "skippy/policy.h"
+#include "skippy/sha256.h"
 #include "test_util.h"
 
 namespace skippy {
@@ -270,6 +274,27 @@ TEST(PolicyUnsupported, UnknownProfileIsReportedNeverTreatedAsKnown) {
   EXPECT_EQ(r.log.size(), 1u);
 }
 
+TEST(PolicyUnsupported, AKnownProfileWithoutItsModelEvidenceIsIgnored) {
+  // glm-dsa-v1 on a llama model: the profile alone switches on no sparse path (#35).
+  auto in = inputs(RequestKind::kDecode, 1, 1024);
+  in.architecture = "llama";
+  const auto r = resolve(in);
+  EXPECT_EQ(r.d.selected, ExecutionPath::kDense);
+  EXPECT_EQ(r.d.source, PolicySource::kBuiltin);
+  EXPECT_FALSE(r.d.package_recommendation_used);
+  EXPECT_FALSE(r.d.telemetry.profile);
+  ASSERT_EQ(r.d.unsupported.size(), 1u);
+  EXPECT_TRUE(contains(r.d.unsupported[0], "generation.policy.profile \"glm-dsa-v1\" ignored: it is for architecture "
+                                           "\"glm-dsa\" and this model's is \"llama\""))
+      << r.d.unsupported[0];
+  EXPECT_TRUE(contains(r.d.fallback_reason.value_or(""), "ignored")) << r.d.fallback_reason.value_or("");
+  ASSERT_EQ(r.log.size(), 1u);
+  EXPECT_TRUE(contains(r.log[0], "ignored: it is for architecture")) << r.log[0];
+  // The same package values on the glm-dsa model they were validated for.
+  in.architecture = "glm-dsa";
+  EXPECT_EQ(resolve(in).d.selected, ExecutionPath::kCompactFlash);
+}
+
 TEST(PolicyUnsupported, UnknownPhaseValueIsReportedNeverTreatedAsKnown) {
   auto in = inputs(RequestKind::kDecode, 1, 1024);
   in.policy->decode = "turbo-flash";
@@ -419,8 +444,38 @@ TEST(PolicyBackends, BuiltinsAndDescriptionFiles) {
 
 // ------------------------------------------------------------ the real CLI
 
-// A package from the llama fixture whose manifest declares the glm-dsa-v1
-// policy (what the writer emits for a GLM-DSA model; GLM-DSA.md).
+// shared/metadata.gguf of `pkg` rewritten with general.architecture
+// `arch` (everything else as written), and its manifest entry updated.
+void set_metadata_architecture(const fs::path& pkg, const std::string& arch) {
+  const auto meta = pkg / "shared" / "metadata.gguf";
+  const auto tmp = pkg / "shared" / "metadata.gguf.new";
+  {
+    const auto g = GgufFile::open(meta);
+    GgufWriter w(g.alignment());
+    for (const auto& kv : g.kvs()) {
+      if (kv.key == "general.architecture") {
+        w.add_string("general.architecture", arch);
+      } else {
+        w.add_kv(std::string(kv.key), kv.value);
+      }
+    }
+    for (const auto& t : g.tensors()) w.add_tensor_from(g, t);
+    AtomicFile af(tmp);
+    w.write(af);
+    af.commit();
+  }
+  fs::rename(tmp, meta);
+  auto j = json::parse(test::read_text(pkg / "model-package.json"));
+  j["shared"]["metadata"]["sha256"] = sha256_file(meta);
+  j["shared"]["metadata"]["artifact_bytes"] = fs::file_size(meta);
+  const auto s = j.dump(2);
+  test::write_file(pkg / "model-package.json", std::vector<uint8_t>(s.begin(), s.end()));
+}
+
+// A package whose metadata says architecture glm-dsa (the llama fixture's
+// tensors, general.architecture rewritten) and whose manifest declares the
+// glm-dsa-v1 policy (what the writer emits for a GLM-DSA model; GLM-DSA.md).
+// The resolver applies a profile only to the architecture it is for.
 fs::path dsa_package(const fs::path& dir, const std::function<void(json&)>& edit = {}) {
   static test::TempDir base;
   static const fs::path made = [] {
@@ -428,6 +483,7 @@ fs::path dsa_package(const fs::path& dir, const std::function<void(json&)>& edit
     const auto out = base / "pkg";
     const auto r = test::write_pkg(src, out);
     EXPECT_EQ(r.exit_code, 0) << r.err;
+    set_metadata_architecture(out, "glm-dsa");
     return out;
   }();
   const auto dst = dir / "pkg";
@@ -472,7 +528,7 @@ TEST(PolicyCli, DecodeAtKv1024SelectsCompactFlash) {
   EXPECT_EQ(j["telemetry"]["profile"], "glm-dsa-v1");
   EXPECT_EQ(j["telemetry"]["backend"], "reference");
   EXPECT_EQ(j["telemetry"]["n_kv"], 1024);
-  EXPECT_EQ(j["architecture"], "llama");
+  EXPECT_EQ(j["architecture"], "glm-dsa");
 }
 
 TEST(PolicyCli, FourTokenPrefillSelectsDense) {

@@ -504,7 +504,11 @@ TEST(SpeculativeCli, ManifestRulesRefuseBeforeAnyPlan) {
 
 TEST(SpeculativeCli, ConfigPrecedenceAndDirectGguf) {
   test::TempDir tmp;
-  const auto pkg = glm_package(tmp.path());
+  // The package leaves pipeline_depth to the operator (a depth it declares
+  // is a bound operators only tighten: SpecEdges.OperatorVerifyWindow...).
+  const auto pkg = glm_package(tmp.path(), [](json& j) {
+    j["generation"]["speculative_decoding"]["strategies"]["mtp"]["window_policy"].erase("pipeline_depth");
+  });
   const auto cfg = tmp / "config.toml";
   const std::string text =
       "[defaults.speculative]\nstrategy = \"mtp\"\nverify_window_pipeline_depth = 2\n"

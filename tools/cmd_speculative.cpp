@@ -108,6 +108,7 @@ Command register_speculative(CLI::App& app) {
               std::optional<OpenedAnyPackage> pkg;
               std::optional<GenerationDefaults> generation_v2;  // schema 2's block, read as schema 1's
               std::string model_id = a->model;
+              std::vector<std::string> package_notes;  // what package_speculative_model could not check
               if (std::filesystem::is_regular_file(a->target)) {
                 model = gguf_speculative_model(ModelSource::open(a->target));
               } else if (pkg = open_any_for_cli(a->target); pkg->v2) {
@@ -118,9 +119,8 @@ Command register_speculative(CLI::App& app) {
               } else {
                 const OpenedPackage& v1 = *pkg->v1;
                 for (const auto& w : generation_warnings(v1.manifest.generation)) std::cerr << "warning: " << w << "\n";
-                std::vector<std::string> notes;
-                model = package_speculative_model(v1, &notes);
-                for (const auto& n : notes) std::cerr << "note: " << n << "\n";
+                model = package_speculative_model(v1, &package_notes);
+                for (const auto& n : package_notes) std::cerr << "note: " << n << "\n";
                 if (model_id.empty()) model_id = v1.manifest.model_id;
               }
               const SpeculativeSettings* entry = nullptr;
@@ -134,6 +134,9 @@ Command register_speculative(CLI::App& app) {
               for (const auto& n : r.notes) std::cerr << "note: " << n << "\n";
               if (a->json) {
                 auto doc = speculative_resolution_json(r);
+                // As the C API's document: the package's notes, then the plan's.
+                package_notes.insert(package_notes.end(), r.notes.begin(), r.notes.end());
+                doc["notes"] = package_notes;
                 doc["target"] = a->target;
                 doc["model"] = model_id.empty() ? nlohmann::json() : nlohmann::json(model_id);
                 if (r.refusal) {

@@ -6,6 +6,7 @@
 #include "skippy/hub.h"
 #include "skippy/file.h"
 #include "skippy/manifest.h"
+#include "skippy/package_generation.h"
 #include "skippy/package_signature.h"
 #include "skippy/package_validator.h"
 #include "skippy/sha256.h"
@@ -46,6 +47,7 @@ Command register_validate_package(CLI::App& app) {
   return {cmd, [a]() {
             ValidateOptions o;
             o.threads = a->threads;
+            o.generation_model_rules = speculative_model_problems;  // one rule with `speculative`
             std::filesystem::path source = a->source;
             std::error_code ec;
             if (!std::filesystem::exists(source, ec) && looks_like_model_coordinate(a->source)) {

@@ -15,6 +15,7 @@
 // $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -45,6 +46,12 @@ class HfRepoCache {
 
   // snapshots/<commit>/<path> when it exists and resolves to a file.
   std::optional<std::filesystem::path> snapshot_file(std::string_view commit, std::string_view rel_path) const;
+  // A small file's cache hit checked: the bytes of snapshots/<commit>/<rel_path>
+  // (read whole, at most `max_bytes`) against the name of the blob it links
+  // to (SHA-256 or git blob id). Throws Error(kIntegrity) naming the file and
+  // both ids when they differ; returns when they match or when the entry is
+  // not a symlink to an etag-named blob (nothing names its bytes).
+  void check_small_blob(std::string_view commit, std::string_view rel_path, uint64_t max_bytes) const;
   // Points snapshots/<commit>/<rel_path> at blobs/<etag> with a relative
   // symlink, replacing any previous link atomically.
   std::filesystem::path link(std::string_view commit, std::string_view rel_path, std::string_view etag) const;

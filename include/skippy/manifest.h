@@ -285,6 +285,12 @@ std::optional<std::string> unsupported_default_strategy(const SpeculativeDecodin
 // speculative_decoding (kept in `extra`), naming it, e.g.
 //   generation.metal: not a generation field (...); the spec forbids backend-
 //   and model-family-specific fields such as generation.metal ...
+// then one line per unknown member at every level below it (policy,
+// thresholds, speculative_decoding, each proposer and strategy of a known
+// type, window_policy, extension_policy), e.g.
+//   generation.policy.cuda_kernel: unknown policy field
+//   generation.thresholds.metal_simdgroup: unknown threshold field
+// (the policy lines are also in unsupported_policy_values).
 // The spec: package authors MUST NOT use backend-specific fields, and
 // generation has no model-family sub-objects. Consumers ignore them with
 // this warning; validate-package (the publisher's gate) counts each as a

@@ -56,4 +56,12 @@ SpeculativeModel package_speculative_model(const OpenedCatalog& pkg, const std::
 // A GGUF served directly (no package): every layer holding the NextN tensors.
 SpeculativeModel gguf_speculative_model(const ModelSource& model);
 
+// validate-package's share of the speculative rules (ValidateOptions::
+// generation_model_rules): check_speculative_rules over `generation`'s
+// speculative_decoding with the NextN layers of `model` (the source), e.g. a
+// native-mtp layer_indices naming a layer without NextN tensors. Each
+// problem ends in " (rule <id>)"; warning-only ones go to `warnings`.
+void speculative_model_problems(const GenerationDefaults& generation, const ModelSource& model,
+                                std::vector<std::string>& problems, std::vector<std::string>& warnings);
+
 }  // namespace skippy

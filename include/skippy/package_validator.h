@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "skippy/manifest.h"
+#include "skippy/model_source.h"
 
 namespace skippy {
 
@@ -56,6 +57,16 @@ struct ValidateOptions {
   // (Schema 1 only.) Check against this manifest instead of the package's model-package.json
   // (write-package --validate, before the manifest is committed).
   std::optional<PackageManifest> manifest;
+  // The generation block's rules that need the source model and live in a
+  // library above this one: called with the manifest's generation and the
+  // opened source; appends problems and warnings (each naming its field).
+  // validate-package passes speculative_model_problems
+  // (skippy/package_generation.h: native-mtp layer_indices must hold NextN
+  // tensors, the rules `speculative` applies). The profile's evidence is
+  // checked here regardless (the writer's own GLM-DSA check).
+  std::function<void(const GenerationDefaults&, const ModelSource&, std::vector<std::string>& problems,
+                     std::vector<std::string>& warnings)>
+      generation_model_rules;
 };
 
 // Problems are reported in the result, not thrown; throws only when the

@@ -132,7 +132,11 @@ const char* skippy_package_id(const skippy_package* package);
 /* Consumer validation of layers [layer_start, layer_end) and the parts
  * they load (fetching them first for hf://). projector_path: NULL for the
  * default choice (stage 0 gets the first declared mmproj), else a
- * projector path declared in the manifest. *out is NULL on failure. */
+ * projector path declared in the manifest. When the package requires it
+ * (hf://, cache hits included; local directories with
+ * SKIPPY_VERIFY_PACKAGE_SHA set) every selected part's SHA-256 is checked
+ * before a path is returned: a mismatch is SKIPPY_ERR_INTEGRITY naming the
+ * file. *out is NULL on failure. */
 skippy_status skippy_stage_select(skippy_package* package, uint32_t layer_start, uint32_t layer_end,
                                   const char* projector_path, skippy_stage** out);
 void skippy_stage_free(skippy_stage* stage);

@@ -251,6 +251,9 @@ skippy_status skippy_stage_select(skippy_package* package, uint32_t layer_start,
       s->v2 = skippy::select_catalog_range(package->v2->catalog, {layer_start, layer_end});
       s->selection.range = {layer_start, layer_end};
       (void)skippy::provide_catalog_parts(*package->v2, s->v2->parts);  // hf://: brought first
+      // As the CLI's select: hf:// (or SKIPPY_VERIFY_PACKAGE_SHA) verifies
+      // before any path is handed out, cache hits included.
+      (void)skippy::verify_catalog_if_required(*package->v2, s->v2->parts);
       s->parts = skippy::catalog_stage_parts(*package->v2, *s->v2, /*include_carrier=*/true);
       s->selection.parts = s->parts;
       s->selection.notes = s->v2->notes;
@@ -263,6 +266,7 @@ skippy_status skippy_stage_select(skippy_package* package, uint32_t layer_start,
     s->selection = skippy::select_stage(package->pkg, {layer_start, layer_end}, o);
     s->parts = s->selection.parts;
     if (s->selection.projector) s->parts.push_back(*s->selection.projector);
+    (void)skippy::verify_if_required(package->pkg, s->parts);
     for (const auto& part : s->parts) s->paths.push_back(part.path.string());
     *out = s.release();
   });

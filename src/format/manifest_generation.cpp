@@ -27,6 +27,16 @@ bool contains(std::span<const std::string_view> list, std::string_view v) {
   return std::find(list.begin(), list.end(), v) != list.end();
 }
 
+// One line per member of `extra` (the keys a parser kept as unknown), each
+// naming the field: "<parent>.<key>: unknown <what> field".
+void unknown_fields(const nlohmann::json& extra, const std::string& parent, std::string_view what,
+                    std::vector<std::string>& out) {
+  if (!extra.is_object()) return;
+  for (const auto& [name, value] : extra.items()) {
+    out.push_back(manifest_detail::field_path(parent, name) + ": unknown " + std::string(what) + " field");
+  }
+}
+
 }  // namespace
 
 std::span<const std::string_view> known_policy_profiles() noexcept { return kProfiles; }
@@ -72,11 +82,7 @@ std::vector<std::string> unsupported_policy_values(const GenerationPolicy& polic
       out.push_back(fp + ": unknown experimental value " + quote(value));
     }
   }
-  if (policy.extra.is_object()) {
-    for (const auto& [name, value] : policy.extra.items()) {
-      out.push_back(manifest_detail::field_path(p, name) + ": unknown policy field");
-    }
-  }
+  unknown_fields(policy.extra, p, "policy", out);
   return out;
 }
 
@@ -103,6 +109,30 @@ std::vector<std::string> generation_fields_outside_schema(const GenerationDefaul
                   ": not a generation field (policy, thresholds, speculative_decoding); the spec forbids backend- "
                   "and model-family-specific fields such as generation.metal or generation.glm_dsa (record a "
                   "profile, a phase policy, a threshold or a speculation strategy instead)");
+  }
+  // Below the top level: every object's unknown members, by name. Objects of
+  // a type this runtime does not know are opaque (their fields are the
+  // type's business) and are reported as unsupported types elsewhere.
+  using manifest_detail::field_path;
+  if (generation.policy) unknown_fields(generation.policy->extra, "generation.policy", "policy", out);
+  if (generation.thresholds) {
+    unknown_fields(generation.thresholds->extra, "generation.thresholds", "threshold", out);
+  }
+  if (const auto& sd = generation.speculative_decoding) {
+    const std::string p = "generation.speculative_decoding";
+    unknown_fields(sd->extra, p, "speculative_decoding", out);
+    for (const auto& [id, pr] : sd->proposers) {
+      if (contains(kProposerTypes, pr.type)) unknown_fields(pr.extra, field_path(p + ".proposers", id), "proposer", out);
+    }
+    for (const auto& [id, st] : sd->strategies) {
+      if (!is_known_strategy_type(st.type)) continue;
+      const std::string sp = field_path(p + ".strategies", id);
+      unknown_fields(st.extra, sp, "strategy", out);
+      if (st.window_policy) unknown_fields(st.window_policy->extra, sp + ".window_policy", "window_policy", out);
+      if (st.extension_policy) {
+        unknown_fields(st.extension_policy->extra, sp + ".extension_policy", "extension_policy", out);
+      }
+    }
   }
   return out;
 }

@@ -8,9 +8,18 @@ constexpr std::string_view kGlmDsaProfile = "glm-dsa-v1";
 constexpr uint64_t kGenericShortPrefillMaxTokens = 2048;
 }  // namespace
 
+std::optional<std::string> profile_model_mismatch(std::string_view profile, std::string_view architecture) {
+  if (profile != kGlmDsaProfile || architecture == kGlmDsaArch) return std::nullopt;
+  return "generation.policy.profile \"" + std::string(profile) + "\" ignored: it is for architecture \"" +
+         std::string(kGlmDsaArch) + "\" and this model's is \"" +
+         std::string(architecture.empty() ? "unknown" : architecture) +
+         "\" (the profile's model evidence is absent)";
+}
+
 BuiltinPolicy builtin_policy(std::string_view architecture, const std::optional<std::string>& known_profile) {
   BuiltinPolicy b;
-  if (architecture == kGlmDsaArch || known_profile == kGlmDsaProfile) {
+  const bool dsa_profile = known_profile == kGlmDsaProfile && !profile_model_mismatch(*known_profile, architecture);
+  if (architecture == kGlmDsaArch || dsa_profile) {
     // GLM-DSA.md "Package defaults for glm-dsa-v1".
     b.profile = std::string(kGlmDsaProfile);
     b.sparse_attention = true;

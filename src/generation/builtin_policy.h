@@ -30,6 +30,13 @@ struct BuiltinPolicy {
 // short-prefill limit of 2048 tokens only to name the phase.
 BuiltinPolicy builtin_policy(std::string_view architecture, const std::optional<std::string>& known_profile);
 
+// Why a known `profile` does not apply to a model of `architecture` (the
+// model evidence the profile needs is absent: glm-dsa-v1 is for the glm-dsa
+// architecture only), or nullopt when it applies. The resolver's share of
+// the profile evidence rule; validate-package checks the whole artifact
+// shape (publish/generation_inference.h: profile_evidence_problem).
+std::optional<std::string> profile_model_mismatch(std::string_view profile, std::string_view architecture);
+
 // The order the resolver tries paths in, per phase: `auto` (best first, as
 // measured in the spec's fixtures) and the correctness fallback (the
 // cheapest correct path first: dense while its mask fits).

@@ -75,7 +75,10 @@ SpeculativeModel package_speculative_model(const OpenedPackage& pkg, std::vector
   for (const uint32_t l : named) {
     if (l >= pkg.manifest.layers.size()) continue;  // the rules check reports it
     if (pkg.source && !std::filesystem::exists(pkg.root / pkg.manifest.layers[l].path)) {
-      if (notes) notes->push_back("layer " + std::to_string(l) + " is not in the cache: NextN tensors not checked");
+      if (notes) {
+        notes->push_back("layer " + std::to_string(l) + " is not in the cache: NextN tensors not checked (rule "
+                         "layer_indices_hold_nextn not applied; fetch the layer to apply it)");
+      }
       return model;  // nextn_layers stays nullopt
     }
     const auto sel = select_stage(pkg, LayerRange{l, l + 1});
@@ -133,6 +136,15 @@ SpeculativeModel gguf_speculative_model(const ModelSource& src) {
   }
   model.nextn_layers = std::move(nextn);
   return model;
+}
+
+void speculative_model_problems(const GenerationDefaults& generation, const ModelSource& model,
+                                std::vector<std::string>& problems, std::vector<std::string>& warnings) {
+  if (!generation.speculative_decoding) return;
+  const auto nextn = gguf_speculative_model(model).nextn_layers;
+  for (const auto& p : check_speculative_rules(*generation.speculative_decoding, nextn)) {
+    (p.warning_only ? warnings : problems).push_back(p.problem.message + " (rule " + p.problem.rule + ")");
+  }
 }
 
 }  // namespace skippy

@@ -40,9 +40,14 @@ class Resolver {
  public:
   explicit Resolver(const PolicyInputs& in) : in_(in) {
     const auto& pol = in.policy;
-    profile_known_ = pol && pol->profile && contains(known_policy_profiles(), *pol->profile);
+    const bool known = pol && pol->profile && contains(known_policy_profiles(), *pol->profile);
+    // A known profile applies only to a model that has its evidence: a
+    // profile alone never switches on the paths it names.
+    if (known) profile_mismatch_ = generation_detail::profile_model_mismatch(*pol->profile, in.architecture);
+    profile_known_ = known && !profile_mismatch_;
     // A package without a profile still uses the spec's semantic values; a
-    // package with an unknown profile has phase semantics we do not know.
+    // package with an unknown (or inapplicable) profile has phase semantics
+    // we do not know for this model.
     package_values_usable_ = pol && (!pol->profile || profile_known_);
     builtin_ = generation_detail::builtin_policy(in.architecture, profile_known_ ? pol->profile : std::nullopt);
     const auto& t = in.thresholds;
@@ -71,7 +76,8 @@ class Resolver {
   }
 
   const PolicyInputs& in_;
-  bool profile_known_ = false;
+  bool profile_known_ = false;                    // known, and applicable to this model
+  std::optional<std::string> profile_mismatch_;   // why a known profile does not apply
   bool package_values_usable_ = false;
   BuiltinPolicy builtin_;
   std::optional<Threshold> spmt_, cfmk_, dmmb_;
@@ -183,6 +189,10 @@ PolicyDecision Resolver::run() {
   const PolicyRequest& rq = in_.request;
   PolicyDecision d;
   if (in_.policy) d.unsupported = unsupported_policy_values(*in_.policy);
+  if (profile_mismatch_) {
+    d.unsupported.push_back(*profile_mismatch_);
+    d.considered.push_back("package profile " + in_quotes(*in_.policy->profile) + ": " + *profile_mismatch_);
+  }
   if (in_.thresholds && in_.thresholds->extra.is_object()) {
     for (const auto& [k, v] : in_.thresholds->extra.items()) d.ignored_thresholds.push_back(k);
   }
@@ -214,7 +224,9 @@ PolicyDecision Resolver::run() {
   }
   std::optional<std::string> package_rejection;
   if (d.package_path) {
-    if (!package_values_usable_) {
+    if (profile_mismatch_) {
+      package_rejection = *profile_mismatch_ + ": its phase values are not interpreted for this model";
+    } else if (!package_values_usable_) {
       package_rejection = "unsupported profile " + in_quotes(*in_.policy->profile) + ": its phase values are not "
                           "interpreted by this runtime";
     } else if (*d.package_path != kPathAuto && *d.package_path != kPathFallback &&

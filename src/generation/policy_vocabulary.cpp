@@ -155,7 +155,11 @@ std::vector<std::string> generation_warnings(const std::optional<GenerationDefau
     if (auto w = unsupported_default_strategy(*generation->speculative_decoding)) out.push_back(std::move(*w));
     for (auto& w : pipeline_depths_needing_evidence(*generation->speculative_decoding)) out.push_back(std::move(w));
   }
-  for (auto& w : generation_fields_outside_schema(*generation)) out.push_back(std::move(w) + "; ignored");
+  // The policy's unknown fields are already in unsupported_policy_values.
+  const std::vector<std::string> said = out;
+  for (auto& w : generation_fields_outside_schema(*generation)) {
+    if (std::find(said.begin(), said.end(), w) == said.end()) out.push_back(std::move(w) + "; ignored");
+  }
   return out;
 }
 

@@ -145,7 +145,8 @@ NgramPlan Planner::ngram_from(const ProposerFields& f, const std::string& type, 
 }
 
 // VerifyWindow: min/max tokens and pipeline depth. `capacity` is the most
-// tokens the strategy can propose for one window.
+// tokens the strategy can propose for one window. An operator value tightens
+// a bound the package declares (max_window, pipeline_depth), never widens it.
 void Planner::verify_window(SpeculativePlan& p, const std::optional<WindowPolicy>& w, uint64_t capacity) {
   VerifyWindowPlan v;
   v.pipeline_depth = 1;
@@ -163,8 +164,14 @@ void Planner::verify_window(SpeculativePlan& p, const std::optional<WindowPolicy
       refuse("pipeline_depth", "verify_window_pipeline_depth = " + num(*op().verify_window_pipeline_depth) +
                                    " (from " + layer_of("verify_window_pipeline_depth") + ") is outside 1..64");
     }
-    v.pipeline_depth = *op().verify_window_pipeline_depth;
-    source("verify_window.pipeline_depth", layer_of("verify_window_pipeline_depth"));
+    const uint64_t want = *op().verify_window_pipeline_depth;
+    if (w && w->pipeline_depth && want > v.pipeline_depth) {
+      r_.notes.push_back("verify_window_pipeline_depth " + num(want) + " would widen the package's " +
+                         num(v.pipeline_depth) + ": package bound kept");
+    } else {
+      v.pipeline_depth = want;
+      source("verify_window.pipeline_depth", layer_of("verify_window_pipeline_depth"));
+    }
   }
   v.max_tokens = capacity;
   source("verify_window.max_tokens", "runtime");
@@ -175,12 +182,17 @@ void Planner::verify_window(SpeculativePlan& p, const std::optional<WindowPolicy
   if (op().verify_window_max_tokens) {
     const uint64_t want = operator_value(op().verify_window_max_tokens, "verify_window_max_tokens", 1,
                                          kMaxSpeculativeTokens);
-    if (want > capacity) {
-      r_.notes.push_back("verify_window_max_tokens " + num(want) + " exceeds what " + p.strategy +
-                         " can propose per window (" + num(capacity) + "): " + num(capacity) + " used");
+    if (w && w->max_window && want > v.max_tokens) {
+      r_.notes.push_back("verify_window_max_tokens " + num(want) + " would widen the package's " +
+                         num(v.max_tokens) + ": package bound kept");
+    } else {
+      if (want > capacity) {
+        r_.notes.push_back("verify_window_max_tokens " + num(want) + " exceeds what " + p.strategy +
+                           " can propose per window (" + num(capacity) + "): " + num(capacity) + " used");
+      }
+      v.max_tokens = std::min(want, capacity);
+      source("verify_window.max_tokens", layer_of("verify_window_max_tokens"));
     }
-    v.max_tokens = std::min(want, capacity);
-    source("verify_window.max_tokens", layer_of("verify_window_max_tokens"));
   }
   v.min_tokens = 1;
   source("verify_window.min_tokens", "runtime");

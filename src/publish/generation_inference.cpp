@@ -492,4 +492,21 @@ GenerationInference infer_generation(const ModelSource& model, uint32_t layer_co
   return out;
 }
 
+std::optional<std::string> profile_evidence_problem(const ModelSource& model, uint32_t layer_count,
+                                                    std::string_view profile) {
+  if (profile != kDsaProfile) return std::nullopt;
+  const std::string head = "generation.policy.profile: \"" + std::string(kDsaProfile) + "\" declared without ";
+  if (model.architecture() != kDsaArch) {
+    return head + "its model evidence: the source's architecture is \"" + std::string(model.architecture()) +
+           "\", the profile is for \"" + std::string(kDsaArch) + "\"";
+  }
+  try {
+    const DsaFinding dsa = check_glm_dsa(model, layer_count);
+    if (dsa.declare) return std::nullopt;
+    return head + "its model evidence: " + join(dsa.notes, "; ");
+  } catch (const Error& e) {
+    return head + "a consistent model: " + e.what();
+  }
+}
+
 }  // namespace skippy::detail

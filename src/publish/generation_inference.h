@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "skippy/manifest.h"
@@ -69,5 +70,13 @@ struct GenerationInference {
 // - The result passes serialize_manifest's validation for a manifest of
 //   `layer_count` layers.
 GenerationInference infer_generation(const ModelSource& model, uint32_t layer_count);
+
+// validate-package's profile check, the writer's rule read back: why
+// `model` lacks the evidence `profile` requires (glm-dsa-v1: architecture
+// glm-dsa and every check of GLM-DSA.md above, IndexShare roles and the
+// attention tensor set included), or nullopt when it has it. Profiles this
+// runtime does not know: nullopt (unsupported_policy_values reports them).
+std::optional<std::string> profile_evidence_problem(const ModelSource& model, uint32_t layer_count,
+                                                    std::string_view profile);
 
 }  // namespace skippy::detail

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 
+#include "publish/generation_inference.h"
 #include "publish/projector_check.h"
 #include "publish/validator_v2.h"
 #include "skippy/error.h"
@@ -460,6 +461,26 @@ class Validator {
   uint64_t total_ = 0;
 };
 
+// What the generation block claims about the model, checked against the
+// source: a policy profile only with the artifact shape it requires (the
+// writer's rule, profile_evidence_problem), then the rules of the libraries
+// above this one that the caller passes in (options.generation_model_rules:
+// validate-package gives the speculative rules, e.g. native-mtp
+// layer_indices holding NextN tensors, as `speculative` applies them).
+void check_generation_evidence(const GenerationDefaults& gen, const ModelSource& model, const ValidateOptions& opt,
+                               std::vector<std::string>& problems, std::vector<std::string>& warnings) {
+  try {
+    if (gen.policy && gen.policy->profile) {
+      if (auto p = detail::profile_evidence_problem(model, model.layer_count(), *gen.policy->profile)) {
+        problems.push_back(std::move(*p));
+      }
+    }
+    if (opt.generation_model_rules) opt.generation_model_rules(gen, model, problems, warnings);
+  } catch (const Error& e) {
+    problems.push_back(std::string("generation: the model evidence could not be checked: ") + e.what());
+  }
+}
+
 }  // namespace
 
 ValidationReport validate_package(const fs::path& source, const fs::path& package_dir, const ValidateOptions& opt) {
@@ -518,6 +539,7 @@ ValidationReport validate_package(const fs::path& source, const fs::path& packag
   } catch (const Error& e) {
     structural.push_back(e.what());
   }
+  if (m.generation) check_generation_evidence(*m.generation, *model, opt, structural, depth_warnings);
   const auto width = model->activation_width();
   if (m.activation_width != width) {
     structural.push_back("activation_width: manifest says " +
@@ -530,7 +552,7 @@ ValidationReport validate_package(const fs::path& source, const fs::path& packag
   }
   Validator v(package_dir, m, *model, opt);
   r = v.run();
-  r.checks = {"manifest_schema",  "generation_block", "layer_count",      "activation_width",
+  r.checks = {"manifest_schema",  "generation_block", "generation_evidence", "layer_count", "activation_width",
               "source_files",     "source_sha256",    "artifact_paths",   "artifact_sizes",
               "artifact_sha256",  "tensor_placement", "tensor_type_shape", "tensor_bytes",
               "tensor_coverage"};

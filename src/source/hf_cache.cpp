@@ -7,6 +7,7 @@
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/hf_ref.h"
+#include "skippy/sha256.h"
 
 namespace skippy {
 namespace {
@@ -113,6 +114,30 @@ std::optional<fs::path> HfRepoCache::snapshot_file(std::string_view commit, std:
   std::error_code ec;
   if (!fs::is_regular_file(p, ec)) return std::nullopt;  // follows the symlink: dangling links miss
   return p;
+}
+
+void HfRepoCache::check_small_blob(std::string_view commit, std::string_view rel_path, uint64_t max_bytes) const {
+  const fs::path file = snapshot_dir(commit) / std::string(rel_path);
+  std::error_code ec;
+  if (!fs::is_symlink(fs::symlink_status(file, ec))) return;
+  const fs::path target = fs::read_symlink(file, ec);
+  if (ec) return;
+  const std::string etag = target.filename().string();
+  if (target.parent_path().filename() != "blobs" || !is_blob_etag(etag)) return;
+  const std::string bytes = read_small_file(file, max_bytes);
+  std::string has;
+  if (etag.size() == 64) {
+    has = sha256_hex(bytes);
+  } else {
+    GitBlobId g(bytes.size());
+    g.update(std::string_view(bytes));
+    has = g.hex_digest();
+  }
+  if (has == etag) return;
+  throw_integrity(file.string() + ": the cached " + std::string(rel_path) + " has " +
+                  (etag.size() == 64 ? "SHA-256 " : "git blob id ") + has + ", its blob is named " + etag +
+                  ": the Hugging Face cache's copy was changed after download; remove " +
+                  blob_path(etag).string() + " to fetch it again");
 }
 
 fs::path HfRepoCache::link(std::string_view commit, std::string_view rel_path, std::string_view etag) const {

@@ -58,6 +58,9 @@ OpenedAnyPackage open_repo_package(const HfRef& ref, const Sources& sources, con
   bool from_cache = false;
   const std::string commit = chain->resolve_commit(ref.revision, manifest_name, options.refresh_revision, &from_cache);
   chain->bring(commit, {{manifest_name, std::nullopt, std::nullopt, "the manifest"}}, {});
+  // Fetched or a cache hit: the manifest's blob name (its git blob id) vouches
+  // for its bytes, checked every time (it is small), as fragments are.
+  chain->cache().check_small_blob(commit, manifest_name, kManifestMaxBytes);
   // With trusted signers the signature sidecar travels with the manifest (it
   // is declared nowhere in it); a repository without one is then refused by
   // check_trust. Without them nothing more is asked of the remotes.
