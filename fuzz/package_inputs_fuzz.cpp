@@ -7,13 +7,18 @@
 // runtime: config.toml (speculative decoding), a backend capability file,
 // --override FIELD=VALUE, and package schema 2: its root (model-package.json)
 // and its metadata carrier's catalog (a GGUF directory read against a fixed
-// root). The first input byte picks the parser (0xF0 and up: the range
-// record; 0xE0 to 0xE7: the schema 2 root; 0xE8 to 0xEF: the carrier; else
-// byte % 8); the rest is its input. Each must
+// root), and the signature sidecar model-package.json.sig of a fixed
+// manifest (issue #29). The first input byte picks the parser (0xF0 and up:
+// the range record; 0xE0 to 0xE7: the schema 2 root; 0xE8 to 0xEF: the
+// carrier; 0xD8 to 0xDF: the sidecar; else byte % 8); the rest is its input. Each must
 // either succeed and keep its promises or throw skippy::Error; anything
 // else (another exception, a sanitizer report, a broken promise) is a crash.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -31,6 +36,8 @@
 #include "skippy/manifest.h"
 #include "skippy/manifest_v2.h"
 #include "skippy/package_catalog.h"
+#include "skippy/package_signature.h"
+#include "skippy/sha256.h"
 #include "skippy/policy.h"
 #include "skippy/speculative.h"
 #include "source/blob_writer.h"
@@ -233,6 +240,36 @@ void carrier_v2(std::string_view text) {
   }
 }
 
+// The manifest the sidecar seeds sign (fuzz/corpus-inputs/sidecar-*: made by
+// `sign-package` over a directory holding exactly these bytes).
+constexpr std::string_view kSignedManifest = "{\"fuzz\":\"signed manifest\"}\n";
+
+// A directory of this process holding kSignedManifest, made once.
+const std::filesystem::path& sidecar_dir() {
+  static const std::filesystem::path dir = [] {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "skippy-fuzz-sidecar-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) broken("mkdtemp");
+    std::ofstream(std::filesystem::path(tmpl) / "model-package.json", std::ios::binary) << kSignedManifest;
+    return std::filesystem::path(tmpl);
+  }();
+  return dir;
+}
+
+void sidecar(std::string_view text) {
+  const auto& dir = sidecar_dir();
+  {
+    std::ofstream out(dir / std::string(skippy::kSignatureFileName), std::ios::binary | std::ios::trunc);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  }
+  (void)skippy::signed_validation_sha256(dir);  // never throws for what the sidecar says
+  const auto sig = skippy::read_package_signature(dir);
+  // Accepted: it signs these very manifest bytes, by a 64-hex owner.
+  CHECK(sig.has_value());
+  CHECK(sig->manifest_sha256 == skippy::sha256_hex(kSignedManifest));
+  CHECK(sig->owner_id.size() == 64);
+  CHECK(!sig->validation_sha256);  // no validation.json here: a sidecar naming one is refused
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -241,6 +278,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     if (data[0] >= 0xF0) {
       range_record(text);
+      return 0;
+    }
+    if (data[0] >= 0xD8 && data[0] < 0xE0) {
+      sidecar(text);
       return 0;
     }
     if (data[0] >= 0xE0) {

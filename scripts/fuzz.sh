@@ -100,7 +100,8 @@ fi
 set -x
 "$build/bin/gguf_reader_fuzz" "${flags[@]}" "$@" fuzz/corpus-work fuzz/corpus
 # The package-level text parsers: model-package.json, hf:// refs, Hub
-# coordinates and file names, etags (fuzz/package_inputs_fuzz.cpp).
+# coordinates and file names, etags, the schema 2 root and carrier, the
+# signature sidecar (fuzz/package_inputs_fuzz.cpp).
 "$build/bin/package_inputs_fuzz" "${inputs_flags[@]}" "$@" fuzz/corpus-inputs-work fuzz/corpus-inputs
 # The peer-transfer frame parser: what a server reads from any peer
 # (fuzz/peer_frames_fuzz.cpp).

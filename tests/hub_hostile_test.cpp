@@ -19,6 +19,7 @@
 #include "hub/retry.h"
 #include "skippy/error.h"
 #include "skippy/hub.h"
+#include "skippy/peer_identity.h"
 #include "hub_standin.h"
 #include "test_util.h"
 
@@ -85,7 +86,7 @@ class HubHostile : public ::testing::Test {
   }
   void TearDown() override {
     hub_->clear_faults();
-    hub_->configure({{"storage_same_origin", false}});
+    hub_->configure({{"storage_same_origin", false}, {"verify_path", nullptr}});
   }
   static fs::path pkg() { return pkg_dir_->path() / "pkg"; }
   static std::string embeddings_oid() { return (*manifest_)["shared"]["embeddings"]["sha256"]; }
@@ -236,8 +237,34 @@ TEST(HubHttp, ServerReasonAndTheHubsApiUrls) {
   EXPECT_FALSE(detail::is_hub_api_url(hub, "http://127.0.0.1:80801/api/whoami-v2")) << "another port";
   EXPECT_FALSE(detail::is_hub_api_url(hub, "http://127.0.0.1:9/api/whoami-v2"));
   EXPECT_FALSE(detail::is_hub_api_url(hub, hub + "/api/../upload/a/b/0123"));
+  // Issue #29: decided on the normalized path. ".." spelled with escapes
+  // leads to storage on the Hub's origin; an encoded '/' or a malformed
+  // escape cannot be told for sure: no token.
+  for (const char* bad : {"/org/x.git/info/lfs/%2e%2e/%2e%2e/storage/verify", "/org/x.git/info/lfs/%2E%2E/%2e%2E/upload/a",
+                          "/api/%2e%2e/upload/a/b/0123", "/api/.%2e/repos/a", "/api/%2E./repos/a", "/api/./whoami-v2",
+                          "/a/b/resolve%2fmain/x", "/api%2Fwhoami-v2", "/api/x%zz", "/api/x%2", "/api/x%00y",
+                          "/a/b/resolve/main/..%5c..%5cupload"}) {
+    EXPECT_FALSE(detail::is_hub_api_url(hub, hub + bad)) << bad;
+  }
+  EXPECT_TRUE(detail::is_hub_api_url(hub, hub + "/a/b/resolve/main/dir%20x/y.gguf")) << "a plain escape is fine";
+  EXPECT_TRUE(detail::is_hub_api_url(hub, hub + "/%61pi/whoami-v2")) << "decoded: /api/whoami-v2";
   EXPECT_TRUE(detail::is_hub_api_url(hub + "/mirror", hub + "/mirror/api/whoami-v2"));
   EXPECT_FALSE(detail::is_hub_api_url(hub + "/mirror", hub + "/api/whoami-v2"));
+}
+
+TEST_F(HubHostile, AVerifyUrlWithAnEscapedDotDotOnTheHubsOriginGetsNoToken) {
+  // Issue #29: the batch answer's verify href is on the Hub's origin but,
+  // once the server decodes "%2e%2e", leads out of the LFS API (to storage
+  // on the same origin): no token goes there.
+  hub_->configure({{"verify_path", "/{repo}.git/info/lfs/%2e%2e/%2e%2e/storage/verify"}});
+  const auto r = cli({"publish", pkg().string(), "hf://org/verify-escape", "--create", "--json"});
+  size_t verifies = 0;
+  for (const auto& e : raw_log()) {
+    if (e["method"] != "POST" || std::string(e["path"]).find("storage/verify") == std::string::npos) continue;
+    ++verifies;
+    EXPECT_TRUE(e["authorization"].is_null()) << "the token went to " << e["path"] << ": " << e.dump();
+  }
+  EXPECT_GT(verifies, 0u) << r.out << r.err;
 }
 
 TEST(HubHttp, LfsActionHeadersAreSentAsGivenOrRefused) {
@@ -439,6 +466,97 @@ TEST_F(HubHostile, AThrottledDownloadIsGivenUpOnAndTheRerunResumes) {
     resumed = resumed || (range.starts_with("bytes=") && range != "bytes=0-" && e["status"] == 206);
   }
   EXPECT_TRUE(resumed) << "the rerun asks only for the bytes it lacks: " << raw_log().dump();
+}
+
+// ------------------------------------------------ issue #29: capped control files
+
+// The Hub lies about model-package.json (or the sidecar): it advertises
+// `size` bytes (HEAD: `head_size`) and streams spaces. Returns the CLI's
+// result of `fetch hf://<repo>@<commit> --json` (extra args after).
+struct HubLie {
+  std::string match;
+  uint64_t size = 0, head_size = 0;
+};
+
+class HubCaps : public HubHostile {
+ protected:
+  CliResult fetch_lied_to(const std::string& repo, const HubLie& lie, std::vector<std::string> extra = {}) {
+    const std::string commit = hub_->publish(repo, pkg());
+    hub_->fault({{"listener", "hub"},
+                 {"match", lie.match},
+                 {"kind", "endless"},
+                 {"times", -1},
+                 {"size", lie.size},
+                 {"head_size", lie.head_size ? lie.head_size : lie.size},
+                 {"max_bytes", 32 << 20},
+                 {"headers", {{"X-Repo-Commit", commit}, {"ETag", "\"" + std::string(64, 'e') + "\""}}}});
+    std::vector<std::string> args = {"fetch", "hf://" + repo + "@" + commit, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return cli(args);
+  }
+  // Body bytes the stand-in sent for paths ending in `suffix`.
+  uint64_t bytes_sent_for(const std::string& suffix) const {
+    uint64_t n = 0;
+    for (const auto& r : hub_->log()) {
+      if (r.path.ends_with(suffix)) n += r.bytes_sent;
+    }
+    return n;
+  }
+  // Every file under the repository's cache directory (blobs, .incomplete, snapshots).
+  std::vector<std::string> cached_files(const std::string& repo) const {
+    std::vector<std::string> out;
+    const fs::path dir = tmp_ / "hf" / ("models--" + repo.substr(0, repo.find('/')) + "--" + repo.substr(repo.find('/') + 1));
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (!it->is_directory() && it->path().parent_path().filename() != "refs" &&
+          it->path().parent_path().filename() != ".locks" && it->path().extension() != ".lock") {
+        out.push_back(fs::relative(it->path(), dir).string());
+      }
+    }
+    return out;
+  }
+};
+
+TEST_F(HubCaps, AnOversizedManifestIsRefusedFromItsAdvertisedSizeBeforeTheFirstByte) {
+  // 200 MiB, and 2^40 with an endless body: before #29 both were written
+  // to the cache in full (or until killed), then refused.
+  for (const uint64_t size : {uint64_t{200} << 20, uint64_t{1} << 40}) {
+    const std::string repo = "org/cap-manifest-" + std::to_string(size);
+    hub_->clear_log();
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = fetch_lied_to(repo, {"model-package.json", size, 0});
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    hub_->clear_faults();
+    test::expect_json_error(r, "invalid_input", "model-package.json: the Hub advertises " + std::to_string(size) +
+                                                    " bytes, over the 16777216-byte cap for this file");
+    const uint64_t fetched = bytes_sent_for("model-package.json");
+    std::cout << "[ measure ] a model-package.json advertised at " << size << " bytes: " << fetched
+              << " bytes fetched before it was refused, in " << secs << " s\n";
+    EXPECT_EQ(fetched, 0u);
+    EXPECT_TRUE(cached_files(repo).empty()) << cached_files(repo).front();
+  }
+}
+
+TEST_F(HubCaps, ABodyRunningPastTheAdvertisedSizeIsCutOffAndNothingIsKept) {
+  // HEAD says 1000 bytes; the GET says 2^40 and streams on.
+  const std::string repo = "org/cap-body";
+  const auto r = fetch_lied_to(repo, {"model-package.json", uint64_t{1} << 40, 1000});
+  test::expect_json_error(r, "integrity", "more than the 1000 bytes declared arrived");
+  EXPECT_LT(bytes_sent_for("model-package.json"), uint64_t{16} << 20);
+  EXPECT_TRUE(cached_files(repo).empty()) << cached_files(repo).front();
+}
+
+TEST_F(HubCaps, AnOversizedSignatureSidecarIsRefusedBeforeTheFirstByte) {
+  // The sidecar's cap is 256 KiB; the Hub advertises 300 KiB.
+  peer::init_owner(tmp_ / "owner");
+  const std::string repo = "org/cap-sidecar";
+  const auto r = fetch_lied_to(repo, {"model-package.json.sig", 300 << 10, 0},
+                               {"--trust-signer", (tmp_ / "owner" / "owner.crt").string()});
+  test::expect_json_error(r, "invalid_input", "model-package.json.sig: the Hub advertises 307200 bytes, over the "
+                                              "262144-byte cap for this file");
+  EXPECT_EQ(bytes_sent_for("model-package.json.sig"), 0u);
+  for (const auto& f : cached_files(repo)) EXPECT_EQ(f.find(".sig"), std::string::npos) << f;
+  for (const auto& f : cached_files(repo)) EXPECT_EQ(f.find(".incomplete"), std::string::npos) << f;
 }
 
 }  // namespace

@@ -26,11 +26,38 @@ TEST(PeerAdmission, CapsPerAddressAndInAll) {
   Pool p;
   EXPECT_EQ(p.admit("10.0.0.1"), V::kAdmitted);
   EXPECT_EQ(p.admit("10.0.0.1"), V::kAdmitted);
-  EXPECT_EQ(p.admit("10.0.0.1"), V::kAddressFull);
   EXPECT_EQ(p.admit("10.0.0.2"), V::kAdmitted);
   EXPECT_EQ(p.admit("10.0.0.3"), V::kAdmitted);
   EXPECT_EQ(p.a.counts().unauthenticated, 4u);
+  EXPECT_EQ(p.a.counts("10.0.0.1").from_address, 2u);
   EXPECT_TRUE(p.evicted.empty());
+}
+
+// Issue #29: at its address's cap, a newcomer takes that address's oldest
+// silent slot; one whose ClientHello is in keeps its slot, so when every one
+// has, the newcomer is refused. Other addresses are not touched; a
+// connection that lost its slot is told so at its ClientHello.
+TEST(PeerAdmission, AtItsAddressCapANewcomerTakesThatAddressOldestSilentSlot) {
+  Pool p;
+  uint64_t a1 = 0, a2 = 0, b1 = 0;
+  p.admit("a", &a1);
+  p.admit("a", &a2);
+  p.admit("b", &b1);          // silent, older than a's newcomers: never the victim
+  EXPECT_TRUE(p.a.hello(a2));  // a2's handshake is under way, a1 says nothing
+  uint64_t a3 = 0;
+  EXPECT_EQ(p.admit("a", &a3), V::kAdmittedEvicting);
+  EXPECT_EQ(p.evicted, (std::set<uint64_t>{a1}));
+  EXPECT_FALSE(p.a.hello(a1));  // its ClientHello, come late: not answered
+  uint64_t a4 = 0;
+  EXPECT_EQ(p.admit("a", &a4), V::kAdmittedEvicting);  // a3, silent, goes
+  EXPECT_EQ(p.evicted, (std::set<uint64_t>{a1, a3}));
+  EXPECT_TRUE(p.a.hello(a4));
+  // Both of a's slots are past the ClientHello: refused, nobody evicted.
+  EXPECT_EQ(p.admit("a"), V::kAddressFull);
+  EXPECT_EQ(p.evicted.size(), 2u);
+  EXPECT_EQ(p.evicted.count(b1), 0u);
+  EXPECT_EQ(p.a.counts("a").from_address, 2u);
+  EXPECT_EQ(p.a.counts().unauthenticated, 3u);
 }
 
 TEST(PeerAdmission, ANewcomerTakesTheOldestSilentSlotOfTheAddressHoldingTheMost) {

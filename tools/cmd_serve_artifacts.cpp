@@ -59,7 +59,7 @@ Command register_serve_artifacts(CLI::App& app) {
                   "Connections still in the TLS handshake at once, kept apart from the authenticated ones (default 32)")
       ->check(CLI::Range(1u, 100000u));
   cmd->add_option("--max-unauthenticated-per-address", a->max_unauth_per_address,
-                  "Of those, from one IP address; beyond: closed at accept (default 8)")
+                  "Of those, from one IP address; beyond, a newcomer takes the slot of that address's oldest silent one (default 8)")
       ->check(CLI::Range(1u, 100000u));
   cmd->add_option("--idle-timeout", a->idle, "Seconds without progress before a connection is closed (default 30)")
       ->check(CLI::Range(0.01, 86400.0));

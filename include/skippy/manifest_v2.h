@@ -30,6 +30,11 @@ namespace skippy {
 
 inline constexpr uint32_t kPackageSchemaV2 = 2;
 inline constexpr std::string_view kSidecarKindMmproj = "mmproj";  // the only sidecar kind
+// The metadata carrier (KVs and the tensor directory, no tensor data) is
+// read by every stage before anything else is trusted: one whose catalogued
+// byte_size is larger is refused before a byte of it is fetched (issue #29).
+// A 256k-token vocabulary with scores and merges is about 20 MiB.
+inline constexpr uint64_t kCarrierMaxBytes = uint64_t{256} << 20;
 
 // source_model.files[]: {path, byte_size, sha256}; path a safe relative path,
 // distinct; sha256 64 lowercase hex digits.

@@ -37,6 +37,10 @@ namespace skippy {
 
 inline constexpr std::string_view kSignatureFileName = "model-package.json.sig";
 inline constexpr std::string_view kValidationFileName = "validation.json";
+// Read whole into memory, so capped (issue #29: the Hub's advertised size is
+// checked against these before the first byte is downloaded).
+inline constexpr uint64_t kSignatureMaxBytes = uint64_t{256} << 10;
+inline constexpr uint64_t kValidationMaxBytes = uint64_t{4} << 20;
 inline constexpr int kSignatureSchemaVersion = 1;
 
 struct PackageSignature {

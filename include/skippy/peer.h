@@ -250,7 +250,8 @@ struct ServerLimits {
   unsigned max_connections_per_peer = 16;   // from one node; beyond: "server busy"
   unsigned max_unauthenticated = 32;        // in the handshake at once; when full, a newcomer takes
                                             // the slot of the address holding the most, or is closed
-  unsigned max_unauthenticated_per_address = 8;  // from one IP address; beyond: closed at accept
+  unsigned max_unauthenticated_per_address = 8;  // from one IP address; beyond, a newcomer takes the slot of
+                                                 // that address's oldest silent one, or is closed
   std::chrono::milliseconds handshake_timeout{3'000};   // TCP accept to a finished TLS handshake
                                                         // (ClientHello included)
   std::chrono::milliseconds request_timeout{10'000};    // TCP accept to a complete request

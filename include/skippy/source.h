@@ -52,6 +52,10 @@ struct RemoteFile {
   std::optional<std::string> sha256;       // expected content digest
   std::optional<uint64_t> size;            // expected size
   std::string declared_by = "the manifest";  // who declared them (for messages)
+  // A file read whole into memory (the manifest, the signature sidecar,
+  // validation.json): a remote advertising more is refused before the first
+  // byte, and a body running past it is cut off, nothing kept (issue #29).
+  std::optional<uint64_t> max_size = std::nullopt;
 };
 
 // What a remote did with one RemoteFile.

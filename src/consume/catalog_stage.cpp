@@ -89,6 +89,11 @@ OpenedCatalog open_catalog_dir(std::string ref, const fs::path& root, const fs::
     if (a.id == root_v2.source_model.metadata_artifact_id) carrier = &a;
   }
   // parse_package_root_v2 guarantees the carrier is catalogued.
+  if (carrier->byte_size > kCarrierMaxBytes) {
+    throw_invalid(pkg.ref + ": metadata carrier " + carrier->id + " (" + carrier->path + ") is catalogued at " +
+                  std::to_string(carrier->byte_size) + " bytes, over the " + std::to_string(kCarrierMaxBytes) +
+                  "-byte cap for a carrier (refused before it is fetched or read)");
+  }
   if (pkg.source) {
     if (!is_safe_relative_path(carrier->path)) {
       throw_invalid(pkg.ref + ": artifact " + carrier->id + " (" + carrier->path + "): not a safe relative path");

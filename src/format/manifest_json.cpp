@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
+#include <vector>
 
 #include "skippy/error.h"
 #include "skippy/sha256.h"
@@ -296,6 +298,38 @@ void append_extra(ojson& out, const json& extra, std::initializer_list<std::stri
       r.fail(field_path(path, k), "is a known field; set the struct member, not extra");
     }
     out[k] = ojson::parse(v.dump());
+  }
+}
+
+json parse_json_strict(std::string_view text, const FieldReader& r, int max_depth) {
+  std::vector<std::set<std::string>> open_objects;
+  auto callback = [&](int depth, json::parse_event_t event, json& parsed) -> bool {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        if (depth >= max_depth) r.fail("", "JSON nesting deeper than " + std::to_string(max_depth) + " levels");
+        if (event == json::parse_event_t::object_start) open_objects.emplace_back();
+        break;
+      case json::parse_event_t::object_end:
+        if (!open_objects.empty()) open_objects.pop_back();
+        break;
+      case json::parse_event_t::key:
+        if (!open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second) {
+          r.fail("", "duplicate key " + quote(parsed.get<std::string>()) + " in one JSON object");
+        }
+        break;
+      default:
+        break;
+    }
+    return true;
+  };
+  try {
+    return json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+  } catch (const json::exception& e) {
+    std::string why = e.what();
+    const size_t pos = why.find("] ");
+    if (pos != std::string::npos) why.erase(0, pos + 2);
+    r.fail("", "not valid UTF-8 JSON: " + why);
   }
 }
 

@@ -60,6 +60,11 @@ class FieldReader {
   std::string origin_;
 };
 
+// JSON text parsed as serde would: a key repeated in one object (the DOM
+// would keep the last silently) or nesting deeper than max_depth fails, as
+// does text that is not valid UTF-8 JSON (r.fail with path "").
+json parse_json_strict(std::string_view text, const FieldReader& r, int max_depth);
+
 // Empty, or only Unicode White_Space (what str::trim removes).
 bool is_blank(std::string_view s);
 

@@ -28,36 +28,7 @@ json parse_v2_json_text(std::string_view text, const FieldReader& r) {
   if (text.size() > kManifestMaxBytes) {
     r.fail("", "manifest is " + std::to_string(text.size()) + " bytes; the limit is 16 MiB");
   }
-  // serde refuses a repeated field; the DOM would keep the last one silently.
-  std::vector<std::set<std::string>> open_objects;
-  auto callback = [&](int depth, json::parse_event_t event, json& parsed) -> bool {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        if (depth >= kV2MaxJsonDepth) r.fail("", "JSON nesting deeper than 64 levels");
-        if (event == json::parse_event_t::object_start) open_objects.emplace_back();
-        break;
-      case json::parse_event_t::object_end:
-        if (!open_objects.empty()) open_objects.pop_back();
-        break;
-      case json::parse_event_t::key:
-        if (!open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second) {
-          r.fail("", "duplicate key " + quote(parsed.get<std::string>()) + " in one JSON object");
-        }
-        break;
-      default:
-        break;
-    }
-    return true;
-  };
-  try {
-    return json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true, /*ignore_comments=*/false);
-  } catch (const json::exception& e) {
-    std::string why = e.what();
-    const size_t pos = why.find("] ");
-    if (pos != std::string::npos) why.erase(0, pos + 2);
-    r.fail("", "not valid UTF-8 JSON: " + why);
-  }
+  return manifest_detail::parse_json_strict(text, r, kV2MaxJsonDepth);
 }
 
 // serde's deny_unknown_fields: every member of `obj` must be declared.

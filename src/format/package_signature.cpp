@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "format/manifest_json.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/manifest.h"
@@ -27,14 +28,30 @@ namespace package_signature_detail {
 namespace fs = std::filesystem;
 
 constexpr uint64_t kMaxPemBytes = 64 * 1024;
-constexpr uint64_t kMaxSidecarBytes = 256 * 1024;
-constexpr uint64_t kMaxValidationBytes = 4u << 20;
 
 using detail::BioPtr;
 using detail::MdCtxPtr;
 using detail::PkeyPtr;
 using detail::X509Ptr;
 using detail::openssl_errors;
+
+// The sidecar's JSON, strictly: a key twice in one object or a field it
+// does not declare is refused (issue #29: a duplicate "signature", bad
+// first and good last, was accepted).
+nlohmann::json parse_sidecar_json(const std::string& text, const std::string& where) {
+  const manifest_detail::FieldReader r(where);
+  nlohmann::json doc = manifest_detail::parse_json_strict(text, r, 8);
+  if (!doc.is_object()) throw_invalid(where + ": not a JSON object");
+  // Its fields; any other is refused (as the schema 2 root refuses fields it
+  // does not declare).
+  for (const auto& [k, v] : doc.items()) {
+    if (!manifest_detail::is_one_of(k, {"schema_version", "owner_id", "owner_certificate", "manifest_sha256",
+                                        "signed_at_unix_secs", "signature", "validation_sha256", "validation_signature"})) {
+      r.fail(manifest_detail::field_path("", k), "unknown field");
+    }
+  }
+  return doc;
+}
 
 X509Ptr parse_cert(const std::string& pem, const std::string& what) {
   BioPtr b(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
@@ -100,14 +117,19 @@ std::string base64(const std::string& raw) {
   return out;
 }
 
-// Base64 of an Ed25519 signature (64 bytes); nullopt when malformed.
+// The canonical base64 of exactly 64 bytes (an Ed25519 signature); nullopt
+// for anything else. EVP_DecodeBlock does not strip padding (88 characters
+// always give 66 bytes) and takes non-zero padding bits and surrounding
+// whitespace: so the 64 bytes must encode back to the very text (issue #29:
+// a 65- or 66-byte signature verified on its first 64).
 std::optional<std::string> unbase64_signature(const std::string& text) {
   if (text.size() != 88) return std::nullopt;
   std::string out(66, '\0');
   const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
                                 reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
-  if (n != 66) return std::nullopt;  // 88 characters decode to 66 bytes, two of them padding
+  if (n != 66) return std::nullopt;
   out.resize(64);
+  if (base64(out) != text) return std::nullopt;
   return out;
 }
 
@@ -191,7 +213,7 @@ PackageSignature sign_package(const std::filesystem::path& package_dir, const st
   const fs::path manifest_path = package_dir / std::string(kManifestFileName);
   if (!fs::exists(manifest_path, ec)) throw_not_found(manifest_path.string() + ": missing (not a package directory)");
   const std::string manifest = read_small_file(manifest_path, kManifestMaxBytes);
-  const auto validation = read_if_present(package_dir / std::string(kValidationFileName), kMaxValidationBytes);
+  const auto validation = read_if_present(package_dir / std::string(kValidationFileName), kValidationMaxBytes);
 
   PackageSignature out = describe(cert.get(), owner_id);
   out.signed_at_unix_secs = static_cast<int64_t>(std::time(nullptr));
@@ -216,11 +238,10 @@ PackageSignature sign_package(const std::filesystem::path& package_dir, const st
 std::optional<PackageSignature> read_package_signature(const std::filesystem::path& dir) {
   using namespace package_signature_detail;
   const fs::path sidecar_path = dir / std::string(kSignatureFileName);
-  const auto text = read_if_present(sidecar_path, kMaxSidecarBytes);
+  const auto text = read_if_present(sidecar_path, kSignatureMaxBytes);
   if (!text) return std::nullopt;
   const std::string where = sidecar_path.string();
-  nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) throw_invalid(where + ": not a JSON object");
+  const nlohmann::json doc = parse_sidecar_json(*text, where);
   auto str = [&](const char* key) -> std::string {
     if (!doc.contains(key) || !doc[key].is_string()) throw_invalid(where + ": \"" + key + "\" must be a string");
     return doc[key].get<std::string>();
@@ -231,7 +252,13 @@ std::optional<PackageSignature> read_package_signature(const std::filesystem::pa
   if (!doc.contains("signed_at_unix_secs") || !doc["signed_at_unix_secs"].is_number_integer()) {
     throw_invalid(where + ": \"signed_at_unix_secs\" must be an integer");
   }
-  X509Ptr cert = parse_cert(str("owner_certificate"), where + " owner_certificate");
+  const std::string cert_pem = str("owner_certificate");
+  X509Ptr cert = parse_cert(cert_pem, where + " owner_certificate");
+  if (cert_to_pem(cert.get()) != cert_pem) {
+    // One certificate, as `sign` writes it: nothing before or after it (a
+    // second PEM block would ride along unsigned).
+    throw_invalid(where + ": \"owner_certificate\" must be exactly one PEM certificate, with nothing before or after it");
+  }
   const std::string owner_id = check_owner_cert(cert.get(), where + " owner_certificate");
   if (doc.contains("owner_id") && doc["owner_id"] != owner_id) {
     throw_integrity(where + ": owner_id " + doc["owner_id"].dump() + " is not the certificate's key (" + owner_id + ")");
@@ -249,7 +276,9 @@ std::optional<PackageSignature> read_package_signature(const std::filesystem::pa
                       str(digest_key.c_str()) + " recorded in " + where + " (the file changed after signing)");
     }
     const auto sig = unbase64_signature(str(sig_key.c_str()));
-    if (!sig) throw_invalid(where + ": \"" + sig_key + "\" is not the base64 of a 64-byte Ed25519 signature");
+    if (!sig) {
+      throw_integrity(where + ": \"" + sig_key + "\" is not the canonical base64 of a 64-byte Ed25519 signature");
+    }
     if (!ed25519_verify(key, *bytes, *sig)) {
       throw_integrity(where + ": the signature does not verify over the exact bytes of " + file.string() +
                       " with the key of owner " + owner_id);
@@ -259,7 +288,7 @@ std::optional<PackageSignature> read_package_signature(const std::filesystem::pa
   out.manifest_sha256 = check(dir / std::string(kManifestFileName), kManifestMaxBytes, "manifest_sha256", "signature");
   if (doc.contains("validation_sha256")) {
     out.validation_sha256 =
-        check(dir / std::string(kValidationFileName), kMaxValidationBytes, "validation_sha256", "validation_signature");
+        check(dir / std::string(kValidationFileName), kValidationMaxBytes, "validation_sha256", "validation_signature");
   } else if (fs::exists(dir / std::string(kValidationFileName))) {
     // Not fatal by itself: the manifest is signed; validation.json is not covered.
     out.validation_sha256 = std::nullopt;
@@ -269,10 +298,15 @@ std::optional<PackageSignature> read_package_signature(const std::filesystem::pa
 
 std::optional<std::string> signed_validation_sha256(const std::filesystem::path& dir) {
   using namespace package_signature_detail;
-  const auto text = read_if_present(dir / std::string(kSignatureFileName), kMaxSidecarBytes);
+  const auto text = read_if_present(dir / std::string(kSignatureFileName), kSignatureMaxBytes);
   if (!text) return std::nullopt;
-  const auto doc = nlohmann::json::parse(*text, nullptr, false);
-  if (!doc.is_object() || !doc.contains("validation_sha256") || !doc["validation_sha256"].is_string()) return std::nullopt;
+  nlohmann::json doc;
+  try {
+    doc = parse_sidecar_json(*text, dir.string());
+  } catch (const Error&) {
+    return std::nullopt;  // read_package_signature says what is wrong with it
+  }
+  if (!doc.contains("validation_sha256") || !doc["validation_sha256"].is_string()) return std::nullopt;
   const std::string digest = doc["validation_sha256"].get<std::string>();
   if (!is_sha256_hex(digest)) return std::nullopt;
   return digest;

@@ -354,15 +354,57 @@ Redirect follow_location(const std::string& from, const std::string& location) {
   return r;
 }
 
+namespace {
+
+// The path as the server will route it: percent-escapes decoded; nullopt
+// when that cannot be told for sure (a malformed escape, an encoded '/' or
+// '\\', a "." or ".." segment, decoded or not), which is then not the Hub's.
+std::optional<std::string> normalized_path(std::string_view raw) {
+  std::string out;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] != '%') {
+      if (raw[i] == '\\') return std::nullopt;
+      out += raw[i];
+      continue;
+    }
+    const auto hex = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+      return -1;
+    };
+    if (i + 2 >= raw.size()) return std::nullopt;
+    const int h = hex(raw[i + 1]), l = hex(raw[i + 2]);
+    if (h < 0 || l < 0) return std::nullopt;
+    const char c = static_cast<char>(h * 16 + l);
+    if (c == '/' || c == '\\' || c == '\0') return std::nullopt;
+    out += c;
+    i += 2;
+  }
+  for (size_t start = 0; start <= out.size();) {
+    const size_t end = std::min(out.find('/', start), out.size());
+    const std::string_view seg = std::string_view(out).substr(start, end - start);
+    if (seg == "." || seg == "..") return std::nullopt;
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
 bool is_hub_api_url(const std::string& endpoint, const std::string& url) {
   const std::string origin = url_origin(endpoint);
   if (origin.empty() || url_origin(url) != origin) return false;
   const std::string base = endpoint.substr(origin.size());  // a mirror's path prefix, usually ""
-  std::string_view path = std::string_view(url).substr(origin.size());
+  std::string_view raw = std::string_view(url).substr(origin.size());
+  raw = raw.substr(0, raw.find_first_of("?#"));
+  // Decided on the path the server will see (issue #29: ".." spelled
+  // "%2e%2e" reached storage with the token).
+  const auto normalized = normalized_path(raw);
+  if (!normalized) return false;
+  std::string_view path = *normalized;
   if (!path.starts_with(base + "/")) return false;
   path.remove_prefix(base.size() + 1);
-  path = path.substr(0, path.find_first_of("?#"));
-  if (path.find("/../") != std::string_view::npos || path.starts_with("../")) return false;
   if (path.starts_with("api/")) return true;
   // {ns}/{name}/resolve/... or {ns}/{name}.git/info/lfs/...
   const auto a = path.find('/');

@@ -322,6 +322,11 @@ class HubRepo {
     if (meta.commit != commit) {
       throw_invalid(what + ": the Hub answered for commit " + meta.commit + " (asked for " + commit + ")");
     }
+    if (want.max_size && meta.size > *want.max_size) {
+      // Before a byte: a file read whole into memory has a cap (issue #29).
+      throw_invalid(what + ": the Hub advertises " + std::to_string(meta.size) + " bytes, over the " +
+                    std::to_string(*want.max_size) + "-byte cap for this file (refused before downloading it)");
+    }
     if (want.size && meta.size != *want.size) {
       throw_integrity(what + ": the Hub serves " + std::to_string(meta.size) + " bytes, " + want.declared_by + " says " +
                       std::to_string(*want.size));

@@ -10,10 +10,13 @@ Admission::Verdict Admission::admit(uint64_t id, const std::string& address, std
   {
     std::lock_guard g(mu_);
     const unsigned mine = per_address_.count(address) ? per_address_.at(address) : 0;
-    if (mine >= limits_.max_unauthenticated_per_address) return Verdict::kAddressFull;
-    if (pending_.size() >= limits_.max_unauthenticated) {
-      const auto victim_it = choose_victim(mine);
-      if (victim_it == pending_.end()) return Verdict::kFull;
+    // The address is at its cap: the newcomer takes the slot of one of its
+    // own (a flood from the worker's own address must not lock it out,
+    // issue #29); else the pool is full: of someone else's.
+    const bool address_full = mine >= limits_.max_unauthenticated_per_address;
+    if (address_full || pending_.size() >= limits_.max_unauthenticated) {
+      const auto victim_it = address_full ? choose_victim_from(address) : choose_victim(mine);
+      if (victim_it == pending_.end()) return address_full ? Verdict::kAddressFull : Verdict::kFull;
       victim = std::move(victim_it->second.evict);
       if (--per_address_[victim_it->second.address] == 0) per_address_.erase(victim_it->second.address);
       pending_.erase(victim_it);
@@ -56,9 +59,23 @@ std::map<uint64_t, Admission::Pending>::iterator Admission::choose_victim(unsign
   return pending_.end();
 }
 
-void Admission::hello(uint64_t id) {
+std::map<uint64_t, Admission::Pending>::iterator Admission::choose_victim_from(const std::string& address) {
+  // That address's oldest connection that has not delivered its ClientHello
+  // (one that has is answered and keeps its slot: evicting it would break a
+  // real peer's handshake half-way).
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    const Pending& p = it->second;
+    if (p.address == address && p.evictable && !p.hello) return it;
+  }
+  return pending_.end();
+}
+
+bool Admission::hello(uint64_t id) {
   std::lock_guard g(mu_);
-  if (const auto it = pending_.find(id); it != pending_.end()) it->second.hello = true;
+  const auto it = pending_.find(id);
+  if (it == pending_.end()) return false;
+  it->second.hello = true;
+  return true;
 }
 
 bool Admission::authenticate(uint64_t id) {

@@ -11,6 +11,13 @@
 //   authenticated    a trusted peer past the handshake: at most
 //                    max_authenticated. A flood of the first kind never
 //                    takes a slot of this kind.
+// When its address already holds max_unauthenticated_per_address, a
+// newcomer takes the slot of that address's oldest connection that has not
+// delivered its ClientHello (a flood from a legitimate peer's own address,
+// same host or same NAT, must not lock it out, issue #29); when every one of
+// them has, the newcomer is refused. A connection whose ClientHello is
+// answered keeps its slot: the answer waits for hello(), which says whether
+// the slot is still its own.
 // When the unauthenticated pool is full, a newcomer takes the slot of the
 // oldest connection that has not delivered its ClientHello, from the
 // address holding the most of those (a raw-socket flood holds those; a real
@@ -43,15 +50,16 @@ class Admission {
   enum class Verdict {
     kAdmitted,          // a free slot
     kAdmittedEvicting,  // took the slot of another connection (its evict() was called)
-    kAddressFull,       // refused: this address has max_unauthenticated_per_address already
+    kAddressFull,       // refused: this address has max_unauthenticated_per_address already, none silent
     kFull,              // refused: the pool is full and nobody may be evicted for it
   };
   // At accept. `evict` ends that connection (it must not call back into
   // this object synchronously: post it). Refused connections are not kept.
   Verdict admit(uint64_t id, const std::string& address, std::function<void()> evict);
-  // The connection's ClientHello has been processed: it is evicted only
-  // after every connection that has not got that far.
-  void hello(uint64_t id);
+  // The connection's ClientHello is in, about to be answered: it is evicted
+  // only after every connection that has not got that far. False: it lost
+  // its slot meanwhile (its evict() is on its way): do not answer.
+  bool hello(uint64_t id);
   // After the handshake, for a peer we deal with: moves the connection to
   // the authenticated pool when it has room (true). False: the server is
   // full; the connection stays unauthenticated, no longer evictable (it
@@ -75,6 +83,7 @@ class Admission {
     bool hello = false;  // its ClientHello was processed
   };
   std::map<uint64_t, Pending>::iterator choose_victim(unsigned newcomer_share);
+  std::map<uint64_t, Pending>::iterator choose_victim_from(const std::string& address);
   const AdmissionLimits limits_;
   mutable std::mutex mu_;
   std::map<uint64_t, Pending> pending_;  // by id: oldest first

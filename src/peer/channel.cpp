@@ -103,11 +103,18 @@ awaitable<void> TlsChannel::connect(const std::vector<tcp::endpoint>& endpoints)
   throw PeerError(PeerErrorKind::kTransport, "cannot connect: " + (errors.empty() ? std::string("no address") : errors));
 }
 
-awaitable<void> TlsChannel::handshake(SSL_CTX* ctx, TlsRole role, std::function<void()> on_hello) {
+awaitable<void> TlsChannel::handshake(SSL_CTX* ctx, TlsRole role, std::function<bool()> on_hello) {
   asio::error_code ec;
   socket_.non_blocking(true, ec);
   if (ec) throw PeerError(PeerErrorKind::kTransport, "socket: " + ec.message());
   ssl_ = new_tls_session(ctx, socket_.native_handle(), role);
+  // The ClientHello gate (tls.cpp): asked within SSL_do_handshake only, so
+  // the pointer to this frame's `on_hello` is never used after it.
+  struct GateScope {
+    SSL* ssl;
+    ~GateScope() { SSL_set_app_data(ssl, nullptr); }
+  } gate_scope{ssl_.get()};
+  if (on_hello) SSL_set_app_data(ssl_.get(), &on_hello);
   set_phase("in the TLS handshake");
   for (;;) {
     ERR_clear_error();
@@ -115,8 +122,9 @@ awaitable<void> TlsChannel::handshake(SSL_CTX* ctx, TlsRole role, std::function<
     const int r = SSL_do_handshake(ssl_.get());
     if (r == 1) break;
     const int e = SSL_get_error(ssl_.get(), r);
-    if (on_hello && SSL_get_state(ssl_.get()) != TLS_ST_BEFORE) {
-      std::exchange(on_hello, nullptr)();
+    if (e == SSL_ERROR_WANT_CLIENT_HELLO_CB) {
+      evict("its unauthenticated slot went to a newer connection before its ClientHello was answered");
+      throw_timeout();
     }
     if (e == SSL_ERROR_WANT_READ) {
       co_await wait(tcp::socket::wait_read);

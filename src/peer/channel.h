@@ -71,8 +71,10 @@ class TlsChannel : public std::enable_shared_from_this<TlsChannel> {
   // Client: connects to the first endpoint that accepts.
   asio::awaitable<void> connect(const std::vector<tcp::endpoint>& endpoints);
   // Creates the TLS session on the connected socket and runs the handshake.
-  // `on_hello` (server) runs once, as soon as the ClientHello is processed.
-  asio::awaitable<void> handshake(SSL_CTX* ctx, TlsRole role, std::function<void()> on_hello = {});
+  // `on_hello` (server) runs on the ClientHello, before it is answered:
+  // false ends the connection there, nothing sent (the slot it held was
+  // given to another meanwhile), as evict() would.
+  asio::awaitable<void> handshake(SSL_CTX* ctx, TlsRole role, std::function<bool()> on_hello = {});
 
   // At least one byte, as many as are ready (up to buf.size()); 0 when the
   // peer closed cleanly (close_notify).

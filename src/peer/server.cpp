@@ -261,7 +261,9 @@ awaitable<void> ArtifactServer::Impl::accept_loop() {
     const uint64_t id = ++next_id;
     const auto verdict = admission.admit(id, address, [weak = std::weak_ptr<TlsChannel>(ch), ex] {
       asio::post(ex, [weak] {
-        if (auto c = weak.lock()) c->evict("its unauthenticated slot went to a newer connection (the pool was full)");
+        if (auto c = weak.lock()) {
+          c->evict("its unauthenticated slot went to a newer connection (the pool, or its address's share of it, was full)");
+        }
       });
     });
     if (verdict == detail::Admission::Verdict::kAddressFull || verdict == detail::Admission::Verdict::kFull) {
@@ -271,7 +273,8 @@ awaitable<void> ArtifactServer::Impl::accept_loop() {
                     remote + ": connection closed at once: " +
                         (verdict == detail::Admission::Verdict::kAddressFull
                              ? std::to_string(n.from_address) + " unauthenticated connections from " + address +
-                                   " already (limit " + std::to_string(opts.limits.max_unauthenticated_per_address) + ")"
+                                   " already, each past its ClientHello (limit " +
+                                   std::to_string(opts.limits.max_unauthenticated_per_address) + ")"
                              : std::to_string(n.unauthenticated) + " unauthenticated connections already, none " +
                                    "from an address holding more (limit " +
                                    std::to_string(opts.limits.max_unauthenticated) + ")"));
@@ -314,7 +317,7 @@ awaitable<void> ArtifactServer::Impl::serve(std::shared_ptr<TlsChannel> ch, uint
   std::string what;
   bool authenticated = false;
   try {
-    co_await ch->handshake(ctx.get(), detail::TlsRole::kServer, [this, id] { admission.hello(id); });
+    co_await ch->handshake(ctx.get(), detail::TlsRole::kServer, [this, id] { return admission.hello(id); });
     authenticated = true;
     const PeerInfo peer = detail::peer_info(ch->ssl());
     who = "peer " + short_id(peer.node_id) + " (owner " +

@@ -78,6 +78,19 @@ std::string tls_error_text(SSL* ssl, int ret, const char* what) {
   return out;
 }
 
+namespace {
+
+// The server asks its gate (the session's app data, set by
+// TlsChannel::handshake) before it answers a ClientHello: when the gate says
+// no, the handshake stops there (SSL_ERROR_WANT_CLIENT_HELLO_CB) with
+// nothing sent.
+int client_hello_gate(SSL* s, int* /*alert*/, void* /*arg*/) {
+  const auto* gate = static_cast<const std::function<bool()>*>(SSL_get_app_data(s));
+  return gate == nullptr || (*gate)() ? SSL_CLIENT_HELLO_SUCCESS : SSL_CLIENT_HELLO_RETRY;
+}
+
+}  // namespace
+
 SslCtxPtr make_tls_context(const NodeIdentity& identity, TlsRole role) {
   const auto& id = identity.impl();
   const std::string where = identity.dir().string();
@@ -98,6 +111,7 @@ SslCtxPtr make_tls_context(const NodeIdentity& identity, TlsRole role) {
   if (id.owner_cert) check(SSL_CTX_add1_chain_cert(c, id.owner_cert.get()) == 1, "owner certificate");
   SSL_CTX_set_verify(c, SSL_VERIFY_PEER | (role == TlsRole::kServer ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0), nullptr);
   SSL_CTX_set_cert_verify_callback(c, verify_certificate, nullptr);
+  if (role == TlsRole::kServer) SSL_CTX_set_client_hello_cb(c, client_hello_gate, nullptr);
   SSL_CTX_set_options(c, SSL_OP_NO_COMPRESSION | SSL_OP_NO_TICKET | SSL_OP_CIPHER_SERVER_PREFERENCE);
   SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_OFF);
   if (role == TlsRole::kServer) SSL_CTX_set_num_tickets(c, 0);

@@ -16,7 +16,6 @@ namespace validation_result_detail {
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 
-constexpr uint64_t kMaxValidationBytes = 4u << 20;  // as the sidecar's reader allows
 constexpr size_t kMaxProblems = 1000;              // a report of a wholly wrong source stays small
 
 std::string utc_text(int64_t secs) {
@@ -74,7 +73,7 @@ std::optional<ValidationResultInfo> read_validation_result(const std::filesystem
   if (!fs::exists(fs::symlink_status(file, ec))) return std::nullopt;
   ValidationResultInfo out;
   out.file = file;
-  const std::string text = read_small_file(file, kMaxValidationBytes);
+  const std::string text = read_small_file(file, kValidationMaxBytes);
   out.sha256 = sha256_hex(text);
   const auto doc = nlohmann::json::parse(text, nullptr, false);
   auto unreadable = [&](const std::string& why) {

@@ -202,7 +202,17 @@ ReceivedBlob receive_single(const HfRepoCache& cache, const std::string& commit,
   ReceivedBlob out;
   BlobWriter w(cache, spec, on_bytes);
   auto receive = [&] {
-    if (!w.complete()) transfer(w);
+    try {
+      if (!w.complete()) transfer(w);
+    } catch (const Error& e) {
+      // A sender that broke its own word (more bytes than it declared, a
+      // different file): what it sent is worth nothing to a resume.
+      if (e.kind() == ErrorKind::kIntegrity) {
+        w.fd_.reset();
+        ::unlink(w.incomplete_.c_str());
+      }
+      throw;
+    }
     if (!w.complete()) {
       throw Error(ErrorKind::kTransport, spec.what + ": the transfer ended after " + std::to_string(w.have()) + " of " +
                                              std::to_string(spec.size) + " bytes (kept for the next run to resume)");

@@ -57,7 +57,7 @@ OpenedAnyPackage open_repo_package(const HfRef& ref, const Sources& sources, con
   const std::string manifest_name(kManifestFileName);
   bool from_cache = false;
   const std::string commit = chain->resolve_commit(ref.revision, manifest_name, options.refresh_revision, &from_cache);
-  chain->bring(commit, {{manifest_name, std::nullopt, std::nullopt, "the manifest"}}, {});
+  chain->bring(commit, {{manifest_name, std::nullopt, std::nullopt, "the manifest", kManifestMaxBytes}}, {});
   // Fetched or a cache hit: the manifest's blob name (its git blob id) vouches
   // for its bytes, checked every time (it is small), as fragments are.
   chain->cache().check_small_blob(commit, manifest_name, kManifestMaxBytes);
@@ -71,7 +71,8 @@ OpenedAnyPackage open_repo_package(const HfRef& ref, const Sources& sources, con
     const bool required = !sources.trusted_signers.empty();
     bool signed_here = false;
     try {
-      chain->bring(commit, {{std::string(kSignatureFileName), std::nullopt, std::nullopt, "the repository"}}, {});
+      chain->bring(commit,
+                   {{std::string(kSignatureFileName), std::nullopt, std::nullopt, "the repository", kSignatureMaxBytes}}, {});
       signed_here = true;
     } catch (const Error& e) {
       if (required && e.kind() != ErrorKind::kNotFound) throw;
@@ -81,7 +82,9 @@ OpenedAnyPackage open_repo_package(const HfRef& ref, const Sources& sources, con
     if (signed_here) {
       if (const auto digest = signed_validation_sha256(chain->cache().snapshot_dir(commit))) {
         try {
-          chain->bring(commit, {{std::string(kValidationFileName), *digest, std::nullopt, "the signature sidecar"}}, {});
+          chain->bring(commit, {{std::string(kValidationFileName), *digest, std::nullopt, "the signature sidecar",
+                                 kValidationMaxBytes}},
+                       {});
         } catch (const Error&) {
           if (required) throw;
         }

@@ -114,7 +114,11 @@
 //                            storage PUT, the rate the body is read at)
 //            kind "hang":    take the request and never answer (a blackhole;
 //                            the socket is closed after 120 s at the latest)
-//          status and hang rules are taken when a request arrives; cut/corrupt rules when
+//            kind "endless": answer 200 with headers? and Content-Length size (HEAD:
+//                            head_size when given), then a body of spaces until the
+//                            client stops reading or max_bytes (default 32 MiB) went
+//                            out; then the socket is closed (a Hub lying about a size)
+//          status, hang and endless rules are taken when a request arrives; cut/corrupt rules when
 //          a 2xx body starts. Rules are tried in order; the first match is used.
 //   GET    /_admin/faults, DELETE /_admin/faults
 //   POST   /_admin/config  {"token":"hf_test","read_token":"hf_read","url_ttl_secs":3600,
@@ -122,7 +126,9 @@
 //                           "multipart_threshold":16777216,"multipart_chunk_size":8388608,
 //                           "storage_conn_bytes_per_sec":0,"url_max_uses":0,"storage_ignore_range":false,
 //                           "storage_same_origin":false}
-//                           (these are the defaults; any subset). storage_same_origin: signed
+//                           (these are the defaults; any subset; verify_path: null, or a path
+//                           "/{repo}.git/..." the batch answer's verify href names on the Hub's
+//                           origin instead of the real one, written as given). storage_same_origin: signed
 //                           storage URLs (downloads, basic and multipart uploads) name the Hub's
 //                           own origin, which serves /repos/... and /upload/... as the storage
 //                           listener does (logged as listener "storage"; an Authorization
@@ -152,6 +158,7 @@ const config = {
   url_max_uses: 0,
   storage_ignore_range: false,
   storage_same_origin: false,
+  verify_path: null,
 };
 const urlUses = new Map(); // signature -> requests answered with it
 let urlSerial = 0;
@@ -420,7 +427,7 @@ function waitForPending(ms) {
 function takeFault(listener, entry, phase) {
   for (let i = 0; i < faults.length; i++) {
     const r = faults[i];
-    const isStatus = r.kind === "status" || r.kind === "hang";
+    const isStatus = r.kind === "status" || r.kind === "hang" || r.kind === "endless";
     if ((phase === "request") !== isStatus) continue;
     if (r.listener && r.listener !== listener) continue;
     if (r.method && r.method.toUpperCase() !== entry.method) continue;
@@ -436,7 +443,9 @@ function takeFault(listener, entry, phase) {
 
 function validateFault(r) {
   if (!r || typeof r !== "object") throw new Error("a fault rule is an object");
-  if (!["status", "cut", "corrupt", "slow", "hang"].includes(r.kind)) throw new Error("kind must be status, cut, corrupt, slow or hang");
+  if (!["status", "cut", "corrupt", "slow", "hang", "endless"].includes(r.kind)) {
+    throw new Error("kind must be status, cut, corrupt, slow, hang or endless");
+  }
   if (r.listener !== undefined && !["hub", "storage"].includes(r.listener)) throw new Error("listener must be hub or storage");
   if (r.match !== undefined && typeof r.match !== "string") throw new Error("match must be a string");
   const times = r.times ?? 1;
@@ -452,6 +461,15 @@ function validateFault(r) {
     rule.after_bytes = r.after_bytes;
   } else if (r.kind === "hang") {
     // nothing more: the request is taken and never answered
+  } else if (r.kind === "endless") {
+    for (const k of ["size", "head_size", "max_bytes"]) {
+      if (r[k] !== undefined && (!Number.isSafeInteger(r[k]) || r[k] < 0)) throw new Error(`${k} must be >= 0`);
+    }
+    if (r.size === undefined) throw new Error("size is required");
+    rule.size = r.size;
+    rule.head_size = r.head_size ?? r.size;
+    rule.max_bytes = r.max_bytes ?? 32 * MiB;
+    rule.headers = r.headers ?? {};
   } else if (r.kind === "slow") {
     if (!Number.isInteger(r.bytes_per_sec) || r.bytes_per_sec <= 0) throw new Error("bytes_per_sec must be > 0");
     rule.bytes_per_sec = r.bytes_per_sec;
@@ -1181,7 +1199,9 @@ async function handleLfsBatch(ctx, repoId) {
       continue;
     }
     const verify = {
-      href: `${ctx.endpoint}/${ns}/${name}.git/info/lfs/objects/verify`,
+      href: config.verify_path
+        ? ctx.endpoint + config.verify_path.replaceAll("{repo}", `${ns}/${name}`)
+        : `${ctx.endpoint}/${ns}/${name}.git/info/lfs/objects/verify`,
       header: {},
       expires_at: new Date(expires * 1000).toISOString(),
     };
@@ -1533,6 +1553,12 @@ async function handleAdmin(req, res, url) {
         }
         if (body.storage_ignore_range !== undefined) config.storage_ignore_range = !!body.storage_ignore_range;
         if (body.storage_same_origin !== undefined) config.storage_same_origin = !!body.storage_same_origin;
+        if (body.verify_path !== undefined) {
+          if (body.verify_path !== null && (typeof body.verify_path !== "string" || !body.verify_path.startsWith("/"))) {
+            throw new Error("verify_path must be a path starting with / or null");
+          }
+          config.verify_path = body.verify_path;
+        }
         return reply(200, config);
       }
       case "GET /_admin/config":
@@ -1564,10 +1590,35 @@ function makeCtx(listener, req, res, url, endpoint) {
   return { listener, req, res, url, entry, endpoint };
 }
 
+// The "endless" fault: a size that is a lie, and a body to match, bounded.
+async function sendEndless(ctx, f) {
+  const { req, res, entry } = ctx;
+  res.writeHead(200, { ...baseHeaders(), ...f.headers, "Content-Length": String(req.method === "HEAD" ? f.head_size : f.size) });
+  if (req.method === "HEAD") {
+    res.end();
+    return;
+  }
+  const chunk = Buffer.alloc(MiB, 0x20);
+  let sent = 0;
+  while (sent < f.max_bytes && !res.destroyed) {
+    const c = chunk.subarray(0, Math.min(chunk.length, f.max_bytes - sent));
+    if (!(await writeChunk(res, c))) break;
+    sent += c.length;
+    entry.bytes_sent += c.length;
+  }
+  const sock = res.socket;
+  if (sock) sock.destroy();
+  else res.destroy();
+}
+
 function applyStatusFault(ctx) {
   const f = takeFault(ctx.listener, ctx.entry, "request");
   if (!f) return false;
   ctx.req.resume();
+  if (f.kind === "endless") {
+    sendEndless(ctx, f);
+    return true;
+  }
   if (f.kind === "hang") {
     // A blackhole: the connection stays open and silent until the client
     // gives up (or 120 s pass: nothing here waits forever).
