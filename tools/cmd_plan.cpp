@@ -137,7 +137,7 @@ Command register_plan(CLI::App& app) {
     std::string headroom_cap = "1GiB";
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("package", a->ref, "Package directory or hf://ns/repo[@rev]")->required();
+  path_option(cmd->add_option("package", a->ref, "Package directory or hf://ns/repo[@rev]"))->required();
   auto* stages_opt = cmd->add_option("--stages", a->stages, "Number of stages (1..layer_count); optional with --budgets")
                         ->check(number_in(1u, 1000000u));
   auto* max_opt = cmd->add_option("--max-bytes", a->max_bytes,

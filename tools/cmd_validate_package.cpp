@@ -30,15 +30,15 @@ Command register_validate_package(CLI::App& app) {
       "manifest's SHA-256, each source file's name and SHA-256, the checks run, the result, the problems and\n"
       "the time (written atomically; publish uploads it; a signature made after it covers it):\n"
       "  skippy-model-package validate-package ./model.gguf model-package/ --write-result\n"
-      "  skippy-model-package sign-package model-package/ --owner ~/.skippy/owner   (sign after, to cover it)");
+      "  skippy-model-package sign-package model-package/ --owner ~/.skippy/owner   # sign after, to cover it");
   struct Args {
     std::string source, package;
     bool json = false, write_result = false;
     unsigned threads = 2;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("source", a->source, "Source .gguf (any shard of a split model), or ORG/REPO:DIST")->required();
-  cmd->add_option("package", a->package, "Package directory (either schema)")->required();
+  path_option(cmd->add_option("source", a->source, "Source .gguf (any shard of a split model), or ORG/REPO:DIST"))->required();
+  path_option(cmd->add_option("package", a->package, "Package directory (either schema)"))->required();
   cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(number_in(1u, 64u));
   cmd->add_flag("--write-result", a->write_result,
                 "Leave validation.json (the machine-readable result, bound to the manifest's SHA-256) in the package");
