@@ -1,3 +1,7 @@
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -24,6 +28,29 @@ void print_publish_summary(const PublishResult& r);            // cmd_publish.cp
 PublishSettings publish_settings_from_env(bool create, bool private_repo, Progress& progress);
 
 namespace {
+
+// #30: SIGINT or SIGTERM during the write says, in one line, what it
+// interrupted and how to finish it (the directory is resumable), then exits
+// 128 + the signal. The line is made before the handler is installed, so the
+// handler only writes it (async-signal-safe).
+char g_interrupted_line[2048];
+size_t g_interrupted_len = 0;
+
+extern "C" void on_interrupt(int sig) {
+  if (g_interrupted_len) (void)!::write(STDERR_FILENO, g_interrupted_line, g_interrupted_len);
+  ::_exit(128 + sig);
+}
+
+void say_how_to_finish_on_interrupt(const std::string& out_dir) {
+  const std::string line = std::string(stderr_is_tty() ? "\n" : "") + "write-package interrupted: " + out_dir +
+                           " is not finished; rerun the same command to finish it (or delete the directory)\n";
+  g_interrupted_len = std::min(line.size(), sizeof g_interrupted_line);
+  std::copy_n(line.data(), g_interrupted_len, g_interrupted_line);
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  for (const int sig : {SIGINT, SIGTERM}) ::sigaction(sig, &sa, nullptr);
+}
 
 // "500M", "2G", "1.5G", "123456" (bytes); K/M/G/T are powers of 1024.
 uint64_t parse_size(const std::string& text, const std::string& flag = "--max-disk") {
@@ -238,6 +265,7 @@ Command register_write_package(CLI::App& app) {
               }
             } join{writing, watcher};
             std::optional<WritePackageResult> written;
+            say_how_to_finish_on_interrupt(a->out_dir);
             try {
               written = write_package(o);
             } catch (const Error&) {

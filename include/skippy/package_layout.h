@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,16 @@ inline constexpr std::string_view kEmbeddingsPath = "shared/embeddings.gguf";
 inline constexpr std::string_view kOutputPath = "shared/output.gguf";
 inline constexpr std::string_view kLayersDir = "layers";
 inline constexpr std::string_view kProjectorsDir = "projectors";
+
+// Marks a directory whose write-package run has not finished; a rerun may
+// clear and redo it without --force.
+inline constexpr std::string_view kInProgressMarker = ".skippy-write-package-in-progress";
+
+// For a directory without a manifest that an interrupted write-package left
+// (its marker, or its staged files): "an interrupted write-package left N
+// partial files (X bytes); rerun it to finish, or delete the directory".
+// nullopt for any other directory.
+std::optional<std::string> interrupted_write_package(const std::filesystem::path& dir);
 
 // "layers/layer-00007.gguf" (five digits, wider only past 99999 layers).
 std::string layer_artifact_path(uint32_t layer_index);
