@@ -128,7 +128,9 @@ Command register_fetch(CLI::App& app) {
       "over SKIPPY_HF_MIN_RATE_SECS (default 30) is a failed attempt; what arrived stays and the next run resumes.\n"
       "Environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE=1 (cache and peer only, no Hub), SKIPPY_HF_CONNECTIONS,\n"
       "SKIPPY_HF_MAX_ATTEMPTS (5), SKIPPY_HF_BACKOFF_MS (1000), SKIPPY_HF_MIN_RATE, SKIPPY_HF_MIN_RATE_SECS,\n"
-      "SKIPPY_HF_STALL_SECS (60: no byte moving for that long is a failed attempt), SKIPPY_PEER_MIN_RATE,\n"
+      "SKIPPY_HF_STALL_SECS (60: no byte moving for that long is a failed attempt), HF_HUB_ETAG_TIMEOUT and\n"
+      "HF_HUB_DOWNLOAD_TIMEOUT (10 each: a metadata request or a download with no answer for that long is a\n"
+      "failed attempt, with its retry line), SKIPPY_PEER_MIN_RATE,\n"
       "SKIPPY_PEER_RATE_WINDOW.");
   struct Args {
     std::string ref, layers, projector;
