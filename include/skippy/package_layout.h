@@ -93,7 +93,7 @@ struct LayerRange {
   bool operator==(const LayerRange&) const = default;
 };
 // "A..B" with decimal A, B. Throws Error(kUsage) on anything else (B < A
-// included; an empty A..A parses and is refused by selection).
+// and an empty A..A included: a range given by a user is a usage error).
 LayerRange parse_layer_range(std::string_view text);
 std::string format_layer_range(LayerRange r);
 

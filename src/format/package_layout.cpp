@@ -122,6 +122,11 @@ LayerRange parse_layer_range(std::string_view text) {
   if (r.end < r.start) {
     throw Error(ErrorKind::kUsage, "layer range " + std::string(text) + " ends before it starts");
   }
+  if (r.empty()) {
+    throw Error(ErrorKind::kUsage, "layer range " + std::string(text) + " is empty (half-open: " + std::string(text) +
+                                       " holds no layer; " + std::to_string(r.start) + ".." + std::to_string(r.start + 1) +
+                                       " is layer " + std::to_string(r.start) + ")");
+  }
   return r;
 }
 
