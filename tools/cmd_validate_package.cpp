@@ -48,6 +48,15 @@ Command register_validate_package(CLI::App& app) {
             o.threads = a->threads;
             std::filesystem::path source = a->source;
             std::error_code ec;
+            // #30: the two arguments the wrong way round (the package first, the model second).
+            if (std::filesystem::is_directory(source, ec) &&
+                std::filesystem::exists(source / std::string(kManifestFileName), ec) &&
+                !std::filesystem::is_directory(a->package, ec)) {
+              throw Error(ErrorKind::kUsage, "validate-package takes the model first, then the package: " + a->source +
+                                                 " is a package directory and " + a->package +
+                                                 " is not; did you mean: skippy-model-package validate-package " +
+                                                 a->package + " " + a->source + "?");
+            }
             if (!std::filesystem::exists(source, ec) && looks_like_model_coordinate(a->source)) {
               Progress download("download");
               source = open_model_source({a->source, "", "", ""}, default_sources(),
