@@ -1,7 +1,10 @@
 // Issue #30: one format and one exit code for every usage error
 // ("error: ...", exit 2), an empty layer range included, and the two
-// arguments of validate-package given the wrong way round are named so.
+// arguments of validate-package given the wrong way round are named so;
+// an error that names a file names it once.
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 #include "test_util.h"
 
@@ -47,6 +50,19 @@ TEST(UsageErrors, ValidatePackageWithItsArgumentsSwappedSaysSo) {
       << r.err;
   EXPECT_EQ(r.err.find("Not a directory"), std::string::npos) << r.err;
   EXPECT_EQ(run_cli({"validate-package", model.string(), pkg.string()}).exit_code, 0);
+}
+
+TEST(ErrorMessages, AFileIsNamedOnce) {
+  test::TempDir tmp;
+  const auto pkg = tmp / "pkg";
+  ASSERT_EQ(test::write_pkg(test::data_path("llama-tiny-q8_0.gguf"), pkg).exit_code, 0);
+  {
+    std::fstream f(pkg / "shared" / "metadata.gguf", std::ios::in | std::ios::out | std::ios::binary);
+    f.write("XXXX", 4);
+  }
+  const auto r = run_cli({"inspect", pkg.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: " + pkg.string() + ": shared/metadata.gguf: byte 0: not a GGUF file (bad magic)\n");
 }
 
 }  // namespace
