@@ -16,7 +16,7 @@ grep -q '^<!-- help:begin -->$' "$doc" && grep -q '^<!-- help:end -->$' "$doc" |
   { echo "cli-reference: $doc lacks the help markers" >&2; exit 2; }
 
 # The commands, in --help's order; identity's subcommands too.
-commands=$("$cli" --help | awk '/^Subcommands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }')
+commands=$("$cli" --help | awk '/^Subcommands:/ { on = 1; next } on && /^$/ { exit } on && /^  [a-z]/ { print $1 }')
 help_of() {
   printf '### `%s`\n\n```\n' "$*"
   "$cli" "$@" --help | sed -e 's/[[:space:]]*$//'
@@ -31,7 +31,7 @@ trap 'rm -f "$generated" "$generated.doc"' EXIT
   for c in $commands; do
     help_of "$c"
     if [ "$c" = identity ]; then
-      for s in $("$cli" identity --help | awk '/^Subcommands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }'); do
+      for s in $("$cli" identity --help | awk '/^Subcommands:/ { on = 1; next } on && /^$/ { exit } on && /^  [a-z]/ { print $1 }'); do
         help_of identity "$s"
       done
     fi

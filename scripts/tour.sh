@@ -4,7 +4,9 @@
 # README is the one source), run in order with `set -e` from the repository
 # root, offline (HF_ENDPOINT points at a closed port until the tour starts its
 # own local Hub), with build/bin on PATH. Exits non-zero when any command
-# fails. Usage: scripts/tour.sh [BIN_DIR]   (default: build/bin)
+# fails, or when the tour changes the environment of the shell it is pasted
+# into (it is sourced here, as a paste would run it, and the environment is
+# compared before and after). Usage: scripts/tour.sh [BIN_DIR]   (default: build/bin)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(cd "${1:-build/bin}" && pwd)
@@ -18,5 +20,18 @@ echo "tour: running $(grep -c 'skippy-model-package' "$script") skippy-model-pac
 # No real network: nothing may reach huggingface.co; the tour's own Hub is local.
 export HF_ENDPOINT=http://127.0.0.1:9 HF_TOKEN= PATH="$bin:$PATH"
 # Time limits keep a hang from stalling CI: the whole tour takes seconds.
-timeout 300 bash -euo pipefail -x "$script"
+timeout 300 bash -euo pipefail -c '
+  before=$(env | grep -v "^_=" | sort)
+  set -x
+  . "$1"
+  { set +x; } 2>/dev/null
+  after=$(env | grep -v "^_=" | sort)
+  if [ "$before" != "$after" ]; then
+    echo "tour: the tour changed the environment of the shell it ran in:" >&2
+    diff <(printf "%s\n" "$before") <(printf "%s\n" "$after") >&2
+    exit 1
+  fi
+  for v in T M COMMIT PEER; do
+    if [ -n "${!v+set}" ]; then echo "tour: the tour left \$$v set in the shell it ran in" >&2; exit 1; fi
+  done' _ "$script"
 echo "tour: passed"

@@ -381,8 +381,9 @@ TEST(Materialize, BadInvocationsAreUsageErrors) {
   EXPECT_EQ(run_cli({"materialize", pkg.string(), "--layers", "x"}, env).exit_code, 2);
   EXPECT_EQ(run_cli({"materialize", "--list", "--prune"}, env).exit_code, 2);
   EXPECT_EQ(run_cli({"materialize", "--list", "--layers", "0..2"}, env).exit_code, 2);
-  // Invalid input: an empty or out-of-range layer range, a missing package.
-  EXPECT_EQ(run_cli({"materialize", pkg.string(), "--layers", "2..2"}, env).exit_code, 1);
+  // #30: an empty range is a usage error like 2..1.
+  EXPECT_EQ(run_cli({"materialize", pkg.string(), "--layers", "2..2"}, env).exit_code, 2);
+  // Invalid input: an out-of-range layer range, a missing package.
   EXPECT_EQ(run_cli({"materialize", pkg.string(), "--layers", "0..99"}, env).exit_code, 1);
   EXPECT_EQ(run_cli({"materialize", (tmp / "nope").string(), "--layers", "0..1"}, env).exit_code, 1);
   EXPECT_FALSE(fs::exists(tmp / "c" / "stages") && !fs::is_empty(tmp / "c" / "stages"));

@@ -43,6 +43,7 @@ PackageManifest make_manifest(uint64_t meta, uint64_t emb, uint64_t out, const s
 PlanOptions stages(uint32_t n) {
   PlanOptions o;
   o.stages = n;
+  o.final_stage_needs_embeddings = false;  // hand-built manifests: untied unless a test says so
   return o;
 }
 
@@ -446,6 +447,51 @@ TEST_F(PlanCli, UsageErrorsExitTwo) {
 TEST_F(PlanCli, MissingPackageExitsOne) {
   const auto r = run_cli({"plan", (tmp_->path() / "nope").string(), "--stages", "2"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
+}
+
+}  // namespace
+}  // namespace skippy
+
+namespace skippy {
+namespace {
+
+// Issue #30: the library's plan of a package is the CLI's, tied output
+// included, without the caller setting final_stage_needs_embeddings; the
+// manifest alone refuses to guess.
+TEST(PlanLibrary, PlanningThePackageMatchesTheCliWithoutAskingAboutTheTie) {
+  test::TempDir tmp;
+  for (const char* model : {"llama-tiny-q8_0.gguf", "qwen3moe-tiny.gguf"}) {
+    SCOPED_TRACE(model);
+    const auto dir = tmp / (std::string(model) + ".pkg");
+    ASSERT_EQ(test::write_pkg(test::data_path(model), dir).exit_code, 0);
+    const OpenedPackage pkg = open_local_package(dir);
+    for (uint32_t n = 1; n <= std::min(4u, pkg.manifest.layer_count); ++n) {
+      PlanOptions o;
+      o.stages = n;
+      const Plan p = plan_stages(pkg, o);
+      const auto r = test::run_cli({"plan", dir.string(), "--stages", std::to_string(n), "--json"});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      const auto j = nlohmann::json::parse(r.out);
+      EXPECT_EQ(p.output_tied_to_embeddings, j["output_tied_to_embeddings"].get<bool>());
+      ASSERT_EQ(p.stages.size(), j["stages"].size());
+      for (size_t i = 0; i < p.stages.size(); ++i) {
+        EXPECT_EQ(p.stages[i].range.start, j["stages"][i]["layer_start"].get<uint32_t>()) << "stage " << i << " of " << n;
+        EXPECT_EQ(p.stages[i].range.end, j["stages"][i]["layer_end"].get<uint32_t>()) << "stage " << i << " of " << n;
+        EXPECT_EQ(p.stages[i].bytes, j["stages"][i]["bytes"].get<uint64_t>()) << "stage " << i << " of " << n;
+      }
+      if (n >= 2) {
+        try {
+          (void)plan_stages(pkg.manifest, o);
+          ADD_FAILURE() << "a manifest alone cannot say whether the output is tied";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+          EXPECT_NE(std::string(e.what()).find("plan_stages(package, options)"), std::string::npos) << e.what();
+        }
+        o.final_stage_needs_embeddings = false;  // a deliberate override is honoured
+        EXPECT_FALSE(plan_stages(pkg, o).output_tied_to_embeddings);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -100,6 +100,12 @@ CLI::Validator number_in(T lo, T hi) {
       "NUMBER in " + range);
 }
 
+// Every path flag and path argument goes through this: the path as the user
+// meant it (skippy::clean_path: "pkg/", "pkg/." and "x/../pkg" are "pkg"),
+// so a trailing slash or a "."/".." component works in every command. A
+// value with "://" (an hf:// reference) is left alone. Returns `opt`.
+CLI::Option* path_option(CLI::Option* opt);
+
 // A --*-timeout in seconds (fractions allowed), rounded to milliseconds.
 std::chrono::milliseconds seconds_to_ms(double s);
 

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "progress.h"
 #include "skippy/env.h"
+#include "skippy/file.h"
 #include "skippy/hf_ref.h"
 #include "skippy/hub.h"
 
@@ -49,10 +50,10 @@ std::vector<std::string>& trust_signer_flags() {
 }  // namespace
 
 void add_trust_signer_option(CLI::App* cmd) {
-  cmd->add_option("--trust-signer", trust_signer_flags(),
+  path_option(cmd->add_option("--trust-signer", trust_signer_flags(),
                   "An owner certificate (owner.crt) the package must be signed by (repeatable; adds to "
                   "SKIPPY_TRUSTED_SIGNERS): an unsigned package, a signature that does not verify or another "
-                  "signer is refused");
+                  "signer is refused"));
 }
 
 std::vector<std::filesystem::path> trusted_signers_for_cli() {
@@ -134,6 +135,15 @@ PartsToUse parts_for(const OpenedPackage& pkg, const std::optional<LayerRange>& 
   if (sel.projector) out.parts.push_back(std::move(*sel.projector));
   out.notes = std::move(sel.notes);
   return out;
+}
+
+CLI::Option* path_option(CLI::Option* opt) {
+  return opt->transform(CLI::Validator(
+      [](std::string& value) -> std::string {
+        if (!value.empty() && value.find("://") == std::string::npos) value = clean_path(value).string();
+        return {};
+      },
+      "", "path"));
 }
 
 std::chrono::milliseconds seconds_to_ms(double s) {

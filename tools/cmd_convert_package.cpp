@@ -35,10 +35,10 @@ Command register_convert_package(CLI::App& app) {
     bool uncertified = false, force = false, json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("package", a->dir, "The package directory to convert")->required();
+  path_option(cmd->add_option("package", a->dir, "The package directory to convert"))->required();
   cmd->add_option("--to", a->to, "Target schema: 1 or 2")->required()->check(number_in(1u, 2u));
-  cmd->add_option("--out-dir", a->out_dir, "Where the converted package goes (absent or empty)")->required();
-  cmd->add_option("--source", a->source, "--to 2: the original source model (any shard) to certify coverage against");
+  path_option(cmd->add_option("--out-dir", a->out_dir, "Where the converted package goes (absent or empty)"))->required();
+  path_option(cmd->add_option("--source", a->source, "--to 2: the original source model (any shard) to certify coverage against"));
   cmd->add_flag("--uncertified", a->uncertified, "--to 2: write without a source, uncertified");
   cmd->add_flag("--force", a->force, "Replace a non-empty --out-dir");
   cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(number_in(1u, 64u));

@@ -102,7 +102,8 @@ Sources peer_sources(const PeerArgs& p, const HfRef& ref, const peer::Topology& 
 Command register_fetch(CLI::App& app) {
   auto* cmd = app.add_subcommand("fetch", "Bring a stage's parts of an hf:// package into the Hugging Face cache, verified");
   cmd->footer(
-      "Example:\n  skippy-model-package fetch hf://meshllm/Qwen3-8B-Q4_K_M-layers@<commit> --layers 0..12 --json\n"
+      "Example ($COMMIT: the commit publish printed, hf://ns/repo@<commit>):\n"
+      "  skippy-model-package fetch hf://meshllm/Qwen3-8B-Q4_K_M-layers@$COMMIT --layers 0..2 --json\n"
       "Downloads model-package.json, then only the parts the range selects (metadata, embeddings when the range\n"
       "starts at 0, its layers, output when it ends at layer_count, the stage's projector), several at once, into\n"
       "the cache huggingface_hub uses ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub). Every part is checked\n"
@@ -114,7 +115,7 @@ Command register_fetch(CLI::App& app) {
       "Large parts come as byte ranges over several connections at once (--connections, default 8).\n"
       "With --peer, a worker of a split run asks the coordinator's serve-artifacts first (TLS 1.3, both sides\n"
       "authenticated) for the parts its stage may have, then the Hub for whatever the peer did not deliver:\n"
-      "  skippy-model-package fetch hf://ns/repo@<commit> --layers 4..8 --peer 10.0.0.5:7470 \\\n"
+      "  skippy-model-package fetch hf://meshllm/Qwen3-8B-Q4_K_M-layers@$COMMIT --layers 2..4 --peer 10.0.0.5:7470 \\\n"
       "      --topology topology.json --stage s1 --identity ~/.skippy/node\n"
       "--layers defaults to the stage's range then. The server must be of our owner or of a --trust-owner\n"
       "(MESH_LLM_ARTIFACT_TRANSFER=open: any node). Every part is verified the same way whoever sent it.\n"
@@ -127,7 +128,9 @@ Command register_fetch(CLI::App& app) {
       "over SKIPPY_HF_MIN_RATE_SECS (default 30) is a failed attempt; what arrived stays and the next run resumes.\n"
       "Environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE=1 (cache and peer only, no Hub), SKIPPY_HF_CONNECTIONS,\n"
       "SKIPPY_HF_MAX_ATTEMPTS (5), SKIPPY_HF_BACKOFF_MS (1000), SKIPPY_HF_MIN_RATE, SKIPPY_HF_MIN_RATE_SECS,\n"
-      "SKIPPY_HF_STALL_SECS (60: no byte moving for that long is a failed attempt), SKIPPY_PEER_MIN_RATE,\n"
+      "SKIPPY_HF_STALL_SECS (60: no byte moving for that long is a failed attempt), HF_HUB_ETAG_TIMEOUT and\n"
+      "HF_HUB_DOWNLOAD_TIMEOUT (10 each: a metadata request or a download with no answer for that long is a\n"
+      "failed attempt, with its retry line), SKIPPY_PEER_MIN_RATE,\n"
       "SKIPPY_PEER_RATE_WINDOW.");
   struct Args {
     std::string ref, layers, projector;
@@ -153,10 +156,10 @@ Command register_fetch(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   add_trust_signer_option(cmd);
   cmd->add_option("--peer", a->peer.peer, "HOST:PORT of the coordinator's serve-artifacts: asked first for the stage's parts");
-  cmd->add_option("--topology", a->peer.topology, "With --peer: the active split topology (JSON, see docs/CLI.md)");
+  path_option(cmd->add_option("--topology", a->peer.topology, "With --peer: the active split topology (JSON, see docs/CLI.md)"));
   cmd->add_option("--stage", a->peer.stage, "With --peer: this node's stage id in the topology");
-  cmd->add_option("--identity", a->peer.identity, "With --peer: this node's identity directory (node.key, node.crt, owner.crt)");
-  cmd->add_option("--trust-owner", a->peer.trust_owner, "With --peer: an owner certificate whose nodes are trusted too (repeatable)");
+  path_option(cmd->add_option("--identity", a->peer.identity, "With --peer: this node's identity directory (node.key, node.crt, owner.crt)"));
+  path_option(cmd->add_option("--trust-owner", a->peer.trust_owner, "With --peer: an owner certificate whose nodes are trusted too (repeatable)"));
   auto* ct = cmd->add_option("--peer-connect-timeout", a->peer.connect_timeout,
                              "With --peer: seconds to connect and authenticate (default 30)")
                  ->check(CLI::Range(0.01, 3600.0));

@@ -60,14 +60,14 @@ Command register_identity(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   auto* init = cmd->add_subcommand("init-owner", "Create an owner signing key and its self-signed certificate");
-  init->add_option("--dir", a->dir, "Directory for owner.key and owner.crt (created 0700 if missing)")->required();
+  path_option(init->add_option("--dir", a->dir, "Directory for owner.key and owner.crt (created 0700 if missing)"))->required();
   init->add_flag("--json", a->json, "Print one JSON document on stdout");
   init->footer("Example:\n  skippy-model-package identity init-owner --dir ~/.skippy/owner\n"
                "Writes owner.key (0600) and owner.crt (self-signed, 20 years); prints the owner id. Refuses a\n"
                "directory that already holds a key.");
   auto* issue = cmd->add_subcommand("issue-node", "Create a node key and a certificate signed by an owner");
-  issue->add_option("--owner", a->owner, "The owner directory (owner.key, owner.crt)")->required();
-  issue->add_option("--out", a->out, "Directory for node.key, node.crt and a copy of owner.crt")->required();
+  path_option(issue->add_option("--owner", a->owner, "The owner directory (owner.key, owner.crt)"))->required();
+  path_option(issue->add_option("--out", a->out, "Directory for node.key, node.crt and a copy of owner.crt"))->required();
   issue->add_flag("--json", a->json, "Print one JSON document on stdout");
   issue->footer("Example:\n  skippy-model-package identity issue-node --owner ~/.skippy/owner --out ~/.skippy/node\n"
                 "Writes node.key (0600), node.crt (signed by the owner, 10 years) and a copy of owner.crt;\n"

@@ -293,7 +293,7 @@ Command register_inspect(CLI::App& app) {
       "manifest and shared/metadata.gguf (metadata-only inspection; no layer range needed).");
   auto file = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
-  cmd->add_option("target", *file, "GGUF file (any shard of a split model) or package directory")->required();
+  path_option(cmd->add_option("target", *file, "GGUF file (any shard of a split model) or package directory"))->required();
   cmd->add_flag("--json", *json, "Print one JSON document on stdout");
   add_trust_signer_option(cmd);
   return {cmd, [file, json]() {

@@ -16,8 +16,8 @@ Command register_materialize(CLI::App& app) {
       "Examples:\n"
       "  skippy-model-package materialize model-package/ --layers 0..4 --json\n"
       "  skippy-model-package materialize model-package/ --layers 0..4 --out stage0.gguf\n"
-      "  skippy-model-package materialize --list [--json]\n"
-      "  skippy-model-package materialize --prune [model-package/] [--json]\n"
+      "  skippy-model-package materialize --list --json\n"
+      "  skippy-model-package materialize --prune model-package/ --json\n"
       "Writes the stage's parts (metadata, embeddings at the input boundary or for a tied output,\n"
       "layers START..END-1, output at the output boundary) as one GGUF. Loading the parts directly is\n"
       "the normal path; this file is derived cache and never part of a package (it is never written\n"
@@ -42,12 +42,12 @@ Command register_materialize(CLI::App& app) {
     bool json = false, list = false, prune = false, verify = false, sha256 = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("package", a->ref, "Package directory (or hf://ns/repo[@rev])");
+  path_option(cmd->add_option("package", a->ref, "Package directory (or hf://ns/repo[@rev])"));
   cmd->add_option("--layers", a->layers, "Layer range START..END (half-open)");
-  cmd->add_option("--out", a->out, "Write this file instead of the cache entry");
+  path_option(cmd->add_option("--out", a->out, "Write this file instead of the cache entry"));
   cmd->add_option("--tensors", a->tensors, "Package schema 2: exactly these tensors (NAME,NAME,...); needs --out")
       ->delimiter(',');
-  cmd->add_option("--cache-dir", a->cache_dir, "Stage cache directory (default: see below)");
+  path_option(cmd->add_option("--cache-dir", a->cache_dir, "Stage cache directory (default: see below)"));
   cmd->add_flag("--verify", a->verify,
                 "Verify the parts' SHA-256 against the manifest; compare a cached file byte for byte before reuse");
   cmd->add_flag("--sha256", a->sha256, "Also compute the file's SHA-256 (slower: hashes every byte)");

@@ -153,7 +153,7 @@ Command register_plan(CLI::App& app) {
     std::string hop_latency = "13ms";
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("package", a->ref, "Package directory or hf://ns/repo[@rev]")->required();
+  path_option(cmd->add_option("package", a->ref, "Package directory or hf://ns/repo[@rev]"))->required();
   auto* stages_opt = cmd->add_option("--stages", a->stages_text,
                                      "Number of stages (1..layer_count), or auto with --bandwidth (the best subset of "
                                      "the nodes); optional with --budgets or --bandwidth")
@@ -281,22 +281,15 @@ Command register_plan(CLI::App& app) {
                                     a->json);
             }
             const OpenedPackage& pkg = *any.v1;
-            const uint32_t layers = pkg.manifest.layer_count;
-            // Tied output: ask selection what the final stage loads, so the
-            // plan counts exactly what `select` would.
-            if (o.stages >= 2 && o.stages <= layers) {
-              const auto tie = output_tie(pkg);
-              (void)verify_if_required(pkg, {tie.output});  // hf://: trust nothing unverified
-              o.final_stage_needs_embeddings = tie.tied;
-            }
             if (context_opt->count() > 0) {
-              mo.final_stage_needs_embeddings = o.final_stage_needs_embeddings;
+              // Tied output: the final stage loads what `select` would.
+              mo.final_stage_needs_embeddings = final_stage_needs_embeddings(pkg, o.stages);
               mo.include_projector = o.include_projector;
               return run_memory_plan(pkg, mo, kv_type, a->json);
             }
             const auto width = activation_width_of(pkg);
             if (width.derived) o.activation_width = width.width;
-            auto plan = plan_stages(pkg.manifest, o);
+            auto plan = plan_stages(pkg, o);  // the tied output derived from the package
             if (!width.note.empty()) {  // say how a missing width was found (or why not) in its own words
               std::erase_if(plan.notes, [](const std::string& n) { return n.starts_with("the manifest has no activation_width"); });
               plan.notes.insert(plan.notes.begin(), width.note);

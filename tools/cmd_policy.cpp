@@ -55,7 +55,7 @@ Command register_policy(CLI::App& app) {
       "cuda, metal, or a JSON file {\"name\": ..., \"paths\": [...], \"evidence\": {...}}.\n"
       "When the package recommendation does not run, one JSON log line goes to stderr.");
   auto a = std::make_shared<PolicyArgs>();
-  cmd->add_option("package", a->ref, "Package directory of either schema (or hf://ns/repo[@rev])")->required();
+  path_option(cmd->add_option("package", a->ref, "Package directory of either schema (or hf://ns/repo[@rev])"))->required();
   cmd->add_option("--phase", a->phase, "decode, prefill or verify")
       ->required()
       ->check(CLI::IsMember({"decode", "prefill", "verify"}));

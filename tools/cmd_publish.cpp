@@ -97,7 +97,7 @@ Command register_publish(CLI::App& app) {
     uint64_t min_rate = 0;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("package", a->dir, "Local package directory")->required();
+  path_option(cmd->add_option("package", a->dir, "Local package directory"))->required();
   cmd->add_option("target", a->target, "hf://ns/repo or hf://ns/repo@branch (default branch main)")->required();
   cmd->add_flag("--create", a->create, "Create the repository when it does not exist");
   cmd->add_flag("--private", a->private_repo, "With --create: make it private");
@@ -105,7 +105,7 @@ Command register_publish(CLI::App& app) {
   auto* min_rate = cmd->add_option("--min-rate", a->min_rate,
                   "Minimum upload rate per connection in bytes/s, averaged over SKIPPY_HF_MIN_RATE_SECS (default 4096, "
                   "or SKIPPY_HF_MIN_RATE; 0: no floor)");
-  cmd->add_option("--sign", a->sign, "Sign the package with this owner directory (owner.key, owner.crt) before uploading");
+  path_option(cmd->add_option("--sign", a->sign, "Sign the package with this owner directory (owner.key, owner.crt) before uploading"));
   cmd->add_option("--tag", a->tag, "Tag the commit NAME on the Hub (hf://ns/repo@NAME; never moved)");
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a, min_rate]() {

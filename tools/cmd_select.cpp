@@ -36,7 +36,7 @@ Command register_select(CLI::App& app) {
     TensorChoice tensors;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("package", a->ref, "Package directory (or hf://ns/repo[@rev])")->required();
+  path_option(cmd->add_option("package", a->ref, "Package directory (or hf://ns/repo[@rev])"))->required();
   cmd->add_option("--layers", a->layers, "Layer range START..END (half-open); required unless --tensors");
   add_tensor_options(cmd, a->tensors);
   cmd->add_option("--projector", a->projector, "Explicit projector path (as declared in the manifest)");

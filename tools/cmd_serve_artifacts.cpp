@@ -47,9 +47,9 @@ Command register_serve_artifacts(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--listen", a->listen, "HOST:PORT to listen on (port 0: any free port)")->required();
-  cmd->add_option("--topology", a->topology, "The active split topology (JSON, see docs/CLI.md)")->required();
-  cmd->add_option("--identity", a->identity, "This node's identity directory (node.key, node.crt, owner.crt)")->required();
-  cmd->add_option("--trust-owner", a->trust_owner, "An owner certificate whose nodes are trusted too (repeatable)");
+  path_option(cmd->add_option("--topology", a->topology, "The active split topology (JSON, see docs/CLI.md)"))->required();
+  path_option(cmd->add_option("--identity", a->identity, "This node's identity directory (node.key, node.crt, owner.crt)"))->required();
+  path_option(cmd->add_option("--trust-owner", a->trust_owner, "An owner certificate whose nodes are trusted too (repeatable)"));
   cmd->add_option("--max-connections", a->max_connections,
                   "Authenticated peers' connections at once; beyond: \"server busy\" (default 64)")
       ->check(CLI::Range(1u, 100000u));

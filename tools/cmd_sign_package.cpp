@@ -29,8 +29,8 @@ Command register_sign_package(CLI::App& app) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("package", a->dir, "Package directory (holding model-package.json)")->required();
-  cmd->add_option("--owner", a->owner, "Owner identity directory (owner.key, owner.crt: `identity init-owner`)")->required();
+  path_option(cmd->add_option("package", a->dir, "Package directory (holding model-package.json)"))->required();
+  path_option(cmd->add_option("--owner", a->owner, "Owner identity directory (owner.key, owner.crt: `identity init-owner`)"))->required();
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a]() {
             const auto sig = sign_package(a->dir, a->owner);

@@ -84,10 +84,10 @@ Command register_speculative(CLI::App& app) {
       "model_id) in --config, else [defaults.speculative]. Settings tighten package bounds, never widen them.\n"
       "A refusal exits 1 and names the rule.");
   auto a = std::make_shared<SpeculativeArgs>();
-  cmd->add_option("target", a->target, "Package directory of either schema (or hf://ns/repo[@rev]), or a GGUF for direct operation")
+  path_option(cmd->add_option("target", a->target, "Package directory of either schema (or hf://ns/repo[@rev]), or a GGUF for direct operation"))
       ->required();
   cmd->add_option("--strategy", a->strategy, "auto, mtp, disabled, native-mtp-n1, a package strategy id, ...");
-  cmd->add_option("--config", a->config, "config.toml with [defaults.speculative] and [[models]]");
+  path_option(cmd->add_option("--config", a->config, "config.toml with [defaults.speculative] and [[models]]"));
   cmd->add_option("--model", a->model, "The [[models]] entry to use (default: the package's model_id)");
   cmd->add_option("--ngram-proposer", a->ngram_proposer, "cache or suffix")->check(CLI::IsMember({"cache", "suffix"}));
   for (auto& f : a->ints) f.opt = cmd->add_option(f.flag, f.value, f.help);

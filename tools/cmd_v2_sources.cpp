@@ -44,8 +44,8 @@ void add_tensor_options(CLI::App* cmd, TensorChoice& choice) {
   cmd->add_option("--tensors", choice.names,
                   "Schema 2 packages: the stage is exactly these tensors (comma-separated names) instead of --layers")
       ->delimiter(',');
-  cmd->add_option("--tensors-file", choice.file,
-                  "Schema 2 packages: the same, one tensor name a line ('#' lines and blank lines skipped)");
+  path_option(cmd->add_option("--tensors-file", choice.file,
+                  "Schema 2 packages: the same, one tensor name a line ('#' lines and blank lines skipped)"));
 }
 
 void check_tensor_choice(const TensorChoice& choice, bool has_range, bool schema_v2) {

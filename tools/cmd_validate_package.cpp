@@ -31,15 +31,15 @@ Command register_validate_package(CLI::App& app) {
       "manifest's SHA-256, each source file's name and SHA-256, the checks run, the result, the problems and\n"
       "the time (written atomically; publish uploads it; a signature made after it covers it):\n"
       "  skippy-model-package validate-package ./model.gguf model-package/ --write-result\n"
-      "  skippy-model-package sign-package model-package/ --owner ~/.skippy/owner   (sign after, to cover it)");
+      "  skippy-model-package sign-package model-package/ --owner ~/.skippy/owner   # sign after, to cover it");
   struct Args {
     std::string source, package;
     bool json = false, write_result = false;
     unsigned threads = 2;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("source", a->source, "Source .gguf (any shard of a split model), or ORG/REPO:DIST")->required();
-  cmd->add_option("package", a->package, "Package directory (either schema)")->required();
+  path_option(cmd->add_option("source", a->source, "Source .gguf (any shard of a split model), or ORG/REPO:DIST"))->required();
+  path_option(cmd->add_option("package", a->package, "Package directory (either schema)"))->required();
   cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(number_in(1u, 64u));
   cmd->add_flag("--write-result", a->write_result,
                 "Leave validation.json (the machine-readable result, bound to the manifest's SHA-256) in the package");
@@ -50,6 +50,15 @@ Command register_validate_package(CLI::App& app) {
             o.generation_model_rules = speculative_model_problems;  // one rule with `speculative`
             std::filesystem::path source = a->source;
             std::error_code ec;
+            // #30: the two arguments the wrong way round (the package first, the model second).
+            if (std::filesystem::is_directory(source, ec) &&
+                std::filesystem::exists(source / std::string(kManifestFileName), ec) &&
+                !std::filesystem::is_directory(a->package, ec)) {
+              throw Error(ErrorKind::kUsage, "validate-package takes the model first, then the package: " + a->source +
+                                                 " is a package directory and " + a->package +
+                                                 " is not; did you mean: skippy-model-package validate-package " +
+                                                 a->package + " " + a->source + "?");
+            }
             if (!std::filesystem::exists(source, ec) && looks_like_model_coordinate(a->source)) {
               Progress download("download");
               source = open_model_source({a->source, "", "", ""}, default_sources(),

@@ -14,7 +14,7 @@ Command register_verify(CLI::App& app) {
   cmd->footer(
       "Examples:\n"
       "  skippy-model-package verify model-package/                 # every artifact\n"
-      "  skippy-model-package verify model-package/ --layers 0..8 --json\n"
+      "  skippy-model-package verify model-package/ --layers 0..2 --json\n"
       "With --layers, checks what that stage loads (metadata, the layers, embeddings/output at the\n"
       "boundaries, and the projector it would use); without, every artifact including projectors.\n"
       "Files verified before and unchanged since (same inode, size, mtime and ctime) are not hashed\n"
@@ -34,7 +34,7 @@ Command register_verify(CLI::App& app) {
     TensorChoice tensors;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("package", a->ref, "Package directory or hf://ns/repo[@rev]")->required();
+  path_option(cmd->add_option("package", a->ref, "Package directory or hf://ns/repo[@rev]"))->required();
   cmd->add_option("--layers", a->layers, "Stage layer range START..END (half-open); default: every artifact");
   cmd->add_option("--projector", a->projector, "With --layers: the declared projector the stage uses");
   add_tensor_options(cmd, a->tensors);

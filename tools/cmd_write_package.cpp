@@ -1,3 +1,7 @@
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -24,6 +28,29 @@ void print_publish_summary(const PublishResult& r);            // cmd_publish.cp
 PublishSettings publish_settings_from_env(bool create, bool private_repo, Progress& progress);
 
 namespace {
+
+// #30: SIGINT or SIGTERM during the write says, in one line, what it
+// interrupted and how to finish it (the directory is resumable), then exits
+// 128 + the signal. The line is made before the handler is installed, so the
+// handler only writes it (async-signal-safe).
+char g_interrupted_line[2048];
+size_t g_interrupted_len = 0;
+
+extern "C" void on_interrupt(int sig) {
+  if (g_interrupted_len) (void)!::write(STDERR_FILENO, g_interrupted_line, g_interrupted_len);
+  ::_exit(128 + sig);
+}
+
+void say_how_to_finish_on_interrupt(const std::string& out_dir) {
+  const std::string line = std::string(stderr_is_tty() ? "\n" : "") + "write-package interrupted: " + out_dir +
+                           " is not finished; rerun the same command to finish it (or delete the directory)\n";
+  g_interrupted_len = std::min(line.size(), sizeof g_interrupted_line);
+  std::copy_n(line.data(), g_interrupted_len, g_interrupted_line);
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  for (const int sig : {SIGINT, SIGTERM}) ::sigaction(sig, &sa, nullptr);
+}
 
 // "500M", "2G", "1.5G", "123456" (bytes); K/M/G/T are powers of 1024.
 uint64_t parse_size(const std::string& text, const std::string& flag = "--max-disk") {
@@ -74,11 +101,14 @@ Command register_write_package(CLI::App& app) {
   cmd->footer(
       "Examples:\n"
       "  skippy-model-package write-package ./model.gguf --out-dir model-package/ \\\n"
-      "      --model-id org/repo:Q4_K_M --source-revision <commit> --source-file model.gguf\n"
-      "  skippy-model-package write-package ./model-00001-of-00003.gguf --out-dir pkg/ ...   (all shards are read)\n"
+      "      --model-id org/repo:Q4_K_M --source-revision 0123abc --source-file model.gguf\n"
+      "  skippy-model-package write-package ./model-00001-of-00003.gguf --out-dir pkg/ \\\n"
+      "      --model-id org/repo:Q4_0 --source-revision 0123abc --source-file model-00001-of-00003.gguf\n"
       "  skippy-model-package write-package org/Model-GGUF:Q4_K_M --out-dir model-package/\n"
-      "      (the Hub's GGUF file(s) whose names carry that tag, every shard, fetched into the Hugging Face\n"
-      "       cache; --source-revision picks a revision other than main; provenance comes from the Hub)\n"
+      "The second reads every shard of the split model. The third takes the Hub's GGUF file(s) whose names\n"
+      "carry that tag, every shard, fetched into the Hugging Face cache; --source-revision picks a revision\n"
+      "other than main; provenance comes from the Hub. In the examples, 0123abc stands for the commit of\n"
+      "the model's repository the file came from: put yours.\n"
       "A local source needs its provenance (the spec's rule), all three checked before anything is written:\n"
       "  --model-id ID          the model coordinate the package is named after, org/repo:DISTRIBUTION\n"
       "                         (e.g. Qwen/Qwen3-8B-GGUF:Q4_K_M), not a file name\n"
@@ -93,9 +123,9 @@ Command register_write_package(CLI::App& app) {
       "shared/common.gguf, layers/layer-NNNNN[-partMM].gguf, --projector as an mmproj sidecar); --validate then\n"
       "certifies every tensor against the source:\n"
       "  skippy-model-package write-package ./model.gguf --schema 2 --out-dir pkg-v2/ --model-id org/repo:Q4_K_M \\\n"
-      "      --source-revision <commit> --source-file model.gguf [--max-artifact-bytes 4G]\n"
+      "      --source-revision 0123abc --source-file model.gguf --max-artifact-bytes 4G\n"
       "Write and publish in one run (fragments upload while later ones are written; one commit at the end):\n"
-      "  HF_TOKEN=hf_... skippy-model-package write-package org/Model-GGUF:Q4_K_M --out-dir /scratch/pkg \\\n"
+      "  HF_TOKEN=hf_... skippy-model-package write-package org/Model-GGUF:Q4_K_M --out-dir pkg/ \\\n"
       "      --push hf://meshllm/Model-Q4_K_M-layers --create --max-disk 40G\n"
       "  With --max-disk each fragment is deleted once the Hub holds it, and the writer waits for uploads\n"
       "  whenever the next fragment would not fit: the directory never holds more than SIZE (or one fragment, if\n"
@@ -103,7 +133,8 @@ Command register_write_package(CLI::App& app) {
       "Signed packages and validation results (#25):\n"
       "  --validate also leaves validation.json (the machine-readable result, bound to the manifest's SHA-256).\n"
       "  --sign OWNER_DIR signs the finished package (model-package.json.sig, covering validation.json too):\n"
-      "    skippy-model-package write-package ./model.gguf --out-dir pkg/ ... --validate --sign ~/.skippy/owner\n"
+      "    skippy-model-package write-package ./model.gguf --out-dir pkg/ --model-id org/repo:Q4_K_M \\\n"
+      "        --source-revision 0123abc --source-file model.gguf --validate --sign ~/.skippy/owner\n"
       "  With --push both go up in the package's one commit; --tag NAME then tags that commit.");
   struct Args {
     std::string source, out_dir, model_id, revision, source_file;
@@ -120,12 +151,12 @@ Command register_write_package(CLI::App& app) {
     // ---- end schema 2 ----
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("source", a->source, "Source .gguf (any shard of a split model) or org/repo:distribution on the Hub")->required();
-  cmd->add_option("--out-dir", a->out_dir, "Package directory to create")->required();
+  path_option(cmd->add_option("source", a->source, "Source .gguf (any shard of a split model) or org/repo:distribution on the Hub"))->required();
+  path_option(cmd->add_option("--out-dir", a->out_dir, "Package directory to create"))->required();
   cmd->add_option("--model-id", a->model_id, "Model coordinate, e.g. org/repo:Q4_K_M");
   cmd->add_option("--source-revision", a->revision, "Source repository commit (for a Hub source: the revision to use)");
   cmd->add_option("--source-file", a->source_file, "Source file name in its repository");
-  cmd->add_option("--projector", a->projectors, "Multimodal projector GGUF to include (repeatable)");
+  path_option(cmd->add_option("--projector", a->projectors, "Multimodal projector GGUF to include (repeatable)"));
   cmd->add_flag("--force", a->force, "Replace the package in a non-empty --out-dir");
   cmd->add_flag("--validate", a->validate, "Validate the package against the source before committing its manifest");
   cmd->add_flag("--verbose", a->verbose, "Also say why nothing was declared (generation defaults)");
@@ -137,8 +168,8 @@ Command register_write_package(CLI::App& app) {
   cmd->add_option("--max-disk", a->max_disk, "With --push: the most the output directory may hold (K/M/G/T suffixes)");
   cmd->add_option("--message", a->message, "With --push: the commit summary");
   // ---- #25 (signed packages, immutable refs) ----
-  cmd->add_option("--sign", a->sign,
-                  "Sign the finished package with this owner directory (owner.key, owner.crt): model-package.json.sig");
+  path_option(cmd->add_option("--sign", a->sign,
+                  "Sign the finished package with this owner directory (owner.key, owner.crt): model-package.json.sig"));
   cmd->add_option("--tag", a->tag, "With --push: tag the commit NAME on the Hub (hf://ns/repo@NAME)");
   // ---- end #25 ----
   // ---- package schema 2 (issue 22, write --schema 2) ----
@@ -234,6 +265,7 @@ Command register_write_package(CLI::App& app) {
               }
             } join{writing, watcher};
             std::optional<WritePackageResult> written;
+            say_how_to_finish_on_interrupt(a->out_dir);
             try {
               written = write_package(o);
             } catch (const Error&) {

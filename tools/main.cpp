@@ -105,9 +105,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (json) return report_error(skippy::ErrorKind::kUsage, e.what(), true);
-    app.exit(e);
-    return kExitUsage;
+    // One format for every usage error: "error: ...", exit 2 (and the JSON with --json).
+    const int code = report_error(skippy::ErrorKind::kUsage, e.what(), json);
+    if (!json) std::cerr << "Run with --help for more information.\n";
+    return code;
   }
   try {
     for (const auto& c : commands) {

@@ -66,7 +66,7 @@ int plan_schema_v2(const OpenedCatalog& pkg, PlanOptions o, std::optional<Memory
   const auto shown = v2consume_detail::printable(pkg, in.manifest);
   o.final_stage_needs_embeddings = in.output_tied && o.stages >= 2;
   if (memory) {
-    memory->final_stage_needs_embeddings = o.final_stage_needs_embeddings;
+    memory->final_stage_needs_embeddings = o.final_stage_needs_embeddings.value_or(false);
     memory->include_projector = o.include_projector;
     // The carrier was checked against the catalog (size, SHA-256) when opened.
     return run_memory_plan_on(shown, *pkg.catalog.carrier_file, *memory, kv_type, json, v2consume_detail::identity(pkg));

@@ -100,6 +100,12 @@ unsigned hf_backoff_ms();          // SKIPPY_HF_BACKOFF_MS, default 1000
 uint64_t hf_min_rate();            // SKIPPY_HF_MIN_RATE (bytes/s), default 4096, 0 = off
 unsigned hf_min_rate_secs();       // SKIPPY_HF_MIN_RATE_SECS, default 30, at least 1
 unsigned hf_stall_secs();          // SKIPPY_HF_STALL_SECS, default 60, at least 1
+// huggingface_hub's own limits on a silent server, with its defaults: how
+// long a metadata request (HEAD, an API call) and a download may wait for
+// the first byte of the answer before the attempt fails (and a retry line
+// says so). Seconds, fractions allowed; at least 0.1.
+double hf_etag_timeout_secs();     // HF_HUB_ETAG_TIMEOUT, default 10
+double hf_download_timeout_secs(); // HF_HUB_DOWNLOAD_TIMEOUT, default 10
 
 // ------------------------------------------------------------------ peers
 

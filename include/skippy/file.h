@@ -54,8 +54,15 @@ class Fd {
 // otherwise; each names the path.
 Fd open_regular_file(const std::filesystem::path& path);
 
+// A path as the user meant it: lexically normal ("a/./b/../c" is "a/c"), with
+// no trailing separator ("pkg/" and "pkg/." are "pkg"), and "." or ".." (or
+// one ending in "..") made absolute, so it has a real last name to stage
+// beside and rename. Empty stays empty.
+std::filesystem::path clean_path(const std::filesystem::path& p);
+
 // The one rule for temporary names: ".<final name>.partial-<12 hex>" beside
-// the final path, so a rename is atomic and no reader trusts the file.
+// the final path (clean_path()'s form: "pkg/" stages beside pkg, not in
+// it), so a rename is atomic and no reader trusts the file.
 std::filesystem::path temporary_path_for(const std::filesystem::path& final_path);
 // True for a file name temporary_path_for() makes, or an earlier version
 // made (".<name>.partial-<hex>"): leftovers of a crash.

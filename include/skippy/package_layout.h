@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,16 @@ inline constexpr std::string_view kEmbeddingsPath = "shared/embeddings.gguf";
 inline constexpr std::string_view kOutputPath = "shared/output.gguf";
 inline constexpr std::string_view kLayersDir = "layers";
 inline constexpr std::string_view kProjectorsDir = "projectors";
+
+// Marks a directory whose write-package run has not finished; a rerun may
+// clear and redo it without --force.
+inline constexpr std::string_view kInProgressMarker = ".skippy-write-package-in-progress";
+
+// For a directory without a manifest that an interrupted write-package left
+// (its marker, or its staged files): "an interrupted write-package left N
+// partial files (X bytes); rerun it to finish, or delete the directory".
+// nullopt for any other directory.
+std::optional<std::string> interrupted_write_package(const std::filesystem::path& dir);
 
 // "layers/layer-00007.gguf" (five digits, wider only past 99999 layers).
 std::string layer_artifact_path(uint32_t layer_index);
@@ -82,7 +93,7 @@ struct LayerRange {
   bool operator==(const LayerRange&) const = default;
 };
 // "A..B" with decimal A, B. Throws Error(kUsage) on anything else (B < A
-// included; an empty A..A parses and is refused by selection).
+// and an empty A..A included: a range given by a user is a usage error).
 LayerRange parse_layer_range(std::string_view text);
 std::string format_layer_range(LayerRange r);
 

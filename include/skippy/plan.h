@@ -35,7 +35,11 @@ struct PlanOptions {
   uint32_t activation_bytes_per_value = 2;
   // The output projection is tied to the token embeddings: the final stage
   // loads shared/embeddings too (already counted once for a single stage).
-  bool final_stage_needs_embeddings = false;
+  // Unset (the default): plan_stages(package, ...) derives it from the
+  // package (output_tie, the rule select and the CLI use); the manifest-only
+  // plan_stages refuses a multi-stage plan without it, since a manifest
+  // alone cannot say. Set it only to override deliberately.
+  std::optional<bool> final_stage_needs_embeddings;
   // Count the first declared mmproj projector on stage 0 (multimodal serving).
   bool include_projector = false;
   // The activation width when the manifest declares none (the reference
@@ -86,7 +90,20 @@ struct Plan {
 //     stages ..."), a manifest whose layers are not 0..layer_count-1 or whose
 //     byte counts overflow, and a plan that cannot fit its budgets — the
 //     message names the stage, its bytes, its budget and the excess.
+//   Error(kUsage) too: stages >= 2 with final_stage_needs_embeddings unset
+//     (only the package knows; use the overload below).
 Plan plan_stages(const PackageManifest& manifest, const PlanOptions& options);
+
+// The plan of an opened package, as the CLI's `plan` makes it: unless the
+// caller set them, whether the final stage loads the embeddings (tied
+// output) comes from the package's output fragment (verified first when
+// the package requires it) and the activation width from the reference
+// runtime's rule when the manifest declares none.
+Plan plan_stages(const OpenedPackage& package, PlanOptions options);
+// Whether the final stage of a `stages`-stage plan loads shared/embeddings
+// (a tied output): output_tie() for 2..layer_count stages, else false. The
+// one home of that rule for plan_stages and the memory plan.
+bool final_stage_needs_embeddings(const OpenedPackage& package, uint32_t stages);
 
 // The planner's input for a package schema 2 catalog: the tables
 // plan_stages and plan_memory read, counted from the catalog's tensors as

@@ -100,7 +100,10 @@ OpenedPackage open_package_dir(std::string ref, const fs::path& root, const fs::
   pkg.boundary = boundary;
   std::error_code ec;
   const fs::path manifest_path = root / std::string(kManifestFileName);
-  if (!fs::exists(manifest_path, ec)) throw_not_found(pkg.ref + ": no " + std::string(kManifestFileName) + " (not a layer package)");
+  if (!fs::exists(manifest_path, ec)) {
+    if (const auto interrupted = interrupted_write_package(root)) throw_not_found(pkg.ref + ": " + *interrupted);
+    throw_not_found(pkg.ref + ": no " + std::string(kManifestFileName) + " (not a layer package)");
+  }
   const std::string text = read_small_file(manifest_path, kManifestMaxBytes);
   pkg.manifest = parse_manifest(text, manifest_path.string(), GenerationProblems::kSetAside);
   pkg.manifest_sha256 = sha256_hex(text);

@@ -4,9 +4,28 @@
 #include <cstdio>
 
 #include "skippy/error.h"
+#include "skippy/file.h"
 #include "skippy/gguf.h"
 
 namespace skippy {
+
+std::optional<std::string> interrupted_write_package(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  bool marked = fs::exists(dir / kInProgressMarker, ec);
+  uint64_t files = 0, bytes = 0;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name == kInProgressMarker || !it->is_regular_file(ec)) continue;
+    marked = marked || is_temporary_name(name);
+    ++files;
+    bytes += it->file_size(ec);
+  }
+  if (!marked) return std::nullopt;
+  return "an interrupted write-package left " + std::to_string(files) + " partial file" + (files == 1 ? "" : "s") +
+         " (" + std::to_string(bytes) + " bytes); rerun it to finish, or delete the directory";
+}
 
 std::string layer_artifact_path(uint32_t layer_index) {
   char buf[48];
@@ -102,6 +121,11 @@ LayerRange parse_layer_range(std::string_view text) {
   if (!num(text.substr(0, dots), r.start) || !num(text.substr(dots + 2), r.end)) return bad();
   if (r.end < r.start) {
     throw Error(ErrorKind::kUsage, "layer range " + std::string(text) + " ends before it starts");
+  }
+  if (r.empty()) {
+    throw Error(ErrorKind::kUsage, "layer range " + std::string(text) + " is empty (half-open: " + std::string(text) +
+                                       " holds no layer; " + std::to_string(r.start) + ".." + std::to_string(r.start + 1) +
+                                       " is layer " + std::to_string(r.start) + ")");
   }
   return r;
 }

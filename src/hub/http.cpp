@@ -45,6 +45,12 @@ struct Transfer {
   std::deque<Sample> samples;
   std::string too_slow;       // why the minimum rate aborted the transfer
   bool answering = false;     // the answer's status line arrived
+  // GET and HEAD: the answer's first byte is due within this long
+  // (HF_HUB_ETAG_TIMEOUT kept answers, HF_HUB_DOWNLOAD_TIMEOUT downloads).
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  double answer_timeout_secs = 0;
+  const char* answer_timeout_name = "";
+  std::string no_answer;      // why the transfer was given up before any answer
 };
 
 std::string rate_text(double bytes_per_sec) {
@@ -65,6 +71,16 @@ std::string rate_text(double bytes_per_sec) {
 int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
   auto* t = static_cast<Transfer*>(user);
   const HttpRequest& req = *t->req;
+  if (t->answer_timeout_secs > 0 && !t->answering) {
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t->started).count();
+    if (waited < t->answer_timeout_secs) return 0;
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", t->answer_timeout_secs);
+    t->no_answer = std::string("no answer within ") + b + " s (the server took the request and said nothing; the limit is " +
+                   t->answer_timeout_name + ")";
+    return 1;
+  }
+  if (req.min_rate_bytes_per_sec == 0) return 0;
   // The body in flight: an upload from its first byte until the answer
   // begins, else the answer's body from its first byte until its declared
   // end. An upload's bytes count once the server's side holds them: bytes
@@ -261,7 +277,13 @@ HttpResult HttpConnection::perform(const HttpRequest& req) {
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
   if (req.method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-  if (req.min_rate_bytes_per_sec > 0) {
+  if (req.method == "GET" || req.method == "HEAD") {
+    // A silent server gets a line as soon as huggingface_hub would give up on it.
+    const bool download = static_cast<bool>(req.sink);
+    t.answer_timeout_secs = download ? env::hf_download_timeout_secs() : env::hf_etag_timeout_secs();
+    t.answer_timeout_name = download ? "HF_HUB_DOWNLOAD_TIMEOUT" : "HF_HUB_ETAG_TIMEOUT";
+  }
+  if (req.min_rate_bytes_per_sec > 0 || t.answer_timeout_secs > 0) {
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
@@ -287,6 +309,7 @@ HttpResult HttpConnection::perform(const HttpRequest& req) {
     if (t.body_too_large) return {std::nullopt, TransportError{"answer larger than expected", false}};
     if (!t.read_error.empty()) return {std::nullopt, TransportError{t.read_error, false}};
     if (!t.too_slow.empty()) return {std::nullopt, TransportError{t.too_slow, true}};
+    if (!t.no_answer.empty()) return {std::nullopt, TransportError{t.no_answer, true}};
     std::string msg = errbuf[0] ? errbuf : curl_easy_strerror(rc);
     if (rc == CURLE_OPERATION_TIMEDOUT && msg.starts_with("Operation too slow")) {
       // libcurl's low-speed limit is our stall timeout: say it plainly.

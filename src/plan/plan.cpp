@@ -6,6 +6,7 @@
 
 #include "cut_search.h"
 #include "skippy/error.h"
+#include "skippy/verify.h"
 #include "stage_weights.h"
 
 namespace skippy {
@@ -46,7 +47,11 @@ Plan plan_stages(const PackageManifest& m, const PlanOptions& o) {
     usage("plan: " + std::to_string(o.node_budgets.size()) + " budgets for " + std::to_string(N) +
           " stages: give one budget per stage, in stage order");
   }
-  const bool tied = o.final_stage_needs_embeddings;
+  if (N >= 2 && N <= L && !o.final_stage_needs_embeddings) {
+    usage("plan: whether the final stage loads the embeddings (a tied output) is not in the manifest: plan the "
+          "opened package (plan_stages(package, options)), or set final_stage_needs_embeddings");
+  }
+  const bool tied = o.final_stage_needs_embeddings.value_or(false);
   const auto md = plan_detail::stage_weights(m, N, tied, o.include_projector);
   const ProjectorEntry* projector = md.projector;
   const uint64_t total = md.total;
@@ -218,6 +223,22 @@ uint64_t parse_byte_size(std::string_view text) {
   const auto extra = static_cast<uint64_t>(u128{frac} * mult / frac_scale);
   if (base_bytes > kMax - extra) return bad("too large");
   return base_bytes + extra;
+}
+
+bool final_stage_needs_embeddings(const OpenedPackage& pkg, uint32_t stages) {
+  if (stages < 2 || stages > pkg.manifest.layer_count) return false;
+  const auto tie = output_tie(pkg);
+  (void)verify_if_required(pkg, {tie.output});  // hf://: trust nothing unverified
+  return tie.tied;
+}
+
+Plan plan_stages(const OpenedPackage& pkg, PlanOptions o) {
+  if (!o.final_stage_needs_embeddings) o.final_stage_needs_embeddings = final_stage_needs_embeddings(pkg, o.stages);
+  if (!o.activation_width) {
+    const auto width = activation_width_of(pkg);
+    if (width.derived) o.activation_width = width.width;
+  }
+  return plan_stages(pkg.manifest, o);
 }
 
 }  // namespace skippy

@@ -144,7 +144,8 @@ void check_out_dir(const fs::path& out, bool force) {
 
 // Renames the complete staging directory into place (replacing `out` when
 // it exists: it was checked empty, or --force).
-void install_dir(const fs::path& staging, const fs::path& out) {
+void install_dir(const fs::path& staging, const fs::path& given) {
+  const fs::path out = clean_path(given);
   std::error_code ec;
   const fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   fs::path old;
@@ -362,7 +363,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   const std::string root_text = package_root_v2_json(root);
 
   // Stage, place, commit.
-  StagingDir staging{temporary_path_for(o.out_dir.lexically_normal())};
+  StagingDir staging{temporary_path_for(o.out_dir)};
   {
     std::error_code ec;
     fs::create_directories(staging.path, ec);

@@ -80,7 +80,7 @@ ConvertToV1Result convert_package_to_v1(const PackageCatalog& cat, const Convert
   std::vector<GgufWriter> writers;
   for (const auto& f : frags) writers.push_back(fragment_writer(kvs, files, f, /*drop_default_alignment=*/true));
 
-  Staging staging{temporary_path_for(o.out_dir.lexically_normal())};
+  Staging staging{temporary_path_for(o.out_dir)};
   std::error_code ec;
   for (const char* sub : {"shared", "layers"}) {
     fs::create_directories(staging.path / sub, ec);

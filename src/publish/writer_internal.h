@@ -20,10 +20,6 @@
 
 namespace skippy::detail {
 
-// Marks a directory whose write-package run has not finished; a rerun may
-// clear and redo it without --force.
-inline constexpr std::string_view kInProgressMarker = ".skippy-write-package-in-progress";
-
 // A schema 1 fragment: its path, role and tensors (source order).
 struct Fragment {
   std::string rel_path;

@@ -137,6 +137,20 @@ unsigned hf_backoff_ms() { return unsigned_or("SKIPPY_HF_BACKOFF_MS", 1000); }
 uint64_t hf_min_rate() { return unsigned_or("SKIPPY_HF_MIN_RATE", 4096); }
 unsigned hf_min_rate_secs() { return std::max(1u, unsigned_or("SKIPPY_HF_MIN_RATE_SECS", 30)); }
 unsigned hf_stall_secs() { return std::max(1u, unsigned_or("SKIPPY_HF_STALL_SECS", 60)); }
+namespace {
+double seconds_or(const char* name, double fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(s > 0) || s > 86400) {
+    throw Error(ErrorKind::kUsage, std::string(name) + "=" + v + ": expected seconds (e.g. 10 or 2.5)");
+  }
+  return std::max(0.1, s);
+}
+}  // namespace
+double hf_etag_timeout_secs() { return seconds_or("HF_HUB_ETAG_TIMEOUT", 10); }
+double hf_download_timeout_secs() { return seconds_or("HF_HUB_DOWNLOAD_TIMEOUT", 10); }
 
 std::optional<uint64_t> parse_byte_rate(std::string_view text) {
   if (text.empty() || text.size() > 24) return std::nullopt;

@@ -59,9 +59,20 @@ std::string random_suffix() {
 
 }  // namespace
 
+fs::path clean_path(const fs::path& p) {
+  if (p.empty()) return p;
+  const auto strip = [](fs::path n) {
+    while (!n.has_filename() && n.has_relative_path()) n = n.parent_path();  // "a/b/" -> "a/b"
+    return n;
+  };
+  fs::path n = strip(p.lexically_normal());
+  if (n.filename() == "." || n.filename() == "..") n = strip(fs::absolute(n).lexically_normal());
+  return n;
+}
+
 fs::path temporary_path_for(const fs::path& final_path) {
-  return final_path.parent_path() /
-         ("." + final_path.filename().string() + std::string(kTemporaryMarker) + random_suffix());
+  const fs::path target = clean_path(final_path);
+  return target.parent_path() / ("." + target.filename().string() + std::string(kTemporaryMarker) + random_suffix());
 }
 
 bool is_temporary_name(std::string_view name) noexcept {
