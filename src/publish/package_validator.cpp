@@ -18,6 +18,7 @@
 #include "skippy/model_source.h"
 #include "skippy/package_layout.h"
 #include "skippy/sha256.h"
+#include "skippy/stage.h"
 #include "util/mapped_read.h"
 #include "util/parallel.h"
 
@@ -87,7 +88,12 @@ bool is_role_key(std::string_view key) { return key == kRoleKey || key == kLayer
 class Validator {
  public:
   Validator(const fs::path& pkg, const PackageManifest& m, const ModelSource& model, const ValidateOptions& opt)
-      : pkg_(pkg), m_(m), model_(model), opt_(opt), seen_(model.tensors().size()) {}
+      : pkg_(pkg), m_(m), model_(model), opt_(opt), seen_(model.tensors().size()) {
+    view_.ref = pkg.string();
+    view_.root = fs::absolute(pkg);
+    std::error_code ec;
+    view_.boundary = fs::canonical(pkg, ec);  // unresolvable: every artifact is reported missing
+  }
 
   void problem(std::string s) {
     std::lock_guard g(mu_);
@@ -162,10 +168,13 @@ class Validator {
 
   void check_artifact(const Artifact& a) {
     const auto& e = *a.entry;
-    const fs::path path = pkg_ / e.path;
-    std::error_code ec;
-    if (!fs::is_regular_file(path, ec)) {
-      problem(e.path + ": missing or not a regular file");
+    // The consumers' file rule (safe path, resolving to a regular file
+    // inside the package, of the declared size); then the resolved file.
+    fs::path path;
+    try {
+      path = check_artifact_file(view_, e, part_role_name(a.role));
+    } catch (const Error& err) {
+      problem(err.what());
       return;
     }
     std::optional<GgufFile> g;
@@ -447,6 +456,7 @@ class Validator {
 
  private:
   const fs::path& pkg_;
+  OpenedPackage view_;  // the package as check_artifact_file reads it (ref, root, boundary)
   const PackageManifest& m_;
   const ModelSource& model_;
   const ValidateOptions& opt_;
