@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
+#include <vector>
 
 #include "skippy/error.h"
 #include "skippy/sha256.h"
+#include "skippy/control_chars.h"
 
 namespace skippy::manifest_detail {
 
@@ -134,9 +137,7 @@ std::string FieldReader::string(const json& j, std::string_view path) const {
 std::string FieldReader::text(const json& j, std::string_view path) const {
   std::string s = string(j, path);
   if (s.empty()) fail(path, "must be a non-empty string");
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) fail(path, "contains a control character: " + quote(s));
-  }
+  if (const auto why = control_character_problem(s)) fail(path, *why + ": " + quote(s));
   return s;
 }
 
@@ -296,6 +297,41 @@ void append_extra(ojson& out, const json& extra, std::initializer_list<std::stri
       r.fail(field_path(path, k), "is a known field; set the struct member, not extra");
     }
     out[k] = ojson::parse(v.dump());
+  }
+}
+
+
+json parse_strict_json(std::string_view text, const FieldReader& r, int max_depth) {
+  std::vector<std::set<std::string>> open_objects;
+  auto callback = [&](int depth, json::parse_event_t event, json& parsed) -> bool {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        if (depth >= max_depth) r.fail("", "JSON nesting deeper than " + std::to_string(max_depth) + " levels");
+        if (event == json::parse_event_t::object_start) open_objects.emplace_back();
+        break;
+      case json::parse_event_t::object_end:
+        if (!open_objects.empty()) open_objects.pop_back();
+        break;
+      case json::parse_event_t::key:
+        if (!open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second) {
+          r.fail("", "duplicate key " + quote(parsed.get<std::string>()) + " in one JSON object");
+        }
+        break;
+      default:
+        break;
+    }
+    return true;
+  };
+  try {
+    return json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+  } catch (const json::exception& e) {
+    // e.what() = "[json.exception.parse_error.101] parse error at line L, column C: ...";
+    // out_of_range.406 for a number too large for any JSON number type.
+    std::string why = e.what();
+    const size_t pos = why.find("] ");
+    if (pos != std::string::npos) why.erase(0, pos + 2);
+    r.fail("", "not valid UTF-8 JSON: " + why);
   }
 }
 
