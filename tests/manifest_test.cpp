@@ -711,7 +711,7 @@ TEST(ManifestParse, LargestValuesInRangeAreAccepted) {
   EXPECT_EQ(m.created_at_unix_secs, INT64_MAX);
   // One artifact of 2^64-1 beside others: the package's total would wrap (#29).
   j["layers"][0]["artifact_bytes"] = UINT64_MAX;
-  expect_refused(j, "add up past 2^64");
+  expect_refused(j, "artifact_bytes: the artifacts' declared sizes add up past 2^64");
 }
 
 TEST(ManifestParse, SkippyAbiVersionMustBeMajorMinorPatch) {

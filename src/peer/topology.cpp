@@ -105,18 +105,15 @@ Topology parse_topology(std::string_view json_text, std::string_view origin) {
     if (!indexes.insert(st.stage_index).second) f.fail(p + ".stage_index", std::to_string(st.stage_index) + " appears twice");
     t.stages.push_back(std::move(st));
   }
-  // The ranges tile the model from layer 0: no layer in two stages, none in
-  // no stage below the last stage's end (past it is the package's business:
-  // the final stage owns the output).
+  // The ranges are one contiguous run: no layer in two stages, none in no
+  // stage between the first stage's start and the last stage's end. (A
+  // topology may list only some stages, e.g. the ones a worker serves, so
+  // layers before the first listed stage are not refused.)
   std::vector<const TopologyStage*> by_start;
   for (const auto& st : t.stages) by_start.push_back(&st);
   std::sort(by_start.begin(), by_start.end(),
             [](const TopologyStage* a, const TopologyStage* b) { return a->layers.start < b->layers.start; });
   auto named = [](const TopologyStage& st) { return "stage \"" + st.stage_id + "\" (" + format_layer_range(st.layers) + ")"; };
-  if (by_start.front()->layers.start != 0) {
-    f.fail("stages", "layers " + format_layer_range({0, by_start.front()->layers.start}) +
-                         " are in no stage (the first, " + named(*by_start.front()) + ", starts after layer 0)");
-  }
   for (size_t i = 1; i < by_start.size(); ++i) {
     const auto& prev = *by_start[i - 1];
     const auto& cur = *by_start[i];

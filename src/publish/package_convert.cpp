@@ -17,14 +17,12 @@
 #include "publish/carrier_writer.h"
 #include "publish/certify.h"
 #include "publish/writer_internal.h"
-#include "skippy/catalog_stage.h"
 #include "skippy/env.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/manifest.h"
 #include "skippy/package_layout.h"
 #include "skippy/sha256.h"
-#include "skippy/stage.h"
 #include "skippy/version.h"
 
 namespace skippy {
@@ -246,14 +244,19 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   // never a symlink.
   std::map<std::string, fs::path> resolved;
   {
-    OpenedPackage in;
-    in.ref = o.package_dir.string();
-    in.root = fs::absolute(o.package_dir);
+    const fs::path root_dir = fs::absolute(o.package_dir);
     std::error_code ec;
-    in.boundary = fs::canonical(o.package_dir, ec);
+    const fs::path boundary = fs::canonical(o.package_dir, ec);
     if (ec) throw Error(ErrorKind::kNotFound, o.package_dir.string() + ": cannot resolve: " + ec.message());
-    in.manifest = m;
-    for (auto& part : all_parts(in)) resolved[part.rel_path] = std::move(part.path);
+    auto check = [&](const ArtifactEntry& e, PartRole role) {
+      resolved[e.path] = check_package_file(root_dir, boundary, e.path, e.artifact_bytes,
+                                            manifest_file_names(o.package_dir.string(), e.path, part_role_name(role)));
+    };
+    check(m.shared.metadata, PartRole::kMetadata);
+    check(m.shared.embeddings, PartRole::kEmbeddings);
+    check(m.shared.output, PartRole::kOutput);
+    for (const auto& l : m.layers) check(l, PartRole::kLayer);
+    for (const auto& p : m.projectors) check(p, PartRole::kProjector);
   }
   auto file_of = [&](const std::string& rel) { return resolved.at(rel); };
   // The fragments: each with tensors becomes a payload part, unchanged.
@@ -426,11 +429,18 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   write_file_atomic(staging.path() / kManifestFileName, root_text);
   for (const auto& d : dirs) fsync_directory(d);
   // The output's own files, by the consumers' rule (each artifact a regular
-  // file inside the output, of its size; the root and carrier as its strict
-  // reader reads them), before the package is installed or called certified.
+  // file inside the output, of its size; the root as its strict reader reads
+  // it), before the package is installed or called certified.
   {
-    const auto staged = open_local_catalog_v2(staging.path());
-    for (const auto& part : all_catalog_parts(staged.catalog)) (void)check_catalog_part(staged, part);
+    std::error_code ec;
+    const fs::path boundary = fs::canonical(staging.path(), ec);
+    if (ec) throw Error(ErrorKind::kIo, staging.path().string() + ": cannot resolve: " + ec.message());
+    const auto staged = parse_package_root_v2(read_small_file(staging.path() / kManifestFileName, kManifestMaxBytes),
+                                              (staging.path() / kManifestFileName).string());
+    for (const auto& a : staged.artifacts) {
+      (void)check_package_file(staging.path(), boundary, a.path, a.byte_size,
+                               catalog_file_names(o.out_dir.string() + " (staged)", a.id, a.path));
+    }
   }
   install_dir(staging.path(), o.out_dir);
   staging.keep = true;

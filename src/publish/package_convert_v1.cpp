@@ -9,11 +9,11 @@
 #include "publish/split_stream.h"
 #include "publish/writer_internal.h"
 #include "skippy/abi.h"
-#include "skippy/catalog_stage.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/generation_v2.h"
 #include "skippy/package_convert.h"
+#include "skippy/package_layout.h"
 #include "skippy/sha256.h"
 
 namespace skippy {
@@ -38,18 +38,18 @@ ConvertToV1Result convert_package_to_v1(const PackageCatalog& cat, const Convert
   const PackageRootV2& root = *cat.root_v2;
   check_convert_out_dir(o.out_dir, o.force);
   ConvertToV1Result r;
-  // Every artifact through the consumers' file rule (check_catalog_part: a
+  // Every artifact through the consumers' file rule (check_package_file: a
   // safe relative path resolving to a regular file inside the package, of
   // the declared size); what is read is the resolved file.
   std::map<std::string, fs::path> resolved;
   {
-    OpenedCatalog in;
-    in.ref = o.package_dir.string();
-    in.root = fs::absolute(o.package_dir);
+    const fs::path root_dir = fs::absolute(o.package_dir);
     std::error_code ec;
-    in.boundary = fs::canonical(o.package_dir, ec);
+    const fs::path boundary = fs::canonical(o.package_dir, ec);
     if (ec) throw Error(ErrorKind::kNotFound, o.package_dir.string() + ": cannot resolve: " + ec.message());
-    for (const auto& part : all_catalog_parts(cat)) resolved[part.artifact_id] = check_catalog_part(in, part);
+    for (const auto& a : cat.artifacts) {
+      resolved[a.id] = check_package_file(root_dir, boundary, a.path, a.bytes, catalog_file_names(o.package_dir.string(), a.id, a.path));
+    }
   }
   // The payload parts are the writer's "shards"; the pass hashes each one
   // whole and checks it against the catalog before any fragment is renamed.

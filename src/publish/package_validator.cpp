@@ -18,7 +18,6 @@
 #include "skippy/model_source.h"
 #include "skippy/package_layout.h"
 #include "skippy/sha256.h"
-#include "skippy/stage.h"
 #include "util/mapped_read.h"
 #include "util/parallel.h"
 
@@ -89,10 +88,9 @@ class Validator {
  public:
   Validator(const fs::path& pkg, const PackageManifest& m, const ModelSource& model, const ValidateOptions& opt)
       : pkg_(pkg), m_(m), model_(model), opt_(opt), seen_(model.tensors().size()) {
-    view_.ref = pkg.string();
-    view_.root = fs::absolute(pkg);
+    root_ = fs::absolute(pkg);
     std::error_code ec;
-    view_.boundary = fs::canonical(pkg, ec);  // unresolvable: every artifact is reported missing
+    boundary_ = fs::canonical(pkg, ec);  // unresolvable: every artifact is reported missing
   }
 
   void problem(std::string s) {
@@ -172,7 +170,8 @@ class Validator {
     // inside the package, of the declared size); then the resolved file.
     fs::path path;
     try {
-      path = check_artifact_file(view_, e, part_role_name(a.role));
+      path = check_package_file(root_, boundary_, e.path, e.artifact_bytes,
+                                manifest_file_names(pkg_.string(), e.path, part_role_name(a.role)));
     } catch (const Error& err) {
       problem(err.what());
       return;
@@ -456,7 +455,7 @@ class Validator {
 
  private:
   const fs::path& pkg_;
-  OpenedPackage view_;  // the package as check_artifact_file reads it (ref, root, boundary)
+  fs::path root_, boundary_;  // where check_package_file resolves the artifacts
   const PackageManifest& m_;
   const ModelSource& model_;
   const ValidateOptions& opt_;

@@ -2,7 +2,6 @@
 // with every problem reported in the same ValidationReport schema 1 fills.
 #include "publish/validator_v2.h"
 
-#include "skippy/catalog_stage.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/generation_v2.h"
@@ -12,6 +11,7 @@
 #include "skippy/model_source.h"
 #include "skippy/package_catalog.h"
 #include "skippy/package_convert.h"
+#include "skippy/package_layout.h"
 #include "skippy/sha256.h"
 
 namespace skippy::detail {
@@ -21,11 +21,12 @@ namespace fs = std::filesystem;
 
 // Size and SHA-256 of one artifact the certification does not hash (the
 // carrier, a sidecar); a problem naming it, or nothing.
-std::optional<std::string> check_artifact(const OpenedCatalog& pkg, const V2Artifact& a, ValidationReport& r) {
+std::optional<std::string> check_artifact(const fs::path& root, const fs::path& boundary, const V2Artifact& a,
+                                          ValidationReport& r) {
   const std::string label = "artifact " + a.id + " (" + a.path + ")";
   fs::path p;
   try {
-    p = check_catalog_part(pkg, CatalogPart{a.id, a.path, CatalogArtifactKind::kPayload, std::nullopt, a.byte_size, a.sha256, "", {}});
+    p = check_package_file(root, boundary, a.path, a.byte_size, catalog_file_names(root.string(), a.id, a.path));
   } catch (const Error& e) {
     return e.what();
   }
@@ -68,12 +69,11 @@ ValidationReport validate_package_v2(const std::filesystem::path& source, const 
               "tensor_type_shape", "tensor_bytes", "carrier_kvs"};
   // Every file through the consumers' rule (check_catalog_part: a safe path
   // resolving to a regular file inside the package, of its declared size).
-  OpenedCatalog view;
-  view.ref = package_dir.string();
-  view.root = fs::absolute(package_dir);
+  const fs::path root_dir = fs::absolute(package_dir);
+  fs::path boundary;
   {
     std::error_code ec;
-    view.boundary = fs::canonical(package_dir, ec);  // unresolvable: every artifact is reported missing
+    boundary = fs::canonical(package_dir, ec);  // unresolvable: every artifact is reported missing
   }
   // The carrier and sidecars first: the catalog is only as good as the carrier.
   const V2Artifact* carrier = nullptr;
@@ -82,14 +82,14 @@ ValidationReport validate_package_v2(const std::filesystem::path& source, const 
   }
   bool carrier_ok = false;
   if (carrier) {  // parse_package_root_v2 guarantees it
-    const auto problem = check_artifact(view, *carrier, r);
+    const auto problem = check_artifact(root_dir, boundary, *carrier, r);
     if (problem) r.problems.push_back(*problem + " (the metadata carrier is not the one the package_id commits to)");
     carrier_ok = !problem;
   }
   for (const auto& s : root.sidecars) {
     for (const auto& a : root.artifacts) {
       if (a.id != s.artifact_id) continue;
-      if (auto problem = check_artifact(view, a, r)) r.problems.push_back("sidecar " + s.kind + ": " + *problem);
+      if (auto problem = check_artifact(root_dir, boundary, a, r)) r.problems.push_back("sidecar " + s.kind + ": " + *problem);
     }
   }
   std::optional<ModelSource> model;
@@ -111,10 +111,10 @@ ValidationReport validate_package_v2(const std::filesystem::path& source, const 
     return r;
   }
   bool files_ok = true;
-  for (const auto& part : all_catalog_parts(catalog)) {
-    if (part.kind != CatalogArtifactKind::kPayload) continue;  // carrier and sidecars: checked above
+  for (const auto& a : catalog.artifacts) {
+    if (a.kind != CatalogArtifactKind::kPayload) continue;  // carrier and sidecars: checked above
     try {
-      (void)check_catalog_part(view, part);
+      (void)check_package_file(root_dir, boundary, a.path, a.bytes, catalog_file_names(package_dir.string(), a.id, a.path));
     } catch (const Error& e) {
       r.problems.push_back(e.what());
       files_ok = false;
