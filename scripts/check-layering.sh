@@ -26,7 +26,7 @@ declare -A allowed=(
 
 # public header -> owning library
 declare -A owner=(
-  [error.h]=util [env.h]=util [version.h]=util [file.h]=util [sha256.h]=util
+  [error.h]=util [control_chars.h]=util [env.h]=util [version.h]=util [file.h]=util [sha256.h]=util
   [ggml_types.h]=gguf [gguf.h]=gguf [gguf_writer.h]=gguf [model_source.h]=gguf
   [manifest.h]=format [package_layout.h]=format [abi.h]=format
   [package_writer.h]=publish [package_validator.h]=publish [validation_result.h]=publish [package_convert.h]=publish

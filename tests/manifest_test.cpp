@@ -704,11 +704,14 @@ TEST(ManifestParse, NumbersMustBeNonNegativeIntegersInRange) {
 
 TEST(ManifestParse, LargestValuesInRangeAreAccepted) {
   json j = minimal();
-  j["layers"][0]["artifact_bytes"] = UINT64_MAX;
+  j["layers"][0]["artifact_bytes"] = uint64_t{1} << 63;
   j["created_at_unix_secs"] = INT64_MAX;
   const PackageManifest m = parse(j);
-  EXPECT_EQ(m.layers[0].artifact_bytes, UINT64_MAX);
+  EXPECT_EQ(m.layers[0].artifact_bytes, uint64_t{1} << 63);
   EXPECT_EQ(m.created_at_unix_secs, INT64_MAX);
+  // One artifact of 2^64-1 beside others: the package's total would wrap (#29).
+  j["layers"][0]["artifact_bytes"] = UINT64_MAX;
+  expect_refused(j, "artifact_bytes: the artifacts' declared sizes add up past 2^64");
 }
 
 TEST(ManifestParse, SkippyAbiVersionMustBeMajorMinorPatch) {

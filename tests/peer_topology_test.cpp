@@ -2,6 +2,7 @@
 // authorization and the client share.
 #include <gtest/gtest.h>
 
+#include "skippy/error.h"
 #include "skippy/package_layout.h"
 #include "skippy/peer.h"
 #include "skippy/peer_topology.h"
@@ -43,7 +44,7 @@ TEST(PeerTopology, RefusesBrokenTopologies) {
       EXPECT_EQ(std::string(e.what()).rfind("t.json: ", 0), 0u) << e.what();
     }
   };
-  bad("{", "not valid JSON");
+  bad("{", "not valid UTF-8 JSON");
   bad("[]", "not a JSON object");
   bad(topo_json("[]"), "stages");
   bad(topo_json("[" + s0 + "]", "/local/pkg"), "package_ref");
@@ -56,6 +57,43 @@ TEST(PeerTopology, RefusesBrokenTopologies) {
   bad(topo_json(R"([{"stage_id": "", "stage_index": 0, "node_id": ")" + kNode + R"(", "layer_start": 0, "layer_end": 3}])"),
       "stage_id: empty");
   bad(R"({"run_id": "r", "package_ref": "hf://a/b@c", "manifest_sha256": "x", "stages": []})", "topology_id: missing");
+}
+
+// Issue #29: a duplicate key (the DOM would keep the last one), stages
+// whose ranges overlap and layers no stage covers are refused, naming the
+// stages.
+TEST(PeerTopology, RefusesDuplicateKeysOverlapsAndUncoveredLayers) {
+  auto stage = [](const char* id, int index, int start, int end) {
+    return std::string(R"({"stage_id": ")") + id + R"(", "stage_index": )" + std::to_string(index) +
+           R"(, "node_id": ")" + kNode + R"(", "layer_start": )" + std::to_string(start) +
+           R"(, "layer_end": )" + std::to_string(end) + "}";
+  };
+  auto refused = [](const std::string& text, const std::vector<std::string>& needles) {
+    try {
+      (void)parse_topology(text, "t.json");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+      for (const auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << n << " in " << e.what();
+    }
+  };
+  // The good shape first: two stages tiling 0..5.
+  EXPECT_NO_THROW((void)parse_topology(topo_json("[" + stage("a", 0, 0, 3) + "," + stage("b", 1, 3, 5) + "]"), "t.json"));
+  // Duplicate keys: in the top level (the last "run_id" would win) and in a stage.
+  std::string dup = topo_json("[" + stage("a", 0, 0, 5) + "]");
+  dup.insert(1, R"("run_id": "evil", )");
+  refused(dup, {"duplicate key \"run_id\""});
+  std::string dup_stage = stage("a", 0, 0, 5);
+  dup_stage.insert(1, R"("layer_end": 1, )");
+  refused(topo_json("[" + dup_stage + "]"), {"duplicate key \"layer_end\""});
+  // Overlap: layers 2..3 in both.
+  refused(topo_json("[" + stage("a", 0, 0, 3) + "," + stage("b", 1, 2, 5) + "]"),
+          {"stage \"a\" (0..3)", "stage \"b\" (2..5)", "overlap"});
+  // A gap: layers 3..4 in no stage (listed out of order, found all the same).
+  refused(topo_json("[" + stage("b", 1, 4, 6) + "," + stage("a", 0, 0, 3) + "]"),
+          {"layers 3..4 are in no stage", "stage \"a\" (0..3)", "stage \"b\" (4..6)"});
+  // A topology listing only the stages a worker serves is not a gap.
+  EXPECT_NO_THROW((void)parse_topology(topo_json("[" + stage("b", 1, 2, 6) + "]"), "t.json"));
 }
 
 TEST(PeerTopology, OnlyACommitIsPinned) {

@@ -135,7 +135,7 @@ TEST(V2Sources, VerifyCatalogPartsUsesTheVerificationCacheAndNamesTheArtifact) {
 
   // A flipped byte (same size, after a record was made) is found and named.
   const std::string layer1 = "layers/layer-00001.gguf";
-  flip_byte(tmp / "v2" / layer1);
+  v2src_test::flip_byte(tmp / "v2" / layer1);
   const auto bad = verify_catalog_parts(pkg, stage.parts, o);
   EXPECT_FALSE(bad.verified);
   ASSERT_EQ(bad.problems.size(), 1u);

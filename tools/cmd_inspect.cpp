@@ -178,13 +178,16 @@ int inspect_package(const std::string& ref, bool json) {
                               {"compatible", true},
                               {"rule", "same major, minor <= the runtime's, patch ignored"}};
   uint64_t tensor_count = m.shared.metadata.tensor_count + m.shared.embeddings.tensor_count + m.shared.output.tensor_count;
-  uint64_t tensor_bytes = m.shared.metadata.tensor_bytes + m.shared.embeddings.tensor_bytes + m.shared.output.tensor_bytes;
-  uint64_t artifact_bytes = m.shared.metadata.artifact_bytes + m.shared.embeddings.artifact_bytes + m.shared.output.artifact_bytes;
+  const std::string what = pkg.ref + ": model-package.json";
+  uint64_t tensor_bytes = checked_add(checked_add(m.shared.metadata.tensor_bytes, m.shared.embeddings.tensor_bytes, what),
+                                      m.shared.output.tensor_bytes, what);
+  uint64_t artifact_bytes = checked_add(
+      checked_add(m.shared.metadata.artifact_bytes, m.shared.embeddings.artifact_bytes, what), m.shared.output.artifact_bytes, what);
   nlohmann::json layers = nlohmann::json::array();
   for (const auto& l : m.layers) {
     tensor_count += l.tensor_count;
-    tensor_bytes += l.tensor_bytes;
-    artifact_bytes += l.artifact_bytes;
+    tensor_bytes = checked_add(tensor_bytes, l.tensor_bytes, what);
+    artifact_bytes = checked_add(artifact_bytes, l.artifact_bytes, what);
     layers.push_back({{"layer_index", l.layer_index}, {"tensor_count", l.tensor_count},
                       {"tensor_bytes", l.tensor_bytes}, {"artifact_bytes", l.artifact_bytes}});
   }

@@ -100,13 +100,13 @@ int inspect_schema_v2(const OpenedCatalog& pkg, bool json) {
   uint64_t tensor_bytes = 0, artifact_bytes = 0;
   for (const auto& t : cat.tensors) {
     ++counts[t.artifact];
-    bytes[t.artifact] += t.stored_bytes;
-    tensor_bytes += t.stored_bytes;
+    bytes[t.artifact] = checked_add(bytes[t.artifact], t.stored_bytes, pkg.ref + ": the tensor directory");
+    tensor_bytes = checked_add(tensor_bytes, t.stored_bytes, pkg.ref + ": the tensor directory");
   }
   nlohmann::json artifacts = nlohmann::json::array();
   for (size_t i = 0; i < cat.artifacts.size(); ++i) {
     const auto& a = cat.artifacts[i];
-    artifact_bytes += a.bytes;
+    artifact_bytes = checked_add(artifact_bytes, a.bytes, pkg.ref + ": artifact_catalog");
     artifacts.push_back({{"id", a.id},
                          {"path", a.path},
                          {"kind", catalog_artifact_kind_name(a.kind)},

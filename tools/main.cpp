@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "terminal_safe.h"
 #include "skippy/error.h"
 #include "skippy/version.h"
 
@@ -41,6 +42,9 @@ int command_index(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace skippy::cli;
+  // No untrusted string drives the terminal (issue #29): stdout and stderr
+  // escape control code points.
+  const TerminalSafeOutput terminal_safe;
   // --json anywhere on the line: failures are reported as JSON too, even
   // when the flags themselves do not parse.
   bool json = false;

@@ -5,6 +5,7 @@
 // Every public call documents what it throws.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -41,6 +42,18 @@ class Error : public std::runtime_error {
 
 // Shorthands used across the library.
 [[noreturn]] void throw_invalid(const std::string& message);
+
+// a + b for sizes a file, a manifest or a peer declares (untrusted): throws
+// Error(kInvalidInput) "<what>: the sum of the declared sizes overflows 64
+// bits" instead of wrapping. Every sum over untrusted sizes goes through it
+// (or is bounded by one that did: the package parsers check their totals).
+inline uint64_t checked_add(uint64_t a, uint64_t b, std::string_view what) {
+  uint64_t out = 0;
+  if (__builtin_add_overflow(a, b, &out)) {
+    throw_invalid(std::string(what) + ": the sum of the declared sizes overflows 64 bits");
+  }
+  return out;
+}
 [[noreturn]] void throw_io(const std::string& message);  // appends strerror(errno)
 [[noreturn]] void throw_not_found(const std::string& message);
 [[noreturn]] void throw_integrity(const std::string& message);

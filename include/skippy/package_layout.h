@@ -99,4 +99,22 @@ std::string format_layer_range(LayerRange r);
 
 
 
+// The spec's file rule for one artifact of a package on disk, the one every
+// command that reads package files goes through (select, verify,
+// materialize, publish, validate-package, convert-package; both schemas): a
+// safe relative path resolving (through any symlinks) to a regular file
+// strictly inside `boundary` (canonical), of the declared size. Returns the
+// resolved path; throws Error(kInvalidInput) "<label>: <problem>".
+struct PackageFileNames {
+  std::string label;         // "<ref>: <path>", or "<ref>: artifact <id> (<path>)"
+  std::string unsafe;        // the whole message for an unsafe path
+  std::string missing_note;  // after "missing"
+  std::string declared;      // "manifest says artifact_bytes", "the catalog says byte_size"
+};
+std::filesystem::path check_package_file(const std::filesystem::path& root, const std::filesystem::path& boundary,
+                                         std::string_view rel, uint64_t declared_bytes, const PackageFileNames& names);
+// The names of a schema 1 artifact (`role`: "layer", "projector", ...) and of a schema 2 catalog artifact.
+PackageFileNames manifest_file_names(std::string_view ref, std::string_view rel, std::string_view role);
+PackageFileNames catalog_file_names(std::string_view ref, std::string_view id, std::string_view rel);
+
 }  // namespace skippy

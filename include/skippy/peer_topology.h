@@ -49,8 +49,12 @@ struct Topology {
 // reference (eligibility for transfer — a 40-hex commit — is checked by
 // whoever serves or fetches, see pinned_commit); manifest_sha256 64 hex
 // digits; stage ids and stage indexes distinct; node ids 64 hex digits
-// (normalized to lowercase); every range non-empty. Unknown keys are
-// ignored. Throws Error(kInvalidInput) "<origin>: <field>: <problem>".
+// (normalized to lowercase); every range non-empty, and the ranges one
+// contiguous run (no layer in two stages, none in no stage between the
+// first listed stage's start and the last one's end: refused naming the
+// stages; a topology may list only some stages). A duplicate JSON key is refused
+// (the manifests' strict JSON rule). Unknown keys are ignored. Throws
+// Error(kInvalidInput) "<origin>: <field>: <problem>".
 Topology parse_topology(std::string_view json_text, std::string_view origin);
 Topology load_topology(const std::filesystem::path& file);
 

@@ -155,6 +155,13 @@ struct StageSelection {
 // with one message per rule, naming the artifact and the problem.
 StageSelection select_stage(const OpenedPackage& pkg, LayerRange range, const SelectOptions& options = {});
 
+// check_package_file (skippy/package_layout.h: the one file rule) for one
+// artifact of `pkg`: a safe relative path resolving (through any symlinks)
+// to a regular file strictly inside pkg.boundary, of the declared
+// artifact_bytes. Returns the resolved path; throws Error(kInvalidInput)
+// naming the artifact and the rule. `what` names the artifact's role.
+std::filesystem::path check_artifact_file(const OpenedPackage& pkg, const ArtifactEntry& e, std::string_view what);
+
 // Every artifact of the package (shared, all layers, projectors), with the
 // same file checks: what `verify` checks when given no range.
 std::vector<StagePart> all_parts(const OpenedPackage& pkg);

@@ -18,32 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool inside_boundary(const fs::path& p, const fs::path& boundary) {
-  const auto ps = p.native();
-  const auto bs = boundary.native();
-  return ps.size() > bs.size() && ps.compare(0, bs.size(), bs) == 0 && ps[bs.size()] == '/';
-}
 
 fs::path check_catalog_file(const std::string& ref, const fs::path& root, const fs::path& boundary,
                             const std::string& id, const std::string& rel, uint64_t bytes) {
-  const std::string what = ref + ": artifact " + id + " (" + rel + ")";
-  if (!is_safe_relative_path(rel)) throw_invalid(what + ": not a safe relative path");
-  const fs::path p = root / rel;
-  std::error_code ec;
-  if (!fs::exists(fs::symlink_status(p, ec))) throw_invalid(what + ": missing");
-  const fs::path real = fs::canonical(p, ec);
-  if (ec) throw_invalid(what + ": cannot resolve (" + ec.message() + "): a dangling symlink?");
-  if (!inside_boundary(real, boundary)) {
-    throw_invalid(what + ": resolves to " + real.string() + ", outside the package (" + boundary.string() + ")");
-  }
-  if (!fs::is_regular_file(real, ec)) throw_invalid(what + ": not a regular file");
-  const auto size = fs::file_size(real, ec);
-  if (ec) throw_invalid(what + ": cannot stat: " + ec.message());
-  if (size != bytes) {
-    throw_invalid(what + ": " + std::to_string(size) + " bytes, the catalog says byte_size " + std::to_string(bytes) +
-                  " (truncated or replaced?)");
-  }
-  return real;
+  return check_package_file(root, boundary, rel, bytes, catalog_file_names(ref, id, rel));
 }
 
 enum class StageNeed { kNo, kEveryStage, kInput, kOutput, kTiedOutput, kLayer };

@@ -15,34 +15,6 @@ namespace fs = std::filesystem;
 
 [[noreturn]] void fail(const OpenedPackage& pkg, const std::string& what) { throw_invalid(pkg.ref + ": " + what); }
 
-bool strictly_inside(const fs::path& p, const fs::path& boundary) {
-  const auto ps = p.native();
-  const auto bs = boundary.native();
-  return ps.size() > bs.size() && ps.compare(0, bs.size(), bs) == 0 && ps[bs.size()] == '/';
-}
-
-// The spec's file rules for one artifact: safe relative path, resolving
-// (through any symlinks) to a regular file inside the boundary, of the
-// declared size. Returns the resolved path.
-fs::path check_artifact_file(const OpenedPackage& pkg, const ArtifactEntry& e, std::string_view what) {
-  if (!is_safe_relative_path(e.path)) fail(pkg, std::string(what) + " path \"" + e.path + "\" is not a safe relative path");
-  const fs::path p = pkg.root / e.path;
-  std::error_code ec;
-  if (!fs::exists(fs::symlink_status(p, ec))) fail(pkg, e.path + ": missing (" + std::string(what) + ")");
-  const fs::path real = fs::canonical(p, ec);
-  if (ec) fail(pkg, e.path + ": cannot resolve (" + ec.message() + "): a dangling symlink?");
-  if (!strictly_inside(real, pkg.boundary)) {
-    fail(pkg, e.path + ": resolves to " + real.string() + ", outside the package (" + pkg.boundary.string() + ")");
-  }
-  if (!fs::is_regular_file(real, ec)) fail(pkg, e.path + ": not a regular file");
-  const auto size = fs::file_size(real, ec);
-  if (ec) fail(pkg, e.path + ": cannot stat: " + ec.message());
-  if (size != e.artifact_bytes) {
-    fail(pkg, e.path + ": " + std::to_string(size) + " bytes, manifest says artifact_bytes " +
-                  std::to_string(e.artifact_bytes) + " (truncated or replaced?)");
-  }
-  return real;
-}
 
 StagePart make_part(const OpenedPackage& pkg, const ArtifactEntry& e, PartRole role, std::optional<uint32_t> layer,
                     std::string reason) {
@@ -82,6 +54,11 @@ void provide(const OpenedPackage& pkg, std::vector<const ArtifactEntry*> entries
 }
 
 }  // namespace
+
+fs::path check_artifact_file(const OpenedPackage& pkg, const ArtifactEntry& e, std::string_view what) {
+  return check_package_file(pkg.root, pkg.boundary, e.path, e.artifact_bytes, manifest_file_names(pkg.ref, e.path, what));
+}
+
 
 OpenedPackage open_local_package(const fs::path& root) {
   const std::string name = root.string();

@@ -10,6 +10,7 @@
 
 #include "format/manifest_json.h"
 #include "skippy/error.h"
+#include "skippy/control_chars.h"
 
 namespace skippy {
 
@@ -69,8 +70,11 @@ const char* unsafe_path_reason(std::string_view p) noexcept {
   for (char ch : p) {
     const auto c = static_cast<unsigned char>(ch);
     if (c == 0) return "contains a NUL byte";
-    if (c < 0x20 || c == 0x7f) return "contains a control character";
     if (c == '\\') return "contains a backslash";
+  }
+  if (const auto why = control_character_problem(p)) {
+    return why->starts_with("contains a Unicode") ? "contains a Unicode bidirectional control character"
+                                                  : "contains a control character";
   }
   if (p.front() == '/') return "is absolute";
   if (p.size() >= 2 && std::isalpha(static_cast<unsigned char>(p[0])) && p[1] == ':') {
@@ -114,43 +118,7 @@ json parse_json_text(std::string_view text, const FieldReader& r) {
     r.fail("", "manifest is " + std::to_string(text.size()) + " bytes; the limit is " +
                    std::to_string(kManifestMaxBytes) + " (16 MiB)");
   }
-  // The callback refuses duplicate keys (which the DOM would silently
-  // collapse to the last one) and absurd nesting, while the parser runs.
-  std::vector<std::set<std::string>> open_objects;
-  auto callback = [&](int depth, json::parse_event_t event, json& parsed) -> bool {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        if (depth >= kMaxJsonDepth) {
-          r.fail("", "JSON nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-        }
-        if (event == json::parse_event_t::object_start) open_objects.emplace_back();
-        break;
-      case json::parse_event_t::object_end:
-        if (!open_objects.empty()) open_objects.pop_back();
-        break;
-      case json::parse_event_t::key:
-        if (!open_objects.empty() &&
-            !open_objects.back().insert(parsed.get<std::string>()).second) {
-          r.fail("", "duplicate key " + quote(parsed.get<std::string>()) + " in one JSON object");
-        }
-        break;
-      default:
-        break;
-    }
-    return true;
-  };
-  try {
-    return json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true,
-                       /*ignore_comments=*/false);
-  } catch (const json::exception& e) {
-    // e.what() = "[json.exception.parse_error.101] parse error at line L, column C: ...";
-    // out_of_range.406 for a number too large for any JSON number type.
-    std::string why = e.what();
-    const size_t pos = why.find("] ");
-    if (pos != std::string::npos) why.erase(0, pos + 2);
-    r.fail("", "not valid UTF-8 JSON: " + why);
-  }
+  return parse_strict_json(text, r, kMaxJsonDepth);
 }
 
 // "namespace/name" or "namespace/name:distribution"; parts of [A-Za-z0-9._-].
@@ -429,6 +397,28 @@ PackageManifest parse_root(const json& root, const FieldReader& r, GenerationPro
     m.created_at_unix_secs = r.nonnegative_i64(*c, "created_at_unix_secs");
   }
   check_distinct_artifact_paths(m, r);
+  // Totals of the declared sizes fit 64 bits (tensor_bytes <= artifact_bytes
+  // per artifact, so every sum a reader takes over either is bounded by this).
+  {
+    uint64_t total = 0;
+    auto add = [&](const ArtifactEntry& e) {
+      if (__builtin_add_overflow(total, e.artifact_bytes, &total)) {
+        r.fail(field_path("", "artifact_bytes"), "the artifacts' declared sizes add up past 2^64 (at " + quote(e.path) + ")");
+      }
+    };
+    add(m.shared.metadata);
+    add(m.shared.embeddings);
+    add(m.shared.output);
+    for (const auto& l : m.layers) add(l);
+    for (const auto& p : m.projectors) add(p);
+    uint64_t source = 0;
+    for (size_t i = 0; i < m.source_model.files.size(); ++i) {
+      const auto& f = m.source_model.files[i];
+      if (f.size_bytes && __builtin_add_overflow(source, *f.size_bytes, &source)) {
+        r.fail("source_model.files[" + std::to_string(i) + "].size_bytes", "the source files' sizes add up past 2^64");
+      }
+    }
+  }
   return m;
 }
 

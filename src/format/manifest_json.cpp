@@ -9,6 +9,7 @@
 
 #include "skippy/error.h"
 #include "skippy/sha256.h"
+#include "skippy/control_chars.h"
 
 namespace skippy::manifest_detail {
 
@@ -136,9 +137,7 @@ std::string FieldReader::string(const json& j, std::string_view path) const {
 std::string FieldReader::text(const json& j, std::string_view path) const {
   std::string s = string(j, path);
   if (s.empty()) fail(path, "must be a non-empty string");
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) fail(path, "contains a control character: " + quote(s));
-  }
+  if (const auto why = control_character_problem(s)) fail(path, *why + ": " + quote(s));
   return s;
 }
 
@@ -301,7 +300,8 @@ void append_extra(ojson& out, const json& extra, std::initializer_list<std::stri
   }
 }
 
-json parse_json_strict(std::string_view text, const FieldReader& r, int max_depth) {
+
+json parse_strict_json(std::string_view text, const FieldReader& r, int max_depth) {
   std::vector<std::set<std::string>> open_objects;
   auto callback = [&](int depth, json::parse_event_t event, json& parsed) -> bool {
     switch (event) {
@@ -326,6 +326,8 @@ json parse_json_strict(std::string_view text, const FieldReader& r, int max_dept
   try {
     return json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true, /*ignore_comments=*/false);
   } catch (const json::exception& e) {
+    // e.what() = "[json.exception.parse_error.101] parse error at line L, column C: ...";
+    // out_of_range.406 for a number too large for any JSON number type.
     std::string why = e.what();
     const size_t pos = why.find("] ");
     if (pos != std::string::npos) why.erase(0, pos + 2);

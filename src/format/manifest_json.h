@@ -60,10 +60,12 @@ class FieldReader {
   std::string origin_;
 };
 
-// JSON text parsed as serde would: a key repeated in one object (the DOM
-// would keep the last silently) or nesting deeper than max_depth fails, as
-// does text that is not valid UTF-8 JSON (r.fail with path "").
-json parse_json_strict(std::string_view text, const FieldReader& r, int max_depth);
+// JSON text parsed strictly, the one rule for every JSON document a
+// stranger writes (manifests of both schemas, topology files): a duplicate
+// key in one object (which the DOM would silently collapse to the last
+// one) and nesting deeper than `max_depth` are refused while the parser
+// runs, as is text that is not UTF-8 JSON; each through r.fail.
+json parse_strict_json(std::string_view text, const FieldReader& r, int max_depth = 64);
 
 // Empty, or only Unicode White_Space (what str::trim removes).
 bool is_blank(std::string_view s);

@@ -11,6 +11,7 @@
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/manifest.h"
+#include "skippy/control_chars.h"
 
 namespace skippy {
 namespace {
@@ -28,7 +29,8 @@ json parse_v2_json_text(std::string_view text, const FieldReader& r) {
   if (text.size() > kManifestMaxBytes) {
     r.fail("", "manifest is " + std::to_string(text.size()) + " bytes; the limit is 16 MiB");
   }
-  return manifest_detail::parse_json_strict(text, r, kV2MaxJsonDepth);
+  // serde refuses a repeated field; the DOM would keep the last one silently.
+  return parse_strict_json(text, r, kV2MaxJsonDepth);
 }
 
 // serde's deny_unknown_fields: every member of `obj` must be declared.
@@ -336,6 +338,12 @@ void v2_require_not_blank(const FieldReader& r, std::string_view path, std::stri
   if (v2_blank(v)) r.fail(path, "must not be empty");
 }
 
+// Identity fields are printed and compared by people: no control (C0, C1,
+// DEL) or bidirectional control code point (skippy/control_chars.h's rule).
+void v2_require_no_controls(const FieldReader& r, std::string_view path, std::string_view v) {
+  if (const auto why = control_character_problem(v)) r.fail(path, *why + ": " + quote(v));
+}
+
 void v2_require_sha256(const FieldReader& r, std::string_view path, std::string_view v) {
   if (!v2_lower_sha256(v)) r.fail(path, "must be 64 lowercase hexadecimal characters, got " + quote(v));
 }
@@ -455,6 +463,27 @@ void validate_root_v2(const PackageRootV2& m, const FieldReader& r) {
   v2_require_not_blank(r, "format", m.format);
   v2_require_not_blank(r, "native_abi_version", m.native_abi_version);
   v2_require_not_blank(r, "generator_version", m.generator_version);
+  {
+    const auto& s = m.source_model;
+    const std::pair<const char*, const std::string*> fields[] = {
+        {"model_id", &m.model_id}, {"format", &m.format}, {"native_abi_version", &m.native_abi_version},
+        {"generator_version", &m.generator_version}, {"source_model.metadata_artifact_id", &s.metadata_artifact_id}};
+    for (const auto& [name, v] : fields) v2_require_no_controls(r, name, *v);
+    const std::pair<const char*, const std::optional<std::string>*> optional_fields[] = {
+        {"source_model.repo", &s.repo}, {"source_model.revision", &s.revision},
+        {"source_model.primary_file", &s.primary_file}, {"source_model.canonical_ref", &s.canonical_ref},
+        {"source_model.distribution_id", &s.distribution_id}};
+    for (const auto& [name, v] : optional_fields) {
+      if (*v) v2_require_no_controls(r, name, **v);
+    }
+    for (size_t i = 0; i < m.artifacts.size(); ++i) {
+      v2_require_no_controls(r, index_path("artifact_catalog.entries", i) + ".id", m.artifacts[i].id);
+    }
+    for (size_t i = 0; i < m.sidecars.size(); ++i) {
+      v2_require_no_controls(r, index_path("sidecars", i) + ".artifact_id", m.sidecars[i].artifact_id);
+      if (m.sidecars[i].name) v2_require_no_controls(r, index_path("sidecars", i) + ".name", *m.sidecars[i].name);
+    }
+  }
   if (m.layer_count == 0) r.fail("layer_count", "layer count must be greater than zero");
   if (!m.package_id.starts_with("sha256:")) r.fail("package_id", "digest must use the sha256:<hex> form");
   v2_require_sha256(r, "package_id", std::string_view(m.package_id).substr(7));
@@ -463,6 +492,22 @@ void validate_root_v2(const PackageRootV2& m, const FieldReader& r) {
   v2_require_not_blank(r, "source_model.metadata_artifact_id", s.metadata_artifact_id);
   if (s.files.empty()) r.fail("source_model.files", "source file inventory must not be empty");
   if (m.artifacts.empty()) r.fail("artifact_catalog.entries", "artifact catalog must not be empty");
+  {
+    // Totals fit 64 bits: every tensor lies inside its artifact, so each sum
+    // a reader takes (bytes of a stage, of the package) is bounded by these.
+    uint64_t total = 0;
+    for (size_t i = 0; i < m.artifacts.size(); ++i) {
+      if (__builtin_add_overflow(total, m.artifacts[i].byte_size, &total)) {
+        r.fail(index_path("artifact_catalog.entries", i) + ".byte_size", "the artifacts' sizes add up past 2^64");
+      }
+    }
+    total = 0;
+    for (size_t i = 0; i < s.files.size(); ++i) {
+      if (__builtin_add_overflow(total, s.files[i].byte_size, &total)) {
+        r.fail(index_path("source_model.files", i) + ".byte_size", "the source files' sizes add up past 2^64");
+      }
+    }
+  }
 
   std::set<std::string_view> source_paths;
   for (size_t i = 0; i < s.files.size(); ++i) {

@@ -6,6 +6,7 @@
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/gguf.h"
+#include "skippy/manifest.h"
 
 namespace skippy {
 
@@ -131,5 +132,46 @@ LayerRange parse_layer_range(std::string_view text) {
 }
 
 std::string format_layer_range(LayerRange r) { return std::to_string(r.start) + ".." + std::to_string(r.end); }
+
+namespace {
+bool strictly_inside_boundary(const std::filesystem::path& p, const std::filesystem::path& boundary) {
+  const auto ps = p.native();
+  const auto bs = boundary.native();
+  return ps.size() > bs.size() && ps.compare(0, bs.size(), bs) == 0 && ps[bs.size()] == '/';
+}
+}  // namespace
+
+std::filesystem::path check_package_file(const std::filesystem::path& root, const std::filesystem::path& boundary,
+                                         std::string_view rel, uint64_t declared_bytes, const PackageFileNames& n) {
+  namespace fs = std::filesystem;
+  if (!is_safe_relative_path(rel)) throw_invalid(n.unsafe);
+  const fs::path p = root / rel;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(p, ec))) throw_invalid(n.label + ": missing" + n.missing_note);
+  const fs::path real = fs::canonical(p, ec);
+  if (ec) throw_invalid(n.label + ": cannot resolve (" + ec.message() + "): a dangling symlink?");
+  if (!strictly_inside_boundary(real, boundary)) {
+    throw_invalid(n.label + ": resolves to " + real.string() + ", outside the package (" + boundary.string() + ")");
+  }
+  if (!fs::is_regular_file(real, ec)) throw_invalid(n.label + ": not a regular file");
+  const auto size = fs::file_size(real, ec);
+  if (ec) throw_invalid(n.label + ": cannot stat: " + ec.message());
+  if (size != declared_bytes) {
+    throw_invalid(n.label + ": " + std::to_string(size) + " bytes, " + n.declared + " " + std::to_string(declared_bytes) +
+                  " (truncated or replaced?)");
+  }
+  return real;
+}
+
+PackageFileNames manifest_file_names(std::string_view ref, std::string_view rel, std::string_view role) {
+  const std::string r(ref), p(rel), w(role);
+  return {r + ": " + p, r + ": " + w + " path \"" + p + "\" is not a safe relative path", " (" + w + ")",
+          "manifest says artifact_bytes"};
+}
+
+PackageFileNames catalog_file_names(std::string_view ref, std::string_view id, std::string_view rel) {
+  const std::string label = std::string(ref) + ": artifact " + std::string(id) + " (" + std::string(rel) + ")";
+  return {label, label + ": not a safe relative path", "", "the catalog says byte_size"};
+}
 
 }  // namespace skippy

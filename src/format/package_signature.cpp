@@ -40,7 +40,7 @@ using detail::openssl_errors;
 // first and good last, was accepted).
 nlohmann::json parse_sidecar_json(const std::string& text, const std::string& where) {
   const manifest_detail::FieldReader r(where);
-  nlohmann::json doc = manifest_detail::parse_json_strict(text, r, 8);
+  nlohmann::json doc = manifest_detail::parse_strict_json(text, r, 8);
   if (!doc.is_object()) throw_invalid(where + ": not a JSON object");
   // Its fields; any other is refused (as the schema 2 root refuses fields it
   // does not declare).

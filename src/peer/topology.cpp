@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <set>
+#include <vector>
 
+#include "format/manifest_json.h"
 #include "skippy/catalog_stage.h"
+#include "skippy/control_chars.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/hf_ref.h"
@@ -38,10 +41,7 @@ class Fields {
     const auto s = v.get<std::string>();
     if (s.empty()) fail(field, "empty");
     if (s.size() > kMaxIdBytes && std::string_view(key) != "package_ref") fail(field, "longer than 256 bytes");
-    for (const char c : s) {
-      const auto u = static_cast<unsigned char>(c);
-      if (u < 0x20 || u == 0x7f) fail(field, "holds a control character");
-    }
+    if (const auto why = control_character_problem(s)) fail(field, *why);
     return s;
   }
   uint32_t u32(const json& obj, const char* key, const std::string& parent) const {
@@ -66,12 +66,9 @@ const TopologyStage* Topology::find_stage(std::string_view stage_id) const noexc
 
 Topology parse_topology(std::string_view json_text, std::string_view origin) {
   const Fields f{std::string(origin)};
-  json doc;
-  try {
-    doc = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::exception& e) {
-    throw_invalid(std::string(origin) + ": not valid JSON: " + e.what());
-  }
+  // The strict JSON rule of the manifests: a duplicate key (the DOM would
+  // keep the last one silently) is refused.
+  const json doc = manifest_detail::parse_strict_json(json_text, manifest_detail::FieldReader(std::string(origin)));
   if (!doc.is_object()) f.fail("(top level)", "not a JSON object");
   Topology t;
   t.topology_id = f.text(doc, "topology_id", "");
@@ -107,6 +104,28 @@ Topology parse_topology(std::string_view json_text, std::string_view origin) {
     if (!ids.insert(st.stage_id).second) f.fail(p + ".stage_id", "\"" + st.stage_id + "\" appears twice");
     if (!indexes.insert(st.stage_index).second) f.fail(p + ".stage_index", std::to_string(st.stage_index) + " appears twice");
     t.stages.push_back(std::move(st));
+  }
+  // The ranges are one contiguous run: no layer in two stages, none in no
+  // stage between the first stage's start and the last stage's end. (A
+  // topology may list only some stages, e.g. the ones a worker serves, so
+  // layers before the first listed stage are not refused.)
+  std::vector<const TopologyStage*> by_start;
+  for (const auto& st : t.stages) by_start.push_back(&st);
+  std::sort(by_start.begin(), by_start.end(),
+            [](const TopologyStage* a, const TopologyStage* b) { return a->layers.start < b->layers.start; });
+  auto named = [](const TopologyStage& st) { return "stage \"" + st.stage_id + "\" (" + format_layer_range(st.layers) + ")"; };
+  for (size_t i = 1; i < by_start.size(); ++i) {
+    const auto& prev = *by_start[i - 1];
+    const auto& cur = *by_start[i];
+    if (cur.layers.start < prev.layers.end) {
+      f.fail("stages", named(prev) + " and " + named(cur) + " overlap: layers " +
+                           format_layer_range({cur.layers.start, std::min(prev.layers.end, cur.layers.end)}) +
+                           " would be in both");
+    }
+    if (cur.layers.start > prev.layers.end) {
+      f.fail("stages", "layers " + format_layer_range({prev.layers.end, cur.layers.start}) + " are in no stage (between " +
+                           named(prev) + " and " + named(cur) + ")");
+    }
   }
   return t;
 }

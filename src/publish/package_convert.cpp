@@ -2,6 +2,7 @@
 #include "skippy/package_convert.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -163,15 +164,6 @@ void install_dir(const fs::path& staging, const fs::path& given) {
   if (!old.empty()) fs::remove_all(old, ec);
 }
 
-struct StagingDir {
-  fs::path path;
-  bool keep = false;
-  ~StagingDir() {
-    std::error_code ec;
-    if (!keep && !path.empty()) fs::remove_all(path, ec);
-  }
-};
-
 }  // namespace convert_v2_detail
 
 namespace detail {
@@ -179,6 +171,38 @@ void install_staged_dir(const std::filesystem::path& staging, const std::filesys
   convert_v2_detail::install_dir(staging, out);
 }
 void check_convert_out_dir(const std::filesystem::path& out, bool force) { convert_v2_detail::check_out_dir(out, force); }
+
+namespace fs = std::filesystem;
+
+// `out` as a name in a directory: "v2/" and "v2" are the same output.
+ConvertStaging::ConvertStaging(const fs::path& out_dir) {
+  const fs::path out = clean_path(out_dir);  // "pkg/" stages beside pkg
+  const fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  const std::string prefix = "." + out.filename().string() + ".partial-";
+  std::error_code ec;
+  // A killed run's staging: no live run holds its lock (a run holds it from
+  // just after creating the directory until it is renamed or removed).
+  for (auto it = fs::directory_iterator(parent, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(prefix) || !is_temporary_name(name)) continue;
+    std::error_code sec;
+    if (!fs::is_directory(it->symlink_status(sec))) continue;
+    Fd fd(::open(it->path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // a live run's
+    fs::remove_all(it->path(), sec);
+  }
+  path_ = temporary_path_for(out);
+  fs::create_directories(path_, ec);
+  if (ec) throw Error(ErrorKind::kIo, path_.string() + ": cannot create: " + ec.message());
+  lock_fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX) != 0) throw_io(path_.string() + ": cannot lock the staging directory");
+}
+
+ConvertStaging::~ConvertStaging() {
+  std::error_code ec;
+  if (!keep && !path_.empty()) fs::remove_all(path_, ec);
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
 }  // namespace detail
 
 ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
@@ -209,19 +233,32 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     }
   }
   if (m.generation_problem) r.dropped.push_back("generation (set aside when read: " + *m.generation_problem + ")");
+  // Every artifact through the consumers' file rule (all_parts: a safe
+  // relative path resolving to a regular file inside the package, of the
+  // declared size); what is read, linked or copied is the resolved file,
+  // never a symlink.
+  std::map<std::string, fs::path> resolved;
+  {
+    const fs::path root_dir = fs::absolute(o.package_dir);
+    std::error_code ec;
+    const fs::path boundary = fs::canonical(o.package_dir, ec);
+    if (ec) throw Error(ErrorKind::kNotFound, o.package_dir.string() + ": cannot resolve: " + ec.message());
+    auto check = [&](const ArtifactEntry& e, PartRole role) {
+      resolved[e.path] = check_package_file(root_dir, boundary, e.path, e.artifact_bytes,
+                                            manifest_file_names(o.package_dir.string(), e.path, part_role_name(role)));
+    };
+    check(m.shared.metadata, PartRole::kMetadata);
+    check(m.shared.embeddings, PartRole::kEmbeddings);
+    check(m.shared.output, PartRole::kOutput);
+    for (const auto& l : m.layers) check(l, PartRole::kLayer);
+    for (const auto& p : m.projectors) check(p, PartRole::kProjector);
+  }
+  auto file_of = [&](const std::string& rel) { return resolved.at(rel); };
   // The fragments: each with tensors becomes a payload part, unchanged.
   auto open_fragment = [&](const ArtifactEntry& e) {
-    check_safe_relative_path(e.path, mpath.string() + ": " + e.path);
-    const fs::path p = o.package_dir / e.path;
-    std::error_code ec;
-    const auto size = fs::file_size(p, ec);
-    if (ec) throw Error(ErrorKind::kNotFound, p.string() + ": cannot read: " + ec.message());
-    if (size != e.artifact_bytes) {
-      throw_integrity(p.string() + ": " + std::to_string(size) + " bytes, the manifest says " + std::to_string(e.artifact_bytes));
-    }
-    auto g = std::make_shared<const GgufFile>(GgufFile::open(p));
+    auto g = std::make_shared<const GgufFile>(GgufFile::open(file_of(e.path)));
     if (g->tensors().size() != e.tensor_count) {
-      throw_integrity(p.string() + ": holds " + std::to_string(g->tensors().size()) + " tensors, the manifest says " +
+      throw_integrity((o.package_dir / e.path).string() + ": holds " + std::to_string(g->tensors().size()) + " tensors, the manifest says " +
                       std::to_string(e.tensor_count));
     }
     return g;
@@ -271,7 +308,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     const auto tc = Clock::now();
     detail::CertInput in;
     for (const auto& p : parts) {
-      in.files.push_back({o.package_dir / p.from, p.from, p.entry->artifact_bytes, lower_hex(p.entry->sha256)});
+      in.files.push_back({file_of(p.from), p.from, p.entry->artifact_bytes, lower_hex(p.entry->sha256)});
     }
     for (const auto& t : dir) {
       in.tensors.push_back({t.name, t.type, std::vector<uint64_t>(t.ne.begin(), t.ne.end()), t.part, t.offset, t.size});
@@ -363,17 +400,12 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   const std::string root_text = package_root_v2_json(root);
 
   // Stage, place, commit.
-  StagingDir staging{temporary_path_for(o.out_dir)};
-  {
-    std::error_code ec;
-    fs::create_directories(staging.path, ec);
-    if (ec) throw Error(ErrorKind::kIo, staging.path.string() + ": cannot create: " + ec.message());
-  }
-  std::set<fs::path> dirs{staging.path};
+  detail::ConvertStaging staging(o.out_dir);
+  std::set<fs::path> dirs{staging.path()};
   auto placed = [&](const std::string& id, const std::string& path, const std::string& from, uint64_t bytes,
                     const std::string& sha) {
-    const fs::path to = staging.path / path;
-    const std::string how = place_file(o.package_dir / from, to);
+    const fs::path to = staging.path() / path;
+    const std::string how = place_file(file_of(from), to);
     dirs.insert(to.parent_path());
     r.payload_bytes += bytes;
     if (how == "hard link") r.linked_bytes += bytes;
@@ -383,15 +415,29 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   for (const auto& p : parts) placed(p.id, p.path, p.from, p.entry->artifact_bytes, lower_hex(p.entry->sha256));
   for (const auto& [pr, id] : sidecar_files) placed(id, pr->path, pr->path, pr->artifact_bytes, lower_hex(pr->sha256));
   {
-    fs::create_directories(staging.path / "shared");
-    AtomicFile cf(staging.path / kMetadataPath);
+    fs::create_directories(staging.path() / "shared");
+    AtomicFile cf(staging.path() / kMetadataPath);
     cf.write_all(carrier);
     cf.commit(/*sync_directory=*/false);
-    dirs.insert(staging.path / "shared");
+    dirs.insert(staging.path() / "shared");
   }
-  write_file_atomic(staging.path / kManifestFileName, root_text);
+  write_file_atomic(staging.path() / kManifestFileName, root_text);
   for (const auto& d : dirs) fsync_directory(d);
-  install_dir(staging.path, o.out_dir);
+  // The output's own files, by the consumers' rule (each artifact a regular
+  // file inside the output, of its size; the root as its strict reader reads
+  // it), before the package is installed or called certified.
+  {
+    std::error_code ec;
+    const fs::path boundary = fs::canonical(staging.path(), ec);
+    if (ec) throw Error(ErrorKind::kIo, staging.path().string() + ": cannot resolve: " + ec.message());
+    const auto staged = parse_package_root_v2(read_small_file(staging.path() / kManifestFileName, kManifestMaxBytes),
+                                              (staging.path() / kManifestFileName).string());
+    for (const auto& a : staged.artifacts) {
+      (void)check_package_file(staging.path(), boundary, a.path, a.byte_size,
+                               catalog_file_names(o.out_dir.string() + " (staged)", a.id, a.path));
+    }
+  }
+  install_dir(staging.path(), o.out_dir);
   staging.keep = true;
 
   r.package_dir = o.out_dir;

@@ -2,6 +2,7 @@
 // fragments, streamed from a schema 2 package's payload parts by locator.
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <set>
 
 #include "publish/package_readme.h"
@@ -12,6 +13,7 @@
 #include "skippy/file.h"
 #include "skippy/generation_v2.h"
 #include "skippy/package_convert.h"
+#include "skippy/package_layout.h"
 #include "skippy/sha256.h"
 
 namespace skippy {
@@ -27,15 +29,6 @@ std::optional<GenerationDefaults> generation_v1(const std::optional<V2Generation
   return generation_v1_of(*g, layer_count, origin);
 }
 
-struct Staging {
-  fs::path path;
-  bool keep = false;
-  ~Staging() {
-    std::error_code ec;
-    if (!keep && !path.empty()) fs::remove_all(path, ec);
-  }
-};
-
 }  // namespace convert_v1_detail
 
 ConvertToV1Result convert_package_to_v1(const PackageCatalog& cat, const ConvertToV1Options& o) {
@@ -45,6 +38,19 @@ ConvertToV1Result convert_package_to_v1(const PackageCatalog& cat, const Convert
   const PackageRootV2& root = *cat.root_v2;
   check_convert_out_dir(o.out_dir, o.force);
   ConvertToV1Result r;
+  // Every artifact through the consumers' file rule (check_package_file: a
+  // safe relative path resolving to a regular file inside the package, of
+  // the declared size); what is read is the resolved file.
+  std::map<std::string, fs::path> resolved;
+  {
+    const fs::path root_dir = fs::absolute(o.package_dir);
+    std::error_code ec;
+    const fs::path boundary = fs::canonical(o.package_dir, ec);
+    if (ec) throw Error(ErrorKind::kNotFound, o.package_dir.string() + ": cannot resolve: " + ec.message());
+    for (const auto& a : cat.artifacts) {
+      resolved[a.id] = check_package_file(root_dir, boundary, a.path, a.bytes, catalog_file_names(o.package_dir.string(), a.id, a.path));
+    }
+  }
   // The payload parts are the writer's "shards"; the pass hashes each one
   // whole and checks it against the catalog before any fragment is renamed.
   std::vector<std::shared_ptr<const MappedFile>> files;
@@ -53,8 +59,8 @@ ConvertToV1Result convert_package_to_v1(const PackageCatalog& cat, const Convert
   for (size_t i = 0; i < cat.artifacts.size(); ++i) {
     const auto& a = cat.artifacts[i];
     if (a.kind != CatalogArtifactKind::kPayload) continue;
-    auto f = MappedFile::open(o.package_dir / a.path);
-    if (f->size() != a.bytes) {
+    auto f = MappedFile::open(resolved.at(a.id));
+    if (f->size() != a.bytes) {  // replaced since it was checked
       throw_integrity("artifact " + a.id + " (" + a.path + "): " + std::to_string(f->size()) + " bytes, the catalog says " +
                       std::to_string(a.bytes));
     }
@@ -80,14 +86,14 @@ ConvertToV1Result convert_package_to_v1(const PackageCatalog& cat, const Convert
   std::vector<GgufWriter> writers;
   for (const auto& f : frags) writers.push_back(fragment_writer(kvs, files, f, /*drop_default_alignment=*/true));
 
-  Staging staging{temporary_path_for(o.out_dir)};
+  ConvertStaging staging(o.out_dir);
   std::error_code ec;
   for (const char* sub : {"shared", "layers"}) {
-    fs::create_directories(staging.path / sub, ec);
-    if (ec) throw Error(ErrorKind::kIo, (staging.path / sub).string() + ": cannot create: " + ec.message());
+    fs::create_directories(staging.path() / sub, ec);
+    if (ec) throw Error(ErrorKind::kIo, (staging.path() / sub).string() + ": cannot create: " + ec.message());
   }
   std::vector<StreamOutput> outputs;
-  for (size_t i = 0; i < frags.size(); ++i) outputs.push_back(stream_output(frags[i], writers[i], staging.path));
+  for (size_t i = 0; i < frags.size(); ++i) outputs.push_back(stream_output(frags[i], writers[i], staging.path()));
   uint64_t total = 0, done = 0;
   for (const auto& f : files) total += f->size();
   StreamOptions so;
@@ -160,20 +166,20 @@ ConvertToV1Result convert_package_to_v1(const PackageCatalog& cat, const Convert
       r.dropped.push_back("sidecar " + a.id + ": kind " + a.sidecar_kind + " has no schema 1 place");
       continue;
     }
-    auto p = plan_projector(o.package_dir / a.path);
+    auto p = plan_projector(resolved.at(a.id));
     if (!names.insert(p.entry.path).second) throw_invalid("sidecar " + a.id + ": another sidecar has the same file name");
-    auto e = copy_projector(p, staging.path, {});
+    auto e = copy_projector(p, staging.path(), {});
     if (!sha256_equal(e.sha256, a.sha256)) throw_integrity("sidecar " + a.id + " (" + a.path + "): SHA-256 differs from the catalog's");
     r.bytes_written += e.artifact_bytes;
     m.projectors.push_back(std::move(e));
   }
   const std::string text = serialize_manifest(m);
   r.manifest_sha256 = sha256_hex(text);
-  write_file_atomic(staging.path / std::string(kPackageReadme),
+  write_file_atomic(staging.path() / std::string(kPackageReadme),
                     package_readme(m, r.manifest_sha256, {"converted from schema 2 package " + root.package_id}, std::nullopt));
-  write_file_atomic(staging.path / std::string(kManifestFileName), text);
-  fsync_directory(staging.path);
-  install_staged_dir(staging.path, o.out_dir);
+  write_file_atomic(staging.path() / std::string(kManifestFileName), text);
+  fsync_directory(staging.path());
+  install_staged_dir(staging.path(), o.out_dir);
   staging.keep = true;
   r.package_dir = o.out_dir;
   r.artifact_count = frags.size() + m.projectors.size();

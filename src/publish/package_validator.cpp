@@ -88,7 +88,11 @@ bool is_role_key(std::string_view key) { return key == kRoleKey || key == kLayer
 class Validator {
  public:
   Validator(const fs::path& pkg, const PackageManifest& m, const ModelSource& model, const ValidateOptions& opt)
-      : pkg_(pkg), m_(m), model_(model), opt_(opt), seen_(model.tensors().size()) {}
+      : pkg_(pkg), m_(m), model_(model), opt_(opt), seen_(model.tensors().size()) {
+    root_ = fs::absolute(pkg);
+    std::error_code ec;
+    boundary_ = fs::canonical(pkg, ec);  // unresolvable: every artifact is reported missing
+  }
 
   void problem(std::string s) {
     std::lock_guard g(mu_);
@@ -163,10 +167,14 @@ class Validator {
 
   void check_artifact(const Artifact& a) {
     const auto& e = *a.entry;
-    const fs::path path = pkg_ / e.path;
-    std::error_code ec;
-    if (!fs::is_regular_file(path, ec)) {
-      problem(e.path + ": missing or not a regular file");
+    // The consumers' file rule (safe path, resolving to a regular file
+    // inside the package, of the declared size); then the resolved file.
+    fs::path path;
+    try {
+      path = check_package_file(root_, boundary_, e.path, e.artifact_bytes,
+                                manifest_file_names(pkg_.string(), e.path, part_role_name(a.role)));
+    } catch (const Error& err) {
+      problem(err.what());
       return;
     }
     std::optional<GgufFile> g;
@@ -448,6 +456,7 @@ class Validator {
 
  private:
   const fs::path& pkg_;
+  fs::path root_, boundary_;  // where check_package_file resolves the artifacts
   const PackageManifest& m_;
   const ModelSource& model_;
   const ValidateOptions& opt_;

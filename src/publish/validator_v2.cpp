@@ -11,6 +11,7 @@
 #include "skippy/model_source.h"
 #include "skippy/package_catalog.h"
 #include "skippy/package_convert.h"
+#include "skippy/package_layout.h"
 #include "skippy/sha256.h"
 
 namespace skippy::detail {
@@ -20,16 +21,16 @@ namespace fs = std::filesystem;
 
 // Size and SHA-256 of one artifact the certification does not hash (the
 // carrier, a sidecar); a problem naming it, or nothing.
-std::optional<std::string> check_artifact(const fs::path& dir, const V2Artifact& a, ValidationReport& r) {
+std::optional<std::string> check_artifact(const fs::path& root, const fs::path& boundary, const V2Artifact& a,
+                                          ValidationReport& r) {
   const std::string label = "artifact " + a.id + " (" + a.path + ")";
-  std::error_code ec;
-  const fs::path p = dir / a.path;
-  if (!fs::is_regular_file(p, ec)) return label + ": missing or not a regular file";
-  const uint64_t size = fs::file_size(p, ec);
-  if (ec) return label + ": cannot read its size: " + ec.message();
-  if (size != a.byte_size) {
-    return label + ": " + std::to_string(size) + " bytes, the catalog says " + std::to_string(a.byte_size);
+  fs::path p;
+  try {
+    p = check_package_file(root, boundary, a.path, a.byte_size, catalog_file_names(root.string(), a.id, a.path));
+  } catch (const Error& e) {
+    return e.what();
   }
+  const uint64_t size = a.byte_size;
   const std::string got = sha256_file(p);
   r.bytes_hashed += size;
   ++r.artifacts_checked;
@@ -66,6 +67,14 @@ ValidationReport validate_package_v2(const std::filesystem::path& source, const 
   r.checks = {"root_schema",     "package_id",   "carrier",        "sidecars",          "catalog",
               "source_files",    "source_sha256", "artifact_sizes", "artifact_sha256",   "tensor_coverage",
               "tensor_type_shape", "tensor_bytes", "carrier_kvs"};
+  // Every file through the consumers' rule (check_catalog_part: a safe path
+  // resolving to a regular file inside the package, of its declared size).
+  const fs::path root_dir = fs::absolute(package_dir);
+  fs::path boundary;
+  {
+    std::error_code ec;
+    boundary = fs::canonical(package_dir, ec);  // unresolvable: every artifact is reported missing
+  }
   // The carrier and sidecars first: the catalog is only as good as the carrier.
   const V2Artifact* carrier = nullptr;
   for (const auto& a : root.artifacts) {
@@ -73,14 +82,14 @@ ValidationReport validate_package_v2(const std::filesystem::path& source, const 
   }
   bool carrier_ok = false;
   if (carrier) {  // parse_package_root_v2 guarantees it
-    const auto problem = check_artifact(package_dir, *carrier, r);
+    const auto problem = check_artifact(root_dir, boundary, *carrier, r);
     if (problem) r.problems.push_back(*problem + " (the metadata carrier is not the one the package_id commits to)");
     carrier_ok = !problem;
   }
   for (const auto& s : root.sidecars) {
     for (const auto& a : root.artifacts) {
       if (a.id != s.artifact_id) continue;
-      if (auto problem = check_artifact(package_dir, a, r)) r.problems.push_back("sidecar " + s.kind + ": " + *problem);
+      if (auto problem = check_artifact(root_dir, boundary, a, r)) r.problems.push_back("sidecar " + s.kind + ": " + *problem);
     }
   }
   std::optional<ModelSource> model;
@@ -101,6 +110,17 @@ ValidationReport validate_package_v2(const std::filesystem::path& source, const 
     r.problems.push_back(e.what());
     return r;
   }
+  bool files_ok = true;
+  for (const auto& a : catalog.artifacts) {
+    if (a.kind != CatalogArtifactKind::kPayload) continue;  // carrier and sidecars: checked above
+    try {
+      (void)check_package_file(root_dir, boundary, a.path, a.bytes, catalog_file_names(package_dir.string(), a.id, a.path));
+    } catch (const Error& e) {
+      r.problems.push_back(e.what());
+      files_ok = false;
+    }
+  }
+  if (!files_ok) return r;
   try {
     const auto c = certify_catalog(catalog, package_dir, source, /*hash_artifacts=*/true, opt.threads, opt.on_progress);
     r.tensors_checked = c.tensors;

@@ -63,6 +63,25 @@ void install_staged_dir(const std::filesystem::path& staging, const std::filesys
 // Refuses an `out` that exists and is not an empty directory (unless force).
 void check_convert_out_dir(const std::filesystem::path& out, bool force);
 
+// convert-package's staging directory, temporary_path_for(out) beside the
+// output, held under an flock(2) for the run's lifetime. Creating one first
+// removes every earlier staging directory of the same output that no live
+// run holds (the leftovers of a killed run: nothing else removes them).
+// Removed when destroyed unless `keep` (it was renamed into place).
+class ConvertStaging {
+ public:
+  explicit ConvertStaging(const std::filesystem::path& out);
+  ~ConvertStaging();
+  ConvertStaging(const ConvertStaging&) = delete;
+  ConvertStaging& operator=(const ConvertStaging&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  bool keep = false;
+
+ private:
+  std::filesystem::path path_;
+  int lock_fd_ = -1;
+};
+
 // Schema 2's budget split of one group (a layer, or the layerless tensors),
 // as the reference's package_v2/layout.rs: names sorted, a new part whenever
 // the next tensor would take the current one over `budget` (so a tensor
