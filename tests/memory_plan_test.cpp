@@ -199,21 +199,6 @@ TEST(CacheShape, MalformedMetadataIsRefusedNamingTheKey) {
 
 // ------------------------------------------------------------ fit and DP
 
-PackageManifest manifest_of(uint64_t meta, uint64_t emb, uint64_t out, const std::vector<uint64_t>& layers) {
-  PackageManifest m;
-  m.layer_count = static_cast<uint32_t>(layers.size());
-  m.shared.metadata = {"shared/metadata.gguf", 0, 0, meta, ""};
-  m.shared.embeddings = {"shared/embeddings.gguf", 1, emb, emb, ""};
-  m.shared.output = {"shared/output.gguf", 1, out, out, ""};
-  for (size_t i = 0; i < layers.size(); ++i) {
-    LayerEntry e;
-    e.layer_index = static_cast<uint32_t>(i);
-    e.artifact_bytes = layers[i];
-    m.layers.push_back(e);
-  }
-  return m;
-}
-
 CacheShape uniform_shape(uint32_t layers, uint64_t kv_per_token) {
   CacheShape s;
   s.architecture = "llama";
@@ -224,7 +209,7 @@ CacheShape uniform_shape(uint32_t layers, uint64_t kv_per_token) {
 constexpr uint64_t kGiB = 1ull << 30;
 
 TEST(MemoryPlan, StageMemoryIsWeightsPlusChargedCachePlusHeadroom) {
-  const auto m = manifest_of(1000, 5000, 7000, {100000, 100000, 100000, 100000});
+  const auto m = test::plan_manifest(1000, 5000, 7000, {100000, 100000, 100000, 100000});
   auto shape = uniform_shape(4, 64);
   MemoryPlanOptions o;
   o.context = 1000;
@@ -249,7 +234,7 @@ TEST(MemoryPlan, SlidingWindowAndTiedOutputCountOnTheRightStages) {
                   .u32("attention.head_count_kv", 1).u32("attention.sliding_window", 256)
                   .u32("attention.sliding_window_pattern", 2).build();
   const auto shape = read_cache_shape(meta->file(), KvCacheType::kF16);
-  const auto m = manifest_of(10, 3000, 20, {500, 500, 500, 500});
+  const auto m = test::plan_manifest(10, 3000, 20, {500, 500, 500, 500});
   MemoryPlanOptions o;
   o.context = 8192;
   o.stages = 2;
@@ -276,7 +261,7 @@ TEST(MemoryPlan, BandwidthSplitMatchesBruteForce) {
     const uint32_t n = 1 + static_cast<uint32_t>(rng() % std::min<uint32_t>(L, 4));
     std::vector<uint64_t> layers(L);
     for (auto& b : layers) b = (1 + rng() % 100) << 20;
-    const auto m = manifest_of(1 << 20, (1 + rng() % 50) << 20, (1 + rng() % 50) << 20, layers);
+    const auto m = test::plan_manifest(1 << 20, (1 + rng() % 50) << 20, (1 + rng() % 50) << 20, layers);
     CacheShape shape;
     for (uint32_t il = 0; il < L; ++il) {
       shape.layers.push_back({il, LayerCacheKind::kAttention, 0, 0, 1 + rng() % 4096, 0, 0});
@@ -326,7 +311,7 @@ TEST(MemoryPlan, BandwidthSplitMatchesBruteForce) {
 }
 
 TEST(MemoryPlan, FasterNodesTakeMoreLayers) {
-  const auto m = manifest_of(1, 1, 1, std::vector<uint64_t>(12, 1000));
+  const auto m = test::plan_manifest(1, 1, 1, std::vector<uint64_t>(12, 1000));
   MemoryPlanOptions o;
   o.context = 1;
   o.stages = 2;
@@ -337,7 +322,7 @@ TEST(MemoryPlan, FasterNodesTakeMoreLayers) {
 }
 
 TEST(MemoryPlan, RefusalSaysHowShortAndWhatWouldFit) {
-  const auto m = manifest_of(1000, 1000, 1000, {1 << 20, 1 << 20, 1 << 20, 1 << 20});
+  const auto m = test::plan_manifest(1000, 1000, 1000, {1 << 20, 1 << 20, 1 << 20, 1 << 20});
   const auto shape = uniform_shape(4, 1024);  // 1 KiB per token per layer
   MemoryPlanOptions o;
   o.context = 4096;

@@ -22,21 +22,8 @@ using test::run_cli;
 
 PackageManifest make_manifest(uint64_t meta, uint64_t emb, uint64_t out, const std::vector<uint64_t>& layers,
                               std::optional<uint64_t> width = 64) {
-  PackageManifest m;
-  m.layer_count = static_cast<uint32_t>(layers.size());
+  PackageManifest m = test::plan_manifest(meta, emb, out, layers);
   m.activation_width = width;
-  m.shared.metadata.artifact_bytes = meta;
-  m.shared.metadata.path = "shared/metadata.gguf";
-  m.shared.embeddings.artifact_bytes = emb;
-  m.shared.embeddings.path = "shared/embeddings.gguf";
-  m.shared.output.artifact_bytes = out;
-  m.shared.output.path = "shared/output.gguf";
-  for (size_t i = 0; i < layers.size(); ++i) {
-    LayerEntry e;
-    e.layer_index = static_cast<uint32_t>(i);
-    e.artifact_bytes = layers[i];
-    m.layers.push_back(e);
-  }
   return m;
 }
 

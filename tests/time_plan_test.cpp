@@ -132,21 +132,6 @@ TEST(DecodeCost, RealGlmMoeFixtureByItsOwnTensors) {
 
 // ------------------------------------------------------------ the planner
 
-PackageManifest tp_manifest(uint64_t meta, uint64_t emb, uint64_t out, const std::vector<uint64_t>& layers) {
-  PackageManifest m;
-  m.layer_count = static_cast<uint32_t>(layers.size());
-  m.shared.metadata = {"shared/metadata.gguf", 0, 0, meta, ""};
-  m.shared.embeddings = {"shared/embeddings.gguf", 1, emb, emb, ""};
-  m.shared.output = {"shared/output.gguf", 1, out, out, ""};
-  for (size_t i = 0; i < layers.size(); ++i) {
-    LayerEntry e;
-    e.layer_index = static_cast<uint32_t>(i);
-    e.artifact_bytes = layers[i];
-    m.layers.push_back(e);
-  }
-  return m;
-}
-
 DecodeCost tp_cost(const std::vector<uint64_t>& active, uint64_t row, uint64_t head, uint64_t global) {
   DecodeCost c;
   for (uint64_t a : active) c.layers.push_back({a, a, 0, false});
@@ -171,7 +156,7 @@ uint64_t ceil_ns(uint64_t bytes, uint64_t per_second) {
 }
 
 TEST(TimePlan, StageAndHopCostsByHand) {
-  const auto m = tp_manifest(10, 20, 30, {100, 100, 100, 100});
+  const auto m = test::plan_manifest(10, 20, 30, {100, 100, 100, 100});
   const auto cost = tp_cost({1000000000, 1000000000, 1000000000, 1000000000}, 4096, 50000000, 1000);
   const auto shape = tp_shape({1000, 1000, 1000, 1000});
   TimePlanOptions o;
@@ -213,7 +198,7 @@ TEST(TimePlan, SlidingWindowLayersReadTheirWindow) {
   auto shape = tp_shape({100, 100, 100, 100});
   shape.layers[0].kind = shape.layers[2].kind = LayerCacheKind::kSlidingWindow;
   shape.layers[0].window = shape.layers[2].window = 256;
-  const auto m = tp_manifest(1, 1, 1, {1, 1, 1, 1});
+  const auto m = test::plan_manifest(1, 1, 1, {1, 1, 1, 1});
   TimePlanOptions o;
   o.context = 8192;
   o.bandwidth = {1000000000};
@@ -278,7 +263,7 @@ TEST(TimePlan, MatchesBruteForceForBothObjectivesWithAndWithoutChoosingNodes) {
       active[l] = layers[l] / (1 + rng() % 8);  // MoE layers read a fraction
       kv[l] = 1 + rng() % 4096;
     }
-    const auto m = tp_manifest(1 << 20, (1 + rng() % 50) << 20, (1 + rng() % 50) << 20, layers);
+    const auto m = test::plan_manifest(1 << 20, (1 + rng() % 50) << 20, (1 + rng() % 50) << 20, layers);
     const auto c = tp_cost(active, 1 + rng() % 8192, (1 + rng() % 50) << 20, rng() % 4096);
     const auto shape = tp_shape(kv);
     TimePlanOptions o;
@@ -323,7 +308,7 @@ TEST(TimePlan, MatchesBruteForceForBothObjectivesWithAndWithoutChoosingNodes) {
 TEST(TimePlan, AutoLeavesOutANodeWhoseHopCostsMoreThanItSaves) {
   // 8 layers of 1 GB active each; nodes 0 and 1 hold half each, node 2 is
   // slow: its 13 ms hop costs more than the bandwidth it adds.
-  const auto m = tp_manifest(1 << 20, 1 << 20, 1 << 20, std::vector<uint64_t>(8, 1ull << 30));
+  const auto m = test::plan_manifest(1 << 20, 1 << 20, 1 << 20, std::vector<uint64_t>(8, 1ull << 30));
   const auto c = tp_cost(std::vector<uint64_t>(8, 1000000000), 0, 0, 0);
   TimePlanOptions o;
   o.context = 1;
@@ -345,7 +330,7 @@ TEST(TimePlan, AutoLeavesOutANodeWhoseHopCostsMoreThanItSaves) {
 }
 
 TEST(TimePlan, AMissedTargetNamesWhatWouldMeetIt) {
-  const auto m = tp_manifest(1, 1, 1, std::vector<uint64_t>(4, 1000));
+  const auto m = test::plan_manifest(1, 1, 1, std::vector<uint64_t>(4, 1000));
   const auto c = tp_cost(std::vector<uint64_t>(4, 100000000), 0, 0, 0);  // 100 MB per layer per token
   const auto shape = tp_shape(std::vector<uint64_t>(4, 4096));            // 4 KiB per token per layer
   TimePlanOptions o;
