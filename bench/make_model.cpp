@@ -207,7 +207,7 @@ std::vector<GgufWriter> build(const Params& p, int64_t embd, int64_t ff) {
   std::vector<GgufWriter> out(p.split);
   for (uint32_t i = 0; i < p.split; ++i) {
     if (i == 0) {
-      for (const auto& k : kv.kvs()) out[i].add_kv(k.key, k.type, k.encoded);
+      for (const auto& k : kv.kvs()) out[i].add_kv(k.key, k.type, {k.encoded.begin(), k.encoded.end()});
     }
     if (p.split > 1) {
       out[i].add_u16("split.no", static_cast<uint16_t>(i));

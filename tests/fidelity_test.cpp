@@ -76,12 +76,19 @@ TEST(Fidelity, PlanBalancesOnBytesThatAreReallyPerLayer) {
   }
 }
 
+// A KV as the edits below change it (owned bytes).
+struct EditedKv {
+  std::string key;
+  GgufType type;
+  std::vector<uint8_t> encoded;
+};
+
 // Rewrites a fragment with edited KVs (same tensors), then puts its new size
 // and SHA-256 into the manifest, as a careless or hostile publisher would.
 void rewrite_fragment(const fs::path& pkg, const std::string& rel,
-                      const std::function<void(std::vector<GgufWriter::Kv>&)>& edit) {
+                      const std::function<void(std::vector<EditedKv>&)>& edit) {
   const auto g = GgufFile::open(pkg / rel);
-  std::vector<GgufWriter::Kv> kvs;
+  std::vector<EditedKv> kvs;
   for (const auto& kv : g.kvs()) {
     kvs.push_back({std::string(kv.key), kv.value.type(), {kv.value.encoded().begin(), kv.value.encoded().end()}});
   }

@@ -197,7 +197,7 @@ struct LaneCase {
     for (size_t o = 0; o < outputs.size(); ++o) outputs[o].final_path = dir / ("out-" + std::to_string(o) + ".bin");
   }
   std::vector<uint8_t> expected(size_t o) const {
-    std::vector<uint8_t> b = outputs[o].header;
+    std::vector<uint8_t> b = outputs[o].header.flatten();
     for (const auto& pc : outputs[o].pieces) {
       const auto& d = data[pc.shard];
       b.insert(b.end(), d.begin() + static_cast<ptrdiff_t>(pc.src_offset),

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -17,12 +18,45 @@
 
 namespace skippy {
 
+// Bytes as a chain of pieces: its own (copied in) and borrowed ones (views
+// the caller keeps alive). A GGUF header whose KV values are views of the
+// source file's map costs no copy of them: a KV section that is nearly the
+// whole file (hostile, or a huge vocabulary) is held once, by the map, however
+// many fragments repeat it.
+class GgufBytes {
+ public:
+  GgufBytes() = default;
+  GgufBytes(std::vector<uint8_t> own);  // NOLINT: implicit, bytes are bytes
+  GgufBytes(std::initializer_list<uint8_t> own) : GgufBytes(std::vector<uint8_t>(own)) {}
+  // A view of `bytes`, which must outlive this and its copies.
+  static GgufBytes borrow(std::span<const uint8_t> bytes);
+
+  void append(std::span<const uint8_t> bytes);           // copied
+  void append_borrowed(std::span<const uint8_t> bytes);  // viewed
+  uint64_t size() const noexcept { return size_; }
+  // Each piece in order (empty ones skipped).
+  void for_each(const std::function<void(std::span<const uint8_t>)>& fn) const;
+  std::vector<uint8_t> flatten() const;
+
+ private:
+  struct Piece {
+    const uint8_t* borrowed = nullptr;  // null: own_[off, off + len)
+    size_t off = 0;
+    size_t len = 0;
+  };
+  std::vector<uint8_t> own_;
+  std::vector<Piece> pieces_;
+  uint64_t size_ = 0;
+};
+
 class GgufWriter {
  public:
   struct Kv {
     std::string key;
     GgufType type;
-    std::vector<uint8_t> encoded;  // the value's encoding without its type tag
+    std::span<const uint8_t> encoded;            // the value's encoding without its type tag
+    std::shared_ptr<const std::vector<uint8_t>> owned;  // encoded's bytes, unless borrowed
+    bool borrowed() const noexcept { return !owned; }
   };
   struct Tensor {
     std::string name;
@@ -39,7 +73,13 @@ class GgufWriter {
   explicit GgufWriter(uint32_t alignment = kGgufDefaultAlignment);
 
   // KVs: a duplicate key throws Error(kUsage).
+  // Copies the value's bytes.
   void add_kv(std::string key, const GgufValue& value);
+  // Views the value's bytes instead: the GgufFile it came from must outlive
+  // the writer and every header_bytes() it returns. For writers that repeat
+  // a source's KVs (write-package): memory stays the source's map, whatever
+  // the KV section holds.
+  void add_kv_borrowed(std::string key, const GgufValue& value);
   void add_kv(std::string key, GgufType type, std::vector<uint8_t> encoded);
   void add_u32(std::string key, uint32_t v);
   void add_i32(std::string key, int32_t v);
@@ -60,8 +100,10 @@ class GgufWriter {
   const std::vector<Tensor>& tensors() const noexcept { return tensors_; }
   uint32_t alignment() const noexcept { return alignment_; }
 
-  // Layout. header() is everything before the data section, padded.
+  // Layout. header() is everything before the data section, padded;
+  // header_bytes() the same as a chain that views the borrowed KVs.
   std::vector<uint8_t> header() const;
+  GgufBytes header_bytes() const;
   uint64_t data_offset() const;
   uint64_t data_size() const noexcept { return data_size_; }  // padded payload bytes
   uint64_t total_size() const { return data_offset() + data_size_; }

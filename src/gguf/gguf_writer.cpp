@@ -40,6 +40,45 @@ std::vector<uint8_t> encode_scalar(T v) {
 
 }  // namespace
 
+GgufBytes::GgufBytes(std::vector<uint8_t> own) : own_(std::move(own)), size_(own_.size()) {
+  if (!own_.empty()) pieces_.push_back({nullptr, 0, own_.size()});
+}
+
+GgufBytes GgufBytes::borrow(std::span<const uint8_t> bytes) {
+  GgufBytes b;
+  b.append_borrowed(bytes);
+  return b;
+}
+
+void GgufBytes::append(std::span<const uint8_t> bytes) {
+  if (bytes.empty()) return;
+  const size_t at = own_.size();
+  put_bytes(own_, bytes.data(), bytes.size());
+  if (!pieces_.empty() && pieces_.back().borrowed == nullptr && pieces_.back().off + pieces_.back().len == at) {
+    pieces_.back().len += bytes.size();
+  } else {
+    pieces_.push_back({nullptr, at, bytes.size()});
+  }
+  size_ += bytes.size();
+}
+
+void GgufBytes::append_borrowed(std::span<const uint8_t> bytes) {
+  if (bytes.empty()) return;
+  pieces_.push_back({bytes.data(), 0, bytes.size()});
+  size_ += bytes.size();
+}
+
+void GgufBytes::for_each(const std::function<void(std::span<const uint8_t>)>& fn) const {
+  for (const auto& p : pieces_) fn({p.borrowed != nullptr ? p.borrowed : own_.data() + p.off, p.len});
+}
+
+std::vector<uint8_t> GgufBytes::flatten() const {
+  std::vector<uint8_t> out;
+  out.reserve(static_cast<size_t>(size_));
+  for_each([&](std::span<const uint8_t> s) { put_bytes(out, s.data(), s.size()); });
+  return out;
+}
+
 std::vector<uint8_t> gguf_encode_string(std::string_view s) {
   std::vector<uint8_t> out;
   put_string(out, s);
@@ -54,11 +93,18 @@ GgufWriter::GgufWriter(uint32_t alignment) : alignment_(alignment) {
 
 void GgufWriter::add_kv(std::string key, GgufType type, std::vector<uint8_t> encoded) {
   if (has_kv(key)) throw Error(ErrorKind::kUsage, "duplicate GGUF key '" + key + "'");
-  kvs_.push_back(Kv{std::move(key), type, std::move(encoded)});
+  auto owned = std::make_shared<const std::vector<uint8_t>>(std::move(encoded));
+  const std::span<const uint8_t> view(*owned);
+  kvs_.push_back(Kv{std::move(key), type, view, std::move(owned)});
 }
 
 void GgufWriter::add_kv(std::string key, const GgufValue& value) {
   add_kv(std::move(key), value.type(), std::vector<uint8_t>(value.encoded().begin(), value.encoded().end()));
+}
+
+void GgufWriter::add_kv_borrowed(std::string key, const GgufValue& value) {
+  if (has_kv(key)) throw Error(ErrorKind::kUsage, "duplicate GGUF key '" + key + "'");
+  kvs_.push_back(Kv{std::move(key), value.type(), value.encoded(), nullptr});
 }
 
 void GgufWriter::add_u32(std::string key, uint32_t v) { add_kv(std::move(key), GgufType::kUint32, encode_scalar(v)); }
@@ -112,7 +158,9 @@ uint64_t GgufWriter::tensor_bytes() const noexcept {
   return n;
 }
 
-std::vector<uint8_t> GgufWriter::header() const {
+std::vector<uint8_t> GgufWriter::header() const { return header_bytes().flatten(); }
+
+GgufBytes GgufWriter::header_bytes() const {
   for (const auto& kv : kvs_) {
     if (kv.key == "general.alignment") {
       uint32_t v = 0;
@@ -129,26 +177,40 @@ std::vector<uint8_t> GgufWriter::header() const {
   if (alignment_ != kGgufDefaultAlignment && !has_kv("general.alignment")) {
     throw Error(ErrorKind::kUsage, "alignment " + std::to_string(alignment_) + " needs a general.alignment KV");
   }
-  std::vector<uint8_t> out;
-  out.reserve(static_cast<size_t>(data_offset()));
-  put<uint32_t>(out, kGgufMagic);
-  put<uint32_t>(out, 3);
-  put<uint64_t>(out, tensors_.size());
-  put<uint64_t>(out, kvs_.size());
+  // Counts, keys, type tags and tensor infos are the header's own bytes; a
+  // borrowed KV value is a view of its source.
+  GgufBytes out;
+  std::vector<uint8_t> own;
+  auto flush = [&] {
+    out.append(own);
+    own.clear();
+  };
+  put<uint32_t>(own, kGgufMagic);
+  put<uint32_t>(own, 3);
+  put<uint64_t>(own, tensors_.size());
+  put<uint64_t>(own, kvs_.size());
   for (const auto& kv : kvs_) {
-    put_string(out, kv.key);
-    put<uint32_t>(out, static_cast<uint32_t>(kv.type));
-    put_bytes(out, kv.encoded.data(), kv.encoded.size());
+    put_string(own, kv.key);
+    put<uint32_t>(own, static_cast<uint32_t>(kv.type));
+    if (kv.borrowed()) {
+      flush();
+      out.append_borrowed(kv.encoded);
+    } else {
+      put_bytes(own, kv.encoded.data(), kv.encoded.size());
+    }
+    if (own.size() >= (1u << 20)) flush();
   }
   for (const auto& t : tensors_) {
-    put_string(out, t.name);
-    put<uint32_t>(out, static_cast<uint32_t>(t.ne.size()));
-    for (int64_t d : t.ne) put<uint64_t>(out, static_cast<uint64_t>(d));
-    put<uint32_t>(out, t.type);
-    put<uint64_t>(out, t.offset);
+    put_string(own, t.name);
+    put<uint32_t>(own, static_cast<uint32_t>(t.ne.size()));
+    for (int64_t d : t.ne) put<uint64_t>(own, static_cast<uint64_t>(d));
+    put<uint32_t>(own, t.type);
+    put<uint64_t>(own, t.offset);
   }
   // llama.cpp's writers leave a tensor-less file (a vocab) unpadded.
-  if (!tensors_.empty()) out.resize(pad_to(out.size(), alignment_), 0);
+  const uint64_t unpadded = out.size() + own.size();
+  if (!tensors_.empty()) own.resize(own.size() + static_cast<size_t>(pad_to(unpadded, alignment_) - unpadded), 0);
+  flush();
   return out;
 }
 
@@ -162,10 +224,12 @@ uint64_t GgufWriter::data_offset() const {
 
 std::string GgufWriter::write(AtomicFile& out, const std::function<void(uint64_t)>& on_bytes) const {
   Sha256 sha;
-  const auto head = header();
+  const auto head = header_bytes();
   out.preallocate(total_size());
-  out.write_all(head);
-  sha.update(head);
+  head.for_each([&](std::span<const uint8_t> s) {
+    out.write_all(s);
+    sha.update(s);
+  });
   if (on_bytes) on_bytes(head.size());
   constexpr size_t kChunk = 8u << 20;
   std::vector<uint8_t> buf(kChunk);

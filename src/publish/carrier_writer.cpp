@@ -36,7 +36,7 @@ std::vector<uint8_t> carrier_bytes(const GgufFile& src, uint32_t part_count, con
   GgufWriter w(src.alignment());
   for (const auto& kv : src.kvs()) {
     if (kv.key.starts_with("split.") || is_fragment_key(kv.key) || is_carrier_key(kv.key)) continue;
-    w.add_kv(std::string(kv.key), kv.value);
+    w.add_kv_borrowed(std::string(kv.key), kv.value);  // flattened below, while src lives
   }
   if (!w.has_kv("general.alignment")) w.add_u32("general.alignment", src.alignment());
   w.add_bool(std::string(kCarrierMetadataOnlyKey), true);

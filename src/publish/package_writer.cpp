@@ -129,7 +129,7 @@ GgufWriter fragment_writer(const GgufFile& primary, const std::vector<std::share
     if (drop_default_alignment && kv.key == "general.alignment" && kv.value.as_uint() == kGgufDefaultAlignment) continue;
     // (A schema 2 carrier's locator keys are bookkeeping, not the source's: convert-package --to 1.)
     if (is_carrier_key(kv.key)) continue;
-    if (fragment_keeps_kv(f.role, kv.key, primary.architecture())) w.add_kv(std::string(kv.key), kv.value);
+    if (fragment_keeps_kv(f.role, kv.key, primary.architecture())) w.add_kv_borrowed(std::string(kv.key), kv.value);
   }
   w.add_string(std::string(kRoleKey), part_role_name(f.role));
   if (f.role == PartRole::kLayer) {
@@ -143,7 +143,7 @@ GgufWriter fragment_writer(const GgufFile& primary, const std::vector<std::share
 detail::StreamOutput stream_output(const Fragment& f, const GgufWriter& w, const fs::path& out_dir) {
   detail::StreamOutput o;
   o.final_path = out_dir / f.rel_path;
-  o.header = w.header();
+  o.header = w.header_bytes();
   o.total_size = w.total_size();
   const uint64_t data = w.data_offset();
   for (size_t i = 0; i < f.tensors.size(); ++i) {

@@ -174,7 +174,7 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   for (const auto& p : parts) {
     GgufWriter w(primary.alignment());
     for (const auto& kv : primary.kvs()) {
-      if (!kv.key.starts_with("split.")) w.add_kv(std::string(kv.key), kv.value);
+      if (!kv.key.starts_with("split.")) w.add_kv_borrowed(std::string(kv.key), kv.value);
     }
     if (!w.has_kv("general.alignment")) w.add_u32("general.alignment", primary.alignment());
     for (const auto* t : p.tensors) {
@@ -263,7 +263,7 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   {
     StreamOutput c;
     c.final_path = opt.out_dir / kMetadataPath;
-    c.header = carrier;
+    c.header = GgufBytes::borrow(carrier);  // no copy: carrier outlives the pass
     c.total_size = carrier.size();
     outputs.push_back(std::move(c));
   }

@@ -193,9 +193,13 @@ class Pipeline {
     }
     auto f = std::make_unique<AtomicFile>(outputs_[o].final_path);
     f->preallocate(outputs_[o].total_size);
-    f->pwrite_all(0, outputs_[o].header);
-    f->start_writeback(0, outputs_[o].header.size());
-    out_sha_[o].update(outputs_[o].header);
+    uint64_t at = 0;
+    outputs_[o].header.for_each([&](std::span<const uint8_t> s) {
+      f->pwrite_all(at, s);
+      out_sha_[o].update(s);
+      at += s.size();
+    });
+    f->start_writeback(0, at);
     files_[o] = std::move(f);
   }
 

@@ -16,12 +16,13 @@
 #include <vector>
 
 #include "skippy/file.h"
+#include "skippy/gguf_writer.h"
 
 namespace skippy::detail {
 
 struct StreamOutput {
   std::filesystem::path final_path;
-  std::vector<uint8_t> header;  // bytes before the first piece
+  GgufBytes header;             // bytes before the first piece (may view a source map)
   uint64_t total_size = 0;      // header + pieces + padding
   struct Piece {
     size_t shard = 0;
