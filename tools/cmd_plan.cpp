@@ -52,8 +52,8 @@ nlohmann::json plan_json(const OpenedPackage& pkg, const Plan& p) {
 
 void print_human(const OpenedPackage& pkg, const Plan& p) {
   auto& o = std::cout;
-  o << pkg.manifest.model_id << " (" << pkg.ref << "): " << p.layer_count << " layers in " << p.stages.size()
-    << " stage(s), balanced by bytes\n";
+  o << pkg.manifest.model_id << " (" << pkg.ref << "): " << p.layer_count << " layers in " << counted(p.stages.size(), "stage")
+    << ", balanced by bytes\n";
   const bool budgets = !p.stages.empty() && p.stages.front().budget.has_value();
   char buf[256];
   std::snprintf(buf, sizeof buf, "  %-5s  %-11s  %12s  %12s  %12s%s  %s\n", "stage", "layers", "bytes", "layer bytes",
@@ -232,8 +232,8 @@ Command register_plan(CLI::App& app) {
               for (const auto& b : a->budgets) o.node_budgets.push_back(parse_byte_size(b));
             }
             if (!o.node_budgets.empty() && o.node_budgets.size() != o.stages) {
-              throw Error(ErrorKind::kUsage, "--budgets gives " + std::to_string(o.node_budgets.size()) +
-                                                 " budgets for --stages " + std::to_string(o.stages) +
+              throw Error(ErrorKind::kUsage, "--budgets gives " + counted(o.node_budgets.size(), "budget") +
+                                                 " for --stages " + std::to_string(o.stages) +
                                                  ": give one per stage, in stage order");
             }
             // The memory mode's flags, also before the package.
@@ -246,9 +246,9 @@ Command register_plan(CLI::App& app) {
               if (o.max_bytes_per_stage) mo.budgets.assign(o.stages, *o.max_bytes_per_stage);
               for (const auto& b : a->bandwidth) mo.bandwidth.push_back(parse_bandwidth(b));
               if (!mo.bandwidth.empty() && mo.bandwidth.size() != o.stages) {
-                throw Error(ErrorKind::kUsage, "--bandwidth gives " + std::to_string(mo.bandwidth.size()) +
-                                                   " values for " + std::to_string(o.stages) +
-                                                   " stages: give one per stage, in stage order");
+                throw Error(ErrorKind::kUsage, "--bandwidth gives " + counted(mo.bandwidth.size(), "value") +
+                                                   " for " + counted(o.stages, "stage") +
+                                                   ": give one per stage, in stage order");
               }
               mo.reserves.compute_reserve_percent = a->compute_reserve;
               mo.reserves.headroom_percent = a->headroom_percent;

@@ -59,8 +59,8 @@ nlohmann::json memory_plan_json(const OpenedPackage& pkg, const CacheShape& shap
 
 void print_memory_plan(const OpenedPackage& pkg, const MemoryPlan& p) {
   auto& o = std::cout;
-  o << pkg.manifest.model_id << " (" << pkg.ref << "): " << p.layer_count << " layers in " << p.stages.size()
-    << " stage(s) at a context of " << p.context << " tokens, " << kv_cache_type_name(p.kv_type) << " KV cache\n";
+  o << pkg.manifest.model_id << " (" << pkg.ref << "): " << p.layer_count << " layers in " << counted(p.stages.size(), "stage")
+    << " at a context of " << p.context << " tokens, " << kv_cache_type_name(p.kv_type) << " KV cache\n";
   const bool budgets = !p.stages.empty() && p.stages.front().budget.has_value();
   const bool timed = p.decode_time_per_token_us.has_value();
   char buf[320];

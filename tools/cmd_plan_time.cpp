@@ -84,8 +84,8 @@ nlohmann::json time_plan_json(const OpenedPackage& pkg, const CacheShape& shape,
 
 void print_time_plan(const OpenedPackage& pkg, const DecodeCost& cost, const TimePlan& p) {
   auto& o = std::cout;
-  o << pkg.manifest.model_id << " (" << pkg.ref << "): " << p.layer_count << " layers in " << p.stages.size()
-    << " stage(s) at a context of " << p.context << " tokens, "
+  o << pkg.manifest.model_id << " (" << pkg.ref << "): " << p.layer_count << " layers in " << counted(p.stages.size(), "stage")
+    << " at a context of " << p.context << " tokens, "
     << (p.lanes > 1 ? "pipelined over " + std::to_string(p.lanes) + " lanes" : std::string("one lane")) << "\n";
   o << "  model " << human_bytes(cost.total_bytes()) << ", read per token " << human_bytes(cost.active_bytes_per_token())
     << "\n";
