@@ -3,6 +3,7 @@
 #   scripts/check-docs.sh reference CLI   docs/CLI.md holds every command's current --help
 #   scripts/check-docs.sh env             every environment variable the tool reads is in docs/CLI.md
 #   scripts/check-docs.sh self-contained  nothing in README.md, docs/ or --help points outside the repository
+#   scripts/check-docs.sh pasteable       no command or value a user may paste holds a <placeholder> (a shell redirect)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
@@ -21,5 +22,32 @@ case "${1:-}" in
     if [ -n "$bad" ]; then echo "check-docs: these point outside the repository:" >&2; echo "$bad" >&2; exit 1; fi
     echo "check-docs: README.md, docs/ and the CLI's help point only inside the repository"
     ;;
-  *) echo "usage: scripts/check-docs.sh reference [CLI] | env | self-contained" >&2; exit 2 ;;
+  pasteable)
+    # A placeholder a user must replace is an UPPERCASE word (COMMIT, NODE_ID),
+    # never <...>: pasted into a shell, "--source-revision <commit>" is a
+    # redirect from a file named "commit". Checked: every line of a code block
+    # (its comments aside), and every inline code span that is a command, a
+    # flag or an hf:// reference, in README.md and docs/*.md (CLI.md's
+    # generated --help part is checked by Docs.EveryDocumentedExampleRuns).
+    bad=$(for f in README.md docs/*.md; do
+      awk -v F="$f" '
+        /^<!-- help:begin -->$/ { skip = 1 } /^<!-- help:end -->$/ { skip = 0; next } skip { next }
+        /^[[:space:]]*```/ { inb = !inb; next }
+        inb { line = $0; sub(/(^|[[:space:]])#.*/, "", line)
+              if (line ~ /<[A-Za-z0-9 _.:-]*>/) print F ":" NR ": " $0; next }
+        { s = $0
+          while (match(s, /`[^`]+`/)) {
+            span = substr(s, RSTART + 1, RLENGTH - 2); s = substr(s, RSTART + RLENGTH)
+            if (span ~ /^(skippy-model-package |--|-[a-zA-Z] |hf:\/\/|cmake |bash |scripts\/|export |ctest |[A-Z_]+=)/ &&
+                span ~ /<[^>]*>/) print F ":" NR ": " span
+          } }' "$f"
+    done)
+    if [ -n "$bad" ]; then
+      echo "check-docs: these hold a <placeholder> (a shell redirect when pasted); write an UPPERCASE word or a value that runs:" >&2
+      echo "$bad" >&2
+      exit 1
+    fi
+    echo "check-docs: no command or value in README.md and docs/ holds a <placeholder>"
+    ;;
+  *) echo "usage: scripts/check-docs.sh reference [CLI] | env | self-contained | pasteable" >&2; exit 2 ;;
 esac
