@@ -3,6 +3,8 @@
 #   scripts/check-docs.sh reference CLI   docs/CLI.md holds every command's current --help
 #   scripts/check-docs.sh env             every environment variable the tool reads is in docs/CLI.md
 #   scripts/check-docs.sh self-contained  nothing in README.md, docs/ or --help points outside the repository
+#   scripts/check-docs.sh no-issue-numbers [CLI]  README.md, docs/ and --help say what was decided, never "(#25)"
+#   scripts/check-docs.sh spec-linked     the README and docs/package-format.md link the public upstream spec
 #   scripts/check-docs.sh pasteable       no command or value a user may paste holds a <placeholder> (a shell redirect)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +23,30 @@ case "${1:-}" in
     bad=$(grep -nE '\.\./shared|shared/docs' README.md docs/*.md tools/*.cpp 2>/dev/null || true)
     if [ -n "$bad" ]; then echo "check-docs: these point outside the repository:" >&2; echo "$bad" >&2; exit 1; fi
     echo "check-docs: README.md, docs/ and the CLI's help point only inside the repository"
+    ;;
+  no-issue-numbers)
+    # Users cannot see our tracker: "(#25)" or "issue 29" tells them nothing.
+    # docs/CLI.md holds every subcommand's --help (the man page is made from
+    # the same text); the top-level --help is read from the CLI itself.
+    cli=${2:-build/bin/skippy-model-package}
+    pattern='(^|[^&/A-Za-z0-9_-])#[0-9]+([^0-9A-Za-z]|$)|[Ii]ssues? #?[0-9]+'
+    bad=$(grep -nE "$pattern" README.md docs/*.md || true)
+    if [ -x "$cli" ]; then
+      bad+=$("$cli" --help | grep -nE "$pattern" | sed 's/^/--help:/' || true)
+    fi
+    if [ -n "$bad" ]; then
+      echo "check-docs: these cite issue numbers users cannot look up; say what was decided instead:" >&2
+      echo "$bad" >&2
+      exit 1
+    fi
+    echo "check-docs: README.md, docs/ and --help cite no issue numbers"
+    ;;
+  spec-linked)
+    url='https://github.com/Mesh-LLM/mesh-llm/blob/main/docs/specs/layer-package-repos.md'
+    for f in README.md docs/package-format.md; do
+      grep -qF "]($url)" "$f" || { echo "check-docs: $f does not link the upstream spec ($url)" >&2; exit 1; }
+    done
+    echo "check-docs: README.md and docs/package-format.md link the upstream spec"
     ;;
   pasteable)
     # A placeholder a user must replace is an UPPERCASE word (COMMIT, NODE_ID),
@@ -49,5 +75,5 @@ case "${1:-}" in
     fi
     echo "check-docs: no command or value in README.md and docs/ holds a <placeholder>"
     ;;
-  *) echo "usage: scripts/check-docs.sh reference [CLI] | env | self-contained | pasteable" >&2; exit 2 ;;
+  *) echo "usage: scripts/check-docs.sh reference [CLI] | env | self-contained | no-issue-numbers [CLI] | spec-linked | pasteable" >&2; exit 2 ;;
 esac

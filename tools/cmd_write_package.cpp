@@ -130,7 +130,7 @@ Command register_write_package(CLI::App& app) {
       "  With --max-disk each fragment is deleted once the Hub holds it, and the writer waits for uploads\n"
       "  whenever the next fragment would not fit: the directory never holds more than SIZE (or one fragment, if\n"
       "  larger); model-package.json and README.md stay.\n"
-      "Signed packages and validation results (#25):\n"
+      "Signed packages and validation results:\n"
       "  --validate also leaves validation.json (the machine-readable result, bound to the manifest's SHA-256).\n"
       "  --sign OWNER_DIR signs the finished package (model-package.json.sig, covering validation.json too):\n"
       "    skippy-model-package write-package ./model.gguf --out-dir pkg/ --model-id org/repo:Q4_K_M \\\n"
