@@ -5,6 +5,7 @@
 #   scripts/check-docs.sh self-contained  nothing in README.md, docs/ or --help points outside the repository
 #   scripts/check-docs.sh no-issue-numbers [CLI]  README.md, docs/ and --help say what was decided, never "(#25)"
 #   scripts/check-docs.sh spec-linked     the README and docs/package-format.md link the public upstream spec
+#   scripts/check-docs.sh no-stale-figures  docs/testing.md and the README state no test count or measured run time
 #   scripts/check-docs.sh pasteable       no command or value a user may paste holds a <placeholder> (a shell redirect)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +49,23 @@ case "${1:-}" in
     done
     echo "check-docs: README.md and docs/package-format.md link the upstream spec"
     ;;
+  no-stale-figures)
+    # Test counts and measured durations go stale with the next change
+    # ("14 tests, 25-40 s" once described a label that held 50): ctest
+    # reports them; the docs do not. A limit a test enforces ("under a third
+    # of one connection's 8 s") is a specification and may stay. The README's
+    # one rough figure, how long its two commands take, is an order of
+    # magnitude ("about N minutes"), allowed there only.
+    pattern='[0-9]+ tests\b|\b[0-9]+ ?- ?[0-9]+ ?s\b|about [0-9.,]+ ?(s|ms|seconds?|minutes?|min)\b|[0-9.]+x faster|[0-9,]{5,} executions'
+    bad=$(grep -nE "$pattern" docs/testing.md || true)
+    bad+=$(grep -nE "$pattern" README.md | grep -vE 'about [0-9]+ minutes' || true)
+    if [ -n "$bad" ]; then
+      echo "check-docs: figures that go stale (ctest reports them; drop them or generate them):" >&2
+      echo "$bad" >&2
+      exit 1
+    fi
+    echo "check-docs: docs/testing.md and the README hold no test count or measured run time"
+    ;;
   pasteable)
     # A placeholder a user must replace is an UPPERCASE word (COMMIT, NODE_ID),
     # never <...>: pasted into a shell, "--source-revision <commit>" is a
@@ -75,5 +93,5 @@ case "${1:-}" in
     fi
     echo "check-docs: no command or value in README.md and docs/ holds a <placeholder>"
     ;;
-  *) echo "usage: scripts/check-docs.sh reference [CLI] | env | self-contained | no-issue-numbers [CLI] | spec-linked | pasteable" >&2; exit 2 ;;
+  *) echo "usage: scripts/check-docs.sh reference [CLI] | env | self-contained | no-issue-numbers [CLI] | spec-linked | no-stale-figures | pasteable" >&2; exit 2 ;;
 esac
