@@ -3,7 +3,7 @@
 #   scripts/check-docs.sh reference CLI   docs/CLI.md holds every command's current --help
 #   scripts/check-docs.sh env             every environment variable the tool reads is in docs/CLI.md
 #   scripts/check-docs.sh self-contained  nothing in README.md, docs/ or --help points outside the repository
-#   scripts/check-docs.sh no-issue-numbers [CLI]  README.md, docs/ and --help say what was decided, never "(#25)"
+#   scripts/check-docs.sh no-issue-numbers [CLI]  README.md, docs/, installed headers and --help say what was decided, never "(#25)"
 #   scripts/check-docs.sh spec-linked     the README and docs/package-format.md link the public upstream spec
 #   scripts/check-docs.sh no-stale-figures  docs/testing.md and the README state no test count or measured run time
 #   scripts/check-docs.sh pasteable       no command or value a user may paste holds a <placeholder> (a shell redirect)
@@ -31,7 +31,7 @@ case "${1:-}" in
     # the same text); the top-level --help is read from the CLI itself.
     cli=${2:-build/bin/skippy-model-package}
     pattern='(^|[^&/A-Za-z0-9_-])#[0-9]+([^0-9A-Za-z]|$)|[Ii]ssues? #?[0-9]+'
-    bad=$(grep -nE "$pattern" README.md docs/*.md || true)
+    bad=$(grep -nE "$pattern" README.md docs/*.md include/skippy/*.h || true)
     if [ -x "$cli" ]; then
       bad+=$("$cli" --help | grep -nE "$pattern" | sed 's/^/--help:/' || true)
     fi

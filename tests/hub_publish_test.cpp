@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "hub_standin.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "test_util.h"
 
 namespace skippy {

@@ -21,7 +21,7 @@
 #include "peer/protocol.h"
 #include "peer/tls.h"
 #include "peer_test_util.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/manifest.h"
 #include "skippy/peer.h"
 #include "skippy/peer_identity.h"

@@ -13,7 +13,7 @@
 #include "peer/client_detail.h"
 #include "peer/protocol.h"
 #include "peer_test_util.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/manifest.h"
 #include "skippy/peer.h"
 

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "skippy/peer_topology.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "test_util.h"
 
 namespace skippy {

@@ -16,7 +16,7 @@
 #include "skippy/error.h"
 #include "skippy/package_signature.h"
 #include "skippy/peer_identity.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/source.h"
 #include "skippy/verify.h"
 #include "test_util.h"

@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "consume/verification_cache.h"
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/error.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
 #include "test_util.h"

@@ -7,8 +7,8 @@
 
 #include "cli.h"
 #include "progress.h"
-#include "skippy/env.h"
-#include "skippy/file.h"
+#include "util/env.h"
+#include "util/file.h"
 #include "skippy/hf_ref.h"
 #include "skippy/hub.h"
 

@@ -6,7 +6,7 @@
 
 #include "cli.h"
 #include "schema_v2_cli.h"
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/error.h"
 #include "skippy/hf_ref.h"
 #include "skippy/hub.h"

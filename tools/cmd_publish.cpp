@@ -2,7 +2,7 @@
 
 #include "cli.h"
 #include "progress.h"
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/error.h"
 #include "skippy/hub_publish.h"
 

@@ -6,9 +6,9 @@
 
 #include "cli.h"
 #include "skippy/catalog_stage.h"
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/manifest.h"
 #include "skippy/manifest_v2.h"
 #include "skippy/verify.h"

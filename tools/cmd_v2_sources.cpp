@@ -7,7 +7,7 @@
 #include "progress.h"
 #include "schema_v2_cli.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/verify.h"
 
 namespace skippy::cli {

@@ -13,11 +13,11 @@
 #include "cli.h"
 #include "progress.h"
 #include "skippy/error.h"
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/hub.h"
 #include "skippy/hub_publish.h"
 #include "skippy/package_signature.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/source.h"
 #include "skippy/package_writer.h"
 

@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/hf_ref.h"
 #include "skippy/peer_identity.h"
 #include "skippy/peer_topology.h"

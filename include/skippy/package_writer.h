@@ -6,6 +6,11 @@
 // hashes every fragment from the same bytes. Fragments appear under their
 // final names only once complete; model-package.json is written last,
 // atomically. A rerun into the directory of a crashed run finishes the job.
+//
+// Thread-safety: write_package runs its own worker threads; concurrent writes
+// into different directories are independent, into one directory unsupported
+// (the in-progress marker makes a second run redo the first's job). DiskBudget
+// is thread-safe.
 #pragma once
 
 #include <cstdint>

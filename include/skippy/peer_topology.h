@@ -9,6 +9,9 @@
 //    "package_ref": "hf://ns/repo@COMMIT", "manifest_sha256": "MANIFEST_SHA256",
 //    "stages": [{"stage_id": "s0", "stage_index": 0, "node_id": "NODE_ID",
 //                "layer_start": 0, "layer_end": 3}, ...]}
+//
+// Thread-safety: plain values and pure functions (load_topology reads a file),
+// safe from any thread.
 #pragma once
 
 #include <cstdint>

@@ -6,13 +6,13 @@
 
 #include "format/manifest_json.h"
 #include "skippy/catalog_stage.h"
-#include "skippy/control_chars.h"
+#include "util/control_chars.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/hf_ref.h"
 #include "skippy/peer_identity.h"
 #include "skippy/peer_topology.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "util/text.h"
 
 namespace skippy::peer {

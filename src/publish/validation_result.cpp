@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/package_signature.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/version.h"
 
 namespace skippy {

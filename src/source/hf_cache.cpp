@@ -5,9 +5,9 @@
 #include <cstdlib>
 
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/hf_ref.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 
 namespace skippy {
 namespace {
