@@ -6,6 +6,7 @@
 #   scripts/check-docs.sh no-issue-numbers [CLI]  README.md, docs/, installed headers and --help say what was decided, never "(#25)"
 #   scripts/check-docs.sh spec-linked     the README and docs/package-format.md link the public upstream spec
 #   scripts/check-docs.sh no-stale-figures  docs/testing.md and the README state no test count or measured run time
+#   scripts/check-docs.sh readme-setup    the README's set-up runs without root and says how long its two commands take
 #   scripts/check-docs.sh pasteable       no command or value a user may paste holds a <placeholder> (a shell redirect)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,6 +67,20 @@ case "${1:-}" in
     fi
     echo "check-docs: docs/testing.md and the README hold no test count or measured run time"
     ;;
+  readme-setup)
+    # A newcomer pastes the Install block as is: no command in it needs root
+    # (sudo is explained in prose, for a prefix the user does not own), and
+    # each of the two Quick start commands says roughly how long it takes.
+    bad=$(awk '/^[[:space:]]*```/ { inb = !inb; next } inb && /(^|[;&|[:space:]])sudo[[:space:]]/ { print "README.md:" NR ": " $0 }' README.md)
+    if [ -n "$bad" ]; then echo "check-docs: a README command block needs root (say when sudo is needed in prose instead):" >&2; echo "$bad" >&2; exit 1; fi
+    grep -q 'needs `sudo` only' README.md || { echo "check-docs: the README does not say when cmake --install needs sudo" >&2; exit 1; }
+    for cmd in scripts/demo.sh scripts/test.sh; do
+      # the paragraph after the command's block states "about N minutes"
+      awk -v c="bash $cmd" '$0 ~ c "$" { found = 1; next } found && /about [0-9]+ minutes/ { ok = 1; exit } found && /^[0-9]+\. / { exit } END { exit !ok }' README.md ||
+        { echo "check-docs: the README does not say how long \"bash $cmd\" takes (about N minutes)" >&2; exit 1; }
+    done
+    echo "check-docs: the README's set-up needs no root and says how long its two commands take"
+    ;;
   pasteable)
     # A placeholder a user must replace is an UPPERCASE word (COMMIT, NODE_ID),
     # never <...>: pasted into a shell, "--source-revision <commit>" is a
@@ -93,5 +108,5 @@ case "${1:-}" in
     fi
     echo "check-docs: no command or value in README.md and docs/ holds a <placeholder>"
     ;;
-  *) echo "usage: scripts/check-docs.sh reference [CLI] | env | self-contained | no-issue-numbers [CLI] | spec-linked | no-stale-figures | pasteable" >&2; exit 2 ;;
+  *) echo "usage: scripts/check-docs.sh reference [CLI] | env | self-contained | no-issue-numbers [CLI] | spec-linked | no-stale-figures | readme-setup | pasteable" >&2; exit 2 ;;
 esac
