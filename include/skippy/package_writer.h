@@ -7,10 +7,9 @@
 // final names only once complete; model-package.json is written last,
 // atomically. A rerun into the directory of a crashed run finishes the job.
 //
-// Thread-safety: write_package runs its own worker threads; concurrent writes
-// into different directories are independent, into one directory unsupported
-// (the in-progress marker makes a second run redo the first's job). DiskBudget
-// is thread-safe.
+// Thread-safety: write_package runs worker threads of its own; writes into
+// different directories may run at once, two into one directory may not.
+// DiskBudget is thread-safe.
 #pragma once
 
 #include <cstdint>
