@@ -72,6 +72,14 @@ OpenedCatalog open_catalog_dir(std::string ref, const std::filesystem::path& roo
 // (open_catalog_dir on the directory, without a source.)
 OpenedCatalog open_local_catalog_v2(const std::filesystem::path& dir);
 
+// The catalog of an opened schema 1 package (build_catalog_v1): the model's
+// fragments (metadata, embeddings, layers, output) brought through
+// pkg.source in one batch (nothing for a local directory), each through the
+// file rule (check_artifact_file) and its header read; projectors are
+// listed, never read. Throws the file rule's, the source's and the
+// reader's errors, each naming the package and the fragment.
+PackageCatalog read_catalog_v1(const OpenedPackage& pkg);
+
 // One tensor a stage reads: where its bytes are.
 struct TensorLocator {
   std::string name;

@@ -120,6 +120,39 @@ OpenedCatalog open_local_catalog_v2(const fs::path& dir) {
   return open_catalog_dir(ref, fs::absolute(dir), boundary);
 }
 
+PackageCatalog read_catalog_v1(const OpenedPackage& pkg) {
+  const auto& m = pkg.manifest;
+  std::vector<const ArtifactEntry*> model = {&m.shared.metadata, &m.shared.embeddings};
+  for (const auto& l : m.layers) model.push_back(&l);
+  model.push_back(&m.shared.output);
+  if (pkg.source) {
+    for (const auto* e : model) {
+      if (!is_safe_relative_path(e->path)) {
+        throw_invalid(pkg.ref + ": artifact path \"" + e->path + "\" is not a safe relative path");
+      }
+    }
+    pkg.source->provide(model);
+  }
+  PackageCatalog cat = catalog_artifacts_v1(m);
+  for (size_t i = 0; i < cat.artifacts.size(); ++i) {
+    const CatalogArtifact& a = cat.artifacts[i];
+    if (a.kind == CatalogArtifactKind::kSidecar) continue;
+    const ArtifactEntry& e = *model.at(i);  // catalog_artifacts_v1 lists the model parts in this order
+    const fs::path real = check_artifact_file(pkg, e, part_role_name(a.role.value_or(PartRole::kMetadata)));
+    try {
+      add_fragment_v1(cat, i, std::make_shared<const GgufFile>(GgufFile::open(real)));
+    } catch (const Error& err) {
+      throw err.with_context(pkg.ref);
+    }
+  }
+  try {
+    for (size_t i = 0; i < cat.artifacts.size(); ++i) check_layer_fragment_v1(cat, i);
+  } catch (const Error& err) {
+    throw err.with_context(pkg.ref);
+  }
+  return cat;
+}
+
 CatalogStage select_catalog_range(const PackageCatalog& cat, LayerRange range) {
   const std::string ref = cat.model_id.empty() ? std::string("package") : cat.model_id;
   if (range.empty()) throw_invalid(ref + ": layer range " + format_layer_range(range) + " is empty");
