@@ -154,40 +154,20 @@ PackageCatalog read_catalog_v1(const OpenedPackage& pkg) {
 }
 
 CatalogStage select_catalog_range(const PackageCatalog& cat, LayerRange range) {
-  const std::string ref = cat.model_id.empty() ? std::string("package") : cat.model_id;
-  if (range.empty()) throw_invalid(ref + ": layer range " + format_layer_range(range) + " is empty");
-  if (range.end > cat.layer_count) {
-    throw_invalid(ref + ": layer range " + format_layer_range(range) + " is outside the package's " +
-                  std::to_string(cat.layer_count) + " layers (0.." + std::to_string(cat.layer_count) + ")");
-  }
-  const bool owns_input = range.start == 0;
-  const bool owns_output = range.end == cat.layer_count;
+  check_stage_range(cat.model_id.empty() ? std::string("package") : cat.model_id, range, cat.layer_count);
   const bool tied = cat.find_tensor("output.weight") == nullptr;
   std::vector<std::pair<size_t, std::string>> chosen;
   bool tied_embeddings = false;
   for (size_t i = 0; i < cat.tensors.size(); ++i) {
     const CatalogTensor& t = cat.tensors[i];
-    if (t.layer) {
-      if (*t.layer >= range.start && *t.layer < range.end) chosen.emplace_back(i, "layer in range");
-      continue;
-    }
-    switch (classify_tensor(t.name).role) {
-      case TensorRole::kEmbeddings:
-        if (owns_input) {
-          chosen.emplace_back(i, "the stage owns the input boundary (range starts at 0)");
-        } else if (owns_output && tied && t.name == "token_embd.weight") {
-          chosen.emplace_back(i, "the output projection is tied to the token embeddings (no output.weight)");
-          tied_embeddings = true;
-        }
-        break;
-      case TensorRole::kOutput:
-        if (owns_output) chosen.emplace_back(i, "the stage owns the output boundary (range ends at layer_count)");
-        break;
-      case TensorRole::kLayer:  // a blk.N name always has t.layer
-      case TensorRole::kGlobal:
-        chosen.emplace_back(i, "a tensor without a layer: every stage reads it");
-        break;
-    }
+    // A blk.N name always has t.layer; the tied output reads only token_embd.weight.
+    const TensorRole role = t.layer ? TensorRole::kLayer : classify_tensor(t.name).role;
+    const bool owns_input = range.start == 0;
+    const auto why = stage_reads(role, t.layer.value_or(0), range, cat.layer_count,
+                                 tied && t.name == "token_embd.weight");
+    if (!why) continue;
+    chosen.emplace_back(i, std::string(*why));
+    if (role == TensorRole::kEmbeddings && !owns_input) tied_embeddings = true;
   }
   CatalogStage s = assemble_stage(cat, chosen);
   s.range = range;
