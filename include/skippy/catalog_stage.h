@@ -29,20 +29,10 @@
 
 namespace skippy {
 
-// The schema 2 counterpart of OpenedPackage (skippy/stage.h), with the same
-// meaning for every field they share.
-struct OpenedCatalog {
-  std::string ref;                  // as the user wrote it
-  std::filesystem::path root;       // the directory holding model-package.json
-  std::filesystem::path boundary;   // resolved files must stay inside (canonical)
-  std::string manifest_sha256;      // of model-package.json as read
+// An opened schema 2 package: the place (skippy/stage.h: OpenedPlace, filled
+// by every source as for schema 1) and the catalog.
+struct OpenedCatalog : OpenedPlace {
   PackageCatalog catalog;
-  bool always_verify = false;       // SHA-256 on every resolution (hf:// packages, trusted signers)
-  std::optional<std::string> commit;        // the commit a revision resolved to, for repository packages
-  std::string revision_kind;                // as OpenedPackage::revision_kind
-  std::shared_ptr<ArtifactSource> source;   // brings missing artifacts; null when every file is on disk (local dirs)
-  std::vector<std::string> warnings;        // worth telling a person (moving branch, ...)
-  std::optional<PackageSignature> signature;  // checked against trusted signers (none configured: not read)
 };
 
 // Opens the schema 2 package whose model-package.json is in `root` (every

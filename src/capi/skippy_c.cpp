@@ -101,10 +101,7 @@ char* new_c_string(const std::string& s) {
 void fill_from_v2(skippy_package& p) {
   const auto& cat = p.v2->catalog;
   const auto& sm = cat.root_v2->source_model;
-  p.pkg.ref = p.v2->ref;
-  p.pkg.root = p.v2->root;
-  p.pkg.boundary = p.v2->boundary;
-  p.pkg.manifest_sha256 = p.v2->manifest_sha256;
+  static_cast<skippy::OpenedPlace&>(p.pkg) = *p.v2;  // ref, root, commit, warnings, signature, ...
   p.pkg.manifest.schema_version = cat.schema_version;
   p.pkg.manifest.model_id = cat.model_id;
   p.pkg.manifest.layer_count = cat.layer_count;
@@ -124,9 +121,6 @@ void open_into(skippy_package& p, const char* ref, const skippy::Sources& source
   if (any.v2) {
     p.v2 = std::move(*any.v2);
     fill_from_v2(p);
-    p.pkg.commit = p.v2->commit;
-    p.pkg.warnings = p.v2->warnings;
-    p.pkg.signature = p.v2->signature;
     p.commit = p.v2->commit.value_or("");
     return;
   }

@@ -348,11 +348,6 @@ VerifyReport verify_catalog_parts(const OpenedCatalog& pkg, const std::vector<Ca
   return r;
 }
 
-bool verify_required(const OpenedCatalog& pkg) {
-  if (pkg.always_verify) return true;
-  return env::verify_package_sha();
-}
-
 std::optional<VerifyReport> verify_catalog_if_required(const OpenedCatalog& pkg, const std::vector<CatalogPart>& parts,
                                                        const VerifyOptions& options) {
   if (!verify_required(pkg)) return std::nullopt;
@@ -369,7 +364,7 @@ std::optional<VerifyReport> verify_catalog_if_required(const OpenedCatalog& pkg,
   return r;
 }
 
-bool verify_required(const OpenedPackage& pkg) {
+bool verify_required(const OpenedPlace& pkg) {
   if (pkg.always_verify) return true;
   return env::verify_package_sha();
 }
