@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "skippy/gguf.h"
+#include "skippy/package_catalog.h"
 #include "skippy/stage.h"
 
 namespace skippy {
@@ -53,12 +54,16 @@ class StageView {
 
   LayerRange range() const noexcept { return range_; }
   const std::vector<StagePart>& parts() const noexcept { return parts_; }
-  const std::vector<GgufFile>& files() const noexcept { return files_; }  // parallel to parts()
+  const std::vector<std::shared_ptr<const GgufFile>>& files() const noexcept { return files_; }  // parallel to parts()
+  // The parts as a schema 1 catalog (build_catalog_v1's reader): one
+  // artifact per part (in parts() order, the metadata part the carrier),
+  // the tensors in load order, each once. What materialize writes from.
+  const PackageCatalog& catalog() const noexcept { return catalog_; }
 
   // The metadata view: the KVs of the metadata part (shared/metadata.gguf),
   // in file order: the source's KVs (other fragments carry only what reading
   // their own tensors needs), the part a loader reads them from.
-  const GgufFile& metadata() const noexcept { return files_.front(); }
+  const GgufFile& metadata() const noexcept { return *files_.front(); }
   const std::vector<GgufKv>& kvs() const noexcept { return metadata().kvs(); }
   const GgufKv* find_kv(std::string_view key) const noexcept { return metadata().find_kv(key); }
 
@@ -73,14 +78,15 @@ class StageView {
   // The part a tensor lives in, and a view of its bytes in that part's map.
   const StagePart& part_of(const StageTensor& t) const noexcept { return parts_[t.part]; }
   std::span<const uint8_t> tensor_data(const StageTensor& t) const noexcept {
-    return files_[t.part].tensor_data(*t.info);
+    return files_[t.part]->tensor_data(*t.info);
   }
 
  private:
   StageView() = default;
   LayerRange range_;
   std::vector<StagePart> parts_;
-  std::vector<GgufFile> files_;
+  std::vector<std::shared_ptr<const GgufFile>> files_;
+  PackageCatalog catalog_;
   std::vector<StageTensor> tensors_;
   std::unordered_map<std::string_view, size_t> index_;  // names view the maps
   uint64_t tensor_bytes_ = 0;

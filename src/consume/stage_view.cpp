@@ -17,7 +17,8 @@ StageView StageView::open(const StageSelection& selection) {
   v.parts_ = selection.parts;
   // The stage's parts as a schema 1 catalog (the reader holds the fragment
   // rules: tensor counts, role keys, one alignment, each tensor once).
-  PackageCatalog cat;
+  PackageCatalog& cat = v.catalog_;
+  cat.schema_version = kManifestSchemaVersion;
   for (const auto& part : v.parts_) {
     if (part.role == PartRole::kProjector) {
       throw Error(ErrorKind::kUsage, part.rel_path + ": a projector is not a stage part (it is never merged)");
@@ -32,11 +33,11 @@ StageView StageView::open(const StageSelection& selection) {
     a.tensors_listed = false;
     cat.artifacts.push_back(std::move(a));
   }
-  std::vector<std::shared_ptr<GgufFile>> files;
+  auto& files = v.files_;
   files.reserve(v.parts_.size());
   for (const auto& part : v.parts_) {
     try {
-      files.push_back(std::make_shared<GgufFile>(GgufFile::open(part.path)));
+      files.push_back(std::make_shared<const GgufFile>(GgufFile::open(part.path)));
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kInvalidInput) throw;
       throw_invalid(part.rel_path + ": not a valid GGUF: " + e.what());
@@ -70,10 +71,6 @@ StageView StageView::open(const StageSelection& selection) {
     }
     check_layer_fragment_v1(cat, p);
   }
-  // The catalog is done with the headers: the view owns them (moving a
-  // GgufFile keeps its map and its tensor table, so infos stay valid).
-  v.files_.reserve(files.size());
-  for (auto& f : files) v.files_.push_back(std::move(*f));
   for (uint32_t l = v.range_.start; l < v.range_.end; ++l) {
     bool found = false;
     for (const auto& part : v.parts_) found = found || (part.role == PartRole::kLayer && part.layer_index == l);
