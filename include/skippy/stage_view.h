@@ -3,7 +3,9 @@
 // parts of a stage, each mapped (header parsed, tensor data untouched), seen
 // as one tensor table and one metadata view.
 //
-// Opening checks what a loader relies on beyond select_stage()'s file checks:
+// Opening reads the parts through the schema 1 catalog reader
+// (skippy/package_catalog.h: add_fragment_v1), which checks what a loader
+// relies on beyond select_stage()'s file checks:
 //   - every part parses as GGUF and holds the tensor count its manifest entry
 //     declares;
 //   - a fragment's own role keys (skippy.package.role, .layer_start,
