@@ -69,6 +69,9 @@ OpenedCatalog open_local_catalog_v2(const std::filesystem::path& dir);
 // listed, never read. Throws the file rule's, the source's and the
 // reader's errors, each naming the package and the fragment.
 PackageCatalog read_catalog_v1(const OpenedPackage& pkg);
+// A schema 1 package as the catalog consumer takes it: its place and
+// read_catalog_v1's catalog.
+OpenedCatalog open_catalog_v1(const OpenedPackage& pkg);
 
 // One tensor a stage reads: where its bytes are.
 struct TensorLocator {
@@ -107,6 +110,11 @@ struct CatalogStage {
 //   output and output_norm when it ends at layer_count, and then also
 //     token_embd.weight when the output is tied to it (no output.weight);
 //   every other tensor without a layer (rope_freqs, ...) on every stage.
+// The rule is stage_reads (skippy/package_layout.h). On a schema 1 catalog
+// (manifest_v1) it picks whole parts, as select_stage does: every tensor of
+// each part the rule picks a tensor of (a tied output loads all of
+// shared/embeddings.gguf), the parts in load order; such a catalog must
+// list every fragment's tensors (Error(kUsage) otherwise).
 CatalogStage select_catalog_range(const PackageCatalog& catalog, LayerRange range);
 
 // The artifacts and locators of exactly these tensors (each must be in the

@@ -38,6 +38,10 @@ CatalogStage assemble_stage(const PackageCatalog& cat, const std::vector<std::pa
     const CatalogTensor& t = cat.tensors[ti];
     const CatalogArtifact& a = cat.artifact_of(t);
     s.tensors.push_back({t.name, a.id, t.offset, t.stored_bytes});
+    if (t.artifact == cat.carrier) {  // schema 1: shared/metadata.gguf holds the global tensors
+      s.parts.front().tensors.push_back(t.name);
+      continue;
+    }
     auto [it, fresh] = by_part.try_emplace(a.part_index.value_or(0));
     if (fresh) it->second = {a.id, a.path, a.kind, a.layer, a.bytes, a.sha256, reason, {}};
     it->second.tensors.push_back(t.name);
@@ -153,8 +157,22 @@ PackageCatalog read_catalog_v1(const OpenedPackage& pkg) {
   return cat;
 }
 
+OpenedCatalog open_catalog_v1(const OpenedPackage& pkg) {
+  OpenedCatalog out;
+  static_cast<OpenedPlace&>(out) = pkg;
+  out.catalog = read_catalog_v1(pkg);
+  return out;
+}
+
 CatalogStage select_catalog_range(const PackageCatalog& cat, LayerRange range) {
-  check_stage_range(cat.model_id.empty() ? std::string("package") : cat.model_id, range, cat.layer_count);
+  const std::string who = cat.model_id.empty() ? std::string("package") : cat.model_id;
+  check_stage_range(who, range, cat.layer_count);
+  const bool schema_v1 = cat.manifest_v1.has_value();
+  for (const auto& a : cat.artifacts) {
+    if (a.kind != CatalogArtifactKind::kSidecar && !a.tensors_listed) {
+      throw Error(ErrorKind::kUsage, who + ": " + a.path + "'s tensors are not in the catalog (read_catalog_v1 lists them)");
+    }
+  }
   const bool tied = cat.find_tensor("output.weight") == nullptr;
   std::vector<std::pair<size_t, std::string>> chosen;
   bool tied_embeddings = false;
@@ -169,9 +187,22 @@ CatalogStage select_catalog_range(const PackageCatalog& cat, LayerRange range) {
     chosen.emplace_back(i, std::string(*why));
     if (role == TensorRole::kEmbeddings && !owns_input) tied_embeddings = true;
   }
+  if (schema_v1) {
+    // Schema 1 selects whole parts (its tied output loads all of
+    // shared/embeddings.gguf): every tensor of a part the rule picked.
+    std::map<size_t, std::string> parts;
+    for (const auto& [i, why] : chosen) parts.try_emplace(cat.tensors[i].artifact, why);
+    chosen.clear();
+    for (size_t i = 0; i < cat.tensors.size(); ++i) {
+      if (const auto it = parts.find(cat.tensors[i].artifact); it != parts.end()) chosen.emplace_back(i, it->second);
+    }
+  }
   CatalogStage s = assemble_stage(cat, chosen);
   s.range = range;
-  if (tied_embeddings) {
+  if (tied_embeddings && schema_v1) {
+    s.notes.push_back("final stage also loads " + cat.manifest_v1->shared.embeddings.path +
+                      ": the model's output projection is tied to its token embeddings");
+  } else if (tied_embeddings) {
     s.notes.push_back("final stage also reads token_embd.weight: the model's output projection is tied to its token "
                       "embeddings");
   }

@@ -54,7 +54,7 @@ MaterializeResult materialize_catalog_stage(const OpenedCatalog& pkg, const Cata
   (void)provide_catalog_parts(pkg, stage.parts);
   std::map<size_t, std::shared_ptr<const MappedFile>> files;
   for (const auto& p : stage.parts) {
-    if (p.kind != CatalogArtifactKind::kPayload) continue;
+    if (p.kind == CatalogArtifactKind::kSidecar || p.tensors.empty()) continue;  // schema 1's carrier holds tensors
     const fs::path real = check_catalog_part(pkg, p);
     files[cat.artifact_index.at(p.artifact_id)] = MappedFile::open(real);
   }
