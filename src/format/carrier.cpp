@@ -138,16 +138,19 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
     ca.sha256 = a.sha256;
     if (a.id == root.source_model.metadata_artifact_id) {
       ca.kind = CatalogArtifactKind::kCarrier;
+      ca.role = PartRole::kMetadata;
       cat.carrier = i;
       have_carrier = true;
     } else if (sidecar_kind.contains(a.id)) {
       ca.kind = CatalogArtifactKind::kSidecar;
+      ca.role = PartRole::kProjector;
       for (const auto& s : root.sidecars) {
         if (s.artifact_id == a.id) ca.sidecar_kind = s.kind, ca.sidecar_name = s.name;
       }
     } else {
       ca.kind = CatalogArtifactKind::kPayload;
       ca.layer = artifact_path_layer(a.path);
+      if (ca.layer) ca.role = PartRole::kLayer;
       if (ca.layer && *ca.layer >= root.layer_count) {
         carrier_fail(origin, "artifact " + a.id + " (" + a.path + "): layer " + std::to_string(*ca.layer) +
                                  " is outside the package's " + std::to_string(root.layer_count) + " layers");
@@ -233,6 +236,7 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
                                std::to_string(a.bytes) + " bytes)");
     }
     ct.layer = tensor_name_layer(ct.name);
+    ct.role = classify_tensor(ct.name).role;
     if (ct.layer && *ct.layer >= root.layer_count) {
       carrier_fail(origin, tn + ": layer " + std::to_string(*ct.layer) + " is outside the package's " +
                                std::to_string(root.layer_count) + " layers");
@@ -242,6 +246,7 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
                                " is stored" + where + ", which holds layer " + std::to_string(*a.layer));
     }
     cat.tensor_index.emplace(ct.name, cat.tensors.size());
+    ++cat.artifacts[ct.artifact].tensor_count;
     cat.tensors.push_back(std::move(ct));
   }
 
