@@ -29,7 +29,7 @@ declare -A owner=(
   [error.h]=util [control_chars.h]=util [env.h]=util [version.h]=util [file.h]=util [sha256.h]=util
   [ggml_types.h]=gguf [gguf.h]=gguf [gguf_writer.h]=gguf [model_source.h]=gguf
   [manifest.h]=format [package_layout.h]=format [abi.h]=format
-  [package_writer.h]=publish [package_validator.h]=publish [validation_result.h]=publish [package_convert.h]=publish
+  [package_writer.h]=publish [package_validator.h]=publish [validation_result.h]=publish [package_convert.h]=publish [package_restamp.h]=publish
   [stage.h]=consume [verify.h]=consume [stage_view.h]=consume [materialize.h]=consume
   [plan.h]=plan [memory_plan.h]=plan [decode_cost.h]=plan [time_plan.h]=plan
   [policy.h]=generation [speculative.h]=generation [ngram.h]=generation [package_generation.h]=generation

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "skippy/abi.h"
 #include "skippy/catalog_stage.h"
 #include "skippy/env.h"
 #include "skippy/error.h"
@@ -138,6 +139,10 @@ int inspect_schema_v2(const OpenedCatalog& pkg, bool json) {
                 {"tensor_bytes", tensor_bytes},
                 {"artifact_bytes", artifact_bytes},
                 {"native_abi_version", root.native_abi_version},
+                // mesh-llm's rule: admitted only by a runtime at exactly this ABI.
+                {"abi", {{"declared", root.native_abi_version},
+                         {"rule", "exact"},
+                         {"writer_default", format_abi_version(kDefaultNativeAbiV2)}}},
                 {"generator_version", root.generator_version},
                 {"source_model", {{"sha256", sm.sha256}, {"repo", opt(sm.repo)}, {"revision", opt(sm.revision)},
                                   {"primary_file", opt(sm.primary_file)}, {"files", sm.files.size()},
@@ -157,7 +162,9 @@ int inspect_schema_v2(const OpenedCatalog& pkg, bool json) {
   o << "  layers            " << cat.layer_count << "\n";
   o << "  tensors           " << cat.tensors.size() << " (" << human_bytes(tensor_bytes) << "), "
     << human_bytes(artifact_bytes) << " in " << cat.artifacts.size() << " artifacts\n";
-  o << "  native ABI        " << root.native_abi_version << " (generator " << root.generator_version << ")\n";
+  o << "  native ABI        " << root.native_abi_version << " (generator " << root.generator_version
+    << "; admitted only by a runtime at exactly this ABI, restamp-package moves it; writers' default "
+    << format_abi_version(kDefaultNativeAbiV2) << ")\n";
   for (const auto& s : root.sidecars) o << "  sidecar           " << s.kind << " " << s.artifact_id << "\n";
   return kExitOk;
 }

@@ -123,7 +123,8 @@ Command register_write_package(CLI::App& app) {
       "shared/common.gguf, layers/layer-NNNNN[-partMM].gguf, --projector as an mmproj sidecar); --validate then\n"
       "certifies every tensor against the source:\n"
       "  skippy-model-package write-package ./model.gguf --schema 2 --out-dir pkg-v2/ --model-id org/repo:Q4_K_M \\\n"
-      "      --source-revision 0123abc --source-file model.gguf --max-artifact-bytes 4G\n"
+      "      --source-revision 0123abc --source-file model.gguf --max-artifact-bytes 4G --native-abi-version 0.1.64\n"
+      "  (a schema 2 package is admitted only by a runtime at exactly its native ABI: restamp-package moves it)\n"
       "Write and publish in one run (fragments upload while later ones are written; one commit at the end):\n"
       "  HF_TOKEN=hf_... skippy-model-package write-package org/Model-GGUF:Q4_K_M --out-dir pkg/ \\\n"
       "      --push hf://meshllm/Model-Q4_K_M-layers --create --max-disk 40G\n"
@@ -148,6 +149,7 @@ Command register_write_package(CLI::App& app) {
     // ---- package schema 2 (issue 22, write --schema 2) ----
     unsigned schema = 1;
     std::string max_artifact_bytes;
+    std::string native_abi;
     // ---- end schema 2 ----
   };
   auto a = std::make_shared<Args>();
@@ -177,6 +179,7 @@ Command register_write_package(CLI::App& app) {
       ->check(number_in(1u, 2u));
   cmd->add_option("--max-artifact-bytes", a->max_artifact_bytes,
                   "With --schema 2: most payload bytes per part (default 8G); bigger layers become -partMM parts");
+  add_native_abi_option(cmd, a->native_abi, "With --schema 2: ");
   // ---- end schema 2 ----
   return {cmd, [a]() {
             if (a->push.empty() && (a->create || a->private_repo || !a->max_disk.empty() || !a->message.empty())) {
@@ -206,6 +209,10 @@ Command register_write_package(CLI::App& app) {
             if (!a->max_artifact_bytes.empty()) {
               if (a->schema != 2) throw Error(ErrorKind::kUsage, "--max-artifact-bytes goes with --schema 2");
               o.max_artifact_bytes = parse_size(a->max_artifact_bytes, "--max-artifact-bytes");
+            }
+            if (!a->native_abi.empty()) {
+              if (a->schema != 2) throw Error(ErrorKind::kUsage, "--native-abi-version goes with --schema 2");
+              o.native_abi_version = a->native_abi;
             }
             // ---- end schema 2 ----
             std::optional<PushTarget> target;
@@ -312,13 +319,16 @@ Command register_write_package(CLI::App& app) {
               // ---- package schema 2 (issue 22, write --schema 2) ----
               doc["schema_version"] = r.schema;
               if (r.schema == 2) doc["package_id"] = r.package_id;
+              if (r.schema == 2) doc["native_abi_version"] = r.root_v2->native_abi_version;
               // ---- end schema 2 ----
               print_json(doc);
             } else {
               std::cout << "wrote " << r.package_dir.string() << ": " << r.manifest.layer_count << " layers, "
                         << r.artifact_count << " artifacts\n"
                         << "manifest sha256 " << r.manifest_sha256 << "\n"
-                        << (r.schema == 2 ? "schema 2, package_id " + r.package_id + "\n" : std::string())
+                        << (r.schema == 2 ? "schema 2, package_id " + r.package_id + ", native ABI " +
+                                                r.root_v2->native_abi_version + "\n"
+                                          : std::string())
                         << validation_advice(r.validated, pushed.has_value(), o.disk_budget != nullptr, a->source, a->out_dir);
               if (r.validated) std::cout << "validation result in " << (r.package_dir / std::string(kValidationFileName)).string() << "\n";
               if (signature) std::cout << "signed as owner " << signature->owner_id << " (" << std::string(kSignatureFileName) << ")\n";

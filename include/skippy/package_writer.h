@@ -88,6 +88,9 @@ struct WritePackageOptions {
   // group) over it is split into -partMM parts (a single larger tensor stays
   // whole). The reference's default, 8 GiB.
   uint64_t max_artifact_bytes = uint64_t{8} << 30;
+  // Schema 2: the root's native_abi_version, the one runtime ABI that admits
+  // the package (skippy/abi.h). Empty: kDefaultNativeAbiV2.
+  std::string native_abi_version;
   std::filesystem::path source;          // a .gguf or any shard of a split model
   std::filesystem::path out_dir;
   SourceProvenance provenance;

@@ -17,6 +17,7 @@
 #include "publish/carrier_writer.h"
 #include "publish/certify.h"
 #include "publish/writer_internal.h"
+#include "skippy/abi.h"
 #include "skippy/env.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
@@ -206,6 +207,7 @@ ConvertStaging::~ConvertStaging() {
 }  // namespace detail
 
 ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
+  const std::string native_abi = native_abi_version_to_write(o.native_abi_version);  // a bad flag fails first
   using namespace convert_v2_detail;
   if (!o.source && !o.allow_uncertified) {
     throw Error(ErrorKind::kUsage,
@@ -376,7 +378,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     sidecar_files.emplace_back(&pr, id);
   }
   root.generation = generation_v2(m.generation, r.dropped);
-  root.native_abi_version = m.skippy_abi_version;
+  root.native_abi_version = native_abi;
   root.generator_version = "skippy-model-package " + std::string(library_version());
   root.created_at_unix_secs = m.created_at_unix_secs ? static_cast<uint64_t>(*m.created_at_unix_secs)
                                                      : static_cast<uint64_t>(env::source_date_epoch().value_or(std::time(nullptr)));

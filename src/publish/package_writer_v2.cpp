@@ -222,7 +222,7 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   root.format = "gguf";
   root.layer_count = layer_count;
   root.generation = generation;
-  root.native_abi_version = format_abi_version(kRuntimeAbiVersion);
+  root.native_abi_version = native_abi_version_to_write(opt.native_abi_version);
   root.generator_version = "skippy-model-package " + std::string(library_version());
   root.created_at_unix_secs = static_cast<uint64_t>(std::max<int64_t>(0, resolve_created_at(opt)));
   auto fill = [&](const SourceModel& s, const std::vector<std::string>& part_sha, const std::string& carrier_sha,
