@@ -479,8 +479,8 @@ TEST(V2Generation, RefusedAtParse) {
   g["generation"]["thresholds"] = {{"short_prefill_max_tokens", 1}};
   expect_refused(g, "generation.thresholds: a schema 1 field");
   g = with_generation(root, all_variants());
-  g["generation"]["request_defaults"] = ojson::object();
-  expect_refused(g, "generation.request_defaults: publisher sampling profiles");
+  g["generation"]["request_defaults"] = ojson::object();  // read now: its required fields are missing
+  expect_refused(g, "generation.request_defaults.selection: missing required field");
 }
 
 TEST(V2Generation, RefusedByValidation) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "skippy/error.h"
+#include "skippy/manifest_v2.h"
 #include "skippy/package_signature.h"
 #include "skippy/source.h"
 #include "skippy/stage.h"
@@ -83,6 +84,11 @@ void add_runtime_abi_option(CLI::App* cmd);
 // `schema_note` says when it applies ("" when always). Returns the option.
 CLI::Option* add_native_abi_option(CLI::App* cmd, std::string& target, const std::string& schema_note);
 void check_runtime_abi_for_cli(const OpenedAnyPackage& pkg);
+// --generation-defaults FILE (write-package --schema 2, convert-package --to
+// 2): the option, and the file read as generation.request_defaults
+// (parse_request_defaults_v2); nullopt for "".
+CLI::Option* add_generation_defaults_option(CLI::App* cmd, std::string& target, const std::string& schema_note);
+std::optional<V2RequestDefaults> read_generation_defaults(const std::string& path);
 
 // The parts a command works on: the stage's (its projector included) when
 // `range` is set, else every artifact of the package. Notes explain choices.

@@ -84,6 +84,18 @@ CLI::Option* add_native_abi_option(CLI::App* cmd, std::string& target, const std
                          ", the newest the reference's sources show; restamp-package changes it later)");
 }
 
+CLI::Option* add_generation_defaults_option(CLI::App* cmd, std::string& target, const std::string& schema_note) {
+  return path_option(cmd->add_option(
+      "--generation-defaults", target,
+      schema_note + "A JSON file of generation.request_defaults (publisher sampling profiles: selection, profiles with "
+                    "their provenance), checked by the reader's rules and written into the root"));
+}
+
+std::optional<V2RequestDefaults> read_generation_defaults(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  return parse_request_defaults_v2(read_small_file(path, kManifestMaxBytes), path);
+}
+
 void check_runtime_abi_for_cli(const OpenedAnyPackage& pkg) {
   const auto runtime = runtime_abi_from(runtime_abi_flag());
   if (!runtime) return;

@@ -31,7 +31,7 @@ Command register_convert_package(CLI::App& app) {
       "(for a runtime that reads only schema 1); payload digests are checked on the way.\n"
       "The output directory appears complete or not at all (staged beside it, renamed into place).");
   struct Args {
-    std::string dir, out_dir, source, native_abi;
+    std::string dir, out_dir, source, native_abi, generation_defaults;
     unsigned to = 0, threads = 2;
     bool uncertified = false, force = false, json = false;
   };
@@ -42,6 +42,7 @@ Command register_convert_package(CLI::App& app) {
   path_option(cmd->add_option("--source", a->source, "--to 2: the original source model (any shard) to certify coverage against"));
   cmd->add_flag("--uncertified", a->uncertified, "--to 2: write without a source, uncertified");
   add_native_abi_option(cmd, a->native_abi, "--to 2: ");
+  add_generation_defaults_option(cmd, a->generation_defaults, "--to 2: ");
   cmd->add_flag("--force", a->force, "Replace a non-empty --out-dir");
   cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(number_in(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
@@ -58,6 +59,7 @@ Command register_convert_package(CLI::App& app) {
               if (!a->source.empty()) o.source = a->source;
               o.allow_uncertified = a->uncertified;
               o.native_abi_version = a->native_abi;
+              o.request_defaults = read_generation_defaults(a->generation_defaults);
               o.force = a->force;
               o.threads = a->threads;
               o.on_progress = on_progress;
@@ -94,8 +96,9 @@ Command register_convert_package(CLI::App& app) {
               }
               return r.certified || a->uncertified ? kExitOk : kExitInvalid;
             }
-            if (!a->source.empty() || a->uncertified || !a->native_abi.empty()) {
-              throw Error(ErrorKind::kUsage, "--source, --uncertified and --native-abi-version go with --to 2");
+            if (!a->source.empty() || a->uncertified || !a->native_abi.empty() || !a->generation_defaults.empty()) {
+              throw Error(ErrorKind::kUsage,
+                          "--source, --uncertified, --native-abi-version and --generation-defaults go with --to 2");
             }
             const auto opened = open_local_catalog_v2(a->dir);
             ConvertToV1Options o;

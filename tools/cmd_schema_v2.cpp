@@ -150,6 +150,7 @@ int inspect_schema_v2(const OpenedCatalog& pkg, bool json) {
                 {"artifacts", artifacts},
                 {"sidecars", sidecars},
                 {"generation", root.generation.has_value()},
+                {"request_defaults", request_defaults_json(root)},
                 {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
                 {"warnings", pkg.warnings}});
     return kExitOk;
@@ -166,7 +167,42 @@ int inspect_schema_v2(const OpenedCatalog& pkg, bool json) {
     << "; admitted only by a runtime at exactly this ABI, restamp-package moves it; writers' default "
     << format_abi_version(kDefaultNativeAbiV2) << ")\n";
   for (const auto& s : root.sidecars) o << "  sidecar           " << s.kind << " " << s.artifact_id << "\n";
+  for (const auto& l : request_defaults_lines(root)) o << "  request defaults  " << l << "\n";
   return kExitOk;
+}
+
+nlohmann::json request_defaults_json(const PackageRootV2& root) {
+  if (!root.generation || !root.generation->request_defaults) return nullptr;
+  return nlohmann::json::parse(package_root_v2_json(root))["generation"]["request_defaults"];
+}
+
+std::vector<std::string> request_defaults_lines(const PackageRootV2& root) {
+  std::vector<std::string> out;
+  const auto j = request_defaults_json(root);
+  if (j.is_null()) return out;
+  const auto& sel = j["selection"];
+  for (const auto& [name, p] : j["profiles"].items()) {
+    std::vector<std::string> roles;
+    if (sel["default"] == name) roles.emplace_back("default");
+    if (sel.value("reasoning_enabled", "") == name) roles.emplace_back("reasoning on");
+    if (sel.value("reasoning_disabled", "") == name) roles.emplace_back("reasoning off");
+    std::string line = name;
+    if (!roles.empty()) {
+      line += " (";
+      for (size_t i = 0; i < roles.size(); ++i) line += (i ? ", " : "") + roles[i];
+      line += ")";
+    }
+    std::string values;
+    for (const auto& [k, v] : p.items()) {
+      if (k == "provenance") continue;
+      values += (values.empty() ? ": " : ", ") + k + " " + (v.is_string() ? v.get<std::string>() : v.dump());
+    }
+    const auto& pv = p["provenance"];
+    const std::string rev = pv["revision"].get<std::string>();
+    out.push_back(line + values + " (" + pv["source_repo"].get<std::string>() + "@" + rev.substr(0, 7) + " " +
+                  pv["file"].get<std::string>() + ")");
+  }
+  return out;
 }
 
 }  // namespace skippy::cli

@@ -149,7 +149,7 @@ Command register_write_package(CLI::App& app) {
     // ---- package schema 2 (issue 22, write --schema 2) ----
     unsigned schema = 1;
     std::string max_artifact_bytes;
-    std::string native_abi;
+    std::string native_abi, generation_defaults;
     // ---- end schema 2 ----
   };
   auto a = std::make_shared<Args>();
@@ -180,6 +180,7 @@ Command register_write_package(CLI::App& app) {
   cmd->add_option("--max-artifact-bytes", a->max_artifact_bytes,
                   "With --schema 2: most payload bytes per part (default 8G); bigger layers become -partMM parts");
   add_native_abi_option(cmd, a->native_abi, "With --schema 2: ");
+  add_generation_defaults_option(cmd, a->generation_defaults, "With --schema 2: ");
   // ---- end schema 2 ----
   return {cmd, [a]() {
             if (a->push.empty() && (a->create || a->private_repo || !a->max_disk.empty() || !a->message.empty())) {
@@ -213,6 +214,10 @@ Command register_write_package(CLI::App& app) {
             if (!a->native_abi.empty()) {
               if (a->schema != 2) throw Error(ErrorKind::kUsage, "--native-abi-version goes with --schema 2");
               o.native_abi_version = a->native_abi;
+            }
+            if (!a->generation_defaults.empty()) {
+              if (a->schema != 2) throw Error(ErrorKind::kUsage, "--generation-defaults goes with --schema 2");
+              o.request_defaults = read_generation_defaults(a->generation_defaults);
             }
             // ---- end schema 2 ----
             std::optional<PushTarget> target;

@@ -82,9 +82,9 @@ struct V2Sidecar {
   bool operator==(const V2Sidecar&) const = default;
 };
 
-// generation, in the reference's release schema (v0.76.1): only
-// speculative_decoding. `policy` and `thresholds` (schema 1) and the newer
-// `request_defaults` are refused, naming the field.
+// generation: speculative_decoding (the reference's release schema, v0.76.1)
+// and request_defaults (its newer code, below). `policy` and `thresholds`
+// (schema 1) are refused, naming the field.
 struct V2WindowPolicy {
   std::string default_mode;  // JSON "default", non-empty
   uint32_t initial_window = 0;
@@ -138,10 +138,82 @@ struct V2SpeculativeDecoding {
   bool operator==(const V2SpeculativeDecoding&) const = default;
 };
 
+// generation.request_defaults (newer reference code, its format crate's
+// GenerationRequestDefaults): publisher-reviewed sampling profiles for the
+// exact source revision, advisory (a runtime resolves them below explicit
+// request and operator settings). Every value optional but provenance; the
+// reference's bounds apply (validate_package_root_v2): finite floats,
+// temperature 0..=100, top_p/min_p/typical_p/xtc 0..=1, penalties -2..=2,
+// repeat_penalty > 0, top_k >= 0, repeat_last_n >= -1, seed a u32,
+// logit_bias keys token ids >= 0 with values -100..=100, mirostat_mode
+// 0..=2, known sampler names and sequence codes, DRY bounds, and a
+// provenance whose revision is a 40-hex commit that its http(s) url names
+// as a whole segment.
+struct V2DefaultsProvenance {
+  std::string source_repo, revision, file, section, url;
+  bool operator==(const V2DefaultsProvenance&) const = default;
+};
+struct V2DryDefaults {
+  std::optional<double> multiplier, base;
+  std::optional<int32_t> allowed_length, penalty_last_n;
+  std::optional<std::vector<std::string>> sequence_breakers;
+  bool operator==(const V2DryDefaults&) const = default;
+};
+struct V2XtcDefaults {
+  std::optional<double> probability, threshold;
+  bool operator==(const V2XtcDefaults&) const = default;
+};
+// reasoning: enabled auto|off|on; format auto|none|deepseek|deepseek-legacy|
+// hidden; budget a token count or a level auto|low|medium|high|unrestricted.
+struct V2ReasoningDefaults {
+  std::optional<std::string> enabled, format;
+  std::optional<uint32_t> budget_tokens;
+  std::optional<std::string> budget_level;
+  bool operator==(const V2ReasoningDefaults&) const = default;
+};
+struct V2GenerationProfile {
+  std::optional<uint32_t> max_tokens;
+  std::optional<std::vector<std::string>> stop;
+  std::optional<double> temperature, top_p;
+  std::optional<int32_t> top_k;
+  std::optional<double> min_p, typical_p, top_nsigma, presence_penalty, frequency_penalty;
+  std::optional<uint64_t> seed;
+  std::optional<std::map<std::string, double>> logit_bias;
+  std::optional<double> repeat_penalty;
+  std::optional<int32_t> repeat_last_n;
+  std::optional<double> dynatemp_range, dynatemp_exponent;
+  std::optional<V2DryDefaults> dry;
+  std::optional<V2XtcDefaults> xtc;
+  std::optional<int32_t> mirostat_mode;
+  std::optional<double> mirostat_entropy, mirostat_learning_rate;
+  std::optional<std::vector<std::string>> samplers;
+  std::optional<std::string> sampler_sequence;
+  std::optional<bool> ignore_eos;
+  std::optional<V2ReasoningDefaults> reasoning;
+  V2DefaultsProvenance provenance;
+  bool operator==(const V2GenerationProfile&) const = default;
+};
+// selection: the profile used by default and, optionally, when the
+// request's reasoning is on or off; each names a declared profile.
+struct V2RequestDefaults {
+  std::string selection_default;  // JSON selection.default
+  std::optional<std::string> reasoning_enabled, reasoning_disabled;
+  std::map<std::string, V2GenerationProfile> profiles;  // non-empty, names [A-Za-z0-9._-]+
+  bool operator==(const V2RequestDefaults&) const = default;
+};
+
+// In JSON (and in the package_id's bytes) request_defaults comes first.
 struct V2Generation {
   std::optional<V2SpeculativeDecoding> speculative_decoding;
+  // (initialized, so V2Generation{speculative} stays a complete initializer)
+  std::optional<V2RequestDefaults> request_defaults = std::nullopt;
   bool operator==(const V2Generation&) const = default;
 };
+
+// A generation.request_defaults object alone (write-package
+// --generation-defaults FILE), parsed and checked by the same rules.
+// Throws Error(kInvalidInput) "<origin>: generation.request_defaults...".
+V2RequestDefaults parse_request_defaults_v2(std::string_view json_text, std::string_view origin);
 
 // The root, in the order the reference declares its fields (the order the
 // package_id hashes them in). schema_version 2; model_id, format,

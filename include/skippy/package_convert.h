@@ -59,6 +59,8 @@ struct ConvertToV2Options {
   // admits it; schema 1's skippy_abi_version is another rule and is not
   // carried over. Empty: kDefaultNativeAbiV2.
   std::string native_abi_version;
+  // generation.request_defaults to write (schema 1 has no place for them).
+  std::optional<V2RequestDefaults> request_defaults;
 };
 
 struct ConvertedArtifact {

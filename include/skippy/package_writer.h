@@ -91,6 +91,9 @@ struct WritePackageOptions {
   // Schema 2: the root's native_abi_version, the one runtime ABI that admits
   // the package (skippy/abi.h). Empty: kDefaultNativeAbiV2.
   std::string native_abi_version;
+  // Schema 2: generation.request_defaults (publisher sampling profiles,
+  // parse_request_defaults_v2), written as given.
+  std::optional<V2RequestDefaults> request_defaults;
   std::filesystem::path source;          // a .gguf or any shard of a split model
   std::filesystem::path out_dir;
   SourceProvenance provenance;

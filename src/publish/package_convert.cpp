@@ -378,6 +378,10 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     sidecar_files.emplace_back(&pr, id);
   }
   root.generation = generation_v2(m.generation, r.dropped);
+  if (o.request_defaults) {
+    if (!root.generation) root.generation.emplace();
+    root.generation->request_defaults = o.request_defaults;
+  }
   root.native_abi_version = native_abi;
   root.generator_version = "skippy-model-package " + std::string(library_version());
   root.created_at_unix_secs = m.created_at_unix_secs ? static_cast<uint64_t>(*m.created_at_unix_secs)
@@ -386,9 +390,10 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   try {
     validate_package_root_v2(root, "converted model-package.json");
   } catch (const Error& e) {
-    if (!root.generation) throw;
+    if (!root.generation || !root.generation->speculative_decoding) throw;
     r.dropped.push_back("generation.speculative_decoding: does not pass schema 2's rules (" + std::string(e.what()) + ")");
-    root.generation.reset();
+    root.generation->speculative_decoding.reset();
+    if (!root.generation->request_defaults) root.generation.reset();
     root.package_id = compute_package_id_v2(root);
     validate_package_root_v2(root, "converted model-package.json");
   }

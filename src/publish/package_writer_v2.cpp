@@ -222,6 +222,10 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   root.format = "gguf";
   root.layer_count = layer_count;
   root.generation = generation;
+  if (opt.request_defaults) {
+    if (!root.generation) root.generation.emplace();
+    root.generation->request_defaults = opt.request_defaults;
+  }
   root.native_abi_version = native_abi_version_to_write(opt.native_abi_version);
   root.generator_version = "skippy-model-package " + std::string(library_version());
   root.created_at_unix_secs = static_cast<uint64_t>(std::max<int64_t>(0, resolve_created_at(opt)));
