@@ -108,6 +108,18 @@ std::string schema_v2_package_id(const ojson& given) {
   std::stable_sort(entries.begin(), entries.end(), [](const ojson& a, const ojson& b) {
     return a["id"].get<std::string>() < b["id"].get<std::string>();
   });
+  if (n.contains("publisher_metadata")) {
+    // The reference's derived Ord: the role by its declaration rank first.
+    const std::vector<std::string> roles = {"model_config", "generation_config", "tokenizer_config", "chat_template",
+                                            "hf_quant_config"};
+    auto key = [&](const ojson& p) {
+      const auto rank = std::find(roles.begin(), roles.end(), p["role"].get<std::string>()) - roles.begin();
+      return std::make_tuple(rank, p["artifact_id"].get<std::string>(), p["source_repo"].get<std::string>(),
+                             p["source_revision"].get<std::string>(), p["source_path"].get<std::string>());
+    };
+    auto& pm = n["publisher_metadata"];
+    std::stable_sort(pm.begin(), pm.end(), [&](const ojson& a, const ojson& b) { return key(a) < key(b); });
+  }
   if (n.contains("sidecars")) {
     auto key = [](const ojson& s) {
       return std::make_tuple(s["kind"].get<std::string>(), s.contains("name") ? 1 : 0,

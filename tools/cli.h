@@ -89,6 +89,9 @@ void check_runtime_abi_for_cli(const OpenedAnyPackage& pkg);
 // (parse_request_defaults_v2); nullopt for "".
 CLI::Option* add_generation_defaults_option(CLI::App* cmd, std::string& target, const std::string& schema_note);
 std::optional<V2RequestDefaults> read_generation_defaults(const std::string& path);
+// --publisher-metadata FILE (repeatable; the same commands): a publisher
+// file of the source repository, its role from its name.
+CLI::Option* add_publisher_metadata_option(CLI::App* cmd, std::vector<std::string>& target, const std::string& schema_note);
 
 // The parts a command works on: the stage's (its projector included) when
 // `range` is set, else every artifact of the package. Notes explain choices.

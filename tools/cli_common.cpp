@@ -91,6 +91,15 @@ CLI::Option* add_generation_defaults_option(CLI::App* cmd, std::string& target, 
                     "their provenance), checked by the reader's rules and written into the root"));
 }
 
+CLI::Option* add_publisher_metadata_option(CLI::App* cmd, std::vector<std::string>& target, const std::string& schema_note) {
+  return path_option(cmd->add_option(
+      "--publisher-metadata", target,
+      schema_note + "A publisher file of the source repository at its revision (repeatable): config.json, "
+                    "generation_config.json, tokenizer_config.json, chat_template.jinja or hf_quant_config.json (the "
+                    "role is the name), copied to metadata/ as publisher_metadata; the compute and KV-cache dtypes "
+                    "it declares become publisher_defaults"));
+}
+
 std::optional<V2RequestDefaults> read_generation_defaults(const std::string& path) {
   if (path.empty()) return std::nullopt;
   return parse_request_defaults_v2(read_small_file(path, kManifestMaxBytes), path);

@@ -32,6 +32,7 @@ Command register_convert_package(CLI::App& app) {
       "The output directory appears complete or not at all (staged beside it, renamed into place).");
   struct Args {
     std::string dir, out_dir, source, native_abi, generation_defaults;
+    std::vector<std::string> publisher_metadata;
     unsigned to = 0, threads = 2;
     bool uncertified = false, force = false, json = false;
   };
@@ -43,6 +44,7 @@ Command register_convert_package(CLI::App& app) {
   cmd->add_flag("--uncertified", a->uncertified, "--to 2: write without a source, uncertified");
   add_native_abi_option(cmd, a->native_abi, "--to 2: ");
   add_generation_defaults_option(cmd, a->generation_defaults, "--to 2: ");
+  add_publisher_metadata_option(cmd, a->publisher_metadata, "--to 2: ");
   cmd->add_flag("--force", a->force, "Replace a non-empty --out-dir");
   cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(number_in(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
@@ -60,6 +62,7 @@ Command register_convert_package(CLI::App& app) {
               o.allow_uncertified = a->uncertified;
               o.native_abi_version = a->native_abi;
               o.request_defaults = read_generation_defaults(a->generation_defaults);
+              o.publisher_metadata.assign(a->publisher_metadata.begin(), a->publisher_metadata.end());
               o.force = a->force;
               o.threads = a->threads;
               o.on_progress = on_progress;
@@ -96,9 +99,11 @@ Command register_convert_package(CLI::App& app) {
               }
               return r.certified || a->uncertified ? kExitOk : kExitInvalid;
             }
-            if (!a->source.empty() || a->uncertified || !a->native_abi.empty() || !a->generation_defaults.empty()) {
+            if (!a->source.empty() || a->uncertified || !a->native_abi.empty() || !a->generation_defaults.empty() ||
+                !a->publisher_metadata.empty()) {
               throw Error(ErrorKind::kUsage,
-                          "--source, --uncertified, --native-abi-version and --generation-defaults go with --to 2");
+                          "--source, --uncertified, --native-abi-version, --generation-defaults and --publisher-metadata "
+                          "go with --to 2");
             }
             const auto opened = open_local_catalog_v2(a->dir);
             ConvertToV1Options o;

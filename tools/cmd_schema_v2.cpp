@@ -151,6 +151,8 @@ int inspect_schema_v2(const OpenedCatalog& pkg, bool json) {
                 {"sidecars", sidecars},
                 {"generation", root.generation.has_value()},
                 {"request_defaults", request_defaults_json(root)},
+                {"publisher_metadata", root_member_json(root, "publisher_metadata", nlohmann::json::array())},
+                {"publisher_defaults", root_member_json(root, "publisher_defaults", nullptr)},
                 {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
                 {"warnings", pkg.warnings}});
     return kExitOk;
@@ -168,7 +170,24 @@ int inspect_schema_v2(const OpenedCatalog& pkg, bool json) {
     << format_abi_version(kDefaultNativeAbiV2) << ")\n";
   for (const auto& s : root.sidecars) o << "  sidecar           " << s.kind << " " << s.artifact_id << "\n";
   for (const auto& l : request_defaults_lines(root)) o << "  request defaults  " << l << "\n";
+  for (const auto& p : root.publisher_metadata) {
+    const auto* a = cat.find_artifact(p.artifact_id);
+    o << "  publisher file    " << p.role << " " << (a ? a->path : p.artifact_id) << " (" << p.source_repo << "@"
+      << p.source_revision.substr(0, 7) << " " << p.source_path << ")\n";
+  }
+  if (root.publisher_defaults) {
+    for (const auto& [name, d] : {std::pair<const char*, const std::optional<V2DtypeDeclaration>*>{
+                                      "compute dtype", &root.publisher_defaults->compute_dtype},
+                                  {"KV cache dtype", &root.publisher_defaults->kv_cache_dtype}}) {
+      if (*d) o << "  publisher default " << name << " " << (*d)->dtype << " (" << (*d)->artifact_id << " " << (*d)->json_path << ")\n";
+    }
+  }
   return kExitOk;
+}
+
+nlohmann::json root_member_json(const PackageRootV2& root, const char* member, nlohmann::json absent) {
+  const auto j = nlohmann::json::parse(package_root_v2_json(root));
+  return j.contains(member) ? j[member] : absent;
 }
 
 nlohmann::json request_defaults_json(const PackageRootV2& root) {

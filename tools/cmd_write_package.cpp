@@ -150,6 +150,7 @@ Command register_write_package(CLI::App& app) {
     unsigned schema = 1;
     std::string max_artifact_bytes;
     std::string native_abi, generation_defaults;
+    std::vector<std::string> publisher_metadata;
     // ---- end schema 2 ----
   };
   auto a = std::make_shared<Args>();
@@ -181,6 +182,7 @@ Command register_write_package(CLI::App& app) {
                   "With --schema 2: most payload bytes per part (default 8G); bigger layers become -partMM parts");
   add_native_abi_option(cmd, a->native_abi, "With --schema 2: ");
   add_generation_defaults_option(cmd, a->generation_defaults, "With --schema 2: ");
+  add_publisher_metadata_option(cmd, a->publisher_metadata, "With --schema 2: ");
   // ---- end schema 2 ----
   return {cmd, [a]() {
             if (a->push.empty() && (a->create || a->private_repo || !a->max_disk.empty() || !a->message.empty())) {
@@ -218,6 +220,10 @@ Command register_write_package(CLI::App& app) {
             if (!a->generation_defaults.empty()) {
               if (a->schema != 2) throw Error(ErrorKind::kUsage, "--generation-defaults goes with --schema 2");
               o.request_defaults = read_generation_defaults(a->generation_defaults);
+            }
+            if (!a->publisher_metadata.empty()) {
+              if (a->schema != 2) throw Error(ErrorKind::kUsage, "--publisher-metadata goes with --schema 2");
+              o.publisher_metadata.assign(a->publisher_metadata.begin(), a->publisher_metadata.end());
             }
             // ---- end schema 2 ----
             std::optional<PushTarget> target;

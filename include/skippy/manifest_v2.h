@@ -82,6 +82,42 @@ struct V2Sidecar {
   bool operator==(const V2Sidecar&) const = default;
 };
 
+// publisher_metadata[] (newer reference code): immutable publisher files of
+// the source repository at its revision, package files under metadata/ (ids
+// "publisher-<file name, '.' and '_' as '-'>"). They are package-level
+// metadata: never in stage selection, never payload parts. role one of
+// model_config, generation_config, tokenizer_config, chat_template,
+// hf_quant_config (this order is the role's rank in the package_id's sort);
+// artifact_id in the catalog; (role, source_path) distinct; source_repo and
+// source_revision equal source_model's, the revision a 40-hex commit;
+// source_path a safe relative path.
+inline constexpr std::string_view kPublisherRoles[] = {"model_config", "generation_config", "tokenizer_config",
+                                                       "chat_template", "hf_quant_config"};
+struct V2PublisherMetadata {
+  std::string role;
+  std::string artifact_id;
+  std::string source_repo;
+  std::string source_revision;
+  std::string source_path;
+  bool operator==(const V2PublisherMetadata&) const = default;
+};
+// publisher_defaults: typed defaults read from those files, each bound to a
+// publisher_metadata artifact (compute_dtype to a model_config,
+// kv_cache_dtype to a model_config or hf_quant_config) at a JSON pointer;
+// dtype one of f16, bf16, f32, fp8, fp8_e4m3, fp8_e5m2, q8_0, q4_0.
+inline constexpr std::string_view kPublisherDtypes[] = {"f16", "bf16", "f32", "fp8", "fp8_e4m3", "fp8_e5m2",
+                                                        "q8_0", "q4_0"};
+struct V2DtypeDeclaration {
+  std::string dtype;
+  std::string artifact_id;
+  std::string json_path;
+  bool operator==(const V2DtypeDeclaration&) const = default;
+};
+struct V2PublisherDefaults {
+  std::optional<V2DtypeDeclaration> compute_dtype, kv_cache_dtype;
+  bool operator==(const V2PublisherDefaults&) const = default;
+};
+
 // generation: speculative_decoding (the reference's release schema, v0.76.1)
 // and request_defaults (its newer code, below). `policy` and `thresholds`
 // (schema 1) are refused, naming the field.
@@ -229,6 +265,9 @@ struct PackageRootV2 {
   std::vector<V2Artifact> artifacts;  // JSON artifact_catalog.entries, as listed
   std::vector<V2Sidecar> sidecars;    // empty = absent
   std::optional<V2Generation> generation;
+  // (JSON: after sidecars, before generation.)
+  std::vector<V2PublisherMetadata> publisher_metadata = {};  // empty = absent
+  std::optional<V2PublisherDefaults> publisher_defaults = std::nullopt;
   std::string native_abi_version;
   std::string generator_version;
   uint64_t created_at_unix_secs = 0;
@@ -261,7 +300,8 @@ std::string package_root_v2_json(const PackageRootV2& root);
 // The bytes the package_id hashes: package_root_v2_json() of the root with
 // package_id "" and created_at_unix_secs 0, source_model.files sorted by
 // path, artifacts by id, sidecars by (kind, name, artifact_id) (an absent
-// name sorts first).
+// name sorts first), publisher_metadata by (role rank in kPublisherRoles,
+// artifact_id, source_repo, source_revision, source_path).
 std::string package_id_v2_preimage(const PackageRootV2& root);
 // "sha256:" + lowercase hex SHA-256 of package_id_v2_preimage(root).
 std::string compute_package_id_v2(const PackageRootV2& root);

@@ -41,8 +41,12 @@ inline constexpr uint64_t kCarrierLocatorSchema = 1;
 // materialized stage must not copy them).
 bool is_carrier_key(std::string_view key) noexcept;
 
-enum class CatalogArtifactKind { kCarrier, kPayload, kSidecar };
-std::string_view catalog_artifact_kind_name(CatalogArtifactKind k) noexcept;  // carrier, payload, sidecar
+// kPublisherMetadata: a publisher file (publisher_metadata[]): a package
+// file every full transfer carries, never a payload part, never selected
+// for a stage's layers.
+enum class CatalogArtifactKind { kCarrier, kPayload, kSidecar, kPublisherMetadata };
+// carrier, payload, sidecar, publisher_metadata
+std::string_view catalog_artifact_kind_name(CatalogArtifactKind k) noexcept;
 
 struct CatalogArtifact {
   std::string id;
@@ -58,6 +62,8 @@ struct CatalogArtifact {
   // Sidecars only: kind ("mmproj") and optional name.
   std::string sidecar_kind;
   std::optional<std::string> sidecar_name;
+  // Publisher metadata only: its role (model_config, ...).
+  std::string publisher_role;
 };
 
 struct CatalogTensor {

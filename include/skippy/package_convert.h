@@ -61,6 +61,8 @@ struct ConvertToV2Options {
   std::string native_abi_version;
   // generation.request_defaults to write (schema 1 has no place for them).
   std::optional<V2RequestDefaults> request_defaults;
+  // Publisher files to attach (as WritePackageOptions::publisher_metadata).
+  std::vector<std::filesystem::path> publisher_metadata;
 };
 
 struct ConvertedArtifact {

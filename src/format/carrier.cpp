@@ -81,6 +81,7 @@ std::string_view catalog_artifact_kind_name(CatalogArtifactKind k) noexcept {
     case CatalogArtifactKind::kCarrier: return "carrier";
     case CatalogArtifactKind::kPayload: return "payload";
     case CatalogArtifactKind::kSidecar: return "sidecar";
+    case CatalogArtifactKind::kPublisherMetadata: return "publisher_metadata";
   }
   return "?";
 }
@@ -128,6 +129,8 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
   // Artifacts: kinds, path layers, part indexes (rank by id among payloads).
   std::map<std::string, std::string> sidecar_kind;
   for (const auto& s : root.sidecars) sidecar_kind[s.artifact_id] = s.kind;
+  std::map<std::string, std::string> publisher_role;
+  for (const auto& p : root.publisher_metadata) publisher_role.emplace(p.artifact_id, p.role);
   bool have_carrier = false;
   for (size_t i = 0; i < root.artifacts.size(); ++i) {
     const auto& a = root.artifacts[i];
@@ -145,6 +148,9 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
       for (const auto& s : root.sidecars) {
         if (s.artifact_id == a.id) ca.sidecar_kind = s.kind, ca.sidecar_name = s.name;
       }
+    } else if (const auto pr = publisher_role.find(a.id); pr != publisher_role.end()) {
+      ca.kind = CatalogArtifactKind::kPublisherMetadata;  // not ranked among the payload parts
+      ca.publisher_role = pr->second;
     } else {
       ca.kind = CatalogArtifactKind::kPayload;
       ca.layer = artifact_path_layer(a.path);

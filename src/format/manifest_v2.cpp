@@ -242,8 +242,8 @@ PackageRootV2 parse_root_v2(const json& j, const FieldReader& r) {
   r.expect_object(j, "");
   v2_refuse_unknown(j, "",
                  {"schema_version", "package_id", "model_id", "source_model", "format", "layer_count",
-                  "artifact_catalog", "sidecars", "generation", "native_abi_version", "generator_version",
-                  "created_at_unix_secs"},
+                  "artifact_catalog", "sidecars", "publisher_metadata", "publisher_defaults", "generation",
+                  "native_abi_version", "generator_version", "created_at_unix_secs"},
                  r,
                  {{"model_metadata", "must not appear in the root: schema 2 rebuilds it from the metadata carrier"},
                   {"tensor_catalog", "must not appear in the root: schema 2 rebuilds it from the metadata carrier"},
@@ -253,11 +253,7 @@ PackageRootV2 parse_root_v2(const json& j, const FieldReader& r) {
                   {"shared", kV2SchemaOneField},
                   {"layers", kV2SchemaOneField},
                   {"projectors", kV2SchemaOneField},
-                  {"skippy_abi_version", kV2SchemaOneField},
-                  {"publisher_metadata",
-                   "newer than the schema this reader speaks (reference v0.76.1): not supported"},
-                  {"publisher_defaults",
-                   "newer than the schema this reader speaks (reference v0.76.1): not supported"}});
+                  {"skippy_abi_version", kV2SchemaOneField}});
   PackageRootV2 m;
   m.schema_version = v2_u32(j, "schema_version", "", r);
   if (m.schema_version != kPackageSchemaV2) {
@@ -303,6 +299,7 @@ PackageRootV2 parse_root_v2(const json& j, const FieldReader& r) {
       m.sidecars.push_back(std::move(s));
     }
   }
+  parse_v2_publisher(j, m, r);
   if (const json* g = FieldReader::find(j, "generation")) m.generation = parse_generation_v2(*g, r);
   m.native_abi_version = v2_str(j, "native_abi_version", "", r);
   m.generator_version = v2_str(j, "generator_version", "", r);
@@ -578,6 +575,7 @@ void validate_root_v2(const PackageRootV2& m, const FieldReader& r) {
     if (!ids.contains(sc.artifact_id)) r.fail(ip + ".artifact_id", "artifact " + quote(sc.artifact_id) + " does not exist");
     if (sc.name) v2_require_not_blank(r, ip + ".name", *sc.name);
   }
+  validate_v2_publisher(m, r);
   if (m.generation) validate_generation_v2(*m.generation, m.layer_count, r);
 
   const std::string expected = compute_package_id_v2(m);

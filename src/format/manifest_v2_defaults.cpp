@@ -1,9 +1,11 @@
-// package schema 2: generation.request_defaults (the reference format
-// crate's GenerationRequestDefaults), read and checked as strictly as the
-// rest of the root (skippy/manifest_v2.h).
+// package schema 2: the root's newer members, read and checked as strictly
+// as the rest of the root (skippy/manifest_v2.h): generation.request_defaults
+// (the reference format crate's GenerationRequestDefaults), publisher_metadata
+// and publisher_defaults.
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <set>
 #include <tuple>
 
 #include "format/manifest_v2_detail.h"
@@ -329,6 +331,115 @@ void validate_v2_request_defaults(const V2RequestDefaults& d, const FieldReader&
     const std::string at = base + ".selection." + field;
     if (v2_blank(*v)) r.fail(at, "selected profile must not be empty");
     if (!d.profiles.contains(*v)) r.fail(at, "references undeclared generation profile " + quote(*v));
+  }
+}
+
+void parse_v2_publisher(const json& root, PackageRootV2& m, const FieldReader& r) {
+  if (const json* pm = FieldReader::find(root, "publisher_metadata")) {
+    r.expect_array(*pm, "publisher_metadata");
+    for (size_t i = 0; i < pm->size(); ++i) {
+      const std::string ip = index_path("publisher_metadata", i);
+      const json& e = (*pm)[i];
+      r.expect_object(e, ip);
+      v2_refuse_unknown(e, ip, {"role", "artifact_id", "source_repo", "source_revision", "source_path"}, r);
+      V2PublisherMetadata p;
+      (void)r.require(e, "role", ip);
+      p.role = *rd_opt_variant(e, "role", ip, r, {kPublisherRoles[0], kPublisherRoles[1], kPublisherRoles[2],
+                                                   kPublisherRoles[3], kPublisherRoles[4]});
+      p.artifact_id = v2_str(e, "artifact_id", ip, r);
+      p.source_repo = v2_str(e, "source_repo", ip, r);
+      p.source_revision = v2_str(e, "source_revision", ip, r);
+      p.source_path = v2_str(e, "source_path", ip, r);
+      m.publisher_metadata.push_back(std::move(p));
+    }
+  }
+  if (const json* pd = FieldReader::find(root, "publisher_defaults")) {
+    const std::string base = "publisher_defaults";
+    r.expect_object(*pd, base);
+    v2_refuse_unknown(*pd, base, {"compute_dtype", "kv_cache_dtype"}, r);
+    V2PublisherDefaults d;
+    for (const char* name : {"compute_dtype", "kv_cache_dtype"}) {
+      const json* v = FieldReader::find(*pd, name);
+      if (v == nullptr) continue;
+      const std::string dp = base + "." + name;
+      r.expect_object(*v, dp);
+      v2_refuse_unknown(*v, dp, {"dtype", "artifact_id", "json_path"}, r);
+      (void)r.require(*v, "dtype", dp);
+      V2DtypeDeclaration decl;
+      decl.dtype = *rd_opt_variant(*v, "dtype", dp, r, {kPublisherDtypes[0], kPublisherDtypes[1], kPublisherDtypes[2],
+                                                         kPublisherDtypes[3], kPublisherDtypes[4], kPublisherDtypes[5],
+                                                         kPublisherDtypes[6], kPublisherDtypes[7]});
+      decl.artifact_id = v2_str(*v, "artifact_id", dp, r);
+      decl.json_path = v2_str(*v, "json_path", dp, r);
+      (std::string_view(name) == "compute_dtype" ? d.compute_dtype : d.kv_cache_dtype) = std::move(decl);
+    }
+    m.publisher_defaults = std::move(d);
+  }
+}
+
+void validate_v2_publisher(const PackageRootV2& m, const FieldReader& r) {
+  std::set<std::string_view> ids;
+  for (const auto& a : m.artifacts) ids.insert(a.id);
+  std::set<std::pair<std::string_view, std::string_view>> seen;
+  for (size_t i = 0; i < m.publisher_metadata.size(); ++i) {
+    const auto& p = m.publisher_metadata[i];
+    const std::string ip = index_path("publisher_metadata", i);
+    if (!manifest_detail::is_one_of(p.role, {kPublisherRoles[0], kPublisherRoles[1], kPublisherRoles[2],
+                                             kPublisherRoles[3], kPublisherRoles[4]})) {
+      r.fail(ip + ".role", "unknown publisher metadata role " + quote(p.role));
+    }
+    if (!seen.emplace(p.role, p.source_path).second) {
+      r.fail(ip, "publisher metadata (" + p.role + ", " + quote(p.source_path) + ") appears more than once");
+    }
+    if (!ids.contains(p.artifact_id)) r.fail(ip + ".artifact_id", "artifact " + quote(p.artifact_id) + " does not exist");
+    if (p.artifact_id == m.source_model.metadata_artifact_id) {
+      r.fail(ip + ".artifact_id", "the metadata carrier cannot be publisher metadata");
+    }
+    for (const auto& s : m.sidecars) {
+      if (s.artifact_id == p.artifact_id) r.fail(ip + ".artifact_id", "artifact " + quote(p.artifact_id) + " is a sidecar");
+    }
+    v2_require_not_blank(r, ip + ".source_repo", p.source_repo);
+    v2_require_not_blank(r, ip + ".source_revision", p.source_revision);
+    for (const auto& [field, v] : {std::pair<const char*, const std::string*>{"artifact_id", &p.artifact_id},
+                                   {"source_repo", &p.source_repo}, {"source_revision", &p.source_revision}}) {
+      v2_require_no_controls(r, ip + "." + field, *v);
+    }
+    if (!rd_hex40(p.source_revision)) {
+      r.fail(ip + ".source_revision", "publisher metadata revision must be an immutable 40-character commit");
+    }
+    v2_require_path(r, ip + ".source_path", p.source_path);
+    if (m.source_model.repo != p.source_repo) {
+      r.fail(ip + ".source_repo", "publisher metadata repository " + quote(p.source_repo) + " differs from source_model.repo");
+    }
+    if (m.source_model.revision != p.source_revision) {
+      r.fail(ip + ".source_revision", "publisher metadata revision differs from source_model.revision");
+    }
+  }
+  if (!m.publisher_defaults) return;
+  for (const char* name : {"compute_dtype", "kv_cache_dtype"}) {
+    const bool compute = std::string_view(name) == "compute_dtype";
+    const auto& decl = compute ? m.publisher_defaults->compute_dtype : m.publisher_defaults->kv_cache_dtype;
+    if (!decl) continue;
+    const std::string path = std::string("publisher_defaults.") + name;
+    if (!manifest_detail::is_one_of(decl->dtype, {kPublisherDtypes[0], kPublisherDtypes[1], kPublisherDtypes[2],
+                                                  kPublisherDtypes[3], kPublisherDtypes[4], kPublisherDtypes[5],
+                                                  kPublisherDtypes[6], kPublisherDtypes[7]})) {
+      r.fail(path + ".dtype", "unknown dtype " + quote(decl->dtype));
+    }
+    if (!ids.contains(decl->artifact_id)) {
+      r.fail(path + ".artifact_id", "artifact " + quote(decl->artifact_id) + " does not exist");
+    }
+    const V2PublisherMetadata* bound = nullptr;
+    for (const auto& p : m.publisher_metadata) {
+      if (p.artifact_id == decl->artifact_id) {
+        bound = &p;
+        break;
+      }
+    }
+    if (bound == nullptr) r.fail(path + ".artifact_id", "typed publisher default is not bound to publisher_metadata");
+    const bool role_ok = bound->role == "model_config" || (!compute && bound->role == "hf_quant_config");
+    if (!role_ok) r.fail(path + ".artifact_id", std::string("publisher default ") + name + " cannot be sourced from " + bound->role);
+    v2_require_not_blank(r, path + ".json_path", decl->json_path);
   }
 }
 

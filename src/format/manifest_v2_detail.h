@@ -40,5 +40,9 @@ void v2_require_path(const FieldReader& r, std::string_view path, std::string_vi
 // generation.request_defaults at `path` (manifest_v2_defaults.cpp).
 V2RequestDefaults parse_v2_request_defaults(const json& j, std::string_view path, const FieldReader& r);
 void validate_v2_request_defaults(const V2RequestDefaults& d, const FieldReader& r);
+// The root's publisher_metadata and publisher_defaults members into `m`, and
+// their rules (the reference's validate_publisher_metadata / _defaults).
+void parse_v2_publisher(const json& root, PackageRootV2& m, const FieldReader& r);
+void validate_v2_publisher(const PackageRootV2& m, const FieldReader& r);
 
 }  // namespace skippy::manifest_v2_detail

@@ -14,7 +14,9 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <functional>
 #include <tuple>
+#include <utility>
 
 #include "skippy/manifest_v2.h"
 #include "skippy/sha256.h"
@@ -400,6 +402,36 @@ std::string package_root_v2_json(const PackageRootV2& root) {
     }
     w.end_array();
   }
+  if (!root.publisher_metadata.empty()) {
+    w.key("publisher_metadata");
+    w.begin_array();
+    for (const auto& p : root.publisher_metadata) {
+      w.begin_object();
+      w.member("role", p.role);
+      w.member("artifact_id", p.artifact_id);
+      w.member("source_repo", p.source_repo);
+      w.member("source_revision", p.source_revision);
+      w.member("source_path", p.source_path);
+      w.end_object();
+    }
+    w.end_array();
+  }
+  if (root.publisher_defaults) {
+    w.key("publisher_defaults");
+    w.begin_object();
+    for (const auto& [name, decl] : {std::pair<const char*, const std::optional<V2DtypeDeclaration>*>{
+                                         "compute_dtype", &root.publisher_defaults->compute_dtype},
+                                     {"kv_cache_dtype", &root.publisher_defaults->kv_cache_dtype}}) {
+      if (!*decl) continue;
+      w.key(name);
+      w.begin_object();
+      w.member("dtype", (*decl)->dtype);
+      w.member("artifact_id", (*decl)->artifact_id);
+      w.member("json_path", (*decl)->json_path);
+      w.end_object();
+    }
+    w.end_object();
+  }
   if (root.generation) {
     w.key("generation");
     write_generation(w, *root.generation);
@@ -422,6 +454,17 @@ std::string package_id_v2_preimage(const PackageRootV2& root) {
   // Sidecar's Ord: (kind, name, artifact_id); Option orders None first.
   std::stable_sort(n.sidecars.begin(), n.sidecars.end(), [](const auto& a, const auto& b) {
     return std::tie(a.kind, a.name, a.artifact_id) < std::tie(b.kind, b.name, b.artifact_id);
+  });
+  // PublisherMetadata's derived Ord: role (by its declaration rank), then
+  // artifact_id, source_repo, source_revision, source_path.
+  auto role_rank = [](const std::string& role) {
+    return static_cast<size_t>(std::find(std::begin(kPublisherRoles), std::end(kPublisherRoles), role) -
+                               std::begin(kPublisherRoles));
+  };
+  std::stable_sort(n.publisher_metadata.begin(), n.publisher_metadata.end(), [&](const auto& a, const auto& b) {
+    const size_t ra = role_rank(a.role), rb = role_rank(b.role);
+    return std::tie(ra, a.artifact_id, a.source_repo, a.source_revision, a.source_path) <
+           std::tie(rb, b.artifact_id, b.source_repo, b.source_revision, b.source_path);
   });
   return package_root_v2_json(n);
 }

@@ -16,6 +16,7 @@
 
 #include "publish/carrier_writer.h"
 #include "publish/certify.h"
+#include "publish/publisher_metadata.h"
 #include "publish/writer_internal.h"
 #include "skippy/abi.h"
 #include "skippy/env.h"
@@ -382,6 +383,13 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     if (!root.generation) root.generation.emplace();
     root.generation->request_defaults = o.request_defaults;
   }
+  const auto publisher = detail::plan_publisher_metadata(o.publisher_metadata, root.source_model.repo,
+                                                         root.source_model.revision, *meta);
+  for (const auto& f : publisher.files) {
+    root.artifacts.push_back(f.artifact);
+    root.publisher_metadata.push_back(f.metadata);
+  }
+  root.publisher_defaults = publisher.defaults;
   root.native_abi_version = native_abi;
   root.generator_version = "skippy-model-package " + std::string(library_version());
   root.created_at_unix_secs = m.created_at_unix_secs ? static_cast<uint64_t>(*m.created_at_unix_secs)
@@ -427,6 +435,13 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     cf.write_all(carrier);
     cf.commit(/*sync_directory=*/false);
     dirs.insert(staging.path() / "shared");
+  }
+  for (const auto& f : publisher.files) {
+    const fs::path to = staging.path() / f.artifact.path;
+    fs::create_directories(to.parent_path());
+    write_file_atomic(to, f.contents, Durability::kRenameOnly);
+    dirs.insert(to.parent_path());
+    r.artifacts.push_back({f.artifact.id, f.artifact.path, "", f.artifact.byte_size, f.artifact.sha256, "written"});
   }
   write_file_atomic(staging.path() / kManifestFileName, root_text);
   for (const auto& d : dirs) fsync_directory(d);

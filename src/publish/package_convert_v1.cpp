@@ -164,6 +164,10 @@ ConvertToV1Result convert_package_to_v1(const PackageCatalog& cat, const Convert
   }
   std::set<std::string> names;
   for (const auto& a : cat.artifacts) {
+    if (a.kind == CatalogArtifactKind::kPublisherMetadata) {
+      r.dropped.push_back("publisher metadata " + a.id + " (" + a.path + "): schema 1 has no place for it");
+      continue;
+    }
     if (a.kind != CatalogArtifactKind::kSidecar) continue;
     if (a.sidecar_kind != kSidecarKindMmproj) {
       r.dropped.push_back("sidecar " + a.id + ": kind " + a.sidecar_kind + " has no schema 1 place");

@@ -11,6 +11,7 @@
 #include "publish/certify.h"
 #include "publish/split_stream.h"
 #include "publish/writer_internal.h"
+#include "publish/publisher_metadata.h"
 #include "skippy/abi.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
@@ -226,6 +227,9 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
     if (!root.generation) root.generation.emplace();
     root.generation->request_defaults = opt.request_defaults;
   }
+  const PublisherPlan publisher = plan_publisher_metadata(opt.publisher_metadata, root.source_model.repo,
+                                                          root.source_model.revision, primary);
+  root.publisher_defaults = publisher.defaults;
   root.native_abi_version = native_abi_version_to_write(opt.native_abi_version);
   root.generator_version = "skippy-model-package " + std::string(library_version());
   root.created_at_unix_secs = static_cast<uint64_t>(std::max<int64_t>(0, resolve_created_at(opt)));
@@ -242,6 +246,11 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
       const std::string id = fs::path(projectors[i].entry.path).stem().string();
       root.artifacts.push_back({id, projectors[i].entry.path, projectors[i].entry.artifact_bytes, projector_sha[i]});
       root.sidecars.push_back({std::string(kSidecarKindMmproj), id, id});
+    }
+    root.publisher_metadata.clear();
+    for (const auto& f : publisher.files) {  // after the sidecars, as the reference lists them
+      root.artifacts.push_back(f.artifact);
+      root.publisher_metadata.push_back(f.metadata);
     }
     root.package_id = compute_package_id_v2(root);
     validate_package_root_v2(root, "model-package.json");
@@ -311,6 +320,12 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
     const auto e = copy_projector(p, opt.out_dir, on_bytes);
     projector_sha.push_back(e.sha256);
     if (opt.on_artifact) opt.on_artifact({e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256});
+  }
+  for (const auto& f : publisher.files) {
+    const fs::path file = opt.out_dir / f.artifact.path;
+    fs::create_directories(file.parent_path());
+    write_file_atomic(file, f.contents);
+    if (opt.on_artifact) opt.on_artifact({f.artifact.path, file, f.artifact.byte_size, f.artifact.sha256});
   }
   fill(source_identity(opt, model, hashes.shard_sha256),
        std::vector<std::string>(hashes.output_sha256.begin(), hashes.output_sha256.end() - 1), carrier_sha, projector_sha);

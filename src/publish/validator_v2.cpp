@@ -92,6 +92,14 @@ ValidationReport validate_package_v2(const std::filesystem::path& source, const 
       if (auto problem = check_artifact(root_dir, boundary, a, r)) r.problems.push_back("sidecar " + s.kind + ": " + *problem);
     }
   }
+  for (const auto& p : root.publisher_metadata) {
+    for (const auto& a : root.artifacts) {
+      if (a.id != p.artifact_id) continue;
+      if (auto problem = check_artifact(root_dir, boundary, a, r)) {
+        r.problems.push_back("publisher metadata " + p.role + ": " + *problem);
+      }
+    }
+  }
   std::optional<ModelSource> model;
   try {
     model.emplace(ModelSource::open(source));
