@@ -25,13 +25,14 @@ namespace fs = std::filesystem;
 using test::run_cli;
 using test::TempDir;
 
-// Every file under `dir` (relative path -> SHA-256), model-package.json aside.
+// Every file under `dir` (relative path -> SHA-256), model-package.json and
+// the model card (README.md, which names the package_id) aside.
 std::map<std::string, std::string> files_but_root(const fs::path& dir) {
   std::map<std::string, std::string> out;
   for (const auto& e : fs::recursive_directory_iterator(dir)) {
     if (!e.is_regular_file()) continue;
     const auto rel = fs::relative(e.path(), dir).string();
-    if (rel == "model-package.json") continue;
+    if (rel == "model-package.json" || rel == "README.md") continue;
     out[rel] = sha256_hex(test::read_text(e.path()));
   }
   return out;

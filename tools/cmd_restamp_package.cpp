@@ -45,6 +45,7 @@ Command register_restamp_package(CLI::App& app) {
                           {"package_id", r.package_id},
                           {"manifest_sha256", r.manifest_sha256},
                           {"removed", r.removed},
+                          {"rewritten", r.rewritten},
                           {"signed_by", r.signature ? nlohmann::json(r.signature->owner_id) : nlohmann::json()},
                           {"notes", r.notes}});
             } else if (!r.changed) {
@@ -55,6 +56,7 @@ Command register_restamp_package(CLI::App& app) {
                         << r.native_abi_version << "\npackage_id " << r.package_id << " (was " << r.old_package_id
                         << ")\n";
               for (const auto& x : r.removed) std::cout << "removed " << x << "\n";
+              for (const auto& x : r.rewritten) std::cout << "rewrote " << x << "\n";
               if (r.signature) std::cout << "signed as owner " << r.signature->owner_id << "\n";
             }
             for (const auto& n : r.notes) std::cerr << "note: " << n << "\n";

@@ -130,6 +130,12 @@ std::optional<uint32_t> artifact_path_layer(std::string_view path) noexcept;
 //     layer artifact belongs to that artifact's layer; a layer artifact's
 //     layer is < layer_count;
 //   - general.architecture is present.
+// The reference's catalog rule for metadata: a float KV (f32 or f64, scalar
+// or array element) that is NaN or infinite has no JSON form, so the
+// reference refuses the model. The first such key and why, or nullopt. The
+// carrier reader (build_catalog_v2) and the schema 2 writers refuse it.
+std::optional<std::string> non_finite_float_kv(const GgufFile& f);
+
 PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const GgufFile> carrier,
                                 std::string_view origin);
 

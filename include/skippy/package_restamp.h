@@ -13,8 +13,9 @@
 //   - validation.json names the old manifest's SHA-256 (publish refuses it
 //     against the new one): removed; validate-package SOURCE DIR --write-result
 //     certifies the re-stamped package again (its artifacts are unchanged);
-//   - README.md (a model card, not bound to the root's bytes) is left as it
-//     is, and a note says so when it names the old ABI.
+//   - README.md: written again when it is the model card write-package
+//     writes (it names the package_id and the ABI); another README is left
+//     as it is, with a note when it names the old ABI.
 // The old files are removed before the new root is renamed into place: a
 // crash leaves the old root unsigned, or the new one, never a signature or
 // a verdict that names other bytes.
@@ -43,6 +44,7 @@ struct RestampResult {
   std::string manifest_sha256;        // of the root as it is now
   bool changed = false;               // false: it was at that ABI already, nothing written
   std::vector<std::string> removed;   // "<file>: <why>", one per file removed
+  std::vector<std::string> rewritten; // other files written again (README.md)
   std::vector<std::string> notes;     // worth telling a person (a README naming the old ABI)
   std::optional<PackageSignature> signature;  // with sign_owner_dir
 };

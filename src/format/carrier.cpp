@@ -1,6 +1,7 @@
 // package schema 2: the metadata carrier's locators -> a PackageCatalog
 // (see skippy/package_catalog.h).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <string>
@@ -117,9 +118,43 @@ std::optional<uint32_t> artifact_path_layer(std::string_view path) noexcept {
   return catalog_decimal_u32(stem, /*allow_leading_zeros=*/true);
 }
 
+std::optional<std::string> non_finite_float_kv(const GgufFile& f) {
+  for (const auto& kv : f.kvs()) {
+    const GgufType t = kv.value.type();
+    if (t == GgufType::kFloat32 || t == GgufType::kFloat64) {
+      const auto v = kv.value.as_float();
+      if (v && !std::isfinite(*v)) return std::string(kv.key) + " is " + std::to_string(*v) + " (not a finite number)";
+      continue;
+    }
+    if (t != GgufType::kArray) continue;
+    const GgufType et = kv.value.array_type();
+    if (et != GgufType::kFloat32 && et != GgufType::kFloat64) continue;
+    const auto enc = kv.value.encoded();
+    const size_t width = et == GgufType::kFloat32 ? 4 : 8;
+    constexpr size_t kHead = 4 + 8;  // element type, count
+    const uint64_t n = kv.value.array_size();
+    for (uint64_t i = 0; i < n && kHead + (i + 1) * width <= enc.size(); ++i) {
+      double d = 0;
+      if (width == 4) {
+        float x = 0;
+        std::memcpy(&x, enc.data() + kHead + i * 4, 4);
+        d = x;
+      } else {
+        std::memcpy(&d, enc.data() + kHead + i * 8, 8);
+      }
+      if (!std::isfinite(d)) return std::string(kv.key) + "[" + std::to_string(i) + "] is not a finite number";
+    }
+  }
+  return std::nullopt;
+}
+
 PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const GgufFile> carrier_file,
                                 std::string_view origin) {
   const GgufFile& f = *carrier_file;
+  if (const auto bad = non_finite_float_kv(f)) {
+    carrier_fail(origin, "the metadata carrier " + root.source_model.metadata_artifact_id + ": " + *bad +
+                             "; package schema 2 metadata must be finite (its KVs have a JSON form)");
+  }
   PackageCatalog cat;
   cat.schema_version = root.schema_version;
   cat.package_id = root.package_id;

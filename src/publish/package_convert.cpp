@@ -23,6 +23,7 @@
 #include "skippy/error.h"
 #include "skippy/file.h"
 #include "skippy/manifest.h"
+#include "skippy/package_catalog.h"
 #include "skippy/package_layout.h"
 #include "skippy/sha256.h"
 #include "skippy/version.h"
@@ -383,6 +384,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     if (!root.generation) root.generation.emplace();
     root.generation->request_defaults = o.request_defaults;
   }
+  if (const auto bad = non_finite_float_kv(*meta)) throw_invalid(o.package_dir.string() + ": " + *bad + " (schema 2 metadata must be finite)");
   const auto publisher = detail::plan_publisher_metadata(o.publisher_metadata, root.source_model.repo,
                                                          root.source_model.revision, *meta);
   for (const auto& f : publisher.files) {
@@ -391,7 +393,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   }
   root.publisher_defaults = publisher.defaults;
   root.native_abi_version = native_abi;
-  root.generator_version = "skippy-model-package " + std::string(library_version());
+  root.generator_version = std::string(library_version());  // bare, as the reference writes its own
   root.created_at_unix_secs = m.created_at_unix_secs ? static_cast<uint64_t>(*m.created_at_unix_secs)
                                                      : static_cast<uint64_t>(env::source_date_epoch().value_or(std::time(nullptr)));
   root.package_id = compute_package_id_v2(root);

@@ -4,6 +4,7 @@
 
 #include <system_error>
 
+#include "publish/package_readme.h"
 #include "skippy/abi.h"
 #include "skippy/error.h"
 #include "skippy/file.h"
@@ -75,13 +76,20 @@ RestampResult restamp_package_v2(const RestampOptions& o) {
     }
   }
   const fs::path readme = o.package_dir / "README.md";
+  std::string card;
   try {
-    const std::string card = read_small_file(readme, uint64_t{4} << 20);
-    if (card.find(r.old_native_abi_version) != std::string::npos) {
-      r.notes.push_back("README.md names the old ABI " + r.old_native_abi_version + " and was left as it is");
-    }
+    card = read_small_file(readme, uint64_t{4} << 20);
   } catch (const Error&) {
     // No README, or none a person reads: nothing to say about it.
+  }
+  if (card.find(detail::kReadmeV2Marker) != std::string::npos) {
+    // Our model card: it names the package_id and the ABI, so it follows the root.
+    const bool certified = card.find("Certified against the source model") != std::string::npos;
+    write_file_atomic(readme, detail::package_readme_v2(root, r.manifest_sha256, certified));
+    r.rewritten.push_back("README.md");
+  } else if (!card.empty() && card.find(r.old_native_abi_version) != std::string::npos) {
+    r.notes.push_back("README.md names the old ABI " + r.old_native_abi_version +
+                      " and is not skippy-model-package's model card: left as it is");
   }
   return r;
 }

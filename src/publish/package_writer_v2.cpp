@@ -11,6 +11,7 @@
 #include "publish/certify.h"
 #include "publish/split_stream.h"
 #include "publish/writer_internal.h"
+#include "publish/package_readme.h"
 #include "publish/publisher_metadata.h"
 #include "skippy/abi.h"
 #include "skippy/error.h"
@@ -171,6 +172,9 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   // Payload parts (reference part_writer): every source KV but split.*,
   // general.alignment present, the part's tensors at the source alignment.
   const GgufFile& primary = model.primary();
+  if (const auto bad = non_finite_float_kv(primary)) {
+    throw_invalid(primary.name() + ": " + *bad + "; package schema 2 carries the source's KVs, which must be finite");
+  }
   std::vector<GgufWriter> writers;
   for (const auto& p : parts) {
     GgufWriter w(primary.alignment());
@@ -231,7 +235,7 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
                                                           root.source_model.revision, primary);
   root.publisher_defaults = publisher.defaults;
   root.native_abi_version = native_abi_version_to_write(opt.native_abi_version);
-  root.generator_version = "skippy-model-package " + std::string(library_version());
+  root.generator_version = std::string(library_version());  // bare, as the reference writes its own
   root.created_at_unix_secs = static_cast<uint64_t>(std::max<int64_t>(0, resolve_created_at(opt)));
   auto fill = [&](const SourceModel& s, const std::vector<std::string>& part_sha, const std::string& carrier_sha,
                   const std::vector<std::string>& projector_sha) {
@@ -346,6 +350,8 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
     r.validated = true;
   }
   const std::string text = package_root_v2_json(root);
+  // The model card first (it names the root's digest): a crash leaves no root, so a rerun writes both.
+  write_file_atomic(opt.out_dir / "README.md", package_readme_v2(root, sha256_hex(text), opt.validate));
   write_file_atomic(opt.out_dir / std::string(kManifestFileName), text);
   std::error_code ec;
   fs::remove(opt.out_dir / kInProgressMarker, ec);

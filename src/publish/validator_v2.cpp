@@ -55,6 +55,8 @@ ValidationReport validate_package_v2(const std::filesystem::path& source, const 
     return r;
   }
   r.package_id = root.package_id;
+  // verify_v2.rs: "only GGUF v2 packages are supported".
+  if (root.format != "gguf") r.problems.push_back(manifest_path.string() + ": format is \"" + root.format + "\"; only gguf is supported");
   // A generation block the reference accepts but this runtime cannot read
   // (it has no schema 1 meaning) is served by nobody here: a warning.
   if (root.generation) {
