@@ -218,5 +218,38 @@ TEST(V2Publisher, WrittenByWritePackageAndCarriedByFetchAndPublish) {
   EXPECT_EQ(test::read_text(snap / "metadata/chat_template.jinja"), "{{ messages }}");
 }
 
+TEST(V2Publisher, ReadFromTheHubSourceRepositoryWhenAsked) {
+  TempDir t, model;
+  fs::copy_file(test::data_path("llama-tiny-q8_0.gguf"), model / "Tiny-Q8_0.gguf");
+  put(model / "config.json", kConfig);
+  put(model / "generation_config.json", kGenConfig);
+  put(model / "README.md", "#");
+  test::HubStandin hub;
+  const std::string commit = hub.publish("org/Tiny-GGUF", model.path());
+  hub.configure({{"token", "hf_test"}, {"url_ttl_secs", 3600}, {"reject_unknown_tokens", false},
+                 {"resolve_cache_redirect", false}});
+  const std::vector<std::string> env = {"HF_ENDPOINT=" + hub.endpoint(), "HF_HUB_CACHE=" + (t / "hf").string(),
+                                        "HF_HOME=" + (t / "hfhome").string(), "SKIPPY_CACHE_DIR=" + (t / "skippy").string(),
+                                        "HF_TOKEN=", "HF_HUB_OFFLINE="};
+  auto r = run_cli({"write-package", "org/Tiny-GGUF:Q8_0", "--schema", "2", "--hub-publisher-metadata", "--out-dir",
+                    (t / "pkg").string(), "--json"},
+                   env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto root = open_local_catalog_v2(t / "pkg").catalog.root_v2;
+  ASSERT_EQ(root->publisher_metadata.size(), 2u);
+  EXPECT_EQ(root->publisher_metadata[0].role, "model_config");
+  EXPECT_EQ(root->publisher_metadata[0].source_repo, "org/Tiny-GGUF");
+  EXPECT_EQ(root->publisher_metadata[0].source_revision, commit);
+  EXPECT_EQ(root->publisher_metadata[1].role, "generation_config");
+  EXPECT_EQ(test::read_text(t / "pkg/metadata/config.json"), kConfig);
+  EXPECT_EQ(root->publisher_defaults->compute_dtype->dtype, "bf16");
+  // Without the flag: none; with a local source: a usage error.
+  r = run_cli({"write-package", "org/Tiny-GGUF:Q8_0", "--schema", "2", "--out-dir", (t / "pkg2").string(), "--json"}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(open_local_catalog_v2(t / "pkg2").catalog.root_v2->publisher_metadata.empty());
+  r = test::write_pkg(test::model_fixtures().front(), t / "pkg3", {"--schema", "2", "--hub-publisher-metadata"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
 }  // namespace v2pub_test
 }  // namespace skippy

@@ -151,6 +151,7 @@ Command register_write_package(CLI::App& app) {
     std::string max_artifact_bytes;
     std::string native_abi, generation_defaults;
     std::vector<std::string> publisher_metadata;
+    bool hub_publisher_metadata = false;
     // ---- end schema 2 ----
   };
   auto a = std::make_shared<Args>();
@@ -183,6 +184,9 @@ Command register_write_package(CLI::App& app) {
   add_native_abi_option(cmd, a->native_abi, "With --schema 2: ");
   add_generation_defaults_option(cmd, a->generation_defaults, "With --schema 2: ");
   add_publisher_metadata_option(cmd, a->publisher_metadata, "With --schema 2: ");
+  cmd->add_flag("--hub-publisher-metadata", a->hub_publisher_metadata,
+                "With --schema 2 and an org/repo:DIST source: attach the repository's publisher files found at its top "
+                "level at the same commit, as --publisher-metadata does");
   // ---- end schema 2 ----
   return {cmd, [a]() {
             if (a->push.empty() && (a->create || a->private_repo || !a->max_disk.empty() || !a->message.empty())) {
@@ -230,8 +234,18 @@ Command register_write_package(CLI::App& app) {
             if (!a->push.empty()) target = parse_push_target(a->push);
             const uint64_t max_disk = a->max_disk.empty() ? 0 : parse_size(a->max_disk);
             Progress download("download");
-            const auto src = open_model_source({a->source, a->model_id, a->revision, a->source_file}, default_sources(),
+            if (a->hub_publisher_metadata && a->schema != 2) {
+              throw Error(ErrorKind::kUsage, "--hub-publisher-metadata goes with --schema 2");
+            }
+            ModelSourceRequest request{a->source, a->model_id, a->revision, a->source_file};
+            request.publisher_files = a->hub_publisher_metadata;
+            const auto src = open_model_source(request, default_sources(),
                                                [&](uint64_t d, uint64_t t) { download.update(d, t); });
+            if (a->hub_publisher_metadata && !src.from_hub) {
+              throw Error(ErrorKind::kUsage, "--hub-publisher-metadata needs an org/repo:DIST source (for a local "
+                                             "source, name the files with --publisher-metadata)");
+            }
+            for (const auto& f : src.publisher_files) o.publisher_metadata.push_back(f);
             o.source = src.local;
             o.provenance = src.provenance;
             for (const auto& p : a->projectors) o.projectors.emplace_back(p);
