@@ -48,8 +48,12 @@ inline constexpr uint64_t kCarrierLocatorSchema = 1;
 // materialized stage must not copy them).
 bool is_carrier_key(std::string_view key) noexcept;
 
-enum class CatalogArtifactKind { kCarrier, kPayload, kSidecar };
-std::string_view catalog_artifact_kind_name(CatalogArtifactKind k) noexcept;  // carrier, payload, sidecar
+// kPublisherMetadata: a publisher file (publisher_metadata[]): a package
+// file every full transfer carries, never a payload part, never selected
+// for a stage's layers.
+enum class CatalogArtifactKind { kCarrier, kPayload, kSidecar, kPublisherMetadata };
+// carrier, payload, sidecar, publisher_metadata
+std::string_view catalog_artifact_kind_name(CatalogArtifactKind k) noexcept;
 
 struct CatalogArtifact {
   std::string id;
@@ -76,6 +80,8 @@ struct CatalogArtifact {
   // False when the artifact's header was not read (schema 1, built from
   // part of the fragments): its tensors are not in the catalog.
   bool tensors_listed = true;
+  // Publisher metadata only: its role (model_config, ...).
+  std::string publisher_role;
 };
 
 struct CatalogTensor {
@@ -153,6 +159,12 @@ std::optional<uint32_t> artifact_path_layer(std::string_view path) noexcept;
 //     layer artifact belongs to that artifact's layer; a layer artifact's
 //     layer is < layer_count;
 //   - general.architecture is present.
+// The reference's catalog rule for metadata: a float KV (f32 or f64, scalar
+// or array element) that is NaN or infinite has no JSON form, so the
+// reference refuses the model. The first such key and why, or nullopt. The
+// carrier reader (build_catalog_v2) and the schema 2 writers refuse it.
+std::optional<std::string> non_finite_float_kv(const GgufFile& f);
+
 PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const GgufFile> carrier,
                                 std::string_view origin);
 

@@ -206,6 +206,18 @@ const char* skippy_package_signer(const skippy_package* p) {
 
 void skippy_package_close(skippy_package* package) { delete package; }
 
+skippy_status skippy_package_check_runtime_abi(const skippy_package* p, const char* runtime_abi) {
+  if (p == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_package_check_runtime_abi: package is NULL");
+  return guarded([&] {
+    std::optional<std::string> flag;
+    if (runtime_abi != nullptr && *runtime_abi != '\0') flag = runtime_abi;
+    const auto runtime = skippy::runtime_abi_from(flag);
+    if (!runtime) return;
+    const uint32_t schema = p->catalog->schema_version;
+    skippy::check_runtime_abi(schema, p->abi, *runtime, p->place->ref);
+  });
+}
+
 const char* skippy_package_model_id(const skippy_package* p) { return p ? p->catalog->model_id.c_str() : ""; }
 const char* skippy_package_manifest_sha256(const skippy_package* p) { return p ? p->place->manifest_sha256.c_str() : ""; }
 const char* skippy_package_abi_version(const skippy_package* p) { return p ? p->abi.c_str() : ""; }

@@ -240,6 +240,11 @@ std::vector<CatalogPart> all_catalog_parts(const PackageCatalog& cat) {
   for (size_t i = 0; i < cat.artifacts.size(); ++i) {
     if (cat.artifacts[i].kind == CatalogArtifactKind::kSidecar) out.push_back(part(i, "a sidecar (" + cat.artifacts[i].sidecar_kind + ")"));
   }
+  for (size_t i = 0; i < cat.artifacts.size(); ++i) {
+    if (cat.artifacts[i].kind == CatalogArtifactKind::kPublisherMetadata) {
+      out.push_back(part(i, "publisher metadata (" + cat.artifacts[i].publisher_role + ")"));
+    }
+  }
   return out;
 }
 

@@ -338,7 +338,8 @@ VerifyReport verify_catalog_parts(const OpenedCatalog& pkg, const std::vector<Ca
     const CatalogPart& p = *unique[i];
     r.parts[i].rel_path = p.rel_path;
     r.parts[i].layer_index = p.layer;
-    r.parts[i].role = p.kind == CatalogArtifactKind::kCarrier ? PartRole::kMetadata
+    r.parts[i].role = p.kind == CatalogArtifactKind::kCarrier || p.kind == CatalogArtifactKind::kPublisherMetadata
+                          ? PartRole::kMetadata
                       : p.kind == CatalogArtifactKind::kSidecar ? PartRole::kProjector
                                                                 : PartRole::kLayer;
     if (!refused[i].empty()) r.problems.push_back(refused[i]);
