@@ -20,6 +20,7 @@
 #include "skippy/error.h"
 #include "gguf/ggml_types.h"
 #include "skippy/gguf.h"
+#include "util/file.h"
 
 namespace {
 
