@@ -269,6 +269,9 @@ class HubPublisher::Impl {
 
   void record_error(const Error& e) {
     std::lock_guard g(mu_);
+    // Under the lock: commit() and failed() see the failure only once the
+    // callback has run (it must not call back into the publisher).
+    if (errors_.empty() && settings_.on_failure) settings_.on_failure(e);
     errors_.push_back(e);
     cv_.notify_all();
   }
