@@ -1,4 +1,4 @@
-// A worker's source chain (peer::make_peer_sources, what `fetch --peer`
+// A worker's source chain (sp::make_peer_sources, what `fetch --peer`
 // uses): the cache, the peer, then the fallback remotes unless
 // HF_HUB_OFFLINE=1; the reference must be the topology's package; a node
 // that does not verify under its owner is warned about, not silently
@@ -14,6 +14,7 @@ namespace skippy::test::peer_sources_test {
 namespace {
 
 namespace fs = std::filesystem;
+namespace sp = ::skippy::peer;  // (skippy::test::peer is the tests' helpers)
 
 constexpr const char* kCommit = "0123456789abcdef0123456789abcdef01234567";
 
@@ -60,11 +61,11 @@ class ScopedVar {
 struct Cast {
   TempDir dir;
   fs::path owner = dir / "owner", node = dir / "node", stranger_owner = dir / "other-owner";
-  peer::PeerSourcesOptions options;
+  sp::PeerSourcesOptions options;
   Cast() {
-    peer::init_owner(owner);
-    peer::init_owner(stranger_owner);
-    const auto id = peer::issue_node(owner, node).node_id;
+    sp::init_owner(owner);
+    sp::init_owner(stranger_owner);
+    const auto id = sp::issue_node(owner, node).node_id;
     options.endpoint = "127.0.0.1:9";
     options.topology_file = dir / "topology.json";
     options.topology.package_ref = std::string("hf://org/layers@") + kCommit;
@@ -84,25 +85,25 @@ std::vector<std::string> names(const Sources& s) {
 
 TEST(PeerSources, CacheThenPeerThenTheFallbackUnlessOffline) {
   Cast c;
-  ScopedVar mode(peer::kTransferModeEnv, "");
+  ScopedVar mode(sp::kTransferModeEnv, "");
   {
     ScopedVar online("HF_HUB_OFFLINE", "0");
-    const auto chain = peer::make_peer_sources(parse_hf_ref("hf://org/layers"), c.options, Cast::hub());
+    const auto chain = sp::make_peer_sources(parse_hf_ref("hf://org/layers"), c.options, Cast::hub());
     EXPECT_EQ(names(chain.sources), (std::vector<std::string>{"peer", "hub"}));
     EXPECT_FALSE(chain.sources.offline);
     EXPECT_TRUE(chain.warnings.empty());
   }
   ScopedVar offline("HF_HUB_OFFLINE", "1");
-  const auto chain = peer::make_peer_sources(parse_hf_ref(std::string("hf://org/layers@") + kCommit), c.options, Cast::hub());
+  const auto chain = sp::make_peer_sources(parse_hf_ref(std::string("hf://org/layers@") + kCommit), c.options, Cast::hub());
   EXPECT_EQ(names(chain.sources), (std::vector<std::string>{"peer"})) << "offline: the peer and the cache only";
   EXPECT_TRUE(chain.sources.offline);
 }
 
 TEST(PeerSources, TheReferenceMustBeTheTopologysPackage) {
   Cast c;
-  auto expect = [&](const std::string& ref, ErrorKind kind, const std::string& needle, const peer::PeerSourcesOptions& o) {
+  auto expect = [&](const std::string& ref, ErrorKind kind, const std::string& needle, const sp::PeerSourcesOptions& o) {
     try {
-      (void)peer::make_peer_sources(parse_hf_ref(ref), o, Cast::hub());
+      (void)sp::make_peer_sources(parse_hf_ref(ref), o, Cast::hub());
       ADD_FAILURE() << ref << " accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), kind) << e.what();
@@ -119,20 +120,20 @@ TEST(PeerSources, TheReferenceMustBeTheTopologysPackage) {
 
 TEST(PeerSources, ANodeThatDoesNotVerifyIsWarnedAboutAndTrustedOwnersAreRead) {
   Cast c;
-  ScopedVar mode(peer::kTransferModeEnv, "");
+  ScopedVar mode(sp::kTransferModeEnv, "");
   // The node's owner.crt replaced by another owner's: it no longer verifies.
   fs::copy_file(c.stranger_owner / "owner.crt", c.node / "owner.crt", fs::copy_options::overwrite_existing);
   auto o = c.options;
   o.trusted_owner_certs = {c.stranger_owner / "owner.crt"};
-  const auto chain = peer::make_peer_sources(parse_hf_ref("hf://org/layers"), o, Cast::hub());
+  const auto chain = sp::make_peer_sources(parse_hf_ref("hf://org/layers"), o, Cast::hub());
   ASSERT_EQ(chain.warnings.size(), 1u);
   EXPECT_NE(chain.warnings[0].find("does not verify under its owner.crt: no peer is trusted"), std::string::npos);
   // Open mode trusts any node: nothing to warn about.
-  ScopedVar open(peer::kTransferModeEnv, "open");
-  EXPECT_TRUE(peer::make_peer_sources(parse_hf_ref("hf://org/layers"), o, Cast::hub()).warnings.empty());
+  ScopedVar open(sp::kTransferModeEnv, "open");
+  EXPECT_TRUE(sp::make_peer_sources(parse_hf_ref("hf://org/layers"), o, Cast::hub()).warnings.empty());
   // A trusted owner's certificate that is not an owner certificate is refused.
   o.trusted_owner_certs = {c.node / "node.crt"};
-  EXPECT_THROW(peer::make_peer_sources(parse_hf_ref("hf://org/layers"), o, Cast::hub()), Error);
+  EXPECT_THROW(sp::make_peer_sources(parse_hf_ref("hf://org/layers"), o, Cast::hub()), Error);
 }
 
 }  // namespace
