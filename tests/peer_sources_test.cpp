@@ -4,7 +4,6 @@
 // that does not verify under its owner is warned about, not silently
 // trusted. In this process, with identities from the library.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include "skippy/peer.h"
 #include "skippy/peer_identity.h"
@@ -36,28 +35,6 @@ class NamedRemote : public Remote {
   std::string name_;
 };
 
-// Sets an environment variable for one scope, restoring it after.
-class ScopedVar {
- public:
-  ScopedVar(const char* name, const char* value) : name_(name) {
-    if (const char* v = std::getenv(name)) old_ = v;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedVar() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  ScopedVar(const ScopedVar&) = delete;
-  ScopedVar& operator=(const ScopedVar&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 struct Cast {
   TempDir dir;
   fs::path owner = dir / "owner", node = dir / "node", stranger_owner = dir / "other-owner";
@@ -85,15 +62,15 @@ std::vector<std::string> names(const Sources& s) {
 
 TEST(PeerSources, CacheThenPeerThenTheFallbackUnlessOffline) {
   Cast c;
-  ScopedVar mode(sp::kTransferModeEnv, "");
+  ScopedEnv mode(sp::kTransferModeEnv, "");
   {
-    ScopedVar online("HF_HUB_OFFLINE", "0");
+    ScopedEnv online("HF_HUB_OFFLINE", "0");
     const auto chain = sp::make_peer_sources(parse_hf_ref("hf://org/layers"), c.options, Cast::hub());
     EXPECT_EQ(names(chain.sources), (std::vector<std::string>{"peer", "hub"}));
     EXPECT_FALSE(chain.sources.offline);
     EXPECT_TRUE(chain.warnings.empty());
   }
-  ScopedVar offline("HF_HUB_OFFLINE", "1");
+  ScopedEnv offline("HF_HUB_OFFLINE", "1");
   const auto chain = sp::make_peer_sources(parse_hf_ref(std::string("hf://org/layers@") + kCommit), c.options, Cast::hub());
   EXPECT_EQ(names(chain.sources), (std::vector<std::string>{"peer"})) << "offline: the peer and the cache only";
   EXPECT_TRUE(chain.sources.offline);
@@ -120,7 +97,7 @@ TEST(PeerSources, TheReferenceMustBeTheTopologysPackage) {
 
 TEST(PeerSources, ANodeThatDoesNotVerifyIsWarnedAboutAndTrustedOwnersAreRead) {
   Cast c;
-  ScopedVar mode(sp::kTransferModeEnv, "");
+  ScopedEnv mode(sp::kTransferModeEnv, "");
   // The node's owner.crt replaced by another owner's: it no longer verifies.
   fs::copy_file(c.stranger_owner / "owner.crt", c.node / "owner.crt", fs::copy_options::overwrite_existing);
   auto o = c.options;
@@ -129,7 +106,7 @@ TEST(PeerSources, ANodeThatDoesNotVerifyIsWarnedAboutAndTrustedOwnersAreRead) {
   ASSERT_EQ(chain.warnings.size(), 1u);
   EXPECT_NE(chain.warnings[0].find("does not verify under its owner.crt: no peer is trusted"), std::string::npos);
   // Open mode trusts any node: nothing to warn about.
-  ScopedVar open(sp::kTransferModeEnv, "open");
+  ScopedEnv open(sp::kTransferModeEnv, "open");
   EXPECT_TRUE(sp::make_peer_sources(parse_hf_ref("hf://org/layers"), o, Cast::hub()).warnings.empty());
   // A trusted owner's certificate that is not an owner certificate is refused.
   o.trusted_owner_certs = {c.node / "node.crt"};
