@@ -28,10 +28,10 @@
 #include <vector>
 
 #include "skippy/error.h"
-#include "skippy/file.h"
-#include "skippy/ggml_types.h"
+#include "util/file.h"
+#include "gguf/ggml_types.h"
 #include "skippy/gguf.h"
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "skippy/model_source.h"
 
 namespace {

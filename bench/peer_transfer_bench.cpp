@@ -30,10 +30,10 @@
 #include <vector>
 
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/manifest.h"
 #include "skippy/peer.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 
 namespace {
 

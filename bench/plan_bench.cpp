@@ -13,7 +13,7 @@
 #include <benchmark/benchmark.h>
 
 #include "skippy/gguf.h"
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "skippy/manifest.h"
 #include "skippy/memory_plan.h"
 #include "skippy/time_plan.h"

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "skippy/error.h"
-#include "skippy/ggml_types.h"
+#include "gguf/ggml_types.h"
 #include "skippy/gguf.h"
 
 namespace {

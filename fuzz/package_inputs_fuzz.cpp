@@ -37,7 +37,7 @@
 #include "skippy/manifest_v2.h"
 #include "skippy/package_catalog.h"
 #include "skippy/package_signature.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/policy.h"
 #include "skippy/speculative.h"
 #include "source/blob_writer.h"

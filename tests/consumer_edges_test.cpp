@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "hub_standin.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/gguf.h"
-#include "skippy/gguf_writer.h"
-#include "skippy/sha256.h"
+#include "gguf/gguf_writer.h"
+#include "util/sha256.h"
 #include "test_util.h"
 
 // A named namespace of its own: unity builds put several test files in one

@@ -16,7 +16,7 @@
 #include "skippy/package_convert.h"
 #include "skippy/package_validator.h"
 #include "skippy/package_writer.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "test_util.h"
 
 namespace skippy {

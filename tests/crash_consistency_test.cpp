@@ -17,7 +17,7 @@
 #include "skippy/hf_cache.h"
 #include "skippy/package_convert.h"
 #include "skippy/package_writer.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "source/blob_writer.h"
 #include "test_util.h"
 

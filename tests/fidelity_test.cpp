@@ -15,13 +15,13 @@
 #include <random>
 #include <thread>
 
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/gguf.h"
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "skippy/manifest.h"
 #include "skippy/model_source.h"
 #include "skippy/package_layout.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "test_util.h"
 
 extern char** environ;

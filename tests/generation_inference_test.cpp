@@ -12,8 +12,8 @@
 
 #include "publish/generation_inference.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
-#include "skippy/gguf_writer.h"
+#include "util/file.h"
+#include "gguf/gguf_writer.h"
 #include "skippy/manifest.h"
 #include "skippy/model_source.h"
 #include "test_util.h"

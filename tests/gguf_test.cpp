@@ -7,11 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "skippy/error.h"
-#include "skippy/ggml_types.h"
+#include "gguf/ggml_types.h"
 #include "skippy/gguf.h"
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "skippy/model_source.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "test_util.h"
 
 namespace skippy {

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/error.h"
 #include "skippy/hf_cache.h"
 #include "skippy/hf_ref.h"

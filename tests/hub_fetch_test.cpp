@@ -11,7 +11,7 @@
 #include <set>
 
 #include "hub_standin.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "test_util.h"
 
 namespace skippy {

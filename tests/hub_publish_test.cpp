@@ -15,7 +15,7 @@
 
 #include "hub_standin.h"
 #include "skippy/hub_publish.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "test_util.h"
 
 namespace skippy {

@@ -16,9 +16,9 @@
 #include <set>
 
 #include "hub_standin.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/hub.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/source.h"
 #include "source/blob_writer.h"
 #include "test_util.h"

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/gguf.h"
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "test_util.h"
 
 namespace skippy {

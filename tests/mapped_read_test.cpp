@@ -9,8 +9,8 @@
 #include <fstream>
 
 #include "skippy/error.h"
-#include "skippy/file.h"
-#include "skippy/sha256.h"
+#include "util/file.h"
+#include "util/sha256.h"
 #include "test_util.h"
 #include "util/mapped_read.h"
 

@@ -18,7 +18,7 @@
 #include "skippy/gguf.h"
 #include "skippy/materialize.h"
 #include "skippy/model_source.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/stage.h"
 #include "skippy/stage_view.h"
 #include "test_util.h"

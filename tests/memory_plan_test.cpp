@@ -11,10 +11,10 @@
 
 #include "skippy/error.h"
 #include "skippy/gguf.h"
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "skippy/manifest.h"
 #include "skippy/memory_plan.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "split_enumeration.h"
 #include "test_util.h"
 

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "expired_owner.h"
 #include "test_util.h"
 

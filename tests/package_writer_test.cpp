@@ -6,11 +6,11 @@
 #include <set>
 
 #include "skippy/gguf.h"
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "skippy/manifest.h"
 #include "skippy/model_source.h"
 #include "skippy/package_layout.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "test_util.h"
 
 namespace skippy {

@@ -16,7 +16,7 @@
 #include "hub_standin.h"
 #include "peer_test_util.h"
 #include "peer_world.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/manifest.h"
 #include "skippy/peer.h"
 #include "skippy/peer_identity.h"

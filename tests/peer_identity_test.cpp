@@ -8,7 +8,7 @@
 #include "peer_test_util.h"
 #include "skippy/error.h"
 #include "skippy/peer_identity.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "test_util.h"
 
 namespace skippy {

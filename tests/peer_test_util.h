@@ -38,11 +38,11 @@
 
 #include "peer/protocol.h"
 #include "peer/tls.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/peer.h"
 #include "skippy/peer_identity.h"
 #include "skippy/manifest.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "test_util.h"
 
 extern char** environ;

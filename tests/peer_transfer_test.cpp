@@ -14,7 +14,7 @@
 #include "peer/protocol.h"
 #include "peer_test_util.h"
 #include "peer_world.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/manifest.h"
 #include "skippy/peer.h"
 

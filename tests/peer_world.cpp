@@ -6,7 +6,7 @@
 
 #include "peer_test_util.h"
 #include "skippy/peer_identity.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 
 namespace skippy::test::peer {
 

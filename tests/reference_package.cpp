@@ -6,11 +6,11 @@
 #include <optional>
 #include <vector>
 
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/gguf.h"
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "skippy/model_source.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 
 namespace skippy::test {
 namespace {

@@ -4,11 +4,11 @@
 #include <cstring>
 #include <tuple>
 
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/gguf.h"
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "skippy/model_source.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 
 namespace skippy::test {
 namespace {

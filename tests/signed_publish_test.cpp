@@ -22,7 +22,7 @@
 #include "skippy/peer.h"
 #include "skippy/peer_identity.h"
 #include "skippy/peer_topology.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "expired_owner.h"
 #include "test_util.h"
 

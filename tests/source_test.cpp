@@ -7,7 +7,7 @@
 #include <set>
 
 #include "skippy/error.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/source.h"
 #include "skippy/stage.h"
 #include "source/blob_writer.h"

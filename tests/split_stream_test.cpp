@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "skippy/error.h"
-#include "skippy/file.h"
-#include "skippy/sha256.h"
+#include "util/file.h"
+#include "util/sha256.h"
 #include "test_util.h"
 #include "publish/split_stream.h"
 #include "util/mapped_read.h"

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "skippy/error.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/stage.h"
 #include "test_util.h"
 

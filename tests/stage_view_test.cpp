@@ -9,13 +9,13 @@
 #include <set>
 
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/gguf.h"
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "skippy/manifest.h"
 #include "skippy/model_source.h"
 #include "skippy/package_layout.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/stage.h"
 #include "skippy/stage_view.h"
 #include "test_util.h"

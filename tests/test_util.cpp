@@ -19,8 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "skippy/file.h"
-#include "skippy/gguf_writer.h"
+#include "util/file.h"
+#include "gguf/gguf_writer.h"
 #include "skippy/model_source.h"
 
 extern char** environ;

@@ -13,7 +13,7 @@
 #include "skippy/decode_cost.h"
 #include "skippy/error.h"
 #include "skippy/gguf.h"
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "skippy/time_plan.h"
 #include "split_enumeration.h"
 #include "test_util.h"

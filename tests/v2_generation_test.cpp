@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "skippy/error.h"
-#include "skippy/generation_v2.h"
+#include "format/generation_v2.h"
 #include "skippy/manifest_v2.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "test_util.h"
 
 namespace skippy {

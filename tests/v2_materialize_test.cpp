@@ -19,7 +19,7 @@
 #include "skippy/materialize.h"
 #include "skippy/model_source.h"
 #include "skippy/package_catalog.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "test_util.h"
 
 namespace skippy {

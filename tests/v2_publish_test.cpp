@@ -16,7 +16,7 @@
 #include "schema_v2_package.h"
 #include "skippy/catalog_stage.h"
 #include "skippy/gguf.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "test_util.h"
 
 namespace skippy::v2pub_test {

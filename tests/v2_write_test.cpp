@@ -13,9 +13,9 @@
 #include "skippy/model_source.h"
 #include "skippy/package_convert.h"
 #include "skippy/package_writer.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "publish/writer_internal.h"
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "test_util.h"
 
 namespace skippy {

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/version.h"
 #include "test_util.h"
 

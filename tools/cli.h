@@ -14,6 +14,7 @@
 #include "skippy/source.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
+#include "util/text.h"
 
 namespace skippy::cli {
 
@@ -41,8 +42,13 @@ int report_error(ErrorKind kind, const std::string& message, bool json);
 
 // Prints one JSON document on stdout.
 void print_json(const nlohmann::json& doc);
-// Human-readable byte counts: "5.17 MiB".
-std::string human_bytes(uint64_t n);
+// Human-readable byte counts: "5.17 MiB"; a count and its noun: "1 stage".
+using detail::counted;
+using detail::human_bytes;
+// Rows of cells as an aligned table, each row indented by two spaces and
+// ending in a newline: columns two spaces apart, padded to their widest cell,
+// left-aligned except those whose index is in `right_aligned` (sizes, counts).
+std::string aligned_rows(const std::vector<std::vector<std::string>>& rows, const std::vector<size_t>& right_aligned = {});
 // True when stderr is a terminal (progress bars only then).
 bool stderr_is_tty();
 

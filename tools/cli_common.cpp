@@ -1,13 +1,14 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 
 #include "cli.h"
 #include "progress.h"
-#include "skippy/env.h"
-#include "skippy/file.h"
+#include "util/env.h"
+#include "util/file.h"
 #include "skippy/hf_ref.h"
 #include "skippy/hub.h"
 
@@ -15,21 +16,24 @@ namespace skippy::cli {
 
 void print_json(const nlohmann::json& doc) { std::cout << doc.dump(2) << "\n"; }
 
-std::string human_bytes(uint64_t n) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n);
-  int u = 0;
-  while (v >= 1024.0 && u < 4) {
-    v /= 1024.0;
-    ++u;
+std::string aligned_rows(const std::vector<std::vector<std::string>>& rows, const std::vector<size_t>& right_aligned) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
   }
-  char buf[32];
-  if (u == 0) {
-    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
-  } else {
-    std::snprintf(buf, sizeof buf, "%.2f %s", v, kUnits[u]);
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line = " ";
+    for (size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - row[c].size(), ' ');
+      const bool right = std::find(right_aligned.begin(), right_aligned.end(), c) != right_aligned.end();
+      line += " " + (right ? pad + row[c] : row[c] + (c + 1 < row.size() ? pad : std::string())) + " ";
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
   }
-  return buf;
+  return out;
 }
 
 bool stderr_is_tty() { return ::isatty(2) == 1; }
@@ -82,7 +86,7 @@ void tell_opened(const std::string& ref, const std::optional<PackageSignature>& 
                  const std::vector<std::string>& warnings) {
   if (signature) {
     std::cerr << "note: " << ref << " is signed by trusted owner " << signature->owner_id << " (signed at "
-              << signature->signed_at_unix_secs << ")\n";
+              << detail::utc_iso8601(signature->signed_at_unix_secs) << ")\n";
   }
   for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
 }
@@ -154,13 +158,14 @@ int print_verify_report(const VerifyReport& r, bool json, nlohmann::json identit
   } else {
     for (const auto& n : notes) std::cerr << "note: " << n << "\n";
     if (r.verified) {
-      std::cout << "verified: " << r.artifacts << " artifact(s)" << (of.empty() ? std::string() : " of " + of)
+      std::cout << "verified: " << (of.empty() ? counted(r.artifacts, "artifact") : std::to_string(r.artifacts)) << (of.empty() ? std::string() : " of " + of)
                 << (range ? " for layers " + format_layer_range(*range) : std::string()) << ", "
                 << human_bytes(r.hashed_bytes) << " hashed, " << r.cache_hits << " from the cache\n";
     }
   }
   if (!r.verified) {
-    std::cerr << "not verified: " << r.problems.size() << " of " << r.artifacts << " artifact(s) do not match the "
+    std::cerr << "not verified: " << r.problems.size() << " of " << counted(r.artifacts, "artifact")
+              << (r.problems.size() == 1 ? " does" : " do") << " not match the "
               << declared_by << "\n";
     for (const auto& p : r.problems) std::cerr << "  " << p << "\n";
   }

@@ -6,7 +6,7 @@
 
 #include "cli.h"
 #include "schema_v2_cli.h"
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/error.h"
 #include "skippy/hf_ref.h"
 #include "skippy/hub.h"
@@ -263,9 +263,9 @@ Command register_fetch(CLI::App& app) {
               }
               size_t cached = 0;
               for (const auto& p : parts) cached += sources[p.rel_path] == "cache" ? 1 : 0;
-              std::cerr << "fetched " << parts.size() << " part(s), " << human_bytes(total) << " ("
-                        << downloaded.size() << " file(s) downloaded"
-                        << (cached == 0 ? std::string() : ", " + std::to_string(cached) + " part(s) already in the cache")
+              std::cerr << "fetched " << counted(parts.size(), "part") << ", " << human_bytes(total) << " ("
+                        << counted(downloaded.size(), "file") << " downloaded"
+                        << (cached == 0 ? std::string() : ", " + counted(cached, "part") + " already in the cache")
                         << "), verified\n";
               std::cout << pkg.root.string() << "\n";
             }

@@ -258,7 +258,7 @@ int inspect_package(const std::string& ref, bool json) {
     o << "  signature         DOES NOT VERIFY: " << sig["error"].get<std::string>() << "\n";
   } else {
     o << "  signature         owner " << sig["owner_id"].get<std::string>() << (sig["trusted"].get<bool>() ? " (trusted)" : "")
-      << ", signed at " << sig["signed_at_unix_secs"].get<int64_t>() << ", certificate until "
+      << ", signed at " << detail::utc_iso8601(sig["signed_at_unix_secs"].get<int64_t>()) << ", certificate until "
       << sig["certificate_not_after"].get<std::string>() << (sig["certificate_valid_now"].get<bool>() ? "" : " (NOT valid now)")
       << "\n";
   }

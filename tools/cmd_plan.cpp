@@ -52,8 +52,8 @@ nlohmann::json plan_json(const OpenedPackage& pkg, const Plan& p) {
 
 void print_human(const OpenedPackage& pkg, const Plan& p) {
   auto& o = std::cout;
-  o << pkg.manifest.model_id << " (" << pkg.ref << "): " << p.layer_count << " layers in " << p.stages.size()
-    << " stage(s), balanced by bytes\n";
+  o << pkg.manifest.model_id << " (" << pkg.ref << "): " << p.layer_count << " layers in " << counted(p.stages.size(), "stage")
+    << ", balanced by bytes\n";
   const bool budgets = !p.stages.empty() && p.stages.front().budget.has_value();
   char buf[256];
   std::snprintf(buf, sizeof buf, "  %-5s  %-11s  %12s  %12s  %12s%s  %s\n", "stage", "layers", "bytes", "layer bytes",
@@ -83,13 +83,22 @@ void print_human(const OpenedPackage& pkg, const Plan& p) {
 
 }  // namespace
 
-void print_byte_plan(const OpenedPackage& pkg, const Plan& plan, bool json, const nlohmann::json& extra) {
+void print_byte_plan(const OpenedPackage& pkg, const Plan& plan, bool json, const nlohmann::json& extra,
+                     const PlanTopologyRequest* topology) {
+  nlohmann::json written;
+  if (topology) {
+    std::vector<LayerRange> ranges;
+    for (const auto& s : plan.stages) ranges.push_back(s.range);
+    written = write_plan_topology(*topology, pkg, ranges, {});
+  }
   if (json) {
     auto doc = plan_json(pkg, plan);
     doc.update(extra);
+    if (topology) doc["topology"] = written;
     print_json(doc);
   } else {
     print_human(pkg, plan);
+    if (topology) print_topology_line(written);
   }
 }
 
@@ -105,6 +114,8 @@ Command register_plan(CLI::App& app) {
       "      --budgets 24GiB,24GiB,48GiB --bandwidth 400GB/s,400GB/s,800GB/s --json\n"
       "  skippy-model-package plan ./model-package --context 8192 --stages auto --bandwidth 400GB/s,100GB/s \\\n"
       "      --links 2ms@10GB/s --target-tpot 33ms\n"
+      "  skippy-model-package plan hf://meshllm/Qwen3-8B-Q4_K_M-layers@$COMMIT --stages 2 --topology-out split.json \\\n"
+      "      --nodes ~/.skippy/node,9a3f1c0e5b7d2468ace013579bdf2468ace013579bdf2468ace013579bdf2468\n"
       "Without --context, stages are balanced by the artifact bytes they load: shared/metadata.gguf,\n"
       "its layers, shared/embeddings.gguf when it is the first (and the last, when the output is tied to\n"
       "the embeddings) and shared/output.gguf when it is the last; the plan minimizes the largest stage\n"
@@ -127,6 +138,11 @@ Command register_plan(CLI::App& app) {
       "SIZE: bytes, or a number (fractions allowed) with K, M, G, T or KiB, MiB, GiB, TiB (powers of\n"
       "1024) or KB, MB, GB, TB (powers of 1000): 512M, 1.5GiB, 8GB; a bandwidth is a SIZE with an\n"
       "optional /s: 400GB/s.\n"
+      "--topology-out FILE --nodes NODE,NODE,...: also write the plan as the split topology serve-artifacts\n"
+      "and fetch --peer read: stage sI (layers of the plan's stage I) on the Ith node (with --stages auto,\n"
+      "the nodes offered, in --bandwidth order); a NODE is a node id or a node identity directory. The\n"
+      "topology pins the package: an hf:// package's commit, or --package-ref hf://ns/repo@COMMIT for a\n"
+      "local directory (the reference its nodes fetch it by; it must hold the same manifest).\n"
       "Exit 1 when the package is invalid, N exceeds the layer count, --target-tpot is missed (the plan\n"
       "is printed, with what would meet it), or no plan fits the budgets\n"
       "(the message names the tightest stage, by how many bytes it is short, the budget it would need\n"
@@ -151,6 +167,7 @@ Command register_plan(CLI::App& app) {
     uint32_t lanes = 1;
     std::string stage_overhead = "1.3ms";
     std::string hop_latency = "13ms";
+    PlanTopologyFlags topology;
   };
   auto a = std::make_shared<Args>();
   path_option(cmd->add_option("package", a->ref, "Package directory or hf://ns/repo[@rev]"))->required();
@@ -204,6 +221,7 @@ Command register_plan(CLI::App& app) {
                                  "With --bandwidth: latency of a hop without --links (default 13ms)");
   for (auto* needs_context : {kv_opt, bw_opt, cr_opt, hp_opt, hc_opt}) needs_context->needs(context_opt);
   for (auto* needs_bw : {links_opt, target_opt, lanes_opt, so_opt, hl_opt}) needs_bw->needs(bw_opt);
+  add_plan_topology_options(cmd, a->topology);
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   add_trust_signer_option(cmd);
   return {cmd, [a, max_opt, budgets_opt, stages_opt, context_opt, bw_opt]() {
@@ -232,8 +250,8 @@ Command register_plan(CLI::App& app) {
               for (const auto& b : a->budgets) o.node_budgets.push_back(parse_byte_size(b));
             }
             if (!o.node_budgets.empty() && o.node_budgets.size() != o.stages) {
-              throw Error(ErrorKind::kUsage, "--budgets gives " + std::to_string(o.node_budgets.size()) +
-                                                 " budgets for --stages " + std::to_string(o.stages) +
+              throw Error(ErrorKind::kUsage, "--budgets gives " + counted(o.node_budgets.size(), "budget") +
+                                                 " for --stages " + std::to_string(o.stages) +
                                                  ": give one per stage, in stage order");
             }
             // The memory mode's flags, also before the package.
@@ -246,14 +264,17 @@ Command register_plan(CLI::App& app) {
               if (o.max_bytes_per_stage) mo.budgets.assign(o.stages, *o.max_bytes_per_stage);
               for (const auto& b : a->bandwidth) mo.bandwidth.push_back(parse_bandwidth(b));
               if (!mo.bandwidth.empty() && mo.bandwidth.size() != o.stages) {
-                throw Error(ErrorKind::kUsage, "--bandwidth gives " + std::to_string(mo.bandwidth.size()) +
-                                                   " values for " + std::to_string(o.stages) +
-                                                   " stages: give one per stage, in stage order");
+                throw Error(ErrorKind::kUsage, "--bandwidth gives " + counted(mo.bandwidth.size(), "value") +
+                                                   " for " + counted(o.stages, "stage") +
+                                                   ": give one per stage, in stage order");
               }
               mo.reserves.compute_reserve_percent = a->compute_reserve;
               mo.reserves.headroom_percent = a->headroom_percent;
               mo.reserves.headroom_cap_bytes = parse_byte_size(a->headroom_cap);
             }
+            // --topology-out: one node per stage (per node offered with --stages auto).
+            const auto topology = plan_topology_request(a->topology, a->ref, o.stages);
+            const PlanTopologyRequest* topo = topology ? &*topology : nullptr;
             std::optional<TimePlanRequest> timed;
             if (context_opt->count() > 0 && !mo.bandwidth.empty()) {
               TimePlanRequest t;
@@ -272,20 +293,21 @@ Command register_plan(CLI::App& app) {
               t.kv_type = kv_type;
               t.activation_bytes_per_value = a->activation_bytes;
               t.json = a->json;
+              t.topology = topo;
               timed = std::move(t);
             }
             const auto any = open_any_for_cli(a->ref);  // a local directory or hf://, either schema
             if (timed) return any.v2 ? run_time_plan(*any.v2, *timed) : run_time_plan(*any.v1, *timed);
             if (any.v2) {
               return plan_schema_v2(*any.v2, o, context_opt->count() > 0 ? std::optional(mo) : std::nullopt, kv_type,
-                                    a->json);
+                                    a->json, topo);
             }
             const OpenedPackage& pkg = *any.v1;
             if (context_opt->count() > 0) {
               // Tied output: the final stage loads what `select` would.
               mo.final_stage_needs_embeddings = final_stage_needs_embeddings(pkg, o.stages);
               mo.include_projector = o.include_projector;
-              return run_memory_plan(pkg, mo, kv_type, a->json);
+              return run_memory_plan(pkg, mo, kv_type, a->json, topo);
             }
             const auto width = activation_width_of(pkg);
             if (width.derived) o.activation_width = width.width;
@@ -294,7 +316,7 @@ Command register_plan(CLI::App& app) {
               std::erase_if(plan.notes, [](const std::string& n) { return n.starts_with("the manifest has no activation_width"); });
               plan.notes.insert(plan.notes.begin(), width.note);
             }
-            print_byte_plan(pkg, plan, a->json);
+            print_byte_plan(pkg, plan, a->json, nlohmann::json::object(), topo);
             return kExitOk;
           }};
 }

@@ -59,8 +59,8 @@ nlohmann::json memory_plan_json(const OpenedPackage& pkg, const CacheShape& shap
 
 void print_memory_plan(const OpenedPackage& pkg, const MemoryPlan& p) {
   auto& o = std::cout;
-  o << pkg.manifest.model_id << " (" << pkg.ref << "): " << p.layer_count << " layers in " << p.stages.size()
-    << " stage(s) at a context of " << p.context << " tokens, " << kv_cache_type_name(p.kv_type) << " KV cache\n";
+  o << pkg.manifest.model_id << " (" << pkg.ref << "): " << p.layer_count << " layers in " << counted(p.stages.size(), "stage")
+    << " at a context of " << p.context << " tokens, " << kv_cache_type_name(p.kv_type) << " KV cache\n";
   const bool budgets = !p.stages.empty() && p.stages.front().budget.has_value();
   const bool timed = p.decode_time_per_token_us.has_value();
   char buf[320];
@@ -110,22 +110,31 @@ nlohmann::json cache_layers_json(const CacheShape& shape, uint64_t context) {
   return layers;
 }
 
-int run_memory_plan(const OpenedPackage& pkg, const MemoryPlanOptions& options, KvCacheType kv_type, bool json) {
+int run_memory_plan(const OpenedPackage& pkg, const MemoryPlanOptions& options, KvCacheType kv_type, bool json,
+                    const PlanTopologyRequest* topology) {
   const auto meta = check_metadata_only(pkg);
   (void)verify_if_required(pkg, {meta});  // hf://: trust nothing unverified
-  return run_memory_plan_on(pkg, GgufFile::open(meta.path), options, kv_type, json);
+  return run_memory_plan_on(pkg, GgufFile::open(meta.path), options, kv_type, json, nlohmann::json::object(), topology);
 }
 
 int run_memory_plan_on(const OpenedPackage& pkg, const GgufFile& metadata, const MemoryPlanOptions& options,
-                       KvCacheType kv_type, bool json, const nlohmann::json& extra) {
+                       KvCacheType kv_type, bool json, const nlohmann::json& extra, const PlanTopologyRequest* topology) {
   const auto shape = read_cache_shape(metadata, kv_type);
   const auto plan = plan_memory(pkg.manifest, shape, options);
+  nlohmann::json written;
+  if (topology) {
+    std::vector<LayerRange> ranges;
+    for (const auto& s : plan.stages) ranges.push_back(s.range);
+    written = write_plan_topology(*topology, pkg, ranges, {});
+  }
   if (json) {
     auto doc = memory_plan_json(pkg, shape, plan);
     doc.update(extra);
+    if (topology) doc["topology"] = written;
     print_json(doc);
   } else {
     print_memory_plan(pkg, plan);
+    if (topology) print_topology_line(written);
   }
   return kExitOk;
 }

@@ -84,8 +84,8 @@ nlohmann::json time_plan_json(const OpenedPackage& pkg, const CacheShape& shape,
 
 void print_time_plan(const OpenedPackage& pkg, const DecodeCost& cost, const TimePlan& p) {
   auto& o = std::cout;
-  o << pkg.manifest.model_id << " (" << pkg.ref << "): " << p.layer_count << " layers in " << p.stages.size()
-    << " stage(s) at a context of " << p.context << " tokens, "
+  o << pkg.manifest.model_id << " (" << pkg.ref << "): " << p.layer_count << " layers in " << counted(p.stages.size(), "stage")
+    << " at a context of " << p.context << " tokens, "
     << (p.lanes > 1 ? "pipelined over " + std::to_string(p.lanes) + " lanes" : std::string("one lane")) << "\n";
   o << "  model " << human_bytes(cost.total_bytes()) << ", read per token " << human_bytes(cost.active_bytes_per_token())
     << "\n";
@@ -120,12 +120,24 @@ int finish(const OpenedPackage& shown, const GgufFile& metadata, const std::vect
   const auto cost = read_decode_cost(metadata, tensors, shown.manifest.layer_count, shown.ref);
   r.options.activation_bytes_per_token = width ? *width * r.activation_bytes_per_value : 0;
   const auto plan = plan_time(shown.manifest, shape, cost, r.options);
+  nlohmann::json written;
+  if (r.topology) {
+    std::vector<LayerRange> ranges;
+    std::vector<uint32_t> nodes;
+    for (const auto& s : plan.stages) {
+      ranges.push_back(s.range);
+      nodes.push_back(s.node);
+    }
+    written = write_plan_topology(*r.topology, shown, ranges, nodes);
+  }
   if (r.json) {
     auto doc = time_plan_json(shown, shape, cost, r, plan);
     doc.update(extra);
+    if (r.topology) doc["topology"] = written;
     print_json(doc);
   } else {
     print_time_plan(shown, cost, plan);
+    if (r.topology) print_topology_line(written);
   }
   return plan.target_met.value_or(true) ? kExitOk : 1;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cli.h"
+#include "plan_topology.h"
 #include "skippy/catalog_stage.h"
 #include "skippy/memory_plan.h"
 #include "skippy/time_plan.h"
@@ -13,6 +14,7 @@ struct TimePlanRequest {
   KvCacheType kv_type = KvCacheType::kF16;
   uint32_t activation_bytes_per_value = 2;
   bool json = false;
+  const PlanTopologyRequest* topology = nullptr;  // plan --topology-out
 };
 
 // Reads the tensor table (each fragment's header; an hf:// package needs its

@@ -2,7 +2,7 @@
 
 #include "cli.h"
 #include "progress.h"
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/error.h"
 #include "skippy/hub_publish.h"
 
@@ -37,7 +37,7 @@ void print_publish_summary(const PublishResult& r) {
     std::cerr << "published hf://" << r.repo << "@" << r.branch << " in one commit: " << r.files << " files ("
               << human_bytes(r.bytes) << "), " << r.lfs_uploaded << " uploaded (" << human_bytes(r.bytes_uploaded) << "), "
               << r.lfs_already_on_hub << " already on the Hub"
-              << (r.deleted.empty() ? "" : ", " + std::to_string(r.deleted.size()) + " stale file(s) removed") << "\n";
+              << (r.deleted.empty() ? "" : ", " + counted(r.deleted.size(), "stale file") + " removed") << "\n";
   } else {
     std::cerr << "hf://" << r.repo << "@" << r.branch << " already holds exactly this package; nothing to commit\n";
   }

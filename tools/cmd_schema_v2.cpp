@@ -6,9 +6,9 @@
 
 #include "cli.h"
 #include "skippy/catalog_stage.h"
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/manifest.h"
 #include "skippy/manifest_v2.h"
 #include "skippy/verify.h"
@@ -81,12 +81,14 @@ int select_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& 
     std::cout << cat.model_id << " (package schema 2) "
               << (range ? "layers " + format_layer_range(*range) + " of " + std::to_string(cat.layer_count)
                         : std::to_string(s.tensors.size()) + " named tensors")
-              << ": " << s.parts.size() << " parts, " << s.tensors.size() << " tensors, " << human_bytes(total) << "\n";
+              << ": " << counted(s.parts.size(), "part") << ", " << counted(s.tensors.size(), "tensor") << ", " << human_bytes(total) << "\n";
+    std::vector<std::vector<std::string>> rows;
     for (const auto& p : s.parts) {
-      std::cout << "  " << catalog_artifact_kind_name(p.kind);
-      if (p.layer) std::cout << " " << *p.layer;
-      std::cout << "  " << p.rel_path << "  " << human_bytes(p.bytes) << "  " << p.tensors.size() << " tensors\n";
+      std::string kind(catalog_artifact_kind_name(p.kind));
+      if (p.layer) kind += " " + std::to_string(*p.layer);
+      rows.push_back({kind, p.rel_path, human_bytes(p.bytes), counted(p.tensors.size(), "tensor")});
     }
+    std::cout << aligned_rows(rows, {2, 3});
     for (const auto& n : s.notes) std::cerr << "note: " << n << "\n";
   }
   return kExitOk;

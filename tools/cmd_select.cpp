@@ -89,12 +89,14 @@ Command register_select(CLI::App& app) {
                           {"revision", pin_json(pkg)}});  // #25
             } else {
               std::cout << pkg.manifest.model_id << " layers " << format_layer_range(range) << " of "
-                        << pkg.manifest.layer_count << ": " << parts.size() << " parts, " << human_bytes(total) << "\n";
+                        << pkg.manifest.layer_count << ": " << counted(parts.size(), "part") << ", " << human_bytes(total) << "\n";
+              std::vector<std::vector<std::string>> rows;
               for (const auto& p : parts) {
-                std::cout << "  " << part_role_name(p.role);
-                if (p.layer_index) std::cout << " " << *p.layer_index;
-                std::cout << "  " << p.rel_path << "  " << human_bytes(p.bytes) << "\n";
+                std::string role(part_role_name(p.role));
+                if (p.layer_index) role += " " + std::to_string(*p.layer_index);
+                rows.push_back({role, p.rel_path, human_bytes(p.bytes)});
               }
+              std::cout << aligned_rows(rows, {2});
               for (const auto& n : s.notes) std::cerr << "note: " << n << "\n";
             }
             return kExitOk;

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "cli.h"
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/error.h"
 #include "skippy/hf_cache.h"
 #include "skippy/peer.h"

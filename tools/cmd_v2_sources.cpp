@@ -7,7 +7,7 @@
 #include "progress.h"
 #include "schema_v2_cli.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/verify.h"
 
 namespace skippy::cli {
@@ -168,9 +168,9 @@ int fetch_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& r
       std::cerr << "parts: " << count["peer"] << " from the peer, " << count["hub"] << " from the Hub, " << count["cache"]
                 << " already in the cache\n";
     }
-    std::cerr << "fetched " << s.parts.size() << " part(s) of " << cat.package_id << ", " << human_bytes(total) << " ("
-              << downloaded.size() << " file(s) downloaded"
-              << (count["cache"] == 0 ? std::string() : ", " + std::to_string(count["cache"]) + " part(s) already in the cache")
+    std::cerr << "fetched " << counted(s.parts.size(), "part") << " of " << cat.package_id << ", " << human_bytes(total)
+              << " (" << counted(downloaded.size(), "file") << " downloaded"
+              << (count["cache"] == 0 ? std::string() : ", " + counted(count["cache"], "part") + " already in the cache")
               << "), verified\n";
     std::cout << pkg.root.string() << "\n";
   }

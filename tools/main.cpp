@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
   // when the flags themselves do not parse.
   bool json = false;
   for (int i = 1; i < argc; ++i) json = json || std::string_view(argv[i]) == "--json";
-  CLI::App app{"skippy-model-package: layer packages for GGUF models (Layer Package Repository spec, schema 1)",
+  CLI::App app{"skippy-model-package: layer packages for GGUF models (Layer Package Repository spec): writes, reads and "
+               "converts package schemas 1 and 2",
                "skippy-model-package"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "skippy-model-package " + std::string(skippy::library_version()));

@@ -19,6 +19,8 @@ OpenedPackage printable(const OpenedCatalog& pkg, const PackageManifest& manifes
   p.boundary = pkg.boundary;
   p.manifest = manifest;
   p.manifest_sha256 = pkg.manifest_sha256;
+  p.commit = pkg.commit;  // hf://: what pin_json reports (and plan --topology-out pins)
+  p.revision_kind = pkg.revision_kind;
   return p;
 }
 
@@ -61,7 +63,7 @@ int materialize_schema_v2(const OpenedCatalog& pkg, std::optional<LayerRange> ra
 }
 
 int plan_schema_v2(const OpenedCatalog& pkg, PlanOptions o, std::optional<MemoryPlanOptions> memory, KvCacheType kv_type,
-                   bool json) {
+                   bool json, const PlanTopologyRequest* topology) {
   const auto in = plan_input_from_catalog(pkg.catalog);
   const auto shown = v2consume_detail::printable(pkg, in.manifest);
   o.final_stage_needs_embeddings = in.output_tied && o.stages >= 2;
@@ -69,7 +71,8 @@ int plan_schema_v2(const OpenedCatalog& pkg, PlanOptions o, std::optional<Memory
     memory->final_stage_needs_embeddings = o.final_stage_needs_embeddings.value_or(false);
     memory->include_projector = o.include_projector;
     // The carrier was checked against the catalog (size, SHA-256) when opened.
-    return run_memory_plan_on(shown, *pkg.catalog.carrier_file, *memory, kv_type, json, v2consume_detail::identity(pkg));
+    return run_memory_plan_on(shown, *pkg.catalog.carrier_file, *memory, kv_type, json, v2consume_detail::identity(pkg),
+                              topology);
   }
   o.activation_width = in.activation_width;
   auto plan = plan_stages(in.manifest, o);
@@ -80,7 +83,7 @@ int plan_schema_v2(const OpenedCatalog& pkg, PlanOptions o, std::optional<Memory
   }
   plan.notes.push_back("package schema 2: stage bytes are the tensor bytes a stage reads (carrier, its layers' "
                        "tensors, the boundary tensors), not whole artifacts");
-  print_byte_plan(shown, plan, json, v2consume_detail::identity(pkg));
+  print_byte_plan(shown, plan, json, v2consume_detail::identity(pkg), topology);
   return kExitOk;
 }
 

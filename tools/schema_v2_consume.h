@@ -12,6 +12,7 @@
 #include "skippy/memory_plan.h"
 #include "skippy/plan.h"
 #include "cli.h"
+#include "plan_topology.h"
 
 namespace skippy::cli {
 
@@ -31,6 +32,6 @@ int materialize_schema_v2(const OpenedCatalog& pkg, std::optional<LayerRange> ra
 // plan REF: the byte plan (memory == nullopt) or the memory plan, on
 // plan_input_from_catalog's tables and the carrier's KVs.
 int plan_schema_v2(const OpenedCatalog& pkg, PlanOptions options, std::optional<MemoryPlanOptions> memory,
-                   KvCacheType kv_type, bool json);
+                   KvCacheType kv_type, bool json, const PlanTopologyRequest* topology = nullptr);
 
 }  // namespace skippy::cli

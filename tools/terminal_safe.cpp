@@ -11,7 +11,7 @@
 #include <iostream>
 #include <string>
 
-#include "skippy/control_chars.h"
+#include "util/control_chars.h"
 
 namespace skippy::cli {
 namespace {

@@ -10,6 +10,8 @@
 // only that): a new minor that still loads these fragments raises the
 // minor; a layout this writer no longer produces compatibly raises the
 // major. Packages declaring another major, or a newer minor, are refused.
+//
+// Thread-safety: constants and pure functions, safe from any thread.
 #pragma once
 
 #include <compare>

@@ -15,6 +15,9 @@
 //   - other global tensors (rope_freqs, ...) are read by every stage;
 //   - the last <arch>.nextn_predict_layers layers (the native MTP / NextN
 //     block) are not run by ordinary decoding: they read nothing per token.
+//
+// Thread-safety: every function is safe to call concurrently (no shared state);
+// its results are plain values.
 #pragma once
 
 #include <cstdint>

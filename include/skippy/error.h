@@ -3,6 +3,8 @@
 // kind tells a caller what happened without parsing the message, and it is
 // kept when an error is rethrown with more context (Error::with_context).
 // Every public call documents what it throws.
+//
+// Thread-safety: an Error is an immutable value; the functions are pure.
 #pragma once
 
 #include <cstdint>

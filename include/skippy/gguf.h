@@ -10,6 +10,10 @@
 // Opening maps the file and parses the header only; tensor data is never read
 // here. Views (string_view, span) returned by a GgufFile stay valid as long as
 // the GgufFile (or a copy of it) lives.
+//
+// Thread-safety: a GgufFile is immutable once opened or parsed: any number of
+// threads may read it (and the GgufValue views into it) at once. The free
+// functions are pure.
 #pragma once
 
 #include <cstdint>
@@ -22,9 +26,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "skippy/file.h"
 
 namespace skippy {
+
+class MappedFile;  // the mapped bytes (internal: src/util/file.h)
 
 inline constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF" little-endian
 inline constexpr uint32_t kGgufDefaultAlignment = 32;

@@ -13,6 +13,11 @@
 //
 // <cache> is env::hf_hub_cache_dir(): $HF_HUB_CACHE, else $HF_HOME/hub, else
 // $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
+//
+// Thread-safety: an HfRepoCache is immutable (it names paths; its const
+// members may run on many threads at once). The cache on disk is shared by
+// threads and processes: refs and links are replaced atomically, and a blob's
+// writers serialize on its flock in .locks/, as huggingface_hub's do.
 #pragma once
 
 #include <cstdint>

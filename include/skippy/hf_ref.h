@@ -9,6 +9,8 @@
 // ".."; at most 96 characters), a revision is a commit, branch or tag name
 // whose '/'-separated components are never empty, "." or ".." and never
 // start with '.', so neither can act as a path.
+//
+// Thread-safety: pure functions and plain values, safe from any thread.
 #pragma once
 
 #include <string>

@@ -19,6 +19,11 @@
 // RevisionNotFound, EntryNotFound, 404), kUnauthorized (401, 403,
 // GatedRepo), kTransport (network, retries exhausted), kIntegrity (bytes
 // that do not match), kInvalidInput (answers that break the protocol).
+//
+// Thread-safety: a Remote from make_hub_remote is used as source.h says (one
+// call at a time; it downloads on threads of its own); HubConfig is a plain
+// value. set_retry_reporter changes process-wide state: call it before any
+// request starts; the reporter itself is called from retrying threads.
 #pragma once
 
 #include <cstdint>

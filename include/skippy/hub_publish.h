@@ -32,6 +32,11 @@
 // storage's own reason (S3's <Message>, or the body's first line).
 // Files are streamed from disk with pread, never read whole into memory
 // (except regular-mode files, which the Hub keeps small).
+//
+// Thread-safety: a HubPublisher is thread-safe (add() from any thread while
+// its uploaders run); the free functions may run concurrently for different
+// repositories (two publishes to one branch race on the Hub, which refuses the
+// later commit as a conflict).
 #pragma once
 
 #include <cstdint>
@@ -57,7 +62,7 @@ struct PushTarget {
 // bad repo id or branch is refused (a commit needs a branch to move).
 PushTarget parse_push_target(std::string_view ref);
 
-// #25: a tag made on the published commit (publish --tag).
+// A tag made on the published commit (publish --tag).
 struct TagResult {
   std::string tag, commit;
   bool created = true;  // false: the tag already named this commit (a rerun)
@@ -68,11 +73,11 @@ struct PublishSettings {
   bool create = false;          // create the repository when it does not exist
   bool private_repo = false;    // with create: a private repository
   unsigned parallel_uploads = 4;
-  // #25: tag the commit (or the head, when nothing changed) with this name
+  // Tag the commit (or the head, when nothing changed) with this name
   // once it is made (tag_hub_commit). Checked, and an existing tag on
   // another commit refused, in begin(), before anything is uploaded.
   std::string tag;
-  // #25, publish_package: sign the package with this owner directory
+  // publish_package: sign the package with this owner directory
   // (sign_package: writes model-package.json.sig into it) after it is
   // verified, and upload the sidecar in the same commit.
   std::filesystem::path sign_owner;
@@ -145,12 +150,12 @@ class HubPublisher {
 // that would fail its own consumers is never uploaded; one whose manifest
 // records a local path (source_model.path) is refused too, since nothing
 // private goes to the Hub. Uploads the manifest's artifacts,
-// model-package.json, README.md, and (#25) validation.json and the
+// model-package.json, README.md, and validation.json and the
 // signature sidecar when present (nothing else in the directory) in one
 // commit: see add_package_metadata for what is checked first. With
 // settings.sign_owner the package is signed first. `on_verify` reports
 // hashing progress.
-// A package schema 2 directory (#22: model-package.json says schema_version
+// A package schema 2 directory (model-package.json says schema_version
 // 2) is read with the strict schema 2 reader (open_local_catalog_v2) and
 // every catalog artifact (carrier, payload parts, sidecars) checked and
 // SHA-256-verified through the verification cache; the commit holds those
@@ -164,7 +169,7 @@ PublishResult publish_package(const std::filesystem::path& dir, const HubConfig&
                               const std::function<void(uint64_t, uint64_t)>& on_verify = {});
 
 // Queues `dir`'s files beside the artifacts: README.md (when present),
-// model-package.json, and (#25) validation.json and model-package.json.sig
+// model-package.json, and validation.json and model-package.json.sig
 // when present. Refuses (nothing sent yet) a validation.json that describes
 // another manifest (kInvalidInput) and a sidecar that does not verify over
 // the bytes to upload (kIntegrity): the Hub never gets a package its trusting
@@ -178,7 +183,7 @@ struct PackageMetadataUpload {
 PackageMetadataUpload add_package_metadata(HubPublisher& pub, const std::filesystem::path& dir,
                                            const std::string& manifest_sha256);
 
-// ------------------------------------------------ immutable references (#25)
+// ------------------------------------------------ immutable references
 
 // A tag name the Hub (git) accepts: Error(kUsage) naming it otherwise (no
 // refs/ prefix, not 40 hex, none of git's forbidden characters or forms).

@@ -18,6 +18,9 @@
 //   - whether the default speculative strategy can be served:
 //     unsupported_default_strategy();
 //   - anything about files on disk (existence, symlinks, sizes, SHA-256).
+//
+// Thread-safety: the structures are plain values; the functions are pure
+// (parse and serialize hold no state), safe from any thread.
 #pragma once
 
 #include <compare>

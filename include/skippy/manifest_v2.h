@@ -16,6 +16,9 @@
 //
 // Not decided here: anything about files (sizes, digests, the carrier's
 // contents): see skippy/package_catalog.h and the consumer.
+//
+// Thread-safety: plain values and pure functions (declares_schema_v2 reads a
+// file), safe from any thread.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +35,7 @@ inline constexpr uint32_t kPackageSchemaV2 = 2;
 inline constexpr std::string_view kSidecarKindMmproj = "mmproj";  // the only sidecar kind
 // The metadata carrier (KVs and the tensor directory, no tensor data) is
 // read by every stage before anything else is trusted: one whose catalogued
-// byte_size is larger is refused before a byte of it is fetched (issue #29).
+// byte_size is larger is refused before a byte of it is fetched.
 // A 256k-token vocabulary with scores and merges is about 20 MiB.
 inline constexpr uint64_t kCarrierMaxBytes = uint64_t{256} << 20;
 

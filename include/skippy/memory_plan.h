@@ -12,6 +12,8 @@
 //
 // Reading the cache shape touches the metadata GGUF's KVs only (no weight
 // bytes); planning is pure arithmetic on the manifest and that shape.
+//
+// Thread-safety: plain values and pure functions, safe from any thread.
 #pragma once
 
 #include <cstdint>

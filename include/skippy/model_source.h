@@ -1,6 +1,9 @@
 // A source model: one GGUF file, or every shard of a split model
 // ("-00001-of-00003.gguf") presented as one tensor table. Also where tensor
 // names are mapped to the package roles the spec defines.
+//
+// Thread-safety: a ModelSource is immutable once opened: any number of threads
+// may read it at once. The free functions are pure.
 #pragma once
 
 #include <cstdint>

@@ -33,6 +33,10 @@
 //
 // Both directions: the output directory appears complete or not at all (a
 // sibling temporary directory, fsynced, renamed into place).
+//
+// Thread-safety: each conversion works on its own output directory and may run
+// concurrently with others; two conversions into one directory are not
+// supported.
 #pragma once
 
 #include <cstdint>

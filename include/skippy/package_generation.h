@@ -5,6 +5,9 @@
 // and the IndexShare top-k, and the layers a native-mtp proposer names, to
 // see which hold NextN tensors. Each part is verified first when the package
 // requires it (hf://).
+//
+// Thread-safety: every function reads the package given and returns values;
+// safe to call concurrently.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,9 @@
 // Where things live in a layer package (spec: "Repository Layout"), the
 // GGUF keys that name a fragment's role, and the layer ranges stages own
 // (spec: "Layer Selection").
+//
+// Thread-safety: plain values and functions without shared state, safe from
+// any thread.
 #pragma once
 
 #include <cstdint>

@@ -24,6 +24,11 @@
 // (else kIntegrity), made by an anchor's key (else kUnauthorized), with the
 // sidecar's certificate and the anchor within their validity periods now
 // (else kUnauthorized).
+//
+// Thread-safety: functions without shared state: verifying may run on any
+// number of threads at once; sign_package replaces the sidecar atomically, so
+// a concurrent reader sees the old one or the new one (two signers of one
+// package: the last one wins).
 #pragma once
 
 #include <cstdint>
@@ -37,7 +42,7 @@ namespace skippy {
 
 inline constexpr std::string_view kSignatureFileName = "model-package.json.sig";
 inline constexpr std::string_view kValidationFileName = "validation.json";
-// Read whole into memory, so capped (issue #29: the Hub's advertised size is
+// Read whole into memory, so capped (the Hub's advertised size is
 // checked against these before the first byte is downloaded).
 inline constexpr uint64_t kSignatureMaxBytes = uint64_t{256} << 10;
 inline constexpr uint64_t kValidationMaxBytes = uint64_t{4} << 20;

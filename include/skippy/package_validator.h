@@ -2,6 +2,8 @@
 // from, before publishing (spec: "Publishing Rules"). Recomputes the SHA-256
 // and size of every source shard and artifact, and checks that every source
 // tensor sits in exactly one artifact, the right one, byte-identical.
+//
+// Thread-safety: validate_package only reads; any number may run at once.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,10 @@
 // hashes every fragment from the same bytes. Fragments appear under their
 // final names only once complete; model-package.json is written last,
 // atomically. A rerun into the directory of a crashed run finishes the job.
+//
+// Thread-safety: write_package runs worker threads of its own; writes into
+// different directories may run at once, two into one directory may not.
+// DiskBudget is thread-safe.
 #pragma once
 
 #include <cstdint>

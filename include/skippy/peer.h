@@ -1,4 +1,4 @@
-// Peer cache transfer (spec: "Peer Cache Transfer"; issue #11): a worker of
+// Peer cache transfer (spec: "Peer Cache Transfer"): a worker of
 // a split run fetches the artifacts of its stage from the node that
 // coordinates the run, over TCP + TLS 1.3 with mutual authentication
 // (peer_identity.h), before it falls back to the Hub.
@@ -14,6 +14,11 @@
 // The wire format is in src/peer/PROTOCOL.md. Nothing a server says reveals
 // its inventory, paths, cache roots or tokens: a refusal is one of the four
 // fixed reasons below, and the reason behind it stays in the server's log.
+//
+// Thread-safety: PeerClient is thread-safe (fetch() on several threads at
+// once); an ArtifactServer runs on its own I/O threads, and stop() may be
+// called from any thread; the Remote of make_peer_remote is used as source.h
+// says; option structs are plain values.
 #pragma once
 
 #include <chrono>
@@ -133,7 +138,7 @@ struct TransferAnswer {
 struct ClientOptions {
   std::chrono::milliseconds connect_timeout{30'000};  // TCP connect + TLS handshake
   std::chrono::milliseconds idle_timeout{30'000};     // any read or write making no progress
-  // The slowest transfer we wait for (issue #20): after the answer, each
+  // The slowest transfer we wait for: after the answer, each
   // window of `rate_window` must bring min_rate * rate_window bytes (or the
   // rest of the file), else PeerErrorKind::kTimeout "slower than ...". And
   // the whole body must arrive within (bytes / min_rate) + 2 * rate_window.
@@ -278,7 +283,7 @@ PeerSources make_peer_sources(const HfRef& ref, const PeerSourcesOptions& option
 
 // ----------------------------------------------------------------- server
 
-// Caps hold before authentication (issue #20): a connection is
+// Caps hold before authentication: a connection is
 // "unauthenticated" from accept until its TLS handshake is done and its peer
 // is one we deal with (PeerTrust); those have their own pool, their own
 // short deadline and a cap per address, so a flood of them never takes the
@@ -304,7 +309,7 @@ struct ServerOptions {
   Topology topology;
   TransferMode mode = TransferMode::kOff;
   std::vector<std::string> trusted_owner_ids;
-  // #25 (signed packages; not peer trust): owner certificates the package
+  // Signed packages (not peer trust): owner certificates the package
   // must be signed by. With any, the constructor throws (kUnauthorized,
   // kIntegrity, kNotFound) unless the cached package's sidecar verifies and
   // names one of them, and requests are refused whenever a re-read
@@ -330,7 +335,7 @@ struct ServerOptions {
 //      the stage exists and is assigned to the requester;
 //   4. the path is model-package.json (at most 16 MiB, hashing to the
 //      topology's SHA-256), its signature sidecar model-package.json.sig or
-//      validation.json (#25: served from the snapshot like the manifest, to
+//      validation.json (served from the snapshot like the manifest, to
 //      every stage; at most 4 MiB), or in stage_artifacts() of that stage, with the
 //      request's expected size and SHA-256 (if any) equal to the manifest's;
 //   5. the file resolves (symlinks included) inside the repo folder of the

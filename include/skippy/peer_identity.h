@@ -1,4 +1,4 @@
-// Who a peer is (issue #11, "Transport and identity"). Every node has an
+// Who a peer is ("Transport and identity"). Every node has an
 // Ed25519 key and an X.509 certificate; an owner is a signing key whose
 // self-signed certificate signs the certificates of its nodes.
 //

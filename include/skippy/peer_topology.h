@@ -6,9 +6,12 @@
 //
 // A topology file:
 //   {"topology_id": "t-1", "run_id": "r-1",
-//    "package_ref": "hf://ns/repo@<40-hex commit>", "manifest_sha256": "<64 hex>",
-//    "stages": [{"stage_id": "s0", "stage_index": 0, "node_id": "<node id>",
+//    "package_ref": "hf://ns/repo@COMMIT", "manifest_sha256": "MANIFEST_SHA256",
+//    "stages": [{"stage_id": "s0", "stage_index": 0, "node_id": "NODE_ID",
 //                "layer_start": 0, "layer_end": 3}, ...]}
+//
+// Thread-safety: plain values and pure functions (load_topology reads a file),
+// safe from any thread.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +60,13 @@ struct Topology {
 // Error(kInvalidInput) "<origin>: <field>: <problem>".
 Topology parse_topology(std::string_view json_text, std::string_view origin);
 Topology load_topology(const std::filesystem::path& file);
+
+// The text of a topology file: the fields above in that order, one stage per
+// line (`plan --topology-out` writes it). What parse_topology would refuse
+// is refused here first (Error(kInvalidInput), "topology: <field>:
+// <problem>"), so nothing written is unreadable; node ids and the manifest
+// digest are written in lowercase.
+std::string format_topology(const Topology& topology);
 
 // The commit a package ref pins: hf://ns/repo@<40-hex commit> (or :commit)
 // gives the commit; a branch, a tag, a short hash or a local path gives

@@ -11,6 +11,8 @@
 // whether the output is tied to the embeddings (no output.weight in
 // shared/output.gguf) — is passed in PlanOptions by a caller that opened the
 // package (the CLI checks it through select_stage()).
+//
+// Thread-safety: plain values and pure functions, safe from any thread.
 #pragma once
 
 #include <cstdint>

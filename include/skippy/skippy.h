@@ -19,7 +19,7 @@
  *   skippy_stage_free(stage);
  *   skippy_package_close(pkg);
  *
- * Threads: distinct handles may be used from distinct threads at once; one
+ * Thread-safety: distinct handles may be used from distinct threads at once; one
  * handle from one thread at a time. skippy_last_error() is per thread.
  * Strings returned by getters belong to the handle and stay valid until it
  * is freed.
@@ -77,7 +77,7 @@ const char* skippy_last_error(void);
 skippy_status skippy_package_open(const char* ref, skippy_package** out);
 void skippy_package_close(skippy_package* package);
 
-/* ---- Signed packages (#25) ----
+/* ---- Signed packages ----
  * skippy_package_open, and the package must be signed (model-package.json.sig)
  * by one of the owner certificates (PEM files, owner.crt of `identity
  * init-owner`) in trusted_signers[0..n_signers), added to those of

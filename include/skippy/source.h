@@ -20,6 +20,11 @@
 // (huggingface_hub's layout, skippy/hf_cache.h): bytes land in
 // blobs/<etag>.incomplete, are checked against their size and digests, and
 // only then get their final name and a snapshot link.
+//
+// Thread-safety: open_package and the other functions may run on several
+// threads at once, also against one cache (blobs are written under their
+// flock, refs and links replaced atomically). A Remote is called one method
+// at a time by the source layer; an OpenedPackage is a plain value.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +59,7 @@ struct RemoteFile {
   std::string declared_by = "the manifest";  // who declared them (for messages)
   // A file read whole into memory (the manifest, the signature sidecar,
   // validation.json): a remote advertising more is refused before the first
-  // byte, and a body running past it is cut off, nothing kept (issue #29).
+  // byte, and a body running past it is cut off, nothing kept.
   std::optional<uint64_t> max_size = std::nullopt;
 };
 
@@ -90,7 +95,7 @@ class Remote {
   // only). `probe_path` is a file that must exist at that revision.
   virtual std::optional<std::string> resolve_commit(const HfRepoCache& cache, const std::string& revision,
                                                     const std::string& probe_path) = 0;
-  // #25: whether `revision` (a name, not a commit) is a tag rather than a
+  // Whether `revision` (a name, not a commit) is a tag rather than a
   // branch (a tag names one commit for good; a branch moves); nullopt when
   // this remote cannot tell (a peer), or could not be asked.
   virtual std::optional<bool> is_tag(const HfRepoCache& cache, const std::string& revision) {

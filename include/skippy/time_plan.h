@@ -20,6 +20,8 @@
 //
 // Defaults are mesh-llm's calibration (its performance-aware topology
 // planner): 1.3 ms per stage, 13 ms per hop.
+//
+// Thread-safety: plain values and pure functions, safe from any thread.
 #pragma once
 
 #include <cstdint>

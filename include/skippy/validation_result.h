@@ -1,5 +1,5 @@
-// validation.json: validate-package's verdict, kept in the package (#25,
-// the spec's "machine-readable validation results" open question).
+// validation.json: validate-package's verdict, kept in the package (the
+// answer to the spec's "machine-readable validation results" open question).
 //
 // `write-package --validate` and `validate-package --write-result` leave it
 // beside the manifest, written atomically:
@@ -22,6 +22,9 @@
 // when the package is signed. A validation.json whose manifest_sha256 is
 // not the manifest's describes another package: read_validation_result
 // says so, and publish refuses to upload it.
+//
+// Thread-safety: reading is safe from any thread; writing replaces
+// validation.json atomically (a reader sees the old file or the new one).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,8 @@
 // The library's version, "MAJOR.MINOR.PATCH" (CMake's project version): what
 // --version prints, what a package README names as its writer, and what the C
 // API's skippy_version() returns.
+//
+// Thread-safety: safe from any thread.
 #pragma once
 
 #include <string_view>

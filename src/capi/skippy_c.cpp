@@ -14,7 +14,7 @@
 #include "skippy/catalog_parts.h"
 #include "skippy/catalog_stage.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/hub.h"
 #include "skippy/manifest.h"
 #include "skippy/manifest_v2.h"

@@ -7,10 +7,10 @@
 #include <set>
 
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/manifest.h"
 #include "skippy/model_source.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "consume/verification_cache.h"
 
 namespace skippy {

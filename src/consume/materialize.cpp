@@ -3,7 +3,7 @@
 #include "skippy/materialize.h"
 
 #include "skippy/error.h"
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "skippy/stage_view.h"
 #include "skippy/verify.h"
 #include "stage_file.h"

@@ -3,9 +3,9 @@
 #include <map>
 
 #include "skippy/catalog_parts.h"
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/error.h"
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "skippy/materialize.h"
 #include "skippy/verify.h"
 #include "stage_file.h"

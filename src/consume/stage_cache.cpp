@@ -5,11 +5,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/gguf.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "stage_file.h"
 #include "util/file_lock.h"
 

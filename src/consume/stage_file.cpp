@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/gguf.h"
 
 namespace skippy::materialize_detail {

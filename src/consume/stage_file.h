@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "skippy/materialize.h"
 
 namespace skippy::materialize_detail {

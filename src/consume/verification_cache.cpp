@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
-#include "skippy/sha256.h"
+#include "util/file.h"
+#include "util/sha256.h"
 #include "skippy/verify.h"
 
 namespace skippy {

@@ -13,10 +13,10 @@
 #include <memory>
 #include <set>
 
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
-#include "skippy/sha256.h"
+#include "util/file.h"
+#include "util/sha256.h"
 #include "util/parallel.h"
 #include "consume/verification_cache.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "skippy/error.h"
-#include "skippy/ggml_types.h"
+#include "gguf/ggml_types.h"
 #include "skippy/package_catalog.h"
 
 namespace skippy {

@@ -1,6 +1,6 @@
 // generation_v1_of (skippy/generation_v2.h): schema 2's generation block as
 // the schema 1 JSON it corresponds to, parsed by schema 1's own parser.
-#include "skippy/generation_v2.h"
+#include "format/generation_v2.h"
 
 #include "format/manifest_json.h"
 #include "skippy/error.h"

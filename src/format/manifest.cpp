@@ -10,7 +10,7 @@
 
 #include "format/manifest_json.h"
 #include "skippy/error.h"
-#include "skippy/control_chars.h"
+#include "util/control_chars.h"
 
 namespace skippy {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "skippy/error.h"
-#include "skippy/sha256.h"
-#include "skippy/control_chars.h"
+#include "util/sha256.h"
+#include "util/control_chars.h"
 
 namespace skippy::manifest_detail {
 

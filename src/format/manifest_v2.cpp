@@ -9,9 +9,9 @@
 
 #include "format/manifest_json.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/manifest.h"
-#include "skippy/control_chars.h"
+#include "util/control_chars.h"
 
 namespace skippy {
 namespace {

@@ -13,7 +13,7 @@
 #include <tuple>
 
 #include "skippy/manifest_v2.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 
 namespace skippy {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/gguf.h"
 #include "skippy/manifest.h"
 

@@ -19,9 +19,9 @@
 
 #include "format/manifest_json.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/manifest.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 
 namespace skippy {
 namespace package_signature_detail {

@@ -7,7 +7,7 @@
 #include "format/manifest_json.h"
 #include "generation/wording.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/policy.h"
 
 namespace skippy {

@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "skippy/error.h"
-#include "skippy/generation_v2.h"
+#include "format/generation_v2.h"
 #include "skippy/gguf.h"
 #include "skippy/verify.h"
 

@@ -5,7 +5,7 @@
 #include <toml++/toml.h>
 
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/speculative.h"
 
 namespace skippy {

@@ -1,4 +1,4 @@
-#include "skippy/ggml_types.h"
+#include "gguf/ggml_types.h"
 
 #include <array>
 #include <limits>

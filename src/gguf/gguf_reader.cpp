@@ -4,8 +4,9 @@
 #include <regex>
 #include <unordered_set>
 
+#include "util/file.h"
 #include "skippy/error.h"
-#include "skippy/ggml_types.h"
+#include "gguf/ggml_types.h"
 #include "skippy/gguf.h"
 
 namespace skippy {

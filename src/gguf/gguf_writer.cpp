@@ -1,11 +1,12 @@
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 
 #include <algorithm>
 #include <cstring>
 
+#include "util/file.h"
 #include "skippy/error.h"
-#include "skippy/ggml_types.h"
-#include "skippy/sha256.h"
+#include "gguf/ggml_types.h"
+#include "util/sha256.h"
 
 namespace skippy {
 namespace {

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "skippy/error.h"
-#include "skippy/ggml_types.h"
+#include "gguf/ggml_types.h"
 
 namespace skippy {
 

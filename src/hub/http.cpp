@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "skippy/version.h"
-#include "skippy/env.h"
+#include "util/env.h"
 
 namespace skippy::detail {
 namespace {

@@ -12,10 +12,10 @@
 #include "hub/hub_status.h"
 #include "hub/ranged_fetch.h"
 #include "hub/retry.h"
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/error.h"
 #include "skippy/hf_ref.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "source/blob_writer.h"
 #include "util/parallel.h"
 

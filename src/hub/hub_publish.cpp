@@ -22,11 +22,11 @@
 #include "hub/lfs_upload.h"
 #include "hub/retry.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/hf_ref.h"
 #include "skippy/manifest.h"
 #include "skippy/package_signature.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
 

@@ -5,7 +5,7 @@
 #include "skippy/hub_publish.h"
 #include "skippy/manifest.h"
 #include "skippy/package_signature.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/validation_result.h"
 
 namespace skippy {

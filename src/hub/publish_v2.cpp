@@ -5,7 +5,7 @@
 
 #include "skippy/catalog_stage.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/manifest.h"
 #include "skippy/manifest_v2.h"
 #include "skippy/package_signature.h"

@@ -9,11 +9,11 @@
 
 #include "skippy/error.h"
 #include "skippy/gguf.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/hf_cache.h"
 #include "skippy/hf_ref.h"
 #include "skippy/package_signature.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/verify.h"
 
 namespace skippy::peer::detail {

@@ -19,7 +19,7 @@
 #include "peer/protocol.h"
 #include "peer/tls.h"
 #include "skippy/error.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 
 namespace skippy::peer {
 

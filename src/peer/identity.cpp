@@ -12,8 +12,8 @@
 
 #include "peer/identity_impl.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
-#include "skippy/sha256.h"
+#include "util/file.h"
+#include "util/sha256.h"
 
 namespace skippy::peer {
 namespace detail {

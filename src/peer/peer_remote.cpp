@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/hf_ref.h"
 #include "skippy/gguf.h"
 #include "skippy/manifest.h"
@@ -20,7 +20,7 @@
 #include "skippy/package_signature.h"
 #include "skippy/package_layout.h"
 #include "skippy/peer.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "source/blob_writer.h"
 #include "util/parallel.h"
 #include "util/text.h"

@@ -1,6 +1,6 @@
 // A worker's source chain, cache -> peer -> fallback (skippy/peer.h:
 // make_peer_sources): what `fetch --peer` and the C API share.
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/peer.h"
 
 namespace skippy::peer {

@@ -27,7 +27,7 @@
 #include "peer/channel.h"
 #include "peer/protocol.h"
 #include "peer/tls.h"
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/error.h"
 #include "skippy/hf_cache.h"
 

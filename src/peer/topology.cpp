@@ -6,13 +6,13 @@
 
 #include "format/manifest_json.h"
 #include "skippy/catalog_stage.h"
-#include "skippy/control_chars.h"
+#include "util/control_chars.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/hf_ref.h"
 #include "skippy/peer_identity.h"
 #include "skippy/peer_topology.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "util/text.h"
 
 namespace skippy::peer {
@@ -134,6 +134,27 @@ Topology load_topology(const std::filesystem::path& file) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) throw_not_found(file.string() + ": no such topology file");
   return parse_topology(read_small_file(file, kMaxTopologyBytes), file.string());
+}
+
+std::string format_topology(const Topology& topology) {
+  auto text = [](const std::string& s) { return json(s).dump(); };
+  std::string out = "{\n";
+  out += "  \"topology_id\": " + text(topology.topology_id) + ",\n";
+  out += "  \"run_id\": " + text(topology.run_id) + ",\n";
+  out += "  \"package_ref\": " + text(topology.package_ref) + ",\n";
+  out += "  \"manifest_sha256\": " + text(skippy::detail::ascii_lower(topology.manifest_sha256)) + ",\n";
+  out += "  \"stages\": [";
+  for (size_t i = 0; i < topology.stages.size(); ++i) {
+    const auto& s = topology.stages[i];
+    out += std::string(i == 0 ? "" : ",") + "\n    {\"stage_id\": " + text(s.stage_id) +
+           ", \"stage_index\": " + std::to_string(s.stage_index) +
+           ", \"node_id\": " + text(skippy::detail::ascii_lower(s.node_id)) +
+           ", \"layer_start\": " + std::to_string(s.layers.start) + ", \"layer_end\": " + std::to_string(s.layers.end) +
+           "}";
+  }
+  out += "\n  ]\n}\n";
+  (void)parse_topology(out, "topology");  // refuses what a reader would
+  return out;
 }
 
 std::optional<std::string> pinned_commit(std::string_view package_ref) {

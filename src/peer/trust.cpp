@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/peer.h"
 
 namespace skippy::peer {

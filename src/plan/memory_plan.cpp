@@ -10,6 +10,7 @@
 #include "skippy/error.h"
 #include "skippy/plan.h"
 #include "stage_weights.h"
+#include "util/text.h"
 
 namespace skippy {
 namespace {
@@ -20,18 +21,7 @@ using plan_detail::u128;
 
 [[noreturn]] void usage_error(const std::string& message) { throw Error(ErrorKind::kUsage, message); }
 
-std::string bytes_text(uint64_t n) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n);
-  size_t u = 0;
-  while (v >= 1024 && u + 1 < std::size(kUnits)) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", v, kUnits[u]);
-  return std::to_string(n) + " bytes (" + buf + ")";
-}
+std::string bytes_text(uint64_t n) { return detail::bytes_and_human(n); }
 
 // Everything one context needs: cache prefix sums over the layers.
 struct CacheAt {
@@ -199,9 +189,9 @@ MemoryPlan plan_memory(const PackageManifest& m, const CacheShape& shape, const 
         if (!worst || plan_detail::less(Ratio{worst->memory_bytes, *worst->budget}, Ratio{s.memory_bytes, *s.budget})) worst = &s;
       }
     }
-    std::string msg = "plan: no split into " + std::to_string(N) + " stages fits the budgets at a context of " +
+    std::string msg = "plan: no split into " + detail::counted(N, "stage") + " fits the budgets at a context of " +
                       std::to_string(o.context) + " tokens: in the least-full split (" + layout + ") " +
-                      std::to_string(over) + " stage(s) are over; the tightest, stage " + std::to_string(worst->index) +
+                      detail::counted(over, "stage") + (over == 1 ? " is" : " are") + " over; the tightest, stage " + std::to_string(worst->index) +
                       " (layers " + format_layer_range(worst->range) + "), needs " + bytes_text(worst->memory_bytes) +
                       " (weights " + std::to_string(worst->weight_bytes) + ", KV cache and state " +
                       std::to_string(worst->kv_cache_bytes + worst->state_bytes) + " charged as " +

@@ -8,6 +8,7 @@
 #include "skippy/error.h"
 #include "skippy/verify.h"
 #include "stage_weights.h"
+#include "util/text.h"
 
 namespace skippy {
 namespace {
@@ -121,18 +122,20 @@ Plan plan_stages(const PackageManifest& m, const PlanOptions& o) {
       const auto s = describe(i, a, b);
       if (s.bytes > *s.budget) {
         throw_invalid("plan: stage " + std::to_string(i) + " cannot fit its budget: even its smallest possible range (" +
-                      composition(s) + ") needs " + std::to_string(s.bytes) + " bytes > budget " +
-                      std::to_string(*s.budget) + " bytes (over by " + std::to_string(s.bytes - *s.budget) + ")");
+                      composition(s) + ") needs " + detail::bytes_and_human(s.bytes) + " > budget " +
+                      detail::bytes_and_human(*s.budget) + " (over by " +
+                      detail::bytes_and_human(s.bytes - *s.budget) + ")");
       }
     }
     // Together: every stage's shared parts plus every layer, against the sum of budgets.
     u128 budget_sum = 0;
     for (const auto& b : budget) budget_sum += *b;
     if (u128{total} > budget_sum) {
-      throw_invalid("plan: " + std::to_string(N) + " stages need " + std::to_string(total) +
-                    " bytes in total (metadata on every stage, embeddings, output and all layers) but the budgets add up to " +
-                    std::to_string(static_cast<uint64_t>(budget_sum)) + " bytes (short by " +
-                    std::to_string(static_cast<uint64_t>(u128{total} - budget_sum)) + ")");
+      throw_invalid("plan: " + detail::counted(N, "stage") + (N == 1 ? " needs " : " need ") +
+                    detail::bytes_and_human(total) +
+                    " in total (metadata on every stage, embeddings, output and all layers) but the budgets add up to " +
+                    detail::bytes_and_human(static_cast<uint64_t>(budget_sum)) + " (short by " +
+                    detail::bytes_and_human(static_cast<uint64_t>(u128{total} - budget_sum)) + ")");
     }
   }
 
@@ -165,10 +168,11 @@ Plan plan_stages(const PackageManifest& m, const PlanOptions& o) {
     for (const auto& s : plan.stages) {
       layout += (layout.empty() ? "" : ", ") + format_layer_range(s.range) + " = " + std::to_string(s.bytes);
     }
-    throw_invalid("plan: no split into " + std::to_string(N) + " stages fits the budgets: in the best one (" + layout +
+    throw_invalid("plan: no split into " + detail::counted(N, "stage") + " fits the budgets: in the best one (" + layout +
                   " bytes) stage " + std::to_string(worst->index) + " (layers " + format_layer_range(worst->range) +
-                  ") needs " + std::to_string(worst->bytes) + " bytes > budget " + std::to_string(*worst->budget) +
-                  " bytes (over by " + std::to_string(worst->bytes - *worst->budget) + ")");
+                  ") needs " + detail::bytes_and_human(worst->bytes) + " > budget " +
+                  detail::bytes_and_human(*worst->budget) + " (over by " +
+                  detail::bytes_and_human(worst->bytes - *worst->budget) + ")");
   }
   return plan;
 }

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "skippy/error.h"
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "skippy/package_catalog.h"
 #include "skippy/package_layout.h"
 

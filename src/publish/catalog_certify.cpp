@@ -6,13 +6,14 @@
 #include <unordered_map>
 
 #include "publish/certify.h"
+#include "util/file.h"
 #include "skippy/error.h"
-#include "skippy/ggml_types.h"
+#include "gguf/ggml_types.h"
 #include "skippy/model_source.h"
 #include "skippy/package_catalog.h"
 #include "skippy/package_convert.h"
 #include "skippy/package_layout.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "util/mapped_read.h"
 #include "util/parallel.h"
 

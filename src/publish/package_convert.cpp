@@ -17,13 +17,13 @@
 #include "publish/carrier_writer.h"
 #include "publish/certify.h"
 #include "publish/writer_internal.h"
-#include "skippy/env.h"
+#include "util/env.h"
 #include "skippy/error.h"
+#include "util/file.h"
 #include "util/io_env.h"
-#include "skippy/file.h"
 #include "skippy/manifest.h"
 #include "skippy/package_layout.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/version.h"
 
 namespace skippy {

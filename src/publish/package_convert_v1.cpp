@@ -10,11 +10,11 @@
 #include "publish/writer_internal.h"
 #include "skippy/abi.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
-#include "skippy/generation_v2.h"
+#include "util/file.h"
+#include "format/generation_v2.h"
 #include "skippy/package_convert.h"
 #include "skippy/package_layout.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 
 namespace skippy {
 namespace convert_v1_detail {

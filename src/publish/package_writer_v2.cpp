@@ -13,11 +13,11 @@
 #include "publish/writer_internal.h"
 #include "skippy/abi.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/manifest_v2.h"
 #include "skippy/package_catalog.h"
 #include "skippy/package_convert.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/version.h"
 
 namespace skippy::detail {

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "skippy/error.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "util/mapped_read.h"
 
 namespace skippy::detail {

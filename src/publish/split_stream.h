@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "skippy/file.h"
-#include "skippy/gguf_writer.h"
+#include "util/file.h"
+#include "gguf/gguf_writer.h"
 
 namespace skippy::detail {
 

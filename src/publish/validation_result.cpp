@@ -6,9 +6,9 @@
 
 #include "format/manifest_json.h"
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/package_signature.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/version.h"
 
 namespace skippy {

@@ -3,8 +3,8 @@
 #include "publish/validator_v2.h"
 
 #include "skippy/error.h"
-#include "skippy/file.h"
-#include "skippy/generation_v2.h"
+#include "util/file.h"
+#include "format/generation_v2.h"
 #include "skippy/gguf.h"
 #include "skippy/manifest.h"
 #include "skippy/manifest_v2.h"
@@ -12,7 +12,7 @@
 #include "skippy/package_catalog.h"
 #include "skippy/package_convert.h"
 #include "skippy/package_layout.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 
 namespace skippy::detail {
 namespace validator_v2_detail {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "publish/split_stream.h"
-#include "skippy/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "skippy/manifest.h"
 #include "skippy/model_source.h"
 #include "skippy/package_layout.h"

@@ -44,9 +44,9 @@
 #include <utility>
 #include <vector>
 
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/hf_cache.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 
 namespace skippy::detail {
 

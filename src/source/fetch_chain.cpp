@@ -8,7 +8,7 @@
 
 #include "skippy/error.h"
 #include "skippy/manifest.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 
 namespace skippy::detail {
 

@@ -8,10 +8,10 @@
 #include <cstdlib>
 
 #include "skippy/error.h"
+#include "util/file.h"
 #include "util/io_env.h"
-#include "skippy/file.h"
 #include "skippy/hf_ref.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 
 namespace skippy {
 namespace {

@@ -8,7 +8,7 @@
 #include "skippy/gguf.h"
 #include "skippy/hf_ref.h"
 #include "skippy/manifest.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "skippy/source.h"
 #include "skippy/verify.h"
 #include "source/fetch_chain.h"

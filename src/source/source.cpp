@@ -10,11 +10,11 @@
 #include <mutex>
 #include <set>
 
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/manifest.h"
 #include "skippy/manifest_v2.h"
 #include "skippy/package_signature.h"
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 #include "source/fetch_chain.h"
 
 namespace skippy {

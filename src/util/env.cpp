@@ -1,5 +1,5 @@
 // The one home of getenv (see include/skippy/env.h for every rule).
-#include "skippy/env.h"
+#include "util/env.h"
 
 #include <pwd.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <cstdlib>
 
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 
 namespace skippy::env {
 

@@ -1,4 +1,4 @@
-#include "skippy/file.h"
+#include "util/file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

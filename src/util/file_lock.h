@@ -17,7 +17,7 @@
 #include <utility>
 
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 
 namespace skippy::detail {
 

@@ -1,4 +1,4 @@
-#include "skippy/sha256.h"
+#include "util/sha256.h"
 
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "skippy/error.h"
-#include "skippy/file.h"
+#include "util/file.h"
 
 namespace skippy {
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "skippy/file.h"
+#include "util/file.h"
 #include "skippy/gguf.h"
 
 namespace skippy {
