@@ -24,6 +24,7 @@ set(SKIPPY_PUBLIC_HEADERS
   ngram.h
   package_catalog.h
   package_convert.h
+  package_restamp.h
   package_generation.h
   package_layout.h
   package_signature.h

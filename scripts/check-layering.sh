@@ -33,7 +33,7 @@ declare -A owner=(
   [error.h]=util [version.h]=util
   [gguf.h]=gguf [model_source.h]=gguf
   [manifest.h]=format [package_layout.h]=format [abi.h]=format
-  [package_writer.h]=publish [package_validator.h]=publish [validation_result.h]=publish [package_convert.h]=publish
+  [package_writer.h]=publish [package_validator.h]=publish [validation_result.h]=publish [package_convert.h]=publish [package_restamp.h]=publish
   [stage.h]=consume [verify.h]=consume [stage_view.h]=consume [materialize.h]=consume
   [plan.h]=plan [memory_plan.h]=plan [decode_cost.h]=plan [time_plan.h]=plan
   [policy.h]=generation [speculative.h]=generation [ngram.h]=generation [package_generation.h]=generation

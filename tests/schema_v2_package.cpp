@@ -33,16 +33,25 @@ ojson artifact_json(const std::string& id, const std::string& path, const fs::pa
 
 // The reference's field order, from its struct declarations: one list in
 // which every struct's fields appear in their declared order (the structs
-// share no pair of fields in opposite orders). Objects under "proposers" and
-// "strategies" are maps (BTreeMap): their keys sort bytewise instead.
+// share no pair of fields in opposite orders). Objects under "proposers",
+// "strategies", "profiles" and "logit_bias" are maps (BTreeMap): their keys
+// sort bytewise instead.
 constexpr std::string_view kFieldOrder[] = {
-    "schema_version", "package_id", "model_id", "source_model", "format", "layer_count", "artifact_catalog",
-    "entries", "sidecars", "generation", "request_defaults", "speculative_decoding", "default", "initial_window",
+    "schema_version", "package_id", "model_id", "source_model", "enabled", "format", "layer_count", "artifact_catalog",
+    "entries", "sidecars", "publisher_metadata", "publisher_defaults", "compute_dtype", "kv_cache_dtype", "dtype",
+    "generation", "request_defaults", "selection", "profiles", "speculative_decoding", "default",
+    "reasoning_enabled", "reasoning_disabled", "initial_window",
     "min_window", "max_window", "pipeline_depth", "proposers", "strategies", "type", "proposer", "prediction_depth",
     "layer_indices", "ngram_min", "ngram_max", "max_proposal_tokens", "history_scope", "primary", "extender",
-    "extension_policy", "max_tokens", "initial_tokens", "tail_backoff_proposals", "window_policy",
-    "native_abi_version", "generator_version", "created_at_unix_secs", "id", "kind", "artifact_id", "name", "path",
-    "byte_size", "sha256", "metadata_artifact_id", "repo", "revision", "primary_file", "canonical_ref",
+    "extension_policy", "max_tokens", "stop", "temperature", "top_p", "top_k", "min_p", "typical_p", "top_nsigma",
+    "presence_penalty", "frequency_penalty", "seed", "logit_bias", "repeat_penalty", "repeat_last_n",
+    "dynatemp_range", "dynatemp_exponent", "dry", "multiplier", "base", "allowed_length", "penalty_last_n",
+    "sequence_breakers", "xtc", "probability", "threshold", "mirostat_mode", "mirostat_entropy",
+    "mirostat_learning_rate", "samplers", "sampler_sequence", "ignore_eos", "reasoning", "budget",
+    "provenance", "initial_tokens", "tail_backoff_proposals", "window_policy",
+    "native_abi_version", "generator_version", "created_at_unix_secs", "id", "kind", "role", "artifact_id",
+    "json_path", "name", "path", "byte_size", "sha256", "metadata_artifact_id", "repo", "source_repo", "revision",
+    "source_revision", "source_path", "file", "section", "url", "primary_file", "canonical_ref",
     "distribution_id", "files"};
 
 size_t field_rank(const std::string& key) {
@@ -63,7 +72,7 @@ ojson in_declared_order(const ojson& j, bool is_map) {
     return is_map ? a < b : field_rank(a) < field_rank(b);
   });
   ojson out = ojson::object();
-  for (const auto& k : keys) out[k] = in_declared_order(j.at(k), k == "proposers" || k == "strategies");
+  for (const auto& k : keys) out[k] = in_declared_order(j.at(k), k == "proposers" || k == "strategies" || k == "profiles" || k == "logit_bias");
   return out;
 }
 
@@ -81,6 +90,18 @@ std::string schema_v2_package_id(const ojson& given) {
   std::stable_sort(entries.begin(), entries.end(), [](const ojson& a, const ojson& b) {
     return a["id"].get<std::string>() < b["id"].get<std::string>();
   });
+  if (n.contains("publisher_metadata")) {
+    // The reference's derived Ord: the role by its declaration rank first.
+    const std::vector<std::string> roles = {"model_config", "generation_config", "tokenizer_config", "chat_template",
+                                            "hf_quant_config"};
+    auto key = [&](const ojson& p) {
+      const auto rank = std::find(roles.begin(), roles.end(), p["role"].get<std::string>()) - roles.begin();
+      return std::make_tuple(rank, p["artifact_id"].get<std::string>(), p["source_repo"].get<std::string>(),
+                             p["source_revision"].get<std::string>(), p["source_path"].get<std::string>());
+    };
+    auto& pm = n["publisher_metadata"];
+    std::stable_sort(pm.begin(), pm.end(), [&](const ojson& a, const ojson& b) { return key(a) < key(b); });
+  }
   if (n.contains("sidecars")) {
     auto key = [](const ojson& s) {
       return std::make_tuple(s["kind"].get<std::string>(), s.contains("name") ? 1 : 0,

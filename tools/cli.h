@@ -10,6 +10,7 @@
 #include <string>
 
 #include "skippy/error.h"
+#include "skippy/manifest_v2.h"
 #include "skippy/package_signature.h"
 #include "skippy/source.h"
 #include "skippy/stage.h"
@@ -73,6 +74,27 @@ void add_trust_signer_option(CLI::App* cmd);
 // Every trusted signer of this run: SKIPPY_TRUSTED_SIGNERS, then the flags.
 std::vector<std::filesystem::path> trusted_signers_for_cli();
 
+// --runtime-abi X.Y.Z on a command that hands a package to a runtime
+// (select, fetch, materialize): the runtime's ABI, else $SKIPPY_RUNTIME_ABI.
+// check_runtime_abi_for_cli(pkg) then applies the runtime's own admission
+// rule (skippy/abi.h: check_runtime_abi) when either is set, and does
+// nothing when neither is. Call it right after opening, before any payload.
+void add_runtime_abi_option(CLI::App* cmd);
+// --native-abi-version X.Y.Z on a command that writes a schema 2 root
+// (write-package --schema 2, convert-package --to 2, restamp-package), with
+// its rule and default (skippy/abi.h: kDefaultNativeAbiV2) in its help.
+// `schema_note` says when it applies ("" when always). Returns the option.
+CLI::Option* add_native_abi_option(CLI::App* cmd, std::string& target, const std::string& schema_note);
+void check_runtime_abi_for_cli(const OpenedAnyPackage& pkg);
+// --generation-defaults FILE (write-package --schema 2, convert-package --to
+// 2): the option, and the file read as generation.request_defaults
+// (parse_request_defaults_v2); nullopt for "".
+CLI::Option* add_generation_defaults_option(CLI::App* cmd, std::string& target, const std::string& schema_note);
+std::optional<V2RequestDefaults> read_generation_defaults(const std::string& path);
+// --publisher-metadata FILE (repeatable; the same commands): a publisher
+// file of the source repository, its role from its name.
+CLI::Option* add_publisher_metadata_option(CLI::App* cmd, std::vector<std::string>& target, const std::string& schema_note);
+
 // The parts a command works on: the stage's (its projector included) when
 // `range` is set, else every artifact of the package. Notes explain choices.
 struct PartsToUse {
@@ -126,6 +148,7 @@ Command register_identity(CLI::App& app);
 Command register_serve_artifacts(CLI::App& app);
 Command register_sign_package(CLI::App& app);
 Command register_convert_package(CLI::App& app);
+Command register_restamp_package(CLI::App& app);
 // The JSON of a signature just made (sign-package, write-package --sign, publish --sign).
 nlohmann::json signature_result_json(const std::filesystem::path& dir, const PackageSignature& s);
 

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "skippy/abi.h"
 #include "util/env.h"
 #include "util/file.h"
 #include "skippy/hf_ref.h"
@@ -64,6 +65,56 @@ std::vector<std::filesystem::path> trusted_signers_for_cli() {
   auto out = env::trusted_signers();
   for (const auto& f : trust_signer_flags()) out.emplace_back(f);
   return out;
+}
+
+namespace {
+std::optional<std::string>& runtime_abi_flag() {
+  static std::optional<std::string> flag;  // one command runs per process
+  return flag;
+}
+}  // namespace
+
+void add_runtime_abi_option(CLI::App* cmd) {
+  cmd->add_option("--runtime-abi", runtime_abi_flag(),
+                  "The skippy runtime ABI (MAJOR.MINOR.PATCH) the package is for; refused unless that runtime would "
+                  "admit it (schema 2: exactly equal; schema 1: same major, minor not newer). Default: "
+                  "$SKIPPY_RUNTIME_ABI, else no check");
+}
+
+CLI::Option* add_native_abi_option(CLI::App* cmd, std::string& target, const std::string& schema_note) {
+  return cmd->add_option("--native-abi-version", target,
+                         schema_note + "The schema 2 root's native_abi_version: mesh-llm's runtime admits the package only "
+                         "at exactly this skippy ABI (default " + format_abi_version(kDefaultNativeAbiV2) +
+                         ", the newest the reference's sources show; restamp-package changes it later)");
+}
+
+CLI::Option* add_generation_defaults_option(CLI::App* cmd, std::string& target, const std::string& schema_note) {
+  return path_option(cmd->add_option(
+      "--generation-defaults", target,
+      schema_note + "A JSON file of generation.request_defaults (publisher sampling profiles: selection, profiles with "
+                    "their provenance), checked by the reader's rules and written into the root"));
+}
+
+CLI::Option* add_publisher_metadata_option(CLI::App* cmd, std::vector<std::string>& target, const std::string& schema_note) {
+  return path_option(cmd->add_option(
+      "--publisher-metadata", target,
+      schema_note + "A publisher file of the source repository at its revision (repeatable): config.json, "
+                    "generation_config.json, tokenizer_config.json, chat_template.jinja or hf_quant_config.json (the "
+                    "role is the name), copied to metadata/ as publisher_metadata; the compute and KV-cache dtypes "
+                    "it declares become publisher_defaults"));
+}
+
+std::optional<V2RequestDefaults> read_generation_defaults(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  return parse_request_defaults_v2(read_small_file(path, kManifestMaxBytes), path);
+}
+
+void check_runtime_abi_for_cli(const OpenedAnyPackage& pkg) {
+  const auto runtime = runtime_abi_from(runtime_abi_flag());
+  if (!runtime) return;
+  const std::string& declared =
+      pkg.v2 ? pkg.v2->catalog.root_v2->native_abi_version : pkg.v1->manifest.skippy_abi_version;
+  check_runtime_abi(pkg.schema_version(), declared, *runtime, pkg.ref());
 }
 
 namespace {

@@ -16,6 +16,7 @@ Command register_convert_package(CLI::App& app) {
       "Examples:\n"
       "  skippy-model-package convert-package pkg-v1/ --to 2 --out-dir pkg-v2/ --source model.gguf\n"
       "  skippy-model-package convert-package pkg-v1/ --to 2 --out-dir pkg-v2/ --uncertified\n"
+      "  skippy-model-package convert-package pkg-v1/ --to 2 --out-dir pkg-v2/ --source model.gguf --native-abi-version 0.1.64\n"
       "  skippy-model-package convert-package pkg-v2/ --to 1 --out-dir pkg-v1/\n"
       "--to 2 copies no payload byte: every schema 1 fragment with tensors becomes a schema 2 payload part\n"
       "unchanged (a hard link on the same filesystem, else copy_file_range); only shared/metadata.gguf (the\n"
@@ -30,7 +31,8 @@ Command register_convert_package(CLI::App& app) {
       "(for a runtime that reads only schema 1); payload digests are checked on the way.\n"
       "The output directory appears complete or not at all (staged beside it, renamed into place).");
   struct Args {
-    std::string dir, out_dir, source;
+    std::string dir, out_dir, source, native_abi, generation_defaults;
+    std::vector<std::string> publisher_metadata;
     unsigned to = 0, threads = 2;
     bool uncertified = false, force = false, json = false;
   };
@@ -40,6 +42,9 @@ Command register_convert_package(CLI::App& app) {
   path_option(cmd->add_option("--out-dir", a->out_dir, "Where the converted package goes (absent or empty)"))->required();
   path_option(cmd->add_option("--source", a->source, "--to 2: the original source model (any shard) to certify coverage against"));
   cmd->add_flag("--uncertified", a->uncertified, "--to 2: write without a source, uncertified");
+  add_native_abi_option(cmd, a->native_abi, "--to 2: ");
+  add_generation_defaults_option(cmd, a->generation_defaults, "--to 2: ");
+  add_publisher_metadata_option(cmd, a->publisher_metadata, "--to 2: ");
   cmd->add_flag("--force", a->force, "Replace a non-empty --out-dir");
   cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(number_in(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
@@ -55,6 +60,9 @@ Command register_convert_package(CLI::App& app) {
               o.out_dir = a->out_dir;
               if (!a->source.empty()) o.source = a->source;
               o.allow_uncertified = a->uncertified;
+              o.native_abi_version = a->native_abi;
+              o.request_defaults = read_generation_defaults(a->generation_defaults);
+              o.publisher_metadata.assign(a->publisher_metadata.begin(), a->publisher_metadata.end());
               o.force = a->force;
               o.threads = a->threads;
               o.on_progress = on_progress;
@@ -69,6 +77,7 @@ Command register_convert_package(CLI::App& app) {
                             {"schema_version", 2},
                             {"package_id", r.package_id},
                             {"manifest_sha256", r.manifest_sha256},
+                            {"native_abi_version", r.root.native_abi_version},
                             {"certified", r.certified},
                             {"certification", r.certification},
                             {"tensors_certified", r.tensors_certified},
@@ -84,13 +93,17 @@ Command register_convert_package(CLI::App& app) {
                           << " artifacts, " << human_bytes(r.payload_bytes) << " of payload placed unchanged ("
                           << human_bytes(r.linked_bytes) << " hard-linked)\n"
                           << "package_id " << r.package_id << "\n"
+                          << "native ABI " << r.root.native_abi_version << " (admitted only by a runtime at exactly that ABI)\n"
                           << (r.certified ? "certified: " : "") << r.certification << "\n";
                 for (const auto& d : r.dropped) std::cout << "dropped: " << d << "\n";
               }
               return r.certified || a->uncertified ? kExitOk : kExitInvalid;
             }
-            if (!a->source.empty() || a->uncertified) {
-              throw Error(ErrorKind::kUsage, "--source and --uncertified go with --to 2");
+            if (!a->source.empty() || a->uncertified || !a->native_abi.empty() || !a->generation_defaults.empty() ||
+                !a->publisher_metadata.empty()) {
+              throw Error(ErrorKind::kUsage,
+                          "--source, --uncertified, --native-abi-version, --generation-defaults and --publisher-metadata "
+                          "go with --to 2");
             }
             const auto opened = open_local_catalog_v2(a->dir);
             ConvertToV1Options o;

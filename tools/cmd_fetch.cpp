@@ -129,6 +129,7 @@ Command register_fetch(CLI::App& app) {
       ->check(CLI::Range(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   add_trust_signer_option(cmd);
+  add_runtime_abi_option(cmd);
   cmd->add_option("--peer", a->peer.peer, "HOST:PORT of the coordinator's serve-artifacts: asked first for the stage's parts");
   path_option(cmd->add_option("--topology", a->peer.topology, "With --peer: the active split topology (JSON, see docs/CLI.md)"));
   cmd->add_option("--stage", a->peer.stage, "With --peer: this node's stage id in the topology");
@@ -188,6 +189,7 @@ Command register_fetch(CLI::App& app) {
               throw Error(ErrorKind::kUsage, "--projector and --single-stage need --layers");
             }
             const auto any = open_any_for_cli(a->ref, a->refresh, chosen);
+            check_runtime_abi_for_cli(any);  // before any payload is brought
             check_tensor_choice(a->tensors, range.has_value(), any.v2.has_value());
             if (any.v2) {
               if (!a->projector.empty() || a->single_stage) {

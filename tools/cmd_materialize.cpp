@@ -55,6 +55,7 @@ Command register_materialize(CLI::App& app) {
   cmd->add_flag("--prune", a->prune, "Remove stage cache entries (only this package's when one is given)");
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   add_trust_signer_option(cmd);
+  add_runtime_abi_option(cmd);
   return {cmd, [a]() {
             const std::filesystem::path cache_dir =
                 a->cache_dir.empty() ? default_stage_cache_dir() : std::filesystem::path(a->cache_dir);
@@ -126,6 +127,7 @@ Command register_materialize(CLI::App& app) {
             o.verify = a->verify;
             o.hash = a->sha256;
             const auto any = open_any_for_cli(a->ref);  // a local directory or hf://, either schema
+            check_runtime_abi_for_cli(any);
             if (any.v2) {
               return materialize_schema_v2(*any.v2, a->tensors.empty() ? std::optional(range) : std::nullopt, a->tensors,
                                            o, a->json);

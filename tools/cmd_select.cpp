@@ -43,6 +43,7 @@ Command register_select(CLI::App& app) {
   cmd->add_flag("--single-stage", a->single_stage, "Single-stage serving: the stage gets the default projector");
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   add_trust_signer_option(cmd);
+  add_runtime_abi_option(cmd);
   return {cmd, [a]() {
             if (a->layers.empty() && !a->tensors.given()) {
               throw Error(ErrorKind::kUsage, "select: --layers START..END is required (or, for a schema 2 package, --tensors)");
@@ -51,6 +52,7 @@ Command register_select(CLI::App& app) {
             if (!a->layers.empty()) chosen = parse_layer_range(a->layers);
             check_tensor_choice(a->tensors, chosen.has_value(), true);
             const auto any = open_any_for_cli(a->ref);  // prints the package's warnings
+            check_runtime_abi_for_cli(any);
             check_tensor_choice(a->tensors, chosen.has_value(), any.v2.has_value());
             if (any.v2) return select_schema_v2(*any.v2, chosen, a->tensors, a->json, !a->projector.empty() || a->single_stage);
             const auto range = *chosen;

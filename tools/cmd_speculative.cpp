@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "schema_v2_cli.h"
 #include "skippy/model_source.h"
 #include "skippy/package_generation.h"
 #include "skippy/policy.h"
@@ -129,6 +130,11 @@ Command register_speculative(CLI::App& app) {
                 std::cerr << "warning: " << a->config << ": no [[models]] entry for \"" << a->model
                           << "\": global defaults only\n";
               }
+              if (pkg && pkg->v2) {
+                for (const auto& l : request_defaults_lines(*pkg->v2->catalog.root_v2)) {
+                  std::cerr << "note: request defaults (sampling, not speculative decoding) " << l << "\n";
+                }
+              }
               const auto r = resolve_speculative(model, layer_settings(flags, entry, cfg.defaults));
               for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
               for (const auto& n : r.notes) std::cerr << "note: " << n << "\n";
@@ -139,6 +145,8 @@ Command register_speculative(CLI::App& app) {
                 doc["notes"] = package_notes;
                 doc["target"] = a->target;
                 doc["model"] = model_id.empty() ? nlohmann::json() : nlohmann::json(model_id);
+                // Schema 2's publisher sampling profiles: beside the plan, not part of it.
+                doc["request_defaults"] = pkg && pkg->v2 ? request_defaults_json(*pkg->v2->catalog.root_v2) : nullptr;
                 if (r.refusal) {
                   doc["error"] = {{"kind", "refused"}, {"rule", r.refusal->rule}, {"message", r.refusal->message}};
                 }

@@ -121,7 +121,8 @@ Command register_write_package(CLI::App& app) {
       "shared/common.gguf, layers/layer-NNNNN[-partMM].gguf, --projector as an mmproj sidecar); --validate then\n"
       "certifies every tensor against the source:\n"
       "  skippy-model-package write-package ./model.gguf --schema 2 --out-dir pkg-v2/ --model-id org/repo:Q4_K_M \\\n"
-      "      --source-revision 0123abc --source-file model.gguf --max-artifact-bytes 4G\n"
+      "      --source-revision 0123abc --source-file model.gguf --max-artifact-bytes 4G --native-abi-version 0.1.64\n"
+      "  (a schema 2 package is admitted only by a runtime at exactly its native ABI: restamp-package moves it)\n"
       "Write and publish in one run (fragments upload while later ones are written; one commit at the end):\n"
       "  HF_TOKEN=hf_... skippy-model-package write-package org/Model-GGUF:Q4_K_M --out-dir pkg/ \\\n"
       "      --push hf://meshllm/Model-Q4_K_M-layers --create --max-disk 40G\n"
@@ -146,6 +147,9 @@ Command register_write_package(CLI::App& app) {
     // ---- package schema 2 (issue 22, write --schema 2) ----
     unsigned schema = 1;
     std::string max_artifact_bytes;
+    std::string native_abi, generation_defaults;
+    std::vector<std::string> publisher_metadata;
+    bool hub_publisher_metadata = false;
     // ---- end schema 2 ----
   };
   auto a = std::make_shared<Args>();
@@ -175,6 +179,12 @@ Command register_write_package(CLI::App& app) {
       ->check(number_in(1u, 2u));
   cmd->add_option("--max-artifact-bytes", a->max_artifact_bytes,
                   "With --schema 2: most payload bytes per part (default 8G); bigger layers become -partMM parts");
+  add_native_abi_option(cmd, a->native_abi, "With --schema 2: ");
+  add_generation_defaults_option(cmd, a->generation_defaults, "With --schema 2: ");
+  add_publisher_metadata_option(cmd, a->publisher_metadata, "With --schema 2: ");
+  cmd->add_flag("--hub-publisher-metadata", a->hub_publisher_metadata,
+                "With --schema 2 and an org/repo:DIST source: attach the repository's publisher files found at its top "
+                "level at the same commit, as --publisher-metadata does");
   // ---- end schema 2 ----
   return {cmd, [a]() {
             if (a->push.empty() && (a->create || a->private_repo || !a->max_disk.empty() || !a->message.empty())) {
@@ -205,13 +215,35 @@ Command register_write_package(CLI::App& app) {
               if (a->schema != 2) throw Error(ErrorKind::kUsage, "--max-artifact-bytes goes with --schema 2");
               o.max_artifact_bytes = parse_size(a->max_artifact_bytes, "--max-artifact-bytes");
             }
+            if (!a->native_abi.empty()) {
+              if (a->schema != 2) throw Error(ErrorKind::kUsage, "--native-abi-version goes with --schema 2");
+              o.native_abi_version = a->native_abi;
+            }
+            if (!a->generation_defaults.empty()) {
+              if (a->schema != 2) throw Error(ErrorKind::kUsage, "--generation-defaults goes with --schema 2");
+              o.request_defaults = read_generation_defaults(a->generation_defaults);
+            }
+            if (!a->publisher_metadata.empty()) {
+              if (a->schema != 2) throw Error(ErrorKind::kUsage, "--publisher-metadata goes with --schema 2");
+              o.publisher_metadata.assign(a->publisher_metadata.begin(), a->publisher_metadata.end());
+            }
             // ---- end schema 2 ----
             std::optional<PushTarget> target;
             if (!a->push.empty()) target = parse_push_target(a->push);
             const uint64_t max_disk = a->max_disk.empty() ? 0 : parse_size(a->max_disk);
             Progress download("download");
-            const auto src = open_model_source({a->source, a->model_id, a->revision, a->source_file}, default_sources(),
+            if (a->hub_publisher_metadata && a->schema != 2) {
+              throw Error(ErrorKind::kUsage, "--hub-publisher-metadata goes with --schema 2");
+            }
+            ModelSourceRequest request{a->source, a->model_id, a->revision, a->source_file};
+            request.publisher_files = a->hub_publisher_metadata;
+            const auto src = open_model_source(request, default_sources(),
                                                [&](uint64_t d, uint64_t t) { download.update(d, t); });
+            if (a->hub_publisher_metadata && !src.from_hub) {
+              throw Error(ErrorKind::kUsage, "--hub-publisher-metadata needs an org/repo:DIST source (for a local "
+                                             "source, name the files with --publisher-metadata)");
+            }
+            for (const auto& f : src.publisher_files) o.publisher_metadata.push_back(f);
             o.source = src.local;
             o.provenance = src.provenance;
             for (const auto& p : a->projectors) o.projectors.emplace_back(p);
@@ -297,13 +329,16 @@ Command register_write_package(CLI::App& app) {
               // ---- package schema 2 (issue 22, write --schema 2) ----
               doc["schema_version"] = r.schema;
               if (r.schema == 2) doc["package_id"] = r.package_id;
+              if (r.schema == 2) doc["native_abi_version"] = r.root_v2->native_abi_version;
               // ---- end schema 2 ----
               print_json(doc);
             } else {
               std::cout << "wrote " << r.package_dir.string() << ": " << r.manifest.layer_count << " layers, "
                         << r.artifact_count << " artifacts\n"
                         << "manifest sha256 " << r.manifest_sha256 << "\n"
-                        << (r.schema == 2 ? "schema 2, package_id " + r.package_id + "\n" : std::string())
+                        << (r.schema == 2 ? "schema 2, package_id " + r.package_id + ", native ABI " +
+                                                r.root_v2->native_abi_version + "\n"
+                                          : std::string())
                         << validation_advice(r.validated, pushed.has_value(), o.disk_budget != nullptr, a->source, a->out_dir);
               if (r.validated) std::cout << "validation result in " << (r.package_dir / std::string(kValidationFileName)).string() << "\n";
               if (signature) std::cout << "signed as owner " << signature->owner_id << " (" << std::string(kSignatureFileName) << ")\n";

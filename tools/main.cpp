@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
       register_serve_artifacts(app),
       register_sign_package(app),
       register_convert_package(app),
+      register_restamp_package(app),
   };
 
   // "--json" before the command belongs to the command: move it behind.

@@ -52,4 +52,13 @@ int fetch_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& r
 // hf://: the carrier brought and checked).
 int inspect_schema_v2(const OpenedCatalog& pkg, bool json);
 
+// generation.request_defaults as the root holds them (the root's own JSON
+// bytes, so floats read as the reference wrote them); null when absent.
+nlohmann::json request_defaults_json(const PackageRootV2& root);
+// A member of the root as its own JSON bytes hold it; `absent` when it is not there.
+nlohmann::json root_member_json(const PackageRootV2& root, const char* member, nlohmann::json absent);
+// One line per profile, for people: "recommended (default): temperature
+// 0.6, top_p 0.9 (meta-llama/Llama-3.2-1B-Instruct@9213176 generation_config.json)".
+std::vector<std::string> request_defaults_lines(const PackageRootV2& root);
+
 }  // namespace skippy::cli

@@ -45,4 +45,42 @@ std::string format_abi_version(AbiVersion v);
 // ignored.
 bool abi_compatible(AbiVersion package, AbiVersion runtime) noexcept;
 
+// ------------------------------------------------ package schema 2's ABI
+//
+// mesh-llm's current runtime (its loader's identity_from_package_v2) admits
+// a schema 2 package only when the root's native_abi_version is exactly its
+// own skippy_ffi ABI string ("MAJOR.MINOR.PATCH" of ABI_VERSION_MAJOR,
+// _MINOR, _PATCH): "package-v2 native ABI X differs from runtime ABI Y".
+// So a schema 2 package is written for one runtime ABI; restamp-package
+// moves an existing one to another (only the root changes).
+//
+// The ABI write-package --schema 2 and convert-package --to 2 declare unless
+// told otherwise: the newest the reference's sources show (skippy_ffi
+// 0.1.64, its workspace at 0.77.0; its release 0.76.1 is at 0.1.41).
+inline constexpr AbiVersion kDefaultNativeAbiV2{0, 1, 64};
+
+// The native_abi_version a writer puts in a schema 2 root: `requested`
+// ("MAJOR.MINOR.PATCH", checked), or kDefaultNativeAbiV2 when empty. Throws
+// Error(kUsage) naming --native-abi-version when malformed.
+std::string native_abi_version_to_write(std::string_view requested);
+
+// The runtime's own admission rule for a package of `schema_version`
+// declaring `package_abi`, at a runtime of ABI `runtime`:
+//   schema 2: the declared string equals format_abi_version(runtime);
+//   schema 1: it parses and abi_compatible(declared, runtime).
+// nullopt when admitted, else why not, naming both versions and the rule.
+std::optional<std::string> runtime_abi_refusal(uint32_t schema_version, std::string_view package_abi,
+                                               AbiVersion runtime);
+// The same as a check: throws Error(kInvalidInput) "<package_ref>: <why>;
+// <the fix>" where the fix, for schema 2, is the restamp-package command to
+// run (on `package_ref` when it is a local directory, else on a local copy
+// fetched from it) and, for schema 1, writing the package again for that
+// runtime.
+void check_runtime_abi(uint32_t schema_version, std::string_view package_abi, AbiVersion runtime,
+                       std::string_view package_ref);
+// The runtime ABI a command checks packages against: `flag` when given
+// (--runtime-abi), else $SKIPPY_RUNTIME_ABI (skippy/env.h), else nullopt (no
+// check). Throws Error(kUsage) naming the flag or variable when malformed.
+std::optional<AbiVersion> runtime_abi_from(const std::optional<std::string>& flag);
+
 }  // namespace skippy

@@ -20,8 +20,9 @@ namespace skippy {
 // stage's tensors in it.
 std::vector<StagePart> catalog_stage_parts(const OpenedCatalog& pkg, const CatalogStage& stage, bool include_carrier);
 
-// SHA-256 of the stage's payload parts against the catalog (the carrier was
-// hashed when the package was opened), through verify_parts and the
+// SHA-256 of the stage's payload parts against the catalog (a schema 2
+// carrier was hashed when the package was opened; schema 1's metadata part
+// is verified with the others), through verify_parts and the
 // verification cache keyed by the manifest's SHA-256. A problem names the
 // artifact id and path: "artifact <id> (<path>): SHA-256 is X, ...".
 VerifyReport verify_catalog_stage_parts(const OpenedCatalog& pkg, const CatalogStage& stage,

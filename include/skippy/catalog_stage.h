@@ -29,20 +29,10 @@
 
 namespace skippy {
 
-// The schema 2 counterpart of OpenedPackage (skippy/stage.h), with the same
-// meaning for every field they share.
-struct OpenedCatalog {
-  std::string ref;                  // as the user wrote it
-  std::filesystem::path root;       // the directory holding model-package.json
-  std::filesystem::path boundary;   // resolved files must stay inside (canonical)
-  std::string manifest_sha256;      // of model-package.json as read
+// An opened schema 2 package: the place (skippy/stage.h: OpenedPlace, filled
+// by every source as for schema 1) and the catalog.
+struct OpenedCatalog : OpenedPlace {
   PackageCatalog catalog;
-  bool always_verify = false;       // SHA-256 on every resolution (hf:// packages, trusted signers)
-  std::optional<std::string> commit;        // the commit a revision resolved to, for repository packages
-  std::string revision_kind;                // as OpenedPackage::revision_kind
-  std::shared_ptr<ArtifactSource> source;   // brings missing artifacts; null when every file is on disk (local dirs)
-  std::vector<std::string> warnings;        // worth telling a person (moving branch, ...)
-  std::optional<PackageSignature> signature;  // checked against trusted signers (none configured: not read)
 };
 
 // Opens the schema 2 package whose model-package.json is in `root` (every
@@ -71,6 +61,17 @@ OpenedCatalog open_catalog_dir(std::string ref, const std::filesystem::path& roo
 // naming the file and the rule otherwise.
 // (open_catalog_dir on the directory, without a source.)
 OpenedCatalog open_local_catalog_v2(const std::filesystem::path& dir);
+
+// The catalog of an opened schema 1 package (build_catalog_v1): the model's
+// fragments (metadata, embeddings, layers, output) brought through
+// pkg.source in one batch (nothing for a local directory), each through the
+// file rule (check_artifact_file) and its header read; projectors are
+// listed, never read. Throws the file rule's, the source's and the
+// reader's errors, each naming the package and the fragment.
+PackageCatalog read_catalog_v1(const OpenedPackage& pkg);
+// A schema 1 package as the catalog consumer takes it: its place and
+// read_catalog_v1's catalog.
+OpenedCatalog open_catalog_v1(const OpenedPackage& pkg);
 
 // One tensor a stage reads: where its bytes are.
 struct TensorLocator {
@@ -109,6 +110,11 @@ struct CatalogStage {
 //   output and output_norm when it ends at layer_count, and then also
 //     token_embd.weight when the output is tied to it (no output.weight);
 //   every other tensor without a layer (rope_freqs, ...) on every stage.
+// The rule is stage_reads (skippy/package_layout.h). On a schema 1 catalog
+// (manifest_v1) it picks whole parts, as select_stage does: every tensor of
+// each part the rule picks a tensor of (a tied output loads all of
+// shared/embeddings.gguf), the parts in load order; such a catalog must
+// list every fragment's tensors (Error(kUsage) otherwise).
 CatalogStage select_catalog_range(const PackageCatalog& catalog, LayerRange range);
 
 // The artifacts and locators of exactly these tensors (each must be in the

@@ -7,12 +7,16 @@
 //              absolute offset inside it, stored length, alignment; plus
 //              the layer the tensor belongs to.
 //
-// Package schema 2 (mesh-llm's "package v2") builds it from the root
-// (skippy/manifest_v2.h) and the metadata carrier, a GGUF holding the
-// source's KVs and the complete tensor directory, with per-tensor locators
-// under skippy.package.*. Schema 1 could build the same tables from its
-// manifest and each fragment's header (not done yet); the selection,
-// verification and stage view that follow need not know which.
+// Two readers build it:
+//   - package schema 2 (mesh-llm's "package v2", build_catalog_v2): the root
+//     (skippy/manifest_v2.h) and the metadata carrier, a GGUF holding the
+//     source's KVs and the complete tensor directory, with per-tensor
+//     locators under skippy.package.*;
+//   - package schema 1 (build_catalog_v1): the manifest (skippy/manifest.h)
+//     and each fragment's GGUF header; shared/metadata.gguf plays the
+//     carrier (its KVs are the source's), every fragment's tensors are
+//     listed once, where they lie in that fragment.
+// The selection, verification and stage view that follow need not know which.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +28,10 @@
 #include <vector>
 
 #include "skippy/gguf.h"
+#include "skippy/manifest.h"
 #include "skippy/manifest_v2.h"
+#include "skippy/model_source.h"
+#include "skippy/package_layout.h"
 
 namespace skippy {
 
@@ -41,8 +48,12 @@ inline constexpr uint64_t kCarrierLocatorSchema = 1;
 // materialized stage must not copy them).
 bool is_carrier_key(std::string_view key) noexcept;
 
-enum class CatalogArtifactKind { kCarrier, kPayload, kSidecar };
-std::string_view catalog_artifact_kind_name(CatalogArtifactKind k) noexcept;  // carrier, payload, sidecar
+// kPublisherMetadata: a publisher file (publisher_metadata[]): a package
+// file every full transfer carries, never a payload part, never selected
+// for a stage's layers.
+enum class CatalogArtifactKind { kCarrier, kPayload, kSidecar, kPublisherMetadata };
+// carrier, payload, sidecar, publisher_metadata
+std::string_view catalog_artifact_kind_name(CatalogArtifactKind k) noexcept;
 
 struct CatalogArtifact {
   std::string id;
@@ -58,6 +69,19 @@ struct CatalogArtifact {
   // Sidecars only: kind ("mmproj") and optional name.
   std::string sidecar_kind;
   std::optional<std::string> sidecar_name;
+  // The part it plays in a stage: schema 1, the manifest's (metadata,
+  // embeddings, layer, output, projector); schema 2, kMetadata for the
+  // carrier, kLayer for a layer artifact, kProjector for a sidecar and
+  // nullopt for a payload part without a layer (shared/common.gguf).
+  std::optional<PartRole> role;
+  // The tensors the package declares in it (schema 1: the manifest's
+  // tensor_count; schema 2: the catalog's tensors stored in it).
+  uint64_t tensor_count = 0;
+  // False when the artifact's header was not read (schema 1, built from
+  // part of the fragments): its tensors are not in the catalog.
+  bool tensors_listed = true;
+  // Publisher metadata only: its role (model_config, ...).
+  std::string publisher_role;
 };
 
 struct CatalogTensor {
@@ -71,6 +95,9 @@ struct CatalogTensor {
   // The layer: N of a "blk.N." name (which, for a tensor in a layer
   // artifact, equals the artifact's layer); nullopt for tensors without one.
   std::optional<uint32_t> layer;
+  // What the tensor is for a stage, by its name (classify_tensor):
+  // embeddings, layer, output, or a global every stage reads.
+  TensorRole role = TensorRole::kGlobal;
 };
 
 struct PackageCatalog {
@@ -86,6 +113,14 @@ struct PackageCatalog {
   // writer or a stage view that needs more than the tables.
   std::shared_ptr<const GgufFile> carrier_file;
   std::optional<PackageRootV2> root_v2;  // schema 2: the root as parsed
+  std::optional<PackageManifest> manifest_v1;  // schema 1: the manifest as parsed
+  // Schema 1: each artifact's fragment as add_fragment_v1 read it (null
+  // for an artifact whose header was not read), parallel to `artifacts`.
+  std::vector<std::shared_ptr<const GgufFile>> fragment_files;
+  // Identical copies of a global tensor (the reference writer repeats
+  // rope_freqs and other extras in every fragment) folded into the first
+  // (schema 1).
+  size_t merged_duplicates = 0;
 
   const CatalogTensor* find_tensor(std::string_view name) const noexcept;
   const CatalogArtifact* find_artifact(std::string_view id) const noexcept;
@@ -124,7 +159,54 @@ std::optional<uint32_t> artifact_path_layer(std::string_view path) noexcept;
 //     layer artifact belongs to that artifact's layer; a layer artifact's
 //     layer is < layer_count;
 //   - general.architecture is present.
+// The reference's catalog rule for metadata: a float KV (f32 or f64, scalar
+// or array element) that is NaN or infinite has no JSON form, so the
+// reference refuses the model. The first such key and why, or nullopt. The
+// carrier reader (build_catalog_v2) and the schema 2 writers refuse it.
+std::optional<std::string> non_finite_float_kv(const GgufFile& f);
+
 PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const GgufFile> carrier,
                                 std::string_view origin);
+
+// ------------------------------------------------------- package schema 1
+
+// The artifacts of a schema 1 manifest, in the order a stage loads them:
+// shared/metadata.gguf (kind kCarrier: the source's KVs), then the payload
+// parts shared/embeddings.gguf, layers/* by index and shared/output.gguf
+// (part_index in that order), then the projectors (kind kSidecar,
+// sidecar_kind the projector's kind, kept as written). An artifact's id is
+// its relative path (schema 1 has no ids); role, layer and tensor_count are
+// the manifest's. No tensors yet: every artifact has tensors_listed false
+// until add_fragment_v1 reads its header. package_id is empty.
+PackageCatalog catalog_artifacts_v1(const PackageManifest& manifest);
+
+// Adds the tensors of the fragment `fragment` (its GGUF, opened by the
+// caller after the spec's file rules) as those of artifact `artifact` (a
+// model part, not a projector). Call it in load order: the first copy of a
+// tensor is the one the catalog keeps. Checks what a loader relies on, each
+// refusal an Error(kInvalidInput) "<rel path>: <problem>":
+//   - the fragment holds the tensor count the manifest declares;
+//   - its own role keys (skippy.package.role, .layer_start, or the
+//     reference writer's skippy.slice.*), when present, agree with the part
+//     it is listed as;
+//   - no tensor name is listed twice, except a global tensor (rope_freqs,
+//     ...) repeated with identical type, dims and bytes: one tensor, the
+//     first copy (merged_duplicates counts the others); differing copies are
+//     "tensor 'X' appears in both A (role) and B (role) ...";
+//   - every fragment has the alignment of the first one read.
+// Once the fragments are read: a layer fragment's tensors are each blk.N.*
+// of its own layer N (or a repeated global); Error(kInvalidInput) "<rel
+// path>: tensor 'X' does not belong to layer N" otherwise. Nothing for
+// another part or one whose header was not read. (Whether a layer fragment
+// may be empty is a stage's question: StageView.)
+void check_layer_fragment_v1(const PackageCatalog& catalog, size_t artifact);
+// For the metadata part it also sets carrier_file and architecture.
+void add_fragment_v1(PackageCatalog& catalog, size_t artifact, std::shared_ptr<const GgufFile> fragment);
+
+// The whole schema 1 reader: catalog_artifacts_v1, add_fragment_v1 for
+// every model part whose header `fragments` holds (keyed by relative path;
+// a part without one keeps tensors_listed false), check_layer_fragment_v1.
+PackageCatalog build_catalog_v1(const PackageManifest& manifest,
+                                const std::unordered_map<std::string, std::shared_ptr<const GgufFile>>& fragments);
 
 }  // namespace skippy

@@ -59,6 +59,14 @@ struct ConvertToV2Options {
   bool force = false;                           // replace a non-empty out_dir
   unsigned threads = 2;
   std::function<void(uint64_t, uint64_t)> on_progress;  // certification bytes
+  // The root's native_abi_version (skippy/abi.h): the one runtime ABI that
+  // admits it; schema 1's skippy_abi_version is another rule and is not
+  // carried over. Empty: kDefaultNativeAbiV2.
+  std::string native_abi_version;
+  // generation.request_defaults to write (schema 1 has no place for them).
+  std::optional<V2RequestDefaults> request_defaults;
+  // Publisher files to attach (as WritePackageOptions::publisher_metadata).
+  std::vector<std::filesystem::path> publisher_metadata;
 };
 
 struct ConvertedArtifact {

@@ -100,6 +100,25 @@ struct LayerRange {
 LayerRange parse_layer_range(std::string_view text);
 std::string format_layer_range(LayerRange r);
 
+// A stage's range against a model of `layer_count` layers: non-empty and
+// within 0..layer_count. Throws Error(kInvalidInput) "<who>: layer range
+// A..B is empty" / "... is outside the package's N layers (0..N)".
+void check_stage_range(std::string_view who, LayerRange range, uint32_t layer_count);
+
+// The spec's layer-selection rule ("Layer Selection"), the one both package
+// schemas apply (schema 1 to whole parts by their role, schema 2 to each
+// tensor by its name): why a stage of `range` reads something of
+// `role` (kLayer: of layer `layer`), or nullopt when it does not.
+//   layer N            when N is in range;
+//   input embeddings   when the range starts at 0, or when it ends at
+//                      layer_count and `tied_output` (the output projection
+//                      is the token embeddings: no output.weight);
+//   output             when the range ends at layer_count;
+//   anything else      on every stage.
+enum class TensorRole;  // skippy/model_source.h
+std::optional<std::string_view> stage_reads(TensorRole role, uint32_t layer, LayerRange range, uint32_t layer_count,
+                                            bool tied_output) noexcept;
+
 
 
 // The spec's file rule for one artifact of a package on disk, the one every

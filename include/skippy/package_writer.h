@@ -92,6 +92,18 @@ struct WritePackageOptions {
   // group) over it is split into -partMM parts (a single larger tensor stays
   // whole). The reference's default, 8 GiB.
   uint64_t max_artifact_bytes = uint64_t{8} << 30;
+  // Schema 2: the root's native_abi_version, the one runtime ABI that admits
+  // the package (skippy/abi.h). Empty: kDefaultNativeAbiV2.
+  std::string native_abi_version;
+  // Schema 2: generation.request_defaults (publisher sampling profiles,
+  // parse_request_defaults_v2), written as given.
+  std::optional<V2RequestDefaults> request_defaults;
+  // Schema 2: publisher files (config.json, generation_config.json,
+  // tokenizer_config.json, chat_template.jinja, hf_quant_config.json: the
+  // role is the name) copied to metadata/ as publisher_metadata, with the
+  // publisher_defaults the reference derives from them. Needs the source's
+  // repository and 40-hex revision.
+  std::vector<std::filesystem::path> publisher_metadata;
   std::filesystem::path source;          // a .gguf or any shard of a split model
   std::filesystem::path out_dir;
   SourceProvenance provenance;

@@ -129,6 +129,15 @@ uint32_t skippy_package_schema_version(const skippy_package* package);
  * when opened); NULL for schema 1. */
 const char* skippy_package_id(const skippy_package* package);
 
+/* Whether a runtime of ABI runtime_abi ("MAJOR.MINOR.PATCH") admits the
+ * package, by that runtime's own rule: schema 2, native_abi_version exactly
+ * runtime_abi; schema 1, the same major and a minor no newer. runtime_abi
+ * NULL or "": $SKIPPY_RUNTIME_ABI, and SKIPPY_OK when that is unset too (no
+ * check). A refusal is SKIPPY_ERR_INVALID_INPUT naming both versions and the
+ * fix (for schema 2, the restamp-package command); a malformed version is
+ * SKIPPY_ERR_USAGE. Call it before selecting stages for that runtime. */
+skippy_status skippy_package_check_runtime_abi(const skippy_package* package, const char* runtime_abi);
+
 /* Consumer validation of layers [layer_start, layer_end) and the parts
  * they load (fetching them first for hf://). projector_path: NULL for the
  * default choice (stage 0 gets the first declared mmproj), else a

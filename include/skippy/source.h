@@ -199,6 +199,10 @@ struct ModelSourceRequest {
   // Coordinates: only `revision` may be given (default "main"); the others
   // come from the Hub.
   std::string model_id, revision, source_file;
+  // Coordinates only: also bring the repository's publisher files found at
+  // its top level at the same commit (config.json, generation_config.json,
+  // tokenizer_config.json, chat_template.jinja, hf_quant_config.json).
+  bool publisher_files = false;
 };
 
 struct ResolvedModelSource {
@@ -206,6 +210,7 @@ struct ResolvedModelSource {
   SourceProvenance provenance;
   bool from_hub = false;
   std::vector<std::string> downloaded;  // repository paths not cached before
+  std::vector<std::filesystem::path> publisher_files;  // with publisher_files: local copies, in that order
 };
 
 // Local path first (an existing file wins over a coordinate of the same

@@ -48,13 +48,16 @@ class ArtifactSource {
   virtual std::vector<std::string> notes() const = 0;
 };
 
-struct OpenedPackage {
+// What an opened package is, whichever its schema (the part every source
+// fills the same way): where its files are, how its reference resolved, and
+// what brings the files not on disk yet. OpenedPackage (schema 1) adds the
+// manifest, OpenedCatalog (schema 2, skippy/catalog_stage.h) the catalog.
+struct OpenedPlace {
   std::string ref;                  // as the user wrote it
   std::filesystem::path root;       // the directory holding model-package.json
   std::filesystem::path boundary;   // resolved files must stay inside (canonical)
-  bool always_verify = false;       // SHA-256 on every resolution (the spec's rule for hf:// packages)
-  PackageManifest manifest;
-  std::string manifest_sha256;      // of the manifest bytes as read
+  bool always_verify = false;       // SHA-256 on every resolution (hf:// packages, trusted signers)
+  std::string manifest_sha256;      // of model-package.json as read
   std::optional<std::string> commit;        // the commit a revision resolved to, for repository packages
   std::shared_ptr<ArtifactSource> source;   // brings missing artifacts; null when every file is on disk (local dirs)
   std::vector<std::string> warnings;        // worth telling a person (moving branch, ...)
@@ -62,6 +65,10 @@ struct OpenedPackage {
   // no remote could classify, e.g. offline); empty for a local directory.
   std::string revision_kind;
   std::optional<PackageSignature> signature;  // checked against trusted signers (none configured: not read)
+};
+
+struct OpenedPackage : OpenedPlace {
+  PackageManifest manifest;
 };
 
 // Reads and validates the manifest in `root`: schema version 1, format, ABI

@@ -3,7 +3,9 @@
 // parts of a stage, each mapped (header parsed, tensor data untouched), seen
 // as one tensor table and one metadata view.
 //
-// Opening checks what a loader relies on beyond select_stage()'s file checks:
+// Opening reads the parts through the schema 1 catalog reader
+// (skippy/package_catalog.h: add_fragment_v1), which checks what a loader
+// relies on beyond select_stage()'s file checks:
 //   - every part parses as GGUF and holds the tensor count its manifest entry
 //     declares;
 //   - a fragment's own role keys (skippy.package.role, .layer_start,
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "skippy/gguf.h"
+#include "skippy/package_catalog.h"
 #include "skippy/stage.h"
 
 namespace skippy {
@@ -53,12 +56,16 @@ class StageView {
 
   LayerRange range() const noexcept { return range_; }
   const std::vector<StagePart>& parts() const noexcept { return parts_; }
-  const std::vector<GgufFile>& files() const noexcept { return files_; }  // parallel to parts()
+  const std::vector<std::shared_ptr<const GgufFile>>& files() const noexcept { return files_; }  // parallel to parts()
+  // The parts as a schema 1 catalog (build_catalog_v1's reader): one
+  // artifact per part (in parts() order, the metadata part the carrier),
+  // the tensors in load order, each once. What materialize writes from.
+  const PackageCatalog& catalog() const noexcept { return catalog_; }
 
   // The metadata view: the KVs of the metadata part (shared/metadata.gguf),
   // in file order: the source's KVs (other fragments carry only what reading
   // their own tensors needs), the part a loader reads them from.
-  const GgufFile& metadata() const noexcept { return files_.front(); }
+  const GgufFile& metadata() const noexcept { return *files_.front(); }
   const std::vector<GgufKv>& kvs() const noexcept { return metadata().kvs(); }
   const GgufKv* find_kv(std::string_view key) const noexcept { return metadata().find_kv(key); }
 
@@ -73,14 +80,15 @@ class StageView {
   // The part a tensor lives in, and a view of its bytes in that part's map.
   const StagePart& part_of(const StageTensor& t) const noexcept { return parts_[t.part]; }
   std::span<const uint8_t> tensor_data(const StageTensor& t) const noexcept {
-    return files_[t.part].tensor_data(*t.info);
+    return files_[t.part]->tensor_data(*t.info);
   }
 
  private:
   StageView() = default;
   LayerRange range_;
   std::vector<StagePart> parts_;
-  std::vector<GgufFile> files_;
+  std::vector<std::shared_ptr<const GgufFile>> files_;
+  PackageCatalog catalog_;
   std::vector<StageTensor> tensors_;
   std::unordered_map<std::string_view, size_t> index_;  // names view the maps
   uint64_t tensor_bytes_ = 0;

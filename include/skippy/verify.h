@@ -87,7 +87,7 @@ VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>
 // True when a stage loader must verify before using the package: hf://
 // packages always; local directories when SKIPPY_VERIFY_PACKAGE_SHA is set
 // to a non-empty value other than "0".
-bool verify_required(const OpenedPackage& pkg);
+bool verify_required(const OpenedPlace& pkg);
 
 // For stage loaders (select, materialize): when verify_required(pkg), verifies
 // `parts` (pass the stage's projector among them when it will be used) and
@@ -111,11 +111,9 @@ std::optional<VerifyReport> verify_if_required(const OpenedPackage& pkg, const s
 VerifyReport verify_catalog_parts(const OpenedCatalog& pkg, const std::vector<CatalogPart>& parts,
                                   const VerifyOptions& options = {});
 
-// verify_required / verify_if_required for schema 2: hf:// (always_verify)
-// always, local directories when SKIPPY_VERIFY_PACKAGE_SHA asks; throws
-// Error(kIntegrity) listing every problem (and, for a package with a
-// source, the damaged cached files to remove).
-bool verify_required(const OpenedCatalog& pkg);
+// verify_if_required for schema 2 (verify_required is the same question
+// for either schema): throws Error(kIntegrity) listing every problem (and,
+// for a package with a source, the damaged cached files to remove).
 std::optional<VerifyReport> verify_catalog_if_required(const OpenedCatalog& pkg, const std::vector<CatalogPart>& parts,
                                                        const VerifyOptions& options = {});
 

@@ -19,6 +19,7 @@
 #include "skippy/manifest.h"
 #include "skippy/manifest_v2.h"
 #include "skippy/materialize.h"
+#include "skippy/package_catalog.h"
 #include "skippy/package_generation.h"
 #include "skippy/policy.h"
 #include "skippy/speculative.h"
@@ -28,9 +29,15 @@
 #include "skippy/version.h"
 
 struct skippy_package {
-  skippy::OpenedPackage pkg;              // schema 1 (and the identity fields of schema 2)
+  skippy::OpenedPackage pkg;                // schema 1
   std::optional<skippy::OpenedCatalog> v2;  // package schema 2
-  std::string abi, commit;
+  // What the getters read, whichever the schema: where the package is, and
+  // its catalog (schema 1: the manifest's artifacts, catalog_artifacts_v1;
+  // no fragment is read for it).
+  const skippy::OpenedPlace* place = nullptr;
+  skippy::PackageCatalog v1_catalog;
+  const skippy::PackageCatalog* catalog = nullptr;
+  std::string abi, commit, source_repo, source_revision, source_file;
   std::optional<uint64_t> activation_width;
 };
 
@@ -85,9 +92,6 @@ skippy_status guarded(F&& f) noexcept {
   }
 }
 
-const char* or_empty(const skippy_package* p, const std::string skippy::SourceModel::*field) {
-  return p ? (p->pkg.manifest.source_model.*field).c_str() : "";
-}
 
 // A malloc'd copy for the caller (freed by skippy_string_free).
 char* new_c_string(const std::string& s) {
@@ -97,43 +101,35 @@ char* new_c_string(const std::string& s) {
   return p;
 }
 
-// The schema 1 fields the getters read, from a schema 2 catalog.
-void fill_from_v2(skippy_package& p) {
-  const auto& cat = p.v2->catalog;
-  const auto& sm = cat.root_v2->source_model;
-  p.pkg.ref = p.v2->ref;
-  p.pkg.root = p.v2->root;
-  p.pkg.boundary = p.v2->boundary;
-  p.pkg.manifest_sha256 = p.v2->manifest_sha256;
-  p.pkg.manifest.schema_version = cat.schema_version;
-  p.pkg.manifest.model_id = cat.model_id;
-  p.pkg.manifest.layer_count = cat.layer_count;
-  p.pkg.manifest.source_model.repo = sm.repo.value_or("");
-  p.pkg.manifest.source_model.revision = sm.revision.value_or("");
-  p.pkg.manifest.source_model.primary_file = sm.primary_file.value_or("");
-  p.abi = cat.root_v2->native_abi_version;
-  if (cat.carrier_file && cat.layer_count > 0) {
-    if (const auto w = skippy::activation_width_tensor(*cat.carrier_file, 0)) p.activation_width = w->elements;
-  }
-}
-
 // The one way the C API opens a package, of either schema, from a local
 // directory or hf:// (open_package_any: the same sources as the CLI).
 void open_into(skippy_package& p, const char* ref, const skippy::Sources& sources) {
   auto any = skippy::open_package_any(ref, sources);
   if (any.v2) {
     p.v2 = std::move(*any.v2);
-    fill_from_v2(p);
-    p.pkg.commit = p.v2->commit;
-    p.pkg.warnings = p.v2->warnings;
-    p.pkg.signature = p.v2->signature;
-    p.commit = p.v2->commit.value_or("");
-    return;
+    p.place = &*p.v2;
+    p.catalog = &p.v2->catalog;
+    const auto& root = *p.catalog->root_v2;
+    p.abi = root.native_abi_version;
+    p.source_repo = root.source_model.repo.value_or("");
+    p.source_revision = root.source_model.revision.value_or("");
+    p.source_file = root.source_model.primary_file.value_or("");
+    if (p.catalog->carrier_file && p.catalog->layer_count > 0) {
+      if (const auto w = skippy::activation_width_tensor(*p.catalog->carrier_file, 0)) p.activation_width = w->elements;
+    }
+  } else {
+    p.pkg = std::move(*any.v1);
+    p.place = &p.pkg;
+    p.v1_catalog = skippy::catalog_artifacts_v1(p.pkg.manifest);
+    p.catalog = &p.v1_catalog;
+    const auto& m = p.pkg.manifest;
+    p.abi = m.skippy_abi_version;
+    p.source_repo = m.source_model.repo;
+    p.source_revision = m.source_model.revision;
+    p.source_file = m.source_model.primary_file;
+    p.activation_width = skippy::activation_width_of(p.pkg).width;  // the reference runtime's fallback when undeclared
   }
-  p.pkg = std::move(*any.v1);
-  p.abi = p.pkg.manifest.skippy_abi_version;
-  p.commit = p.pkg.commit.value_or("");
-  p.activation_width = skippy::activation_width_of(p.pkg).width;  // the reference runtime's fallback when undeclared
+  p.commit = p.place->commit.value_or("");
 }
 
 const char* v2_role(const skippy::CatalogPart& p) {
@@ -204,32 +200,46 @@ skippy_status skippy_package_open_trusted(const char* ref, const char* const* tr
   });
 }
 const char* skippy_package_signer(const skippy_package* p) {
-  return p && p->pkg.signature ? p->pkg.signature->owner_id.c_str() : nullptr;
+  return p && p->place->signature ? p->place->signature->owner_id.c_str() : nullptr;
 }
 // ---- end signed packages ----
 
 void skippy_package_close(skippy_package* package) { delete package; }
 
-const char* skippy_package_model_id(const skippy_package* p) { return p ? p->pkg.manifest.model_id.c_str() : ""; }
-const char* skippy_package_manifest_sha256(const skippy_package* p) { return p ? p->pkg.manifest_sha256.c_str() : ""; }
+skippy_status skippy_package_check_runtime_abi(const skippy_package* p, const char* runtime_abi) {
+  if (p == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_package_check_runtime_abi: package is NULL");
+  return guarded([&] {
+    std::optional<std::string> flag;
+    if (runtime_abi != nullptr && *runtime_abi != '\0') flag = runtime_abi;
+    const auto runtime = skippy::runtime_abi_from(flag);
+    if (!runtime) return;
+    const uint32_t schema = p->catalog->schema_version;
+    skippy::check_runtime_abi(schema, p->abi, *runtime, p->place->ref);
+  });
+}
+
+const char* skippy_package_model_id(const skippy_package* p) { return p ? p->catalog->model_id.c_str() : ""; }
+const char* skippy_package_manifest_sha256(const skippy_package* p) { return p ? p->place->manifest_sha256.c_str() : ""; }
 const char* skippy_package_abi_version(const skippy_package* p) { return p ? p->abi.c_str() : ""; }
-const char* skippy_package_source_repo(const skippy_package* p) { return or_empty(p, &skippy::SourceModel::repo); }
-const char* skippy_package_source_revision(const skippy_package* p) { return or_empty(p, &skippy::SourceModel::revision); }
-const char* skippy_package_source_file(const skippy_package* p) { return or_empty(p, &skippy::SourceModel::primary_file); }
-uint32_t skippy_package_layer_count(const skippy_package* p) { return p ? p->pkg.manifest.layer_count : 0; }
+const char* skippy_package_source_repo(const skippy_package* p) { return p ? p->source_repo.c_str() : ""; }
+const char* skippy_package_source_revision(const skippy_package* p) { return p ? p->source_revision.c_str() : ""; }
+const char* skippy_package_source_file(const skippy_package* p) { return p ? p->source_file.c_str() : ""; }
+uint32_t skippy_package_layer_count(const skippy_package* p) { return p ? p->catalog->layer_count : 0; }
 uint64_t skippy_package_activation_width(const skippy_package* p) {
   return p ? p->activation_width.value_or(0) : 0;
 }
-size_t skippy_package_warning_count(const skippy_package* p) { return p ? p->pkg.warnings.size() : 0; }
+size_t skippy_package_warning_count(const skippy_package* p) { return p ? p->place->warnings.size() : 0; }
 const char* skippy_package_warning(const skippy_package* p, size_t index) {
-  return p && index < p->pkg.warnings.size() ? p->pkg.warnings[index].c_str() : nullptr;
+  return p && index < p->place->warnings.size() ? p->place->warnings[index].c_str() : nullptr;
 }
-const char* skippy_package_root(const skippy_package* p) { return p ? p->pkg.root.c_str() : ""; }
-const char* skippy_package_commit(const skippy_package* p) { return p && p->pkg.commit ? p->commit.c_str() : nullptr; }
+const char* skippy_package_root(const skippy_package* p) { return p ? p->place->root.c_str() : ""; }
+const char* skippy_package_commit(const skippy_package* p) { return p && p->place->commit ? p->commit.c_str() : nullptr; }
 uint32_t skippy_package_schema_version(const skippy_package* p) {
-  return p ? (p->v2 ? p->v2->catalog.schema_version : p->pkg.manifest.schema_version) : 0;
+  return p ? p->catalog->schema_version : 0;
 }
-const char* skippy_package_id(const skippy_package* p) { return p && p->v2 ? p->v2->catalog.package_id.c_str() : nullptr; }
+const char* skippy_package_id(const skippy_package* p) {
+  return p && !p->catalog->package_id.empty() ? p->catalog->package_id.c_str() : nullptr;
+}
 
 skippy_status skippy_stage_select(skippy_package* package, uint32_t layer_start, uint32_t layer_end,
                                   const char* projector_path, skippy_stage** out) {
@@ -303,7 +313,7 @@ skippy_status skippy_stage_verify(skippy_stage* stage, int use_cache, uint64_t* 
                              : skippy::verify_parts(stage->package->pkg, stage->parts, o);
     if (hashed_bytes != nullptr) *hashed_bytes = r.hashed_bytes;
     if (!r.verified) {
-      std::string msg = stage->package->pkg.ref + ": SHA-256 verification failed:";
+      std::string msg = stage->package->place->ref + ": SHA-256 verification failed:";
       for (const auto& problem : r.problems) msg += "\n  " + problem;
       throw skippy::Error(skippy::ErrorKind::kIntegrity, msg);
     }

@@ -23,10 +23,12 @@ std::vector<StagePart> catalog_stage_parts(const OpenedCatalog& pkg, const Catal
 
 VerifyReport verify_catalog_stage_parts(const OpenedCatalog& pkg, const CatalogStage& stage,
                                         const VerifyOptions& options) {
-  // The carrier was hashed when the package was opened.
+  // A schema 2 carrier was hashed when the package was opened; schema 1's
+  // (shared/metadata.gguf) is a fragment like the others.
+  const bool carrier_hashed = pkg.catalog.root_v2.has_value();
   std::vector<CatalogPart> payload;
   for (const auto& p : stage.parts) {
-    if (p.kind != CatalogArtifactKind::kCarrier) payload.push_back(p);
+    if (p.kind != CatalogArtifactKind::kCarrier || !carrier_hashed) payload.push_back(p);
   }
   return verify_catalog_parts(pkg, payload, options);
 }

@@ -38,6 +38,10 @@ CatalogStage assemble_stage(const PackageCatalog& cat, const std::vector<std::pa
     const CatalogTensor& t = cat.tensors[ti];
     const CatalogArtifact& a = cat.artifact_of(t);
     s.tensors.push_back({t.name, a.id, t.offset, t.stored_bytes});
+    if (t.artifact == cat.carrier) {  // schema 1: shared/metadata.gguf holds the global tensors
+      s.parts.front().tensors.push_back(t.name);
+      continue;
+    }
     auto [it, fresh] = by_part.try_emplace(a.part_index.value_or(0));
     if (fresh) it->second = {a.id, a.path, a.kind, a.layer, a.bytes, a.sha256, reason, {}};
     it->second.tensors.push_back(t.name);
@@ -120,45 +124,85 @@ OpenedCatalog open_local_catalog_v2(const fs::path& dir) {
   return open_catalog_dir(ref, fs::absolute(dir), boundary);
 }
 
-CatalogStage select_catalog_range(const PackageCatalog& cat, LayerRange range) {
-  const std::string ref = cat.model_id.empty() ? std::string("package") : cat.model_id;
-  if (range.empty()) throw_invalid(ref + ": layer range " + format_layer_range(range) + " is empty");
-  if (range.end > cat.layer_count) {
-    throw_invalid(ref + ": layer range " + format_layer_range(range) + " is outside the package's " +
-                  std::to_string(cat.layer_count) + " layers (0.." + std::to_string(cat.layer_count) + ")");
+PackageCatalog read_catalog_v1(const OpenedPackage& pkg) {
+  const auto& m = pkg.manifest;
+  std::vector<const ArtifactEntry*> model = {&m.shared.metadata, &m.shared.embeddings};
+  for (const auto& l : m.layers) model.push_back(&l);
+  model.push_back(&m.shared.output);
+  if (pkg.source) {
+    for (const auto* e : model) {
+      if (!is_safe_relative_path(e->path)) {
+        throw_invalid(pkg.ref + ": artifact path \"" + e->path + "\" is not a safe relative path");
+      }
+    }
+    pkg.source->provide(model);
   }
-  const bool owns_input = range.start == 0;
-  const bool owns_output = range.end == cat.layer_count;
+  PackageCatalog cat = catalog_artifacts_v1(m);
+  for (size_t i = 0; i < cat.artifacts.size(); ++i) {
+    const CatalogArtifact& a = cat.artifacts[i];
+    if (a.kind == CatalogArtifactKind::kSidecar) continue;
+    const ArtifactEntry& e = *model.at(i);  // catalog_artifacts_v1 lists the model parts in this order
+    const fs::path real = check_artifact_file(pkg, e, part_role_name(a.role.value_or(PartRole::kMetadata)));
+    try {
+      add_fragment_v1(cat, i, std::make_shared<const GgufFile>(GgufFile::open(real)));
+    } catch (const Error& err) {
+      throw err.with_context(pkg.ref);
+    }
+  }
+  try {
+    for (size_t i = 0; i < cat.artifacts.size(); ++i) check_layer_fragment_v1(cat, i);
+  } catch (const Error& err) {
+    throw err.with_context(pkg.ref);
+  }
+  return cat;
+}
+
+OpenedCatalog open_catalog_v1(const OpenedPackage& pkg) {
+  OpenedCatalog out;
+  static_cast<OpenedPlace&>(out) = pkg;
+  out.catalog = read_catalog_v1(pkg);
+  return out;
+}
+
+CatalogStage select_catalog_range(const PackageCatalog& cat, LayerRange range) {
+  const std::string who = cat.model_id.empty() ? std::string("package") : cat.model_id;
+  check_stage_range(who, range, cat.layer_count);
+  const bool schema_v1 = cat.manifest_v1.has_value();
+  for (const auto& a : cat.artifacts) {
+    if (a.kind != CatalogArtifactKind::kSidecar && !a.tensors_listed) {
+      throw Error(ErrorKind::kUsage, who + ": " + a.path + "'s tensors are not in the catalog (read_catalog_v1 lists them)");
+    }
+  }
   const bool tied = cat.find_tensor("output.weight") == nullptr;
   std::vector<std::pair<size_t, std::string>> chosen;
   bool tied_embeddings = false;
   for (size_t i = 0; i < cat.tensors.size(); ++i) {
     const CatalogTensor& t = cat.tensors[i];
-    if (t.layer) {
-      if (*t.layer >= range.start && *t.layer < range.end) chosen.emplace_back(i, "layer in range");
-      continue;
-    }
-    switch (classify_tensor(t.name).role) {
-      case TensorRole::kEmbeddings:
-        if (owns_input) {
-          chosen.emplace_back(i, "the stage owns the input boundary (range starts at 0)");
-        } else if (owns_output && tied && t.name == "token_embd.weight") {
-          chosen.emplace_back(i, "the output projection is tied to the token embeddings (no output.weight)");
-          tied_embeddings = true;
-        }
-        break;
-      case TensorRole::kOutput:
-        if (owns_output) chosen.emplace_back(i, "the stage owns the output boundary (range ends at layer_count)");
-        break;
-      case TensorRole::kLayer:  // a blk.N name always has t.layer
-      case TensorRole::kGlobal:
-        chosen.emplace_back(i, "a tensor without a layer: every stage reads it");
-        break;
+    // A blk.N name always has t.layer; the tied output reads only token_embd.weight.
+    const TensorRole role = t.layer ? TensorRole::kLayer : classify_tensor(t.name).role;
+    const bool owns_input = range.start == 0;
+    const auto why = stage_reads(role, t.layer.value_or(0), range, cat.layer_count,
+                                 tied && t.name == "token_embd.weight");
+    if (!why) continue;
+    chosen.emplace_back(i, std::string(*why));
+    if (role == TensorRole::kEmbeddings && !owns_input) tied_embeddings = true;
+  }
+  if (schema_v1) {
+    // Schema 1 selects whole parts (its tied output loads all of
+    // shared/embeddings.gguf): every tensor of a part the rule picked.
+    std::map<size_t, std::string> parts;
+    for (const auto& [i, why] : chosen) parts.try_emplace(cat.tensors[i].artifact, why);
+    chosen.clear();
+    for (size_t i = 0; i < cat.tensors.size(); ++i) {
+      if (const auto it = parts.find(cat.tensors[i].artifact); it != parts.end()) chosen.emplace_back(i, it->second);
     }
   }
   CatalogStage s = assemble_stage(cat, chosen);
   s.range = range;
-  if (tied_embeddings) {
+  if (tied_embeddings && schema_v1) {
+    s.notes.push_back("final stage also loads " + cat.manifest_v1->shared.embeddings.path +
+                      ": the model's output projection is tied to its token embeddings");
+  } else if (tied_embeddings) {
     s.notes.push_back("final stage also reads token_embd.weight: the model's output projection is tied to its token "
                       "embeddings");
   }
@@ -195,6 +239,11 @@ std::vector<CatalogPart> all_catalog_parts(const PackageCatalog& cat) {
   for (const auto& [index, i] : payload) out.push_back(part(i, "a payload part"));
   for (size_t i = 0; i < cat.artifacts.size(); ++i) {
     if (cat.artifacts[i].kind == CatalogArtifactKind::kSidecar) out.push_back(part(i, "a sidecar (" + cat.artifacts[i].sidecar_kind + ")"));
+  }
+  for (size_t i = 0; i < cat.artifacts.size(); ++i) {
+    if (cat.artifacts[i].kind == CatalogArtifactKind::kPublisherMetadata) {
+      out.push_back(part(i, "publisher metadata (" + cat.artifacts[i].publisher_role + ")"));
+    }
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include "skippy/error.h"
 #include "util/file.h"
 #include "skippy/gguf.h"
+#include "skippy/model_source.h"
 #include "util/sha256.h"
 
 namespace skippy {
@@ -122,7 +123,7 @@ OutputTie output_tie(const OpenedPackage& pkg) {
   const auto& m = pkg.manifest;
   provide(pkg, {&m.shared.output});
   OutputTie t{false, make_part(pkg, m.shared.output, PartRole::kOutput, std::nullopt,
-                               "the stage owns the output boundary (range ends at layer_count)")};
+                               std::string(*stage_reads(TensorRole::kOutput, 0, {0, m.layer_count}, m.layer_count, false)))};
   try {
     // A tied output projection (no output.weight) reads the token embeddings.
     t.tied = GgufFile::open(t.output.path).find_tensor("output.weight") == nullptr;
@@ -175,11 +176,7 @@ ActivationWidth activation_width_of(const OpenedPackage& pkg) {
 
 StageSelection select_stage(const OpenedPackage& pkg, LayerRange range, const SelectOptions& options) {
   const auto& m = pkg.manifest;
-  if (range.empty()) fail(pkg, "layer range " + format_layer_range(range) + " is empty");
-  if (range.end > m.layer_count) {
-    fail(pkg, "layer range " + format_layer_range(range) + " is outside the package's " + std::to_string(m.layer_count) +
-                  " layers (0.." + std::to_string(m.layer_count) + ")");
-  }
+  check_stage_range(pkg.ref, range, m.layer_count);
   // parse_manifest guarantees exactly one entry per index, sorted; check the
   // ones we use anyway, so a hand-built manifest cannot slip through.
   for (uint32_t l = range.start; l < range.end; ++l) {
@@ -187,8 +184,10 @@ StageSelection select_stage(const OpenedPackage& pkg, LayerRange range, const Se
   }
   StageSelection s;
   s.range = range;
-  const bool owns_input = range.start == 0;
-  const bool owns_output = range.end == m.layer_count;
+  // The spec's rule (stage_reads), applied to whole parts by their role.
+  const auto reads = [&](TensorRole role, bool tied) { return stage_reads(role, 0, range, m.layer_count, tied); };
+  const bool owns_input = reads(TensorRole::kEmbeddings, false).has_value();
+  const bool owns_output = reads(TensorRole::kOutput, false).has_value();
   // The projector this stage uses (a manifest decision, no files needed).
   const ProjectorEntry* projector = nullptr;
   std::string projector_reason;
@@ -228,18 +227,17 @@ StageSelection select_stage(const OpenedPackage& pkg, LayerRange range, const Se
   std::optional<OutputTie> tie;
   if (owns_output) tie = output_tie(pkg);
   const bool tied = tie && tie->tied;
-  if (owns_input) {
-    s.parts.push_back(make_part(pkg, m.shared.embeddings, PartRole::kEmbeddings, std::nullopt,
-                                "the stage owns the input boundary (range starts at 0)"));
-  } else if (tied) {
-    provide(pkg, {&m.shared.embeddings});
-    s.parts.push_back(make_part(pkg, m.shared.embeddings, PartRole::kEmbeddings, std::nullopt,
-                                "the output projection is tied to the token embeddings (no output.weight)"));
-    s.notes.push_back("final stage also loads " + m.shared.embeddings.path +
-                      ": the model's output projection is tied to its token embeddings");
+  if (const auto why = reads(TensorRole::kEmbeddings, tied)) {
+    if (!owns_input) {
+      provide(pkg, {&m.shared.embeddings});
+      s.notes.push_back("final stage also loads " + m.shared.embeddings.path +
+                        ": the model's output projection is tied to its token embeddings");
+    }
+    s.parts.push_back(make_part(pkg, m.shared.embeddings, PartRole::kEmbeddings, std::nullopt, std::string(*why)));
   }
   for (uint32_t l = range.start; l < range.end; ++l) {
-    s.parts.push_back(make_part(pkg, m.layers[l], PartRole::kLayer, l, "layer in range"));
+    const auto why = stage_reads(TensorRole::kLayer, l, range, m.layer_count, false);
+    s.parts.push_back(make_part(pkg, m.layers[l], PartRole::kLayer, l, std::string(why.value_or(""))));
   }
   if (tie) s.parts.push_back(tie->output);
   check_projectors(pkg);

@@ -13,6 +13,8 @@
 #include "skippy/error.h"
 #include "util/file.h"
 #include "skippy/gguf.h"
+#include "skippy/manifest.h"
+#include "skippy/package_layout.h"
 
 namespace skippy::materialize_detail {
 
@@ -35,11 +37,52 @@ void refuse_inside_package(const std::string& ref, const fs::path& boundary, con
   }
 }
 
-void copy_kvs(GgufWriter& w, const GgufFile& metadata, const std::function<bool(std::string_view)>& skip) {
-  for (const auto& kv : metadata.kvs()) {
-    if (skip(kv.key) || kv.key.starts_with(kMaterializedKeyPrefix)) continue;
+// The package's own bookkeeping in its carrier, never copied into a stage.
+bool bookkeeping_key(const PackageCatalog& cat, std::string_view key) {
+  if (cat.schema_version == kManifestSchemaVersion) return is_fragment_key(key);
+  return is_carrier_key(key) || key.starts_with("split.");
+}
+
+GgufWriter catalog_stage_writer(const PackageCatalog& cat, const std::vector<size_t>& tensors,
+                                const std::map<size_t, std::shared_ptr<const MappedFile>>& files,
+                                std::optional<LayerRange> range, std::string_view manifest_sha256,
+                                std::string_view model_id, std::string_view ref) {
+  const GgufFile& carrier = *cat.carrier_file;
+  GgufWriter w(carrier.alignment());
+  for (const auto& kv : carrier.kvs()) {
+    if (bookkeeping_key(cat, kv.key) || kv.key.starts_with(kMaterializedKeyPrefix)) continue;
     w.add_kv(std::string(kv.key), kv.value);
   }
+  if (range) {
+    w.add_u32(std::string(kMaterializedLayerStartKey), range->start);
+    w.add_u32(std::string(kMaterializedLayerEndKey), range->end);
+  }
+  w.add_string(std::string(kMaterializedManifestKey), std::string(manifest_sha256));
+  w.add_string(std::string(kMaterializedModelIdKey), std::string(model_id));
+  if (!cat.package_id.empty()) w.add_string(std::string(kMaterializedPackageIdKey), cat.package_id);
+  const std::string who(ref);
+  for (const size_t i : tensors) {
+    const CatalogTensor& t = cat.tensors.at(i);
+    const auto file = files.find(t.artifact);
+    if (file == files.end()) {
+      throw_invalid(who + ": tensor '" + t.name + "': artifact " + cat.artifact_of(t).id + " is not in the stage's parts");
+    }
+    std::vector<int64_t> ne;
+    for (const uint64_t d : t.dims) ne.push_back(static_cast<int64_t>(d));
+    w.add_tensor(t.name, t.ggml_type, std::move(ne), file->second, t.offset);
+    if (w.tensors().back().bytes != t.stored_bytes) {
+      throw_invalid(who + ": tensor '" + t.name + "': stored_bytes " + std::to_string(t.stored_bytes) +
+                    " is not the " + std::to_string(w.tensors().back().bytes) + " bytes its type and dims take");
+    }
+  }
+  return w;
+}
+
+void throw_unless_verified(std::string_view ref, std::string_view what, const VerifyReport& report) {
+  if (report.verified) return;
+  std::string msg = std::string(ref) + ": the stage's " + std::string(what) + ":";
+  for (const auto& p : report.problems) msg += "\n  " + p;
+  throw_integrity(msg);
 }
 
 // The output as a contiguous run of pieces: the header (from memory), then

@@ -1,9 +1,9 @@
 // The schema-independent half of materialize (skippy/materialize.h): a GGUF
 // laid out by a GgufWriter whose tensors name (source file, offset) pieces,
 // streamed into --out or into the stage cache (sidecar, flock, reuse rules).
-// Both package schemas feed it: schema 1 from a StageView of its fragments
-// (materialize.cpp), schema 2 from the catalog's locators
-// (materialize_v2.cpp). Internal to the library.
+// Both package schemas feed it the same way: a catalog (schema 1: the
+// StageView's, built by the schema 1 reader; schema 2: the package's) and
+// the stage's tensors in it (materialize.cpp). Internal to the library.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +12,16 @@
 #include <optional>
 #include <string>
 
+#include <map>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "util/file.h"
 #include "gguf/gguf_writer.h"
 #include "skippy/materialize.h"
+#include "skippy/package_catalog.h"
+#include "skippy/verify.h"
 
 namespace skippy::materialize_detail {
 
@@ -54,8 +62,23 @@ std::string write_stage_file(const GgufWriter& w, const std::filesystem::path& f
 // True when `cached` holds exactly what `w` would write now (flat memory).
 bool content_matches(const GgufWriter& w, const std::filesystem::path& cached);
 
-// Copies the KVs of a metadata file into `w`, minus `skip(key)` and minus
-// earlier skippy.materialized.* keys.
-void copy_kvs(GgufWriter& w, const GgufFile& metadata, const std::function<bool(std::string_view)>& skip);
+// The layout of a materialized stage, whichever the package's schema, from
+// its catalog: the carrier's KVs in order, minus the package's bookkeeping
+// (schema 1: the fragments' skippy.package.* / skippy.slice.* keys; schema 2:
+// the carrier's locator keys and split.*) and earlier skippy.materialized.*
+// keys; then the kMaterialized* keys (the layer range when given, the
+// manifest's SHA-256, `model_id`, the package id when the catalog has one);
+// the carrier's alignment; the catalog tensors `tensors` in that order, each
+// with its type and dims and the bytes at its locator in files[artifact].
+// Throws Error(kInvalidInput) naming `ref` and the tensor when a locator's
+// stored size is not what its type and dims take, or its artifact has no file.
+GgufWriter catalog_stage_writer(const PackageCatalog& catalog, const std::vector<size_t>& tensors,
+                                const std::map<size_t, std::shared_ptr<const MappedFile>>& files,
+                                std::optional<LayerRange> range, std::string_view manifest_sha256,
+                                std::string_view model_id, std::string_view ref);
+
+// For materialize's explicit verification: throws Error(kIntegrity) "<ref>:
+// the stage's <what>:" and every problem, unless the report verified.
+void throw_unless_verified(std::string_view ref, std::string_view what, const VerifyReport& report);
 
 }  // namespace skippy::materialize_detail

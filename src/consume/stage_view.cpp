@@ -4,45 +4,9 @@
 #include <string>
 
 #include "skippy/error.h"
-#include "skippy/model_source.h"
-#include "skippy/package_layout.h"
+#include "skippy/package_catalog.h"
 
 namespace skippy {
-namespace {
-
-std::string describe(const StagePart& p) {
-  std::string s = p.rel_path + " (" + std::string(part_role_name(p.role));
-  if (p.layer_index) s += " " + std::to_string(*p.layer_index);
-  return s + ")";
-}
-
-// A fragment's own role keys (ours or the reference's skippy.slice.*), when
-// present, must agree with the part it was selected as: a renamed or
-// swapped fragment is caught here.
-void check_role_keys(const StagePart& part, const GgufFile& f) {
-  const auto id = read_fragment_identity(f, part.rel_path);
-  if (!id.role) return;
-  const bool ours = id.dialect == FragmentDialect::kPackage;
-  if (*id.role != part.role) {
-    const std::string key(ours ? kRoleKey : kSliceStageIndexKey);
-    throw_invalid(part.rel_path + ": " + key + " says it is the " + std::string(part_role_name(*id.role)) +
-                  " fragment but the manifest lists it as the " + std::string(part_role_name(part.role)) + " part");
-  }
-  if (id.role == PartRole::kLayer && id.layer != part.layer_index) {
-    const std::string key(ours ? kLayerStartKey : kSliceStageIndexKey);
-    throw_invalid(part.rel_path + ": " + key + " says layer " + std::to_string(*id.layer) + ", expected " +
-                  (part.layer_index ? std::to_string(*part.layer_index) : std::string("none")));
-  }
-}
-
-// Two copies of one tensor: the same type, shape and bytes.
-bool same_tensor(const GgufFile& fa, const GgufTensorInfo& a, const GgufFile& fb, const GgufTensorInfo& b) {
-  if (a.type != b.type || a.ne != b.ne || a.bytes != b.bytes) return false;
-  const auto x = fa.tensor_data(a), y = fb.tensor_data(b);
-  return std::equal(x.begin(), x.end(), y.begin(), y.end());
-}
-
-}  // namespace
 
 StageView StageView::open(const StageSelection& selection) {
   if (selection.parts.empty() || selection.parts.front().role != PartRole::kMetadata) {
@@ -51,58 +15,44 @@ StageView StageView::open(const StageSelection& selection) {
   StageView v;
   v.range_ = selection.range;
   v.parts_ = selection.parts;
-  v.files_.reserve(v.parts_.size());
-  size_t total_tensors = 0;
+  // The stage's parts as a schema 1 catalog (the reader holds the fragment
+  // rules: tensor counts, role keys, one alignment, each tensor once).
+  PackageCatalog& cat = v.catalog_;
+  cat.schema_version = kManifestSchemaVersion;
   for (const auto& part : v.parts_) {
     if (part.role == PartRole::kProjector) {
       throw Error(ErrorKind::kUsage, part.rel_path + ": a projector is not a stage part (it is never merged)");
     }
+    CatalogArtifact a;
+    a.id = part.rel_path + "#" + std::to_string(cat.artifacts.size());  // a part may be listed twice
+    a.path = part.rel_path;
+    a.kind = cat.artifacts.empty() ? CatalogArtifactKind::kCarrier : CatalogArtifactKind::kPayload;
+    a.role = part.role;
+    a.layer = part.layer_index;
+    a.tensor_count = part.tensor_count;
+    a.tensors_listed = false;
+    cat.artifacts.push_back(std::move(a));
+  }
+  auto& files = v.files_;
+  files.reserve(v.parts_.size());
+  for (const auto& part : v.parts_) {
     try {
-      v.files_.push_back(GgufFile::open(part.path));
+      files.push_back(std::make_shared<const GgufFile>(GgufFile::open(part.path)));
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kInvalidInput) throw;
       throw_invalid(part.rel_path + ": not a valid GGUF: " + e.what());
     }
-    const auto& f = v.files_.back();
-    if (f.tensors().size() != part.tensor_count) {
-      throw_invalid(part.rel_path + ": holds " + std::to_string(f.tensors().size()) +
-                    " tensors, the manifest says tensor_count " + std::to_string(part.tensor_count));
-    }
-    check_role_keys(part, f);
-    if (v.files_.size() == 1) {
-      v.alignment_ = f.alignment();
-    } else if (f.alignment() != v.alignment_) {
-      throw_invalid(part.rel_path + ": alignment " + std::to_string(f.alignment()) + " differs from " +
-                    v.parts_.front().rel_path + "'s " + std::to_string(v.alignment_) +
-                    " (fragments of one package share the source's alignment)");
-    }
-    total_tensors += f.tensors().size();
   }
-
-  v.tensors_.reserve(total_tensors);
-  v.index_.reserve(total_tensors);
-  for (size_t p = 0; p < v.files_.size(); ++p) {
-    for (const auto& t : v.files_[p].tensors()) {
-      const auto [it, inserted] = v.index_.emplace(t.name, v.tensors_.size());
-      if (!inserted) {
-        // The reference writer repeats each global "extra" (rope_freqs, ...)
-        // in every fragment: identical copies of a global tensor are one
-        // tensor (the first copy wins); anything else is an error.
-        const auto& first = v.tensors_[it->second];
-        const auto& first_part = v.parts_[first.part];
-        if (classify_tensor(t.name).role == TensorRole::kGlobal &&
-            same_tensor(v.files_[first.part], *first.info, v.files_[p], t)) {
-          ++v.merged_duplicates_;
-          continue;
-        }
-        throw_invalid("tensor '" + std::string(t.name) + "' appears in both " + describe(first_part) + " and " +
-                      describe(v.parts_[p]) +
-                      (classify_tensor(t.name).role == TensorRole::kGlobal ? " with different bytes" : "") +
-                      ": a stage must hold each tensor once");
-      }
-      v.tensors_.push_back({p, &t});
-      v.tensor_bytes_ += t.bytes;
-    }
+  for (size_t p = 0; p < files.size(); ++p) add_fragment_v1(cat, p, files[p]);
+  v.alignment_ = files.front()->alignment();
+  v.merged_duplicates_ = cat.merged_duplicates;
+  v.tensors_.reserve(cat.tensors.size());
+  v.index_.reserve(cat.tensors.size());
+  for (const auto& t : cat.tensors) {
+    const GgufTensorInfo* info = files[t.artifact]->find_tensor(t.name);
+    v.index_.emplace(info->name, v.tensors_.size());
+    v.tensors_.push_back({t.artifact, info});
+    v.tensor_bytes_ += info->bytes;
   }
 
   // Each layer in range: its fragment holds tensors, all of its own layer.
@@ -115,18 +65,11 @@ StageView StageView::open(const StageSelection& selection) {
       throw_invalid(part.rel_path + ": layer " + std::to_string(layer) + " is outside the stage's range " +
                     format_layer_range(v.range_));
     }
-    if (v.files_[p].tensors().empty()) {
+    if (files[p]->tensors().empty()) {
       throw_invalid(part.rel_path + ": layer " + std::to_string(layer) + " is in range " +
                     format_layer_range(v.range_) + " but its fragment has no tensors");
     }
-    for (const auto& t : v.files_[p].tensors()) {
-      const auto place = classify_tensor(t.name);
-      if (place.role == TensorRole::kGlobal) continue;  // a repeated extra (reference dialect), checked above
-      if (place.role != TensorRole::kLayer || place.layer != layer) {
-        throw_invalid(part.rel_path + ": tensor '" + std::string(t.name) + "' does not belong to layer " +
-                      std::to_string(layer));
-      }
-    }
+    check_layer_fragment_v1(cat, p);
   }
   for (uint32_t l = v.range_.start; l < v.range_.end; ++l) {
     bool found = false;

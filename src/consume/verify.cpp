@@ -338,7 +338,8 @@ VerifyReport verify_catalog_parts(const OpenedCatalog& pkg, const std::vector<Ca
     const CatalogPart& p = *unique[i];
     r.parts[i].rel_path = p.rel_path;
     r.parts[i].layer_index = p.layer;
-    r.parts[i].role = p.kind == CatalogArtifactKind::kCarrier ? PartRole::kMetadata
+    r.parts[i].role = p.kind == CatalogArtifactKind::kCarrier || p.kind == CatalogArtifactKind::kPublisherMetadata
+                          ? PartRole::kMetadata
                       : p.kind == CatalogArtifactKind::kSidecar ? PartRole::kProjector
                                                                 : PartRole::kLayer;
     if (!refused[i].empty()) r.problems.push_back(refused[i]);
@@ -348,45 +349,48 @@ VerifyReport verify_catalog_parts(const OpenedCatalog& pkg, const std::vector<Ca
   return r;
 }
 
-bool verify_required(const OpenedCatalog& pkg) {
+bool verify_required(const OpenedPlace& pkg) {
   if (pkg.always_verify) return true;
   return env::verify_package_sha();
+}
+
+namespace {
+
+// verify_if_required's one body for either schema: verify (a VerifyReport)
+// when required, and on a mismatch throw naming each part's file
+// (`path_of`), for a package with a source the damaged cached copies.
+template <class Part, class Verify, class PathOf>
+std::optional<VerifyReport> verify_when_required(const OpenedPlace& pkg, const std::vector<Part>& parts,
+                                                 const Verify& verify, const PathOf& path_of) {
+  if (!verify_required(pkg)) return std::nullopt;
+  auto r = verify();
+  if (!r.verified) {
+    std::vector<std::filesystem::path> paths;
+    std::set<std::string> seen;
+    for (const auto& p : parts) {
+      if (seen.insert(p.rel_path).second) paths.push_back(path_of(p));
+    }
+    throw_failed(pkg.ref, r, pkg.source != nullptr, paths);
+  }
+  return r;
+}
+
+}  // namespace
+
+std::optional<VerifyReport> verify_if_required(const OpenedPackage& pkg, const std::vector<StagePart>& parts,
+                                               const VerifyOptions& options) {
+  return verify_when_required(
+      pkg, parts, [&] { return verify_parts(pkg, parts, options); }, [](const StagePart& p) { return p.path; });
 }
 
 std::optional<VerifyReport> verify_catalog_if_required(const OpenedCatalog& pkg, const std::vector<CatalogPart>& parts,
                                                        const VerifyOptions& options) {
-  if (!verify_required(pkg)) return std::nullopt;
-  auto r = verify_catalog_parts(pkg, parts, options);
-  if (!r.verified) {
-    std::vector<std::filesystem::path> paths;
-    std::set<std::string> seen;
-    for (const auto& p : parts) {
-      std::error_code ec;
-      if (seen.insert(p.rel_path).second) paths.push_back(std::filesystem::weakly_canonical(pkg.root / p.rel_path, ec));
-    }
-    throw_failed(pkg.ref, r, pkg.source != nullptr, paths);
-  }
-  return r;
-}
-
-bool verify_required(const OpenedPackage& pkg) {
-  if (pkg.always_verify) return true;
-  return env::verify_package_sha();
-}
-
-std::optional<VerifyReport> verify_if_required(const OpenedPackage& pkg, const std::vector<StagePart>& parts,
-                                               const VerifyOptions& options) {
-  if (!verify_required(pkg)) return std::nullopt;
-  auto r = verify_parts(pkg, parts, options);
-  if (!r.verified) {
-    std::vector<std::filesystem::path> paths;
-    std::set<std::string> seen;
-    for (const auto& p : parts) {
-      if (seen.insert(p.rel_path).second) paths.push_back(p.path);
-    }
-    throw_failed(pkg.ref, r, pkg.source != nullptr, paths);
-  }
-  return r;
+  return verify_when_required(
+      pkg, parts, [&] { return verify_catalog_parts(pkg, parts, options); },
+      [&](const CatalogPart& p) {
+        std::error_code ec;
+        return std::filesystem::weakly_canonical(pkg.root / p.rel_path, ec);
+      });
 }
 
 std::vector<bool> cached_verifications(std::string_view scope, const std::vector<FileClaim>& claims,

@@ -1,6 +1,7 @@
 // package schema 2: the metadata carrier's locators -> a PackageCatalog
 // (see skippy/package_catalog.h).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <string>
@@ -81,6 +82,7 @@ std::string_view catalog_artifact_kind_name(CatalogArtifactKind k) noexcept {
     case CatalogArtifactKind::kCarrier: return "carrier";
     case CatalogArtifactKind::kPayload: return "payload";
     case CatalogArtifactKind::kSidecar: return "sidecar";
+    case CatalogArtifactKind::kPublisherMetadata: return "publisher_metadata";
   }
   return "?";
 }
@@ -116,9 +118,43 @@ std::optional<uint32_t> artifact_path_layer(std::string_view path) noexcept {
   return catalog_decimal_u32(stem, /*allow_leading_zeros=*/true);
 }
 
+std::optional<std::string> non_finite_float_kv(const GgufFile& f) {
+  for (const auto& kv : f.kvs()) {
+    const GgufType t = kv.value.type();
+    if (t == GgufType::kFloat32 || t == GgufType::kFloat64) {
+      const auto v = kv.value.as_float();
+      if (v && !std::isfinite(*v)) return std::string(kv.key) + " is " + std::to_string(*v) + " (not a finite number)";
+      continue;
+    }
+    if (t != GgufType::kArray) continue;
+    const GgufType et = kv.value.array_type();
+    if (et != GgufType::kFloat32 && et != GgufType::kFloat64) continue;
+    const auto enc = kv.value.encoded();
+    const size_t width = et == GgufType::kFloat32 ? 4 : 8;
+    constexpr size_t kHead = 4 + 8;  // element type, count
+    const uint64_t n = kv.value.array_size();
+    for (uint64_t i = 0; i < n && kHead + (i + 1) * width <= enc.size(); ++i) {
+      double d = 0;
+      if (width == 4) {
+        float x = 0;
+        std::memcpy(&x, enc.data() + kHead + i * 4, 4);
+        d = x;
+      } else {
+        std::memcpy(&d, enc.data() + kHead + i * 8, 8);
+      }
+      if (!std::isfinite(d)) return std::string(kv.key) + "[" + std::to_string(i) + "] is not a finite number";
+    }
+  }
+  return std::nullopt;
+}
+
 PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const GgufFile> carrier_file,
                                 std::string_view origin) {
   const GgufFile& f = *carrier_file;
+  if (const auto bad = non_finite_float_kv(f)) {
+    carrier_fail(origin, "the metadata carrier " + root.source_model.metadata_artifact_id + ": " + *bad +
+                             "; package schema 2 metadata must be finite (its KVs have a JSON form)");
+  }
   PackageCatalog cat;
   cat.schema_version = root.schema_version;
   cat.package_id = root.package_id;
@@ -128,6 +164,8 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
   // Artifacts: kinds, path layers, part indexes (rank by id among payloads).
   std::map<std::string, std::string> sidecar_kind;
   for (const auto& s : root.sidecars) sidecar_kind[s.artifact_id] = s.kind;
+  std::map<std::string, std::string> publisher_role;
+  for (const auto& p : root.publisher_metadata) publisher_role.emplace(p.artifact_id, p.role);
   bool have_carrier = false;
   for (size_t i = 0; i < root.artifacts.size(); ++i) {
     const auto& a = root.artifacts[i];
@@ -138,16 +176,22 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
     ca.sha256 = a.sha256;
     if (a.id == root.source_model.metadata_artifact_id) {
       ca.kind = CatalogArtifactKind::kCarrier;
+      ca.role = PartRole::kMetadata;
       cat.carrier = i;
       have_carrier = true;
     } else if (sidecar_kind.contains(a.id)) {
       ca.kind = CatalogArtifactKind::kSidecar;
+      ca.role = PartRole::kProjector;
       for (const auto& s : root.sidecars) {
         if (s.artifact_id == a.id) ca.sidecar_kind = s.kind, ca.sidecar_name = s.name;
       }
+    } else if (const auto pr = publisher_role.find(a.id); pr != publisher_role.end()) {
+      ca.kind = CatalogArtifactKind::kPublisherMetadata;  // not ranked among the payload parts
+      ca.publisher_role = pr->second;
     } else {
       ca.kind = CatalogArtifactKind::kPayload;
       ca.layer = artifact_path_layer(a.path);
+      if (ca.layer) ca.role = PartRole::kLayer;
       if (ca.layer && *ca.layer >= root.layer_count) {
         carrier_fail(origin, "artifact " + a.id + " (" + a.path + "): layer " + std::to_string(*ca.layer) +
                                  " is outside the package's " + std::to_string(root.layer_count) + " layers");
@@ -233,6 +277,7 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
                                std::to_string(a.bytes) + " bytes)");
     }
     ct.layer = tensor_name_layer(ct.name);
+    ct.role = classify_tensor(ct.name).role;
     if (ct.layer && *ct.layer >= root.layer_count) {
       carrier_fail(origin, tn + ": layer " + std::to_string(*ct.layer) + " is outside the package's " +
                                std::to_string(root.layer_count) + " layers");
@@ -242,6 +287,7 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
                                " is stored" + where + ", which holds layer " + std::to_string(*a.layer));
     }
     cat.tensor_index.emplace(ct.name, cat.tensors.size());
+    ++cat.artifacts[ct.artifact].tensor_count;
     cat.tensors.push_back(std::move(ct));
   }
 

@@ -8,13 +8,16 @@
 #include <nlohmann/json.hpp>
 
 #include "format/manifest_json.h"
+#include "format/manifest_v2_detail.h"
 #include "skippy/error.h"
 #include "util/file.h"
 #include "skippy/manifest.h"
 #include "util/control_chars.h"
 
 namespace skippy {
-namespace {
+// Not file-local: manifest_v2_defaults.cpp parses the newer root fields with
+// the same readers (format/manifest_v2_detail.h).
+namespace manifest_v2_detail {
 
 using manifest_detail::describe;
 using manifest_detail::field_path;
@@ -38,7 +41,7 @@ json parse_v2_json_text(std::string_view text, const FieldReader& r) {
 // reference moved elsewhere).
 void v2_refuse_unknown(const json& obj, std::string_view path, std::initializer_list<std::string_view> known,
                     const FieldReader& r,
-                    std::initializer_list<std::pair<std::string_view, std::string_view>> why = {}) {
+                    std::initializer_list<std::pair<std::string_view, std::string_view>> why) {
   for (const auto& [k, v] : obj.items()) {
     if (manifest_detail::is_one_of(k, known)) continue;
     std::string problem = "unknown field (package schema 2 refuses fields it does not declare)";
@@ -167,13 +170,13 @@ V2Strategy parse_v2_strategy(const json& j, std::string_view path, const FieldRe
 V2Generation parse_generation_v2(const json& j, const FieldReader& r) {
   const std::string path = "generation";
   r.expect_object(j, path);
-  v2_refuse_unknown(j, path, {"speculative_decoding"}, r,
-                 {{"policy", "a schema 1 field; package schema 2 (reference v0.76.1) carries only speculative_decoding"},
-                  {"thresholds", "a schema 1 field; package schema 2 (reference v0.76.1) carries only speculative_decoding"},
-                  {"request_defaults",
-                   "publisher sampling profiles are newer than the schema this reader speaks (reference v0.76.1): "
-                   "not supported"}});
+  v2_refuse_unknown(j, path, {"request_defaults", "speculative_decoding"}, r,
+                 {{"policy", "a schema 1 field; package schema 2 carries only request_defaults and speculative_decoding"},
+                  {"thresholds", "a schema 1 field; package schema 2 carries only request_defaults and speculative_decoding"}});
   V2Generation g;
+  if (const json* rd = FieldReader::find(j, "request_defaults")) {
+    g.request_defaults = parse_v2_request_defaults(*rd, "generation.request_defaults", r);
+  }
   if (const json* sd = FieldReader::find(j, "speculative_decoding")) {
     const std::string sp = "generation.speculative_decoding";
     r.expect_object(*sd, sp);
@@ -239,8 +242,8 @@ PackageRootV2 parse_root_v2(const json& j, const FieldReader& r) {
   r.expect_object(j, "");
   v2_refuse_unknown(j, "",
                  {"schema_version", "package_id", "model_id", "source_model", "format", "layer_count",
-                  "artifact_catalog", "sidecars", "generation", "native_abi_version", "generator_version",
-                  "created_at_unix_secs"},
+                  "artifact_catalog", "sidecars", "publisher_metadata", "publisher_defaults", "generation",
+                  "native_abi_version", "generator_version", "created_at_unix_secs"},
                  r,
                  {{"model_metadata", "must not appear in the root: schema 2 rebuilds it from the metadata carrier"},
                   {"tensor_catalog", "must not appear in the root: schema 2 rebuilds it from the metadata carrier"},
@@ -250,11 +253,7 @@ PackageRootV2 parse_root_v2(const json& j, const FieldReader& r) {
                   {"shared", kV2SchemaOneField},
                   {"layers", kV2SchemaOneField},
                   {"projectors", kV2SchemaOneField},
-                  {"skippy_abi_version", kV2SchemaOneField},
-                  {"publisher_metadata",
-                   "newer than the schema this reader speaks (reference v0.76.1): not supported"},
-                  {"publisher_defaults",
-                   "newer than the schema this reader speaks (reference v0.76.1): not supported"}});
+                  {"skippy_abi_version", kV2SchemaOneField}});
   PackageRootV2 m;
   m.schema_version = v2_u32(j, "schema_version", "", r);
   if (m.schema_version != kPackageSchemaV2) {
@@ -300,6 +299,7 @@ PackageRootV2 parse_root_v2(const json& j, const FieldReader& r) {
       m.sidecars.push_back(std::move(s));
     }
   }
+  parse_v2_publisher(j, m, r);
   if (const json* g = FieldReader::find(j, "generation")) m.generation = parse_generation_v2(*g, r);
   m.native_abi_version = v2_str(j, "native_abi_version", "", r);
   m.generator_version = v2_str(j, "generator_version", "", r);
@@ -363,6 +363,7 @@ void v2_require_path(const FieldReader& r, std::string_view path, std::string_vi
 }
 
 void validate_generation_v2(const V2Generation& g, uint32_t layer_count, const FieldReader& r) {
+  if (g.request_defaults) validate_v2_request_defaults(*g.request_defaults, r);
   if (!g.speculative_decoding) return;
   const auto& sd = *g.speculative_decoding;
   const std::string base = "generation.speculative_decoding";
@@ -574,6 +575,7 @@ void validate_root_v2(const PackageRootV2& m, const FieldReader& r) {
     if (!ids.contains(sc.artifact_id)) r.fail(ip + ".artifact_id", "artifact " + quote(sc.artifact_id) + " does not exist");
     if (sc.name) v2_require_not_blank(r, ip + ".name", *sc.name);
   }
+  validate_v2_publisher(m, r);
   if (m.generation) validate_generation_v2(*m.generation, m.layer_count, r);
 
   const std::string expected = compute_package_id_v2(m);
@@ -583,7 +585,9 @@ void validate_root_v2(const PackageRootV2& m, const FieldReader& r) {
   }
 }
 
-}  // namespace
+}  // namespace manifest_v2_detail
+
+using namespace manifest_v2_detail;
 
 std::optional<uint32_t> peek_schema_version(std::string_view json_text) noexcept {
   try {

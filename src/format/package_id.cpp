@@ -6,17 +6,59 @@
 // and the serde-skipped empties left out, maps (BTreeMap) in byte order of
 // their keys, integers in decimal, strings escaped as serde_json does
 // (\" \\ \b \f \n \r \t, other bytes below 0x20 as \u00xx in lowercase hex,
-// everything else, '/' and non-ASCII included, as is).
+// everything else, '/' and non-ASCII included, as is), floats as ryu
+// writes them (serde_json's f64: the shortest digits that read back, "1.0",
+// "0.001", "1e16", "1.5e-7").
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <optional>
 #include <string>
+#include <functional>
 #include <tuple>
+#include <utility>
 
 #include "skippy/manifest_v2.h"
 #include "util/sha256.h"
 
 namespace skippy {
 namespace {
+
+// The Rust ryu crate's layout of the shortest round-trip digits of `v`
+// (serde_json's f64 serializer); null for what JSON cannot hold, as serde_json.
+std::string ryu_f64(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  const std::string_view sci(buf, static_cast<size_t>(res.ptr - buf));  // [-]d[.ddd]e[+-]XX
+  std::string out;
+  size_t i = 0;
+  if (sci[0] == '-') out += '-', i = 1;
+  const size_t e = sci.find('e');
+  std::string digits;
+  for (size_t k = i; k < e; ++k) {
+    if (sci[k] != '.') digits += sci[k];
+  }
+  int exp10 = 0;
+  std::from_chars(sci.data() + e + 1 + (sci[e + 1] == '+' ? 1 : 0), sci.data() + sci.size(), exp10);
+  if (digits == "0") return out + "0.0";
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  const int length = static_cast<int>(digits.size());
+  const int k = exp10 - (length - 1);  // v = digits * 10^k
+  const int kk = length + k;           // 10^(kk-1) <= |v| < 10^kk
+  if (k >= 0 && kk <= 16) {
+    out += digits + std::string(static_cast<size_t>(k), '0') + ".0";
+  } else if (kk > 0 && kk <= 16) {
+    out += digits.substr(0, static_cast<size_t>(kk)) + "." + digits.substr(static_cast<size_t>(kk));
+  } else if (kk > -5 && kk <= 0) {
+    out += "0." + std::string(static_cast<size_t>(-kk), '0') + digits;
+  } else if (length == 1) {
+    out += digits + "e" + std::to_string(kk - 1);
+  } else {
+    out += digits.substr(0, 1) + "." + digits.substr(1) + "e" + std::to_string(kk - 1);
+  }
+  return out;
+}
 
 class CompactJson {
  public:
@@ -40,6 +82,18 @@ class CompactJson {
   void value(uint64_t v) {
     comma();
     out_ += std::to_string(v);
+  }
+  void value_i64(int64_t v) {
+    comma();
+    out_ += std::to_string(v);
+  }
+  void value_f64(double v) {
+    comma();
+    out_ += ryu_f64(v);
+  }
+  void value_bool(bool v) {
+    comma();
+    out_ += v ? "true" : "false";
   }
   // The common shapes.
   void member(std::string_view k, std::string_view s) { key(k), value(s); }
@@ -160,8 +214,111 @@ void write_strategy(CompactJson& w, const V2Strategy& s) {
   w.end_object();
 }
 
+void write_strings(CompactJson& w, std::string_view k, const std::optional<std::vector<std::string>>& v) {
+  if (!v) return;
+  w.key(k);
+  w.begin_array();
+  for (const auto& s : *v) w.value(s);
+  w.end_array();
+}
+void write_f64(CompactJson& w, std::string_view k, const std::optional<double>& v) {
+  if (v) w.key(k), w.value_f64(*v);
+}
+void write_i32(CompactJson& w, std::string_view k, const std::optional<int32_t>& v) {
+  if (v) w.key(k), w.value_i64(*v);
+}
+
+// GenerationProfile's fields in the reference's declaration order.
+void write_profile(CompactJson& w, const V2GenerationProfile& p) {
+  w.begin_object();
+  w.member_if("max_tokens", p.max_tokens);
+  write_strings(w, "stop", p.stop);
+  write_f64(w, "temperature", p.temperature);
+  write_f64(w, "top_p", p.top_p);
+  write_i32(w, "top_k", p.top_k);
+  write_f64(w, "min_p", p.min_p);
+  write_f64(w, "typical_p", p.typical_p);
+  write_f64(w, "top_nsigma", p.top_nsigma);
+  write_f64(w, "presence_penalty", p.presence_penalty);
+  write_f64(w, "frequency_penalty", p.frequency_penalty);
+  w.member_if("seed", p.seed);
+  if (p.logit_bias) {
+    w.key("logit_bias");
+    w.begin_object();
+    for (const auto& [token, bias] : *p.logit_bias) w.key(token), w.value_f64(bias);
+    w.end_object();
+  }
+  write_f64(w, "repeat_penalty", p.repeat_penalty);
+  write_i32(w, "repeat_last_n", p.repeat_last_n);
+  write_f64(w, "dynatemp_range", p.dynatemp_range);
+  write_f64(w, "dynatemp_exponent", p.dynatemp_exponent);
+  if (p.dry) {
+    w.key("dry");
+    w.begin_object();
+    write_f64(w, "multiplier", p.dry->multiplier);
+    write_f64(w, "base", p.dry->base);
+    write_i32(w, "allowed_length", p.dry->allowed_length);
+    write_i32(w, "penalty_last_n", p.dry->penalty_last_n);
+    write_strings(w, "sequence_breakers", p.dry->sequence_breakers);
+    w.end_object();
+  }
+  if (p.xtc) {
+    w.key("xtc");
+    w.begin_object();
+    write_f64(w, "probability", p.xtc->probability);
+    write_f64(w, "threshold", p.xtc->threshold);
+    w.end_object();
+  }
+  write_i32(w, "mirostat_mode", p.mirostat_mode);
+  write_f64(w, "mirostat_entropy", p.mirostat_entropy);
+  write_f64(w, "mirostat_learning_rate", p.mirostat_learning_rate);
+  write_strings(w, "samplers", p.samplers);
+  w.member_if("sampler_sequence", p.sampler_sequence);
+  if (p.ignore_eos) w.key("ignore_eos"), w.value_bool(*p.ignore_eos);
+  if (p.reasoning) {
+    w.key("reasoning");
+    w.begin_object();
+    w.member_if("enabled", p.reasoning->enabled);
+    w.member_if("format", p.reasoning->format);
+    if (p.reasoning->budget_tokens) {
+      w.member("budget", uint64_t{*p.reasoning->budget_tokens});
+    } else {
+      w.member_if("budget", p.reasoning->budget_level);
+    }
+    w.end_object();
+  }
+  w.key("provenance");
+  w.begin_object();
+  w.member("source_repo", p.provenance.source_repo);
+  w.member("revision", p.provenance.revision);
+  w.member("file", p.provenance.file);
+  w.member("section", p.provenance.section);
+  w.member("url", p.provenance.url);
+  w.end_object();
+  w.end_object();
+}
+
+void write_request_defaults(CompactJson& w, const V2RequestDefaults& d) {
+  w.begin_object();
+  w.key("selection");
+  w.begin_object();
+  w.member("default", d.selection_default);
+  w.member_if("reasoning_enabled", d.reasoning_enabled);
+  w.member_if("reasoning_disabled", d.reasoning_disabled);
+  w.end_object();
+  w.key("profiles");
+  w.begin_object();
+  for (const auto& [name, p] : d.profiles) w.key(name), write_profile(w, p);
+  w.end_object();
+  w.end_object();
+}
+
 void write_generation(CompactJson& w, const V2Generation& g) {
   w.begin_object();
+  if (g.request_defaults) {
+    w.key("request_defaults");
+    write_request_defaults(w, *g.request_defaults);
+  }
   if (g.speculative_decoding) {
     const auto& sd = *g.speculative_decoding;
     w.key("speculative_decoding");
@@ -245,6 +402,36 @@ std::string package_root_v2_json(const PackageRootV2& root) {
     }
     w.end_array();
   }
+  if (!root.publisher_metadata.empty()) {
+    w.key("publisher_metadata");
+    w.begin_array();
+    for (const auto& p : root.publisher_metadata) {
+      w.begin_object();
+      w.member("role", p.role);
+      w.member("artifact_id", p.artifact_id);
+      w.member("source_repo", p.source_repo);
+      w.member("source_revision", p.source_revision);
+      w.member("source_path", p.source_path);
+      w.end_object();
+    }
+    w.end_array();
+  }
+  if (root.publisher_defaults) {
+    w.key("publisher_defaults");
+    w.begin_object();
+    for (const auto& [name, decl] : {std::pair<const char*, const std::optional<V2DtypeDeclaration>*>{
+                                         "compute_dtype", &root.publisher_defaults->compute_dtype},
+                                     {"kv_cache_dtype", &root.publisher_defaults->kv_cache_dtype}}) {
+      if (!*decl) continue;
+      w.key(name);
+      w.begin_object();
+      w.member("dtype", (*decl)->dtype);
+      w.member("artifact_id", (*decl)->artifact_id);
+      w.member("json_path", (*decl)->json_path);
+      w.end_object();
+    }
+    w.end_object();
+  }
   if (root.generation) {
     w.key("generation");
     write_generation(w, *root.generation);
@@ -267,6 +454,17 @@ std::string package_id_v2_preimage(const PackageRootV2& root) {
   // Sidecar's Ord: (kind, name, artifact_id); Option orders None first.
   std::stable_sort(n.sidecars.begin(), n.sidecars.end(), [](const auto& a, const auto& b) {
     return std::tie(a.kind, a.name, a.artifact_id) < std::tie(b.kind, b.name, b.artifact_id);
+  });
+  // PublisherMetadata's derived Ord: role (by its declaration rank), then
+  // artifact_id, source_repo, source_revision, source_path.
+  auto role_rank = [](const std::string& role) {
+    return static_cast<size_t>(std::find(std::begin(kPublisherRoles), std::end(kPublisherRoles), role) -
+                               std::begin(kPublisherRoles));
+  };
+  std::stable_sort(n.publisher_metadata.begin(), n.publisher_metadata.end(), [&](const auto& a, const auto& b) {
+    const size_t ra = role_rank(a.role), rb = role_rank(b.role);
+    return std::tie(ra, a.artifact_id, a.source_repo, a.source_revision, a.source_path) <
+           std::tie(rb, b.artifact_id, b.source_repo, b.source_revision, b.source_path);
   });
   return package_root_v2_json(n);
 }

@@ -7,6 +7,7 @@
 #include "util/file.h"
 #include "skippy/gguf.h"
 #include "skippy/manifest.h"
+#include "skippy/model_source.h"
 
 namespace skippy {
 
@@ -132,6 +133,36 @@ LayerRange parse_layer_range(std::string_view text) {
 }
 
 std::string format_layer_range(LayerRange r) { return std::to_string(r.start) + ".." + std::to_string(r.end); }
+
+void check_stage_range(std::string_view who, LayerRange range, uint32_t layer_count) {
+  const std::string w(who);
+  if (range.empty()) throw_invalid(w + ": layer range " + format_layer_range(range) + " is empty");
+  if (range.end > layer_count) {
+    throw_invalid(w + ": layer range " + format_layer_range(range) + " is outside the package's " +
+                  std::to_string(layer_count) + " layers (0.." + std::to_string(layer_count) + ")");
+  }
+}
+
+std::optional<std::string_view> stage_reads(TensorRole role, uint32_t layer, LayerRange range, uint32_t layer_count,
+                                            bool tied_output) noexcept {
+  const bool owns_input = range.start == 0;
+  const bool owns_output = range.end == layer_count;
+  switch (role) {
+    case TensorRole::kLayer:
+      if (layer >= range.start && layer < range.end) return "layer in range";
+      return std::nullopt;
+    case TensorRole::kEmbeddings:
+      if (owns_input) return "the stage owns the input boundary (range starts at 0)";
+      if (owns_output && tied_output) return "the output projection is tied to the token embeddings (no output.weight)";
+      return std::nullopt;
+    case TensorRole::kOutput:
+      if (owns_output) return "the stage owns the output boundary (range ends at layer_count)";
+      return std::nullopt;
+    case TensorRole::kGlobal:
+      break;
+  }
+  return "a tensor without a layer: every stage reads it";
+}
 
 namespace {
 bool strictly_inside_boundary(const std::filesystem::path& p, const std::filesystem::path& boundary) {

@@ -6,6 +6,7 @@
 #include "skippy/error.h"
 #include "format/generation_v2.h"
 #include "skippy/gguf.h"
+#include "skippy/package_catalog.h"
 #include "skippy/verify.h"
 
 namespace skippy {
@@ -20,6 +21,17 @@ bool has_nextn(const Find& find_tensor, uint32_t layer) {
     if (!find_tensor("blk." + std::to_string(layer) + "." + std::string(s))) return false;
   }
   return true;
+}
+
+// The named layers (< layer_count) that hold the NextN tensors, from a
+// catalog of either schema (schema 1: the layers' fragments read into it).
+std::set<uint32_t> nextn_layers_of(const PackageCatalog& cat, const std::set<uint32_t>& named) {
+  std::set<uint32_t> found;
+  for (const uint32_t l : named) {
+    if (l >= cat.layer_count) continue;  // the rules check reports it
+    if (has_nextn([&](const std::string& n) { return cat.find_tensor(n) != nullptr; }, l)) found.insert(l);
+  }
+  return found;
 }
 
 // A generation block set aside as malformed: nothing may be resolved from it
@@ -71,7 +83,8 @@ SpeculativeModel package_speculative_model(const OpenedPackage& pkg, std::vector
   model.layer_count = pkg.manifest.layer_count;
   std::set<uint32_t> named;
   if (model.package) named = package_generation_detail::named_layers(*model.package);
-  std::set<uint32_t> found;
+  // The named layers' fragments, read into the package's catalog.
+  std::unordered_map<std::string, std::shared_ptr<const GgufFile>> headers;
   for (const uint32_t l : named) {
     if (l >= pkg.manifest.layers.size()) continue;  // the rules check reports it
     if (pkg.source && !std::filesystem::exists(pkg.root / pkg.manifest.layers[l].path)) {
@@ -85,11 +98,10 @@ SpeculativeModel package_speculative_model(const OpenedPackage& pkg, std::vector
     for (const auto& part : sel.parts) {
       if (part.role != PartRole::kLayer) continue;
       (void)verify_if_required(pkg, {part});
-      const auto f = GgufFile::open(part.path);
-      if (has_nextn([&](const std::string& n) { return f.find_tensor(n) != nullptr; }, l)) found.insert(l);
+      headers[part.rel_path] = std::make_shared<const GgufFile>(GgufFile::open(part.path));
     }
   }
-  model.nextn_layers = std::move(found);
+  model.nextn_layers = nextn_layers_of(build_catalog_v1(pkg.manifest, headers), named);
   return model;
 }
 
@@ -113,16 +125,10 @@ SpeculativeModel package_speculative_model(const OpenedCatalog& pkg, const std::
   SpeculativeModel model;
   if (generation && generation->speculative_decoding) model.package = &*generation->speculative_decoding;
   model.layer_count = pkg.catalog.layer_count;
-  std::set<uint32_t> found;
-  if (model.package) {
-    // The carrier's directory names every tensor (checked against the root's
-    // digest when the package was opened): no payload is read.
-    for (const uint32_t l : package_generation_detail::named_layers(*model.package)) {
-      if (l >= model.layer_count) continue;  // the rules check reports it
-      if (has_nextn([&](const std::string& n) { return pkg.catalog.find_tensor(n) != nullptr; }, l)) found.insert(l);
-    }
-  }
-  model.nextn_layers = std::move(found);
+  // The carrier's directory names every tensor (checked against the root's
+  // digest when the package was opened): no payload is read.
+  model.nextn_layers = model.package ? nextn_layers_of(pkg.catalog, package_generation_detail::named_layers(*model.package))
+                                     : std::set<uint32_t>{};
   return model;
 }
 

@@ -229,6 +229,10 @@ StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageCatalog&
       if (a.kind == CatalogArtifactKind::kSidecar) {
         add(a.path, PartRole::kProjector, std::nullopt, a.bytes, a.sha256, "stage 0 may use the package's sidecars");
       }
+      if (a.kind == CatalogArtifactKind::kPublisherMetadata) {
+        add(a.path, PartRole::kMetadata, std::nullopt, a.bytes, a.sha256,
+            "stage 0 carries the package's publisher metadata (" + a.publisher_role + ")");
+      }
     }
   }
   return s;

@@ -16,12 +16,15 @@
 
 #include "publish/carrier_writer.h"
 #include "publish/certify.h"
+#include "publish/publisher_metadata.h"
 #include "publish/writer_internal.h"
+#include "skippy/abi.h"
 #include "util/env.h"
 #include "skippy/error.h"
 #include "util/file.h"
 #include "util/io_env.h"
 #include "skippy/manifest.h"
+#include "skippy/package_catalog.h"
 #include "skippy/package_layout.h"
 #include "util/sha256.h"
 #include "skippy/version.h"
@@ -220,6 +223,7 @@ ConvertStaging::~ConvertStaging() {
 }  // namespace detail
 
 ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
+  const std::string native_abi = native_abi_version_to_write(o.native_abi_version);  // a bad flag fails first
   using namespace convert_v2_detail;
   if (!o.source && !o.allow_uncertified) {
     throw Error(ErrorKind::kUsage,
@@ -390,17 +394,30 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     sidecar_files.emplace_back(&pr, id);
   }
   root.generation = generation_v2(m.generation, r.dropped);
-  root.native_abi_version = m.skippy_abi_version;
-  root.generator_version = "skippy-model-package " + std::string(library_version());
+  if (o.request_defaults) {
+    if (!root.generation) root.generation.emplace();
+    root.generation->request_defaults = o.request_defaults;
+  }
+  if (const auto bad = non_finite_float_kv(*meta)) throw_invalid(o.package_dir.string() + ": " + *bad + " (schema 2 metadata must be finite)");
+  const auto publisher = detail::plan_publisher_metadata(o.publisher_metadata, root.source_model.repo,
+                                                         root.source_model.revision, *meta);
+  for (const auto& f : publisher.files) {
+    root.artifacts.push_back(f.artifact);
+    root.publisher_metadata.push_back(f.metadata);
+  }
+  root.publisher_defaults = publisher.defaults;
+  root.native_abi_version = native_abi;
+  root.generator_version = std::string(library_version());  // bare, as the reference writes its own
   root.created_at_unix_secs = m.created_at_unix_secs ? static_cast<uint64_t>(*m.created_at_unix_secs)
                                                      : static_cast<uint64_t>(env::source_date_epoch().value_or(std::time(nullptr)));
   root.package_id = compute_package_id_v2(root);
   try {
     validate_package_root_v2(root, "converted model-package.json");
   } catch (const Error& e) {
-    if (!root.generation) throw;
+    if (!root.generation || !root.generation->speculative_decoding) throw;
     r.dropped.push_back("generation.speculative_decoding: does not pass schema 2's rules (" + std::string(e.what()) + ")");
-    root.generation.reset();
+    root.generation->speculative_decoding.reset();
+    if (!root.generation->request_defaults) root.generation.reset();
     root.package_id = compute_package_id_v2(root);
     validate_package_root_v2(root, "converted model-package.json");
   }
@@ -434,6 +451,13 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     cf.write_all(carrier);
     cf.commit(/*sync_directory=*/false);
     dirs.insert(staging.path() / "shared");
+  }
+  for (const auto& f : publisher.files) {
+    const fs::path to = staging.path() / f.artifact.path;
+    fs::create_directories(to.parent_path());
+    write_file_atomic(to, f.contents, Durability::kRenameOnly);
+    dirs.insert(to.parent_path());
+    r.artifacts.push_back({f.artifact.id, f.artifact.path, "", f.artifact.byte_size, f.artifact.sha256, "written"});
   }
   write_file_atomic(staging.path() / kManifestFileName, root_text);
   for (const auto& d : dirs) fsync_directory(d);

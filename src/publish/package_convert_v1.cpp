@@ -122,6 +122,9 @@ ConvertToV1Result convert_package_to_v1(const PackageCatalog& cat, const Convert
   m.layer_count = cat.layer_count;
   m.activation_width = kvs.embedding_length();
   m.generation = generation_v1(root.generation, cat.layer_count, "convert-package --to 1: " + o.package_dir.string());
+  if (root.generation && root.generation->request_defaults) {
+    r.dropped.push_back("generation.request_defaults: publisher sampling profiles have no schema 1 place");
+  }
   m.skippy_abi_version = format_abi_version(kRuntimeAbiVersion);
   m.created_at_unix_secs = static_cast<int64_t>(root.created_at_unix_secs);
   const auto& s = root.source_model;
@@ -161,6 +164,10 @@ ConvertToV1Result convert_package_to_v1(const PackageCatalog& cat, const Convert
   }
   std::set<std::string> names;
   for (const auto& a : cat.artifacts) {
+    if (a.kind == CatalogArtifactKind::kPublisherMetadata) {
+      r.dropped.push_back("publisher metadata " + a.id + " (" + a.path + "): schema 1 has no place for it");
+      continue;
+    }
     if (a.kind != CatalogArtifactKind::kSidecar) continue;
     if (a.sidecar_kind != kSidecarKindMmproj) {
       r.dropped.push_back("sidecar " + a.id + ": kind " + a.sidecar_kind + " has no schema 1 place");

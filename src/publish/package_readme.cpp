@@ -88,4 +88,58 @@ std::string package_readme(const PackageManifest& m, const std::string& manifest
   return o.str();
 }
 
+std::string package_readme_v2(const PackageRootV2& root, const std::string& manifest_sha256, bool validated) {
+  std::ostringstream o;
+  const auto& s = root.source_model;
+  o << "# " << root.model_id << " — layer package (schema 2)\n\n";
+  o << "A package schema 2 (mesh-llm's \"package v2\", format `" << root.format
+    << "`): the metadata carrier `" << s.metadata_artifact_id
+    << "` holds the source's metadata and tensor directory with each tensor's location; the payload parts hold "
+       "every source tensor exactly once, so a stage fetches only the parts its tensors are in.\n\n";
+  o << "## Identity\n\n";
+  o << "- Package id: `" << root.package_id << "`\n";
+  o << "- Manifest: `model-package.json`, SHA-256 `" << manifest_sha256 << "`\n";
+  if (s.repo) o << "- Source repository: `" << *s.repo << "`\n";
+  if (s.revision) o << "- Source revision: `" << *s.revision << "`\n";
+  if (s.canonical_ref) o << "- Source coordinate: `" << *s.canonical_ref << "`\n";
+  if (s.primary_file) o << "- Primary file: `" << *s.primary_file << "` (SHA-256 `" << s.sha256 << "`)\n";
+  for (const auto& f : s.files) o << "  - `" << f.path << "`: " << f.byte_size << " bytes, SHA-256 `" << f.sha256 << "`\n";
+  o << "- Layers: " << root.layer_count << "\n";
+  o << "- Generator: skippy-model-package " << root.generator_version << "\n";
+  o << "\n## Native ABI\n\n";
+  o << "Native ABI `" << root.native_abi_version
+    << "`: mesh-llm's runtime admits this package only when its own skippy ABI is exactly this version. For "
+       "another runtime, re-stamp a copy (only `model-package.json` changes, every artifact stays):\n\n";
+  o << "```\nskippy-model-package restamp-package <this package> --native-abi-version X.Y.Z\n```\n";
+  o << "\n## Files\n\n| artifact | path | bytes | SHA-256 |\n|---|---|---|---|\n";
+  for (const auto& a : root.artifacts) o << "| `" << a.id << "` | `" << a.path << "` | " << a.byte_size << " | `" << a.sha256 << "` |\n";
+  for (const auto& sc : root.sidecars) o << "\nSidecar `" << sc.kind << "`: `" << sc.artifact_id << "`.\n";
+  if (!root.publisher_metadata.empty()) {
+    o << "\n## Publisher metadata\n\n";
+    for (const auto& p : root.publisher_metadata) {
+      o << "- `" << p.role << "`: `" << p.artifact_id << "` from `" << p.source_repo << "@" << p.source_revision << "/"
+        << p.source_path << "`\n";
+    }
+  }
+  if (root.generation) {
+    o << "\n## Generation\n\n";
+    if (const auto& rd = root.generation->request_defaults) {
+      o << "- Request defaults: profiles";
+      for (const auto& [name, p] : rd->profiles) o << " `" << name << "`";
+      o << " (default `" << rd->selection_default << "`)\n";
+    }
+    if (const auto& sd = root.generation->speculative_decoding) {
+      o << "- Speculative decoding: default strategy `" << sd->default_strategy << "`\n";
+    }
+  }
+  o << "\n## Validation\n\n";
+  o << (validated ? "Certified against the source model when it was written (`write-package --validate`). To repeat it:\n\n"
+                  : "Not certified by the writer. Check it against the source model:\n\n");
+  o << "```\nskippy-model-package validate-package " << s.primary_file.value_or("<source>") << " <this package>\n```\n\n";
+  o << "It checks that every source tensor is in the catalog exactly once, byte for byte, every artifact's size "
+       "and SHA-256, the source files' digests, and that the carrier's metadata is the source's.\n\n";
+  o << kReadmeV2Marker << "\n";
+  return o.str();
+}
+
 }  // namespace skippy::detail

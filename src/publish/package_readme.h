@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "skippy/manifest.h"
+#include "skippy/manifest_v2.h"
 
 namespace skippy::detail {
 
@@ -26,5 +27,14 @@ struct ReadmeValidation {
 // gives the command to run.
 std::string package_readme(const PackageManifest& m, const std::string& manifest_sha256,
                            const std::vector<std::string>& notes, const std::optional<ReadmeValidation>& validation);
+
+// The model card of a package schema 2 (README.md beside model-package.json):
+// identity (model, package_id, source), the native ABI and its exact-match
+// rule, layers, every artifact with its size and SHA-256, sidecars,
+// publisher files, request defaults, and how to validate. `validated`: the
+// writer certified it against the source. The card ends with
+// kReadmeV2Marker, so restamp-package knows the card is ours to rewrite.
+inline constexpr std::string_view kReadmeV2Marker = "<!-- skippy-model-package: schema 2 model card -->";
+std::string package_readme_v2(const PackageRootV2& root, const std::string& manifest_sha256, bool validated);
 
 }  // namespace skippy::detail

@@ -11,6 +11,8 @@
 #include "publish/certify.h"
 #include "publish/split_stream.h"
 #include "publish/writer_internal.h"
+#include "publish/package_readme.h"
+#include "publish/publisher_metadata.h"
 #include "skippy/abi.h"
 #include "skippy/error.h"
 #include "util/file.h"
@@ -170,6 +172,9 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   // Payload parts (reference part_writer): every source KV but split.*,
   // general.alignment present, the part's tensors at the source alignment.
   const GgufFile& primary = model.primary();
+  if (const auto bad = non_finite_float_kv(primary)) {
+    throw_invalid(primary.name() + ": " + *bad + "; package schema 2 carries the source's KVs, which must be finite");
+  }
   std::vector<GgufWriter> writers;
   for (const auto& p : parts) {
     GgufWriter w(primary.alignment());
@@ -222,8 +227,15 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   root.format = "gguf";
   root.layer_count = layer_count;
   root.generation = generation;
-  root.native_abi_version = format_abi_version(kRuntimeAbiVersion);
-  root.generator_version = "skippy-model-package " + std::string(library_version());
+  if (opt.request_defaults) {
+    if (!root.generation) root.generation.emplace();
+    root.generation->request_defaults = opt.request_defaults;
+  }
+  const PublisherPlan publisher = plan_publisher_metadata(opt.publisher_metadata, root.source_model.repo,
+                                                          root.source_model.revision, primary);
+  root.publisher_defaults = publisher.defaults;
+  root.native_abi_version = native_abi_version_to_write(opt.native_abi_version);
+  root.generator_version = std::string(library_version());  // bare, as the reference writes its own
   root.created_at_unix_secs = static_cast<uint64_t>(std::max<int64_t>(0, resolve_created_at(opt)));
   auto fill = [&](const SourceModel& s, const std::vector<std::string>& part_sha, const std::string& carrier_sha,
                   const std::vector<std::string>& projector_sha) {
@@ -238,6 +250,11 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
       const std::string id = fs::path(projectors[i].entry.path).stem().string();
       root.artifacts.push_back({id, projectors[i].entry.path, projectors[i].entry.artifact_bytes, projector_sha[i]});
       root.sidecars.push_back({std::string(kSidecarKindMmproj), id, id});
+    }
+    root.publisher_metadata.clear();
+    for (const auto& f : publisher.files) {  // after the sidecars, as the reference lists them
+      root.artifacts.push_back(f.artifact);
+      root.publisher_metadata.push_back(f.metadata);
     }
     root.package_id = compute_package_id_v2(root);
     validate_package_root_v2(root, "model-package.json");
@@ -308,6 +325,12 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
     projector_sha.push_back(e.sha256);
     if (opt.on_artifact) opt.on_artifact({e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256});
   }
+  for (const auto& f : publisher.files) {
+    const fs::path file = opt.out_dir / f.artifact.path;
+    fs::create_directories(file.parent_path());
+    write_file_atomic(file, f.contents);
+    if (opt.on_artifact) opt.on_artifact({f.artifact.path, file, f.artifact.byte_size, f.artifact.sha256});
+  }
   fill(source_identity(opt, model, hashes.shard_sha256),
        std::vector<std::string>(hashes.output_sha256.begin(), hashes.output_sha256.end() - 1), carrier_sha, projector_sha);
 
@@ -327,6 +350,8 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
     r.validated = true;
   }
   const std::string text = package_root_v2_json(root);
+  // The model card first (it names the root's digest): a crash leaves no root, so a rerun writes both.
+  write_file_atomic(opt.out_dir / "README.md", package_readme_v2(root, sha256_hex(text), opt.validate));
   write_file_atomic(opt.out_dir / std::string(kManifestFileName), text);
   std::error_code ec;
   fs::remove(opt.out_dir / kInProgressMarker, ec);

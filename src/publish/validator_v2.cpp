@@ -55,6 +55,8 @@ ValidationReport validate_package_v2(const std::filesystem::path& source, const 
     return r;
   }
   r.package_id = root.package_id;
+  // verify_v2.rs: "only GGUF v2 packages are supported".
+  if (root.format != "gguf") r.problems.push_back(manifest_path.string() + ": format is \"" + root.format + "\"; only gguf is supported");
   // A generation block the reference accepts but this runtime cannot read
   // (it has no schema 1 meaning) is served by nobody here: a warning.
   if (root.generation) {
@@ -90,6 +92,14 @@ ValidationReport validate_package_v2(const std::filesystem::path& source, const 
     for (const auto& a : root.artifacts) {
       if (a.id != s.artifact_id) continue;
       if (auto problem = check_artifact(root_dir, boundary, a, r)) r.problems.push_back("sidecar " + s.kind + ": " + *problem);
+    }
+  }
+  for (const auto& p : root.publisher_metadata) {
+    for (const auto& a : root.artifacts) {
+      if (a.id != p.artifact_id) continue;
+      if (auto problem = check_artifact(root_dir, boundary, a, r)) {
+        r.problems.push_back("publisher metadata " + p.role + ": " + *problem);
+      }
     }
   }
   std::optional<ModelSource> model;

@@ -152,6 +152,20 @@ ResolvedModelSource open_model_source(const ModelSourceRequest& req, const Sourc
     want.push_back({p, it->sha256, it->size ? std::optional<uint64_t>(it->size) : std::nullopt, declared_by});
   }
   const auto local = chain.bring(listing.commit, want, on_progress);
+  if (req.publisher_files) {
+    std::vector<RemoteFile> extra;
+    for (const char* name : {"config.json", "generation_config.json", "tokenizer_config.json", "chat_template.jinja",
+                             "hf_quant_config.json"}) {
+      const auto it = std::find_if(listing.files.begin(), listing.files.end(), [&](const auto& f) { return f.path == name; });
+      if (it == listing.files.end()) continue;
+      extra.push_back({name, it->sha256, it->size ? std::optional<uint64_t>(it->size) : std::nullopt, declared_by,
+                       uint64_t{16} << 20});
+    }
+    if (!extra.empty()) {
+      const auto got = chain.bring(listing.commit, extra, on_progress);
+      out.publisher_files.assign(got.begin(), got.end());
+    }
+  }
   out.downloaded = chain.fetched();
   // The shards' SHA-256s were checked while they downloaded (or an earlier
   // run recorded them): the verification cache says so, and the writer

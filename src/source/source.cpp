@@ -113,41 +113,38 @@ OpenedAnyPackage open_repo_package(const HfRef& ref, const Sources& sources, con
   }
   OpenedAnyPackage out;
   const fs::path snapshot = cache.snapshot_dir(commit);
-  if (declares_schema_v2(snapshot)) {
+  const bool schema_v2 = declares_schema_v2(snapshot);
+  if (schema_v2) {
     if (!accept_v2) refuse_schema_v2(ref.text());
     // With trusted signers the manifest's signature is checked before the
     // carrier it names is fetched (check_trust checks it again, on the bytes read).
     if (!sources.trusted_signers.empty()) (void)check_package_trust(snapshot, sources.trusted_signers, ref.text());
-    OpenedCatalog pkg = open_catalog_dir(ref.text(), snapshot, boundary, source);
-    pkg.always_verify = true;
-    pkg.commit = commit;
-    pkg.revision_kind = revision_kind;
-    pkg.warnings.insert(pkg.warnings.end(), warnings.begin(), warnings.end());
-    out.v2 = std::move(pkg);
-    return out;
   }
-  OpenedPackage pkg = open_package_dir(ref.text(), snapshot, boundary);
-  pkg.always_verify = true;
-  pkg.commit = commit;
-  pkg.source = std::move(source);
-  pkg.revision_kind = revision_kind;
-  pkg.warnings.insert(pkg.warnings.end(), warnings.begin(), warnings.end());
-  out.v1 = std::move(pkg);
+  OpenedPlace* place = nullptr;
+  if (schema_v2) {
+    place = &out.v2.emplace(open_catalog_dir(ref.text(), snapshot, boundary, source));
+  } else {
+    place = &out.v1.emplace(open_package_dir(ref.text(), snapshot, boundary));
+    place->source = std::move(source);
+  }
+  // What the repository resolution adds, whichever the schema.
+  place->always_verify = true;
+  place->commit = commit;
+  place->revision_kind = revision_kind;
+  place->warnings.insert(place->warnings.end(), warnings.begin(), warnings.end());
   return out;
 }
 
 // With trusted signers: the package must carry a signature of one of them
 // over the manifest bytes open_package_dir (open_catalog_dir) read.
-template <typename Pkg>
-Pkg check_trust(Pkg pkg, const Sources& sources) {
-  if (sources.trusted_signers.empty()) return pkg;
+void check_trust(OpenedPlace& pkg, const Sources& sources) {
+  if (sources.trusted_signers.empty()) return;
   pkg.signature = check_package_trust(pkg.root, sources.trusted_signers, pkg.ref);
   if (pkg.signature->manifest_sha256 != pkg.manifest_sha256) {
     throw_integrity(pkg.ref + ": model-package.json changed while it was read (SHA-256 " + pkg.manifest_sha256 +
                     ", signed " + pkg.signature->manifest_sha256 + ")");
   }
   pkg.always_verify = true;  // the signature vouches for the digests; the bytes must match them
-  return pkg;
 }
 
 OpenedAnyPackage open_any(std::string_view ref, const Sources& sources, const OpenOptions& options, bool accept_v2) {
@@ -162,8 +159,8 @@ OpenedAnyPackage open_any(std::string_view ref, const Sources& sources, const Op
   } else {
     out.v1 = open_local_package(fs::path(ref));
   }
-  if (out.v2) out.v2 = check_trust(std::move(*out.v2), sources);
-  if (out.v1) out.v1 = check_trust(std::move(*out.v1), sources);
+  if (out.v2) check_trust(*out.v2, sources);
+  if (out.v1) check_trust(*out.v1, sources);
   return out;
 }
 

@@ -212,6 +212,8 @@ bool verify_package_sha() {
   return v && *v != "0";
 }
 
+std::optional<std::string> runtime_abi() { return get("SKIPPY_RUNTIME_ABI"); }
+
 std::optional<int64_t> source_date_epoch() {
   auto v = get("SOURCE_DATE_EPOCH");
   if (!v) return std::nullopt;

@@ -42,6 +42,10 @@
 //                               (both are read; their lists add up)
 //   SOURCE_DATE_EPOCH           created_at_unix_secs of written packages
 //                               (reproducible builds); a non-negative integer
+//   SKIPPY_RUNTIME_ABI          the skippy runtime ABI (MAJOR.MINOR.PATCH) that
+//                               select, fetch, materialize and the C API check
+//                               packages against (skippy/abi.h: runtime_abi_from);
+//                               unset: no check
 //
 // "~" and "~/..." are expanded in the path variables, as huggingface_hub
 // does (os.path.expanduser).
@@ -125,6 +129,9 @@ bool verify_package_sha();  // SKIPPY_VERIFY_PACKAGE_SHA
 // SKIPPY_TRUSTED_SIGNERS then SKIPPY_TRUSTED_OWNERS, each split at ':' ("~"
 // expanded, empty entries dropped).
 std::vector<std::filesystem::path> trusted_signers();
+// SKIPPY_RUNTIME_ABI as written; nullopt when unset (parsed by
+// skippy/abi.h's runtime_abi_from, which says what is wrong with it).
+std::optional<std::string> runtime_abi();
 // SOURCE_DATE_EPOCH; nullopt when unset. Throws Error(kUsage) when it is not
 // a non-negative decimal integer.
 std::optional<int64_t> source_date_epoch();

@@ -1,0 +1,67 @@
+// restamp-package: a schema 2 package moved to another runtime ABI, only its
+// root rewritten (skippy/package_restamp.h).
+#include <iostream>
+
+#include "cli.h"
+#include "skippy/package_restamp.h"
+
+namespace skippy::cli {
+
+Command register_restamp_package(CLI::App& app) {
+  auto* cmd = app.add_subcommand("restamp-package",
+                                 "Re-stamp a package schema 2 for another runtime ABI (only model-package.json changes)");
+  cmd->footer(
+      "Example:\n  skippy-model-package restamp-package pkg-v2/ --native-abi-version 0.1.64 --json\n"
+      "mesh-llm's runtime admits a schema 2 package only when the root's native_abi_version is exactly its\n"
+      "own skippy ABI. The artifacts do not depend on it: this rewrites model-package.json alone (its\n"
+      "native_abi_version and, recomputed, its package_id); every artifact stays byte for byte, so a Hub\n"
+      "commit of the result uploads one small file. model-package.json.sig (it signed the old bytes) is\n"
+      "removed, or signed again with --sign OWNER_DIR; validation.json (it judged the old bytes) is removed:\n"
+      "validate-package SRC DIR --write-result records a verdict for the new root. Already at that\n"
+      "ABI: nothing is written.");
+  struct Args {
+    std::string dir, abi, sign;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  path_option(cmd->add_option("package", a->dir, "A package schema 2 directory (holding model-package.json)"))
+      ->required();
+  add_native_abi_option(cmd, a->abi, "")->required();
+  path_option(cmd->add_option("--sign", a->sign,
+                              "Sign the re-stamped root with this owner identity directory (identity init-owner)"));
+  cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
+  return {cmd, [a]() {
+            RestampOptions o;
+            o.package_dir = a->dir;
+            o.native_abi_version = a->abi;
+            if (!a->sign.empty()) o.sign_owner_dir = a->sign;
+            const auto r = restamp_package_v2(o);
+            if (a->json) {
+              print_json({{"package", a->dir},
+                          {"changed", r.changed},
+                          {"old_native_abi_version", r.old_native_abi_version},
+                          {"native_abi_version", r.native_abi_version},
+                          {"old_package_id", r.old_package_id},
+                          {"package_id", r.package_id},
+                          {"manifest_sha256", r.manifest_sha256},
+                          {"removed", r.removed},
+                          {"rewritten", r.rewritten},
+                          {"signed_by", r.signature ? nlohmann::json(r.signature->owner_id) : nlohmann::json()},
+                          {"notes", r.notes}});
+            } else if (!r.changed) {
+              std::cout << a->dir << " is already at native ABI " << r.native_abi_version << " (package_id "
+                        << r.package_id << "): nothing written\n";
+            } else {
+              std::cout << "re-stamped " << a->dir << ": native ABI " << r.old_native_abi_version << " -> "
+                        << r.native_abi_version << "\npackage_id " << r.package_id << " (was " << r.old_package_id
+                        << ")\n";
+              for (const auto& x : r.removed) std::cout << "removed " << x << "\n";
+              for (const auto& x : r.rewritten) std::cout << "rewrote " << x << "\n";
+              if (r.signature) std::cout << "signed as owner " << r.signature->owner_id << "\n";
+            }
+            for (const auto& n : r.notes) std::cerr << "note: " << n << "\n";
+            return kExitOk;
+          }};
+}
+
+}  // namespace skippy::cli
