@@ -80,23 +80,12 @@ uint64_t parse_size(const std::string& text) {
   return static_cast<uint64_t>(v * mul);
 }
 
-template <typename T>
-void put(std::vector<uint8_t>& out, T v) {
-  uint8_t b[sizeof(T)];
-  std::memcpy(b, &v, sizeof v);
-  out.insert(out.end(), b, b + sizeof b);
-}
-
 // A small llama (SentencePiece-style) vocabulary: <unk> <s> </s>, 256 byte
 // tokens, then unique word pieces.
 void add_tokenizer(GgufWriter& w, uint32_t vocab) {
-  std::vector<uint8_t> tokens, scores, types;
-  put<uint32_t>(tokens, static_cast<uint32_t>(GgufType::kString));
-  put<uint64_t>(tokens, vocab);
-  put<uint32_t>(scores, static_cast<uint32_t>(GgufType::kFloat32));
-  put<uint64_t>(scores, vocab);
-  put<uint32_t>(types, static_cast<uint32_t>(GgufType::kInt32));
-  put<uint64_t>(types, vocab);
+  std::vector<std::string> tokens;
+  std::vector<double> scores;
+  std::vector<int64_t> types;
   for (uint32_t i = 0; i < vocab; ++i) {
     std::string piece;
     int32_t type = 1;  // normal
@@ -117,15 +106,14 @@ void add_tokenizer(GgufWriter& w, uint32_t vocab) {
         if (n < 26) break;
       }
     }
-    const auto enc = skippy::gguf_encode_string(piece);
-    tokens.insert(tokens.end(), enc.begin(), enc.end());
-    put<float>(scores, type == 1 ? -static_cast<float>(i) : 0.0f);
-    put<int32_t>(types, type);
+    tokens.push_back(std::move(piece));
+    scores.push_back(type == 1 ? -static_cast<double>(i) : 0.0);
+    types.push_back(type);
   }
   w.add_string("tokenizer.ggml.model", "llama");
-  w.add_kv("tokenizer.ggml.tokens", GgufType::kArray, std::move(tokens));
-  w.add_kv("tokenizer.ggml.scores", GgufType::kArray, std::move(scores));
-  w.add_kv("tokenizer.ggml.token_type", GgufType::kArray, std::move(types));
+  w.add_string_array("tokenizer.ggml.tokens", tokens);
+  w.add_array("tokenizer.ggml.scores", GgufType::kFloat32, scores);
+  w.add_array("tokenizer.ggml.token_type", GgufType::kInt32, types);
   w.add_u32("tokenizer.ggml.unknown_token_id", 0);
   w.add_u32("tokenizer.ggml.bos_token_id", 1);
   w.add_u32("tokenizer.ggml.eos_token_id", 2);
@@ -179,7 +167,12 @@ std::vector<GgufWriter> build(const Params& p, int64_t embd, int64_t ff) {
   kv.add_u32("llama.attention.head_count_kv", static_cast<uint32_t>(embd / 128));
   kv.add_u32("llama.rope.dimension_count", 128);
   kv.add_kv("llama.attention.layer_norm_rms_epsilon", GgufType::kFloat32,
-            [] { std::vector<uint8_t> b; put<float>(b, 1e-5f); return b; }());
+            [] {
+              std::vector<uint8_t> b(sizeof(float));
+              const float eps = 1e-5f;
+              std::memcpy(b.data(), &eps, sizeof eps);
+              return b;
+            }());
   kv.add_u32("llama.vocab_size", p.vocab);
   add_tokenizer(kv, p.vocab);
 

@@ -112,20 +112,6 @@ void rewrite_fragment(const fs::path& pkg, const std::string& rel,
   test::write_file(pkg / "model-package.json", {text.begin(), text.end()});
 }
 
-std::vector<uint8_t> encode_string_array(const std::vector<std::string_view>& v) {
-  std::vector<uint8_t> out;
-  auto put = [&](uint64_t x, int n) {
-    for (int i = 0; i < n; ++i) out.push_back(static_cast<uint8_t>(x >> (8 * i)));
-  };
-  put(static_cast<uint32_t>(GgufType::kString), 4);
-  put(v.size(), 8);
-  for (const auto s : v) {
-    const auto e = gguf_encode_string(s);
-    out.insert(out.end(), e.begin(), e.end());
-  }
-  return out;
-}
-
 class ValidateKvs : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_EQ(write_pkg(src_, pkg()).exit_code, 0); }
@@ -155,7 +141,7 @@ TEST_F(ValidateKvs, AChangedTokenizerTokenInTheMetadataIsFound) {
       auto tokens = *v.as_string_array();
       const std::string changed = "<evil>";
       tokens[100] = changed;
-      kv.encoded = encode_string_array(tokens);
+      kv.encoded = gguf_encode_string_array(tokens);
     }
   });
   expect_problem("shared/metadata.gguf", "KV 'tokenizer.ggml.tokens' is array of 32000 string, the source has");

@@ -184,16 +184,7 @@ class ModelBuilder {
     w_.add_kv(std::move(key), GgufType::kFloat32, std::move(b));
   }
   void add_string_array(std::string key, const std::vector<std::string>& values) {
-    std::vector<uint8_t> b(12, 0);
-    const uint32_t type = static_cast<uint32_t>(GgufType::kString);
-    const uint64_t n = values.size();
-    std::memcpy(b.data(), &type, 4);
-    std::memcpy(b.data() + 4, &n, 8);
-    for (const auto& v : values) {
-      const auto e = gguf_encode_string(v);
-      b.insert(b.end(), e.begin(), e.end());
-    }
-    w_.add_kv(std::move(key), GgufType::kArray, std::move(b));
+    w_.add_string_array(std::move(key), values);
   }
   void add_tensor(std::string name) { w_.add_tensor(std::move(name), 0, {1}, scratch_, 0); }
   ModelSource write(const std::string& file) {

@@ -2,6 +2,8 @@
 // writing it back reproduces it.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 
 #include "skippy/error.h"
@@ -202,6 +204,64 @@ TEST(GgufReader, NestedArraysRoundTrip) {
   EXPECT_EQ(kv->value.array_type(), GgufType::kArray);
   EXPECT_EQ(kv->value.array_size(), 2u);
   EXPECT_TRUE(std::ranges::equal(kv->value.encoded(), v));
+}
+
+// Arrays through the writer read back as written, whatever the element
+// type; a value that does not fit its element is refused, never truncated.
+TEST(GgufWriter, ArraysRoundTripAndRefuseWhatDoesNotFit) {
+  GgufWriter w;
+  const std::vector<uint64_t> u32s = {0, 7, 0xFFFFFFFFu};
+  const std::vector<uint64_t> u64s = {0, uint64_t{1} << 40, UINT64_MAX};
+  const std::vector<uint64_t> bools = {1, 0, 1};
+  const std::vector<int64_t> i32s = {-2147483648LL, -1, 2147483647LL};
+  const std::vector<int64_t> i16s = {-32768, 5};
+  const std::vector<double> f32s = {-1.5, 0.0, 3.25};
+  const std::vector<std::string> strs = {"", "a", "\xE2\x96\x81word"};
+  w.add_array("u32", GgufType::kUint32, u32s);
+  w.add_array("u64", GgufType::kUint64, u64s);
+  w.add_array("bool", GgufType::kBool, bools);
+  w.add_array("i32", GgufType::kInt32, i32s);
+  w.add_array("i16", GgufType::kInt16, i16s);
+  w.add_array("f32", GgufType::kFloat32, f32s);
+  w.add_array("f64", GgufType::kFloat64, f32s);
+  w.add_string_array("str", strs);
+  w.add_array("empty", GgufType::kUint8, std::vector<uint64_t>{});
+  const auto bytes = w.header();
+  const auto f = GgufFile::parse(bytes, "arrays.gguf");
+  auto element_bytes = [&](const char* key) {
+    const auto* kv = f.find_kv(key);
+    EXPECT_NE(kv, nullptr) << key;
+    return kv ? kv->value.encoded().subspan(12) : std::span<const uint8_t>();
+  };
+  auto ints = [&](const char* key) { return f.find_kv(key)->value.as_int_array().value_or(std::vector<int64_t>{-999}); };
+  EXPECT_EQ(ints("u32"), (std::vector<int64_t>{0, 7, 0xFFFFFFFFLL}));
+  const auto bool_bytes = element_bytes("bool");
+  EXPECT_EQ(std::vector<uint8_t>(bool_bytes.begin(), bool_bytes.end()), (std::vector<uint8_t>{1, 0, 1}));
+  EXPECT_EQ(ints("i32"), i32s);
+  EXPECT_EQ(ints("i16"), i16s);
+  EXPECT_EQ(f.find_kv("u64")->value.array_type(), GgufType::kUint64);
+  std::vector<uint64_t> u64_back(3);
+  std::memcpy(u64_back.data(), element_bytes("u64").data(), 24);
+  EXPECT_EQ(u64_back, u64s);
+  std::vector<float> f32_back(3);
+  std::memcpy(f32_back.data(), element_bytes("f32").data(), 12);
+  EXPECT_EQ(f32_back, (std::vector<float>{-1.5f, 0.0f, 3.25f}));
+  std::vector<double> f64_back(3);
+  std::memcpy(f64_back.data(), element_bytes("f64").data(), 24);
+  EXPECT_EQ(f64_back, f32s);
+  const auto str_back = *f.find_kv("str")->value.as_string_array();
+  EXPECT_EQ(std::vector<std::string>(str_back.begin(), str_back.end()), strs);
+  EXPECT_EQ(f.find_kv("empty")->value.array_size(), 0u);
+
+  GgufWriter bad;
+  EXPECT_THROW(bad.add_array("a", GgufType::kUint32, std::vector<uint64_t>{uint64_t{1} << 32}), Error);
+  EXPECT_THROW(bad.add_array("b", GgufType::kBool, std::vector<uint64_t>{2}), Error);
+  EXPECT_THROW(bad.add_array("c", GgufType::kInt8, std::vector<int64_t>{128}), Error);
+  EXPECT_THROW(bad.add_array("d", GgufType::kUint16, std::vector<int64_t>{-1}), Error);
+  EXPECT_THROW(bad.add_array("e", GgufType::kInt64, std::vector<uint64_t>{UINT64_MAX}), Error);
+  EXPECT_THROW(bad.add_array("f", GgufType::kString, std::vector<uint64_t>{1}), Error);
+  EXPECT_THROW(bad.add_array("g", GgufType::kUint32, std::vector<double>{1.0}), Error);
+  EXPECT_TRUE(bad.kvs().empty()) << "nothing half-added";
 }
 
 TEST(GgufWriter, RejectsBadInput) {

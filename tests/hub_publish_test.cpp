@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "hub_standin.h"
+#include "skippy/hub_publish.h"
 #include "util/sha256.h"
 #include "test_util.h"
 
@@ -358,6 +359,37 @@ TEST_F(HubPublish, AnUploadThatKeepsFailingStopsWritePackagePushWithItsReason) {
     EXPECT_EQ(std::string(e["path"]).find("/commit/"), std::string::npos) << "no commit after a failed upload";
   }
   EXPECT_FALSE(fs::exists(out / "model-package.json")) << "the write stopped";
+}
+
+// A failed upload is told once, as it happens, to whoever feeds the
+// publisher (write-package --push --max-disk cancels its disk budget with
+// it): no polling, and no commit afterwards.
+TEST_F(HubPublish, TheFirstFailedUploadIsToldOnceThroughOnFailure) {
+  hub_->fault({{"listener", "storage"}, {"method", "PUT"}, {"kind", "status"}, {"status", 400}, {"times", -1},
+               {"body", "<Error><Code>InvalidRequest</Code><Message>nope</Message></Error>"}});
+  HubConfig cfg;
+  cfg.endpoint = hub_->endpoint();
+  cfg.token = "hf_test";
+  cfg.max_attempts = 2;
+  cfg.backoff_ms = 1;
+  PublishSettings settings;
+  settings.create = true;
+  std::atomic<int> told{0};
+  std::string first;
+  settings.on_failure = [&](const Error& e) {
+    if (told++ == 0) first = e.what();
+  };
+  HubPublisher pub(cfg, parse_push_target("hf://org/pub-on-failure"), settings);
+  pub.begin();
+  for (const char* rel : {"layers/layer-00000.gguf", "layers/layer-00001.gguf"}) {
+    const fs::path file = pkg() / rel;
+    pub.add(rel, file, fs::file_size(file), sha256_file(file));
+  }
+  EXPECT_THROW((void)pub.commit("never"), Error);
+  hub_->clear_faults();
+  EXPECT_TRUE(pub.failed());
+  EXPECT_EQ(told.load(), 1) << "once, however many uploads failed";
+  EXPECT_NE(first.find("HTTP 400"), std::string::npos) << first;
 }
 
 }  // namespace

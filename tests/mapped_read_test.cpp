@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <array>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
@@ -13,7 +12,6 @@
 #include "util/file.h"
 #include "util/sha256.h"
 #include "test_util.h"
-#include "publish/split_stream.h"
 #include "util/mapped_read.h"
 
 namespace skippy {
@@ -95,191 +93,6 @@ TEST(MappedRead, ReadingInPiecesAndReleasingKeepsTheMappingSmall) {
   }
   EXPECT_GT(sum, 0u);
   EXPECT_LT(peak, 16u << 20) << "resident pages of a 256 MiB mapping read in 3 MiB pieces, each released after use";
-}
-
-TEST(SplitStream, AnEmptyFirstShardNeitherHangsNorBreaksTheHashes) {
-  // Regression: a zero-byte shard yielded a chunk that no job would take.
-  test::TempDir t;
-  test::write_file(t / "a.bin", {});
-  std::vector<uint8_t> data(10000);
-  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i);
-  test::write_file(t / "b.bin", data);
-  const std::vector<std::shared_ptr<const MappedFile>> shards = {MappedFile::open(t / "a.bin"), MappedFile::open(t / "b.bin")};
-  detail::StreamOutput out;
-  out.final_path = t / "out.bin";
-  out.header = {'H', 'D'};
-  out.total_size = 2 + 5000;
-  out.pieces.push_back({1, 1000, 5000, 2, 0});
-  const auto r = detail::stream_split(shards, {out}, {});
-  ASSERT_EQ(r.shard_sha256.size(), 2u);
-  EXPECT_EQ(r.shard_sha256[0], sha256_hex(std::string_view()));
-  EXPECT_EQ(r.shard_sha256[1], sha256_hex(std::span<const uint8_t>(data)));
-  auto expect = std::vector<uint8_t>{'H', 'D'};
-  expect.insert(expect.end(), data.begin() + 1000, data.begin() + 6000);
-  EXPECT_EQ(test::read_file(t / "out.bin"), expect);
-  EXPECT_EQ(r.output_sha256[0], sha256_hex(std::span<const uint8_t>(expect)));
-}
-
-TEST(SplitStream, ASourceTruncatedMidStreamIsAnErrorNotACrash) {
-  // 96 MiB: more 8 MiB chunks than the pipeline keeps in flight, so the
-  // chunks after the first ones are read only after the truncation below.
-  test::TempDir t;
-  const auto src = t / "src.bin";
-  test::write_file(src, std::vector<uint8_t>(96u << 20, 0x11));
-  const std::vector<std::shared_ptr<const MappedFile>> shards = {MappedFile::open(src)};
-  detail::StreamOutput out;
-  out.final_path = t / "out.bin";
-  out.total_size = 96u << 20;
-  out.pieces.push_back({0, 0, 96u << 20, 0, 0});
-  detail::StreamOptions o;
-  bool truncated = false;
-  o.on_bytes = [&](uint64_t) {  // called under the pipeline's lock
-    if (!truncated) {
-      EXPECT_EQ(::truncate(src.c_str(), 4096), 0);  // another process cuts the file
-      truncated = true;
-    }
-  };
-  try {
-    (void)detail::stream_split(shards, {out}, o);
-    ADD_FAILURE() << "a source that shrank mid-stream was accepted";
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    EXPECT_TRUE(what.find("shrank") != std::string::npos || what.find("write failed") != std::string::npos) << what;
-  }
-  EXPECT_FALSE(std::filesystem::exists(t / "out.bin")) << "nothing under the final name";
-}
-
-// A split source whose digests are known (verified before), cut in outputs
-// the way a package is: one without pieces, pieces with padding, one that
-// crosses from the first shard into the second.
-struct LaneCase {
-  std::vector<std::shared_ptr<const MappedFile>> shards;
-  std::vector<std::vector<uint8_t>> data;
-  std::vector<detail::StreamOutput> outputs;
-  detail::StreamOptions options;
-
-  static constexpr uint64_t kSourceBytes = 2 * 24 * (256u << 10);
-
-  explicit LaneCase(const std::filesystem::path& dir) {
-    options.chunk_bytes = 1u << 20;  // several chunks per output, as with real fragments
-    constexpr uint64_t M = 256u << 10, kShard = 24 * M;  // units small enough for -O0 and ASan
-    for (int s = 0; s < 2; ++s) {
-      std::vector<uint8_t> d(kShard);
-      for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<uint8_t>((i * 131 + s * 17) >> 3);
-      const auto path = dir / ("shard-" + std::to_string(s) + ".bin");
-      test::write_file(path, d);
-      shards.push_back(MappedFile::open(path));
-      options.known_shard_sha256.emplace_back(sha256_hex(std::span<const uint8_t>(d)));
-      data.push_back(std::move(d));
-    }
-    // {shard, src, bytes, pad} per piece; destinations follow the header.
-    const std::vector<std::vector<std::array<uint64_t, 4>>> layout = {
-        {},
-        {{0, 0, 8 * M, 32}},
-        {{0, 8 * M, 5 * M, 7}, {0, 13 * M, 7 * M, 0}},
-        {{0, 20 * M, 4 * M, 0}, {1, 0, 4 * M, 1}},
-        {{1, 4 * M, 12 * M, 0}},
-        {{1, 16 * M, 8 * M - 3, 3}},
-    };
-    for (size_t o = 0; o < layout.size(); ++o) {
-      detail::StreamOutput out;
-      out.header = {'H', static_cast<uint8_t>('0' + o)};
-      uint64_t dst = out.header.size();
-      for (const auto& [shard, src, bytes, pad] : layout[o]) {
-        out.pieces.push_back({shard, src, bytes, dst, pad});
-        dst += bytes + pad;
-      }
-      out.total_size = dst;
-      outputs.push_back(std::move(out));
-    }
-  }
-  void place(const std::filesystem::path& dir) {
-    for (size_t o = 0; o < outputs.size(); ++o) outputs[o].final_path = dir / ("out-" + std::to_string(o) + ".bin");
-  }
-  std::vector<uint8_t> expected(size_t o) const {
-    std::vector<uint8_t> b = outputs[o].header.flatten();
-    for (const auto& pc : outputs[o].pieces) {
-      const auto& d = data[pc.shard];
-      b.insert(b.end(), d.begin() + static_cast<ptrdiff_t>(pc.src_offset),
-               d.begin() + static_cast<ptrdiff_t>(pc.src_offset + pc.bytes));
-      b.insert(b.end(), pc.pad_after, 0);
-    }
-    return b;
-  }
-};
-
-TEST(SplitStream, LanesWriteExactlyWhatOnePassWrites) {
-  test::TempDir t;
-  LaneCase c(t.path());
-  EXPECT_EQ(detail::stream_lanes(c.shards, c.outputs, c.options), 2u) << "known digests, two threads: two lanes";
-  for (const unsigned lanes : {1u, 2u}) {
-    const auto dir = t / ("lanes-" + std::to_string(lanes));
-    std::filesystem::create_directories(dir);
-    c.place(dir);
-    auto o = c.options;
-    o.lanes = lanes;
-    uint64_t reported = 0;
-    o.on_bytes = [&](uint64_t n) { reported += n; };
-    const auto r = detail::stream_split(c.shards, c.outputs, o);
-    EXPECT_EQ(reported, LaneCase::kSourceBytes) << "progress ends at the whole source with " << lanes << " lane(s)";
-    ASSERT_EQ(r.output_sha256.size(), c.outputs.size());
-    EXPECT_EQ(r.shard_sha256[0], *c.options.known_shard_sha256[0]);
-    for (size_t k = 0; k < c.outputs.size(); ++k) {
-      const auto want = c.expected(k);
-      EXPECT_EQ(test::read_file(c.outputs[k].final_path), want) << "output " << k << " with " << lanes << " lane(s)";
-      EXPECT_EQ(r.output_sha256[k], sha256_hex(std::span<const uint8_t>(want))) << "output " << k;
-    }
-  }
-  // One pass when a shard must still be hashed in order, or a disk budget
-  // wants one output at a time, or one thread was asked for.
-  auto unknown = c.options;
-  unknown.known_shard_sha256[1].reset();
-  EXPECT_EQ(detail::stream_lanes(c.shards, c.outputs, unknown), 1u);
-  auto budget = c.options;
-  budget.before_create = [](uint64_t, uint64_t) {};
-  EXPECT_EQ(detail::stream_lanes(c.shards, c.outputs, budget), 1u);
-  auto one = c.options;
-  one.threads = 1;
-  EXPECT_EQ(detail::stream_lanes(c.shards, c.outputs, one), 1u);
-}
-
-TEST(SplitStream, OutputsThatInterleaveInTheSourceStayInOneLane) {
-  // Output 1's pieces surround output 2's: no cut keeps each output whole.
-  test::TempDir t;
-  LaneCase c(t.path());
-  constexpr uint64_t M = 256u << 10;
-  c.outputs[1].pieces.push_back({1, 20 * M, M, c.outputs[1].total_size, 0});
-  c.outputs[1].total_size += M;
-  c.outputs[5].pieces.back().bytes -= 4 * M;  // no overlap with output 1's new piece
-  c.outputs[5].total_size -= 4 * M;
-  EXPECT_EQ(detail::stream_lanes(c.shards, c.outputs, c.options), 1u);
-  c.place(t.path());
-  const auto r = detail::stream_split(c.shards, c.outputs, c.options);
-  for (size_t k = 0; k < c.outputs.size(); ++k) {
-    EXPECT_EQ(r.output_sha256[k], sha256_hex(std::span<const uint8_t>(c.expected(k)))) << "output " << k;
-  }
-}
-
-TEST(SplitStream, ALaneThatFailsStopsTheOtherAndNothingGetsItsName) {
-  test::TempDir t;
-  LaneCase c(t.path());
-  c.place(t.path());
-  auto o = c.options;
-  bool cut = false;
-  o.on_bytes = [&](uint64_t) {
-    if (!cut) {
-      EXPECT_EQ(::truncate(c.shards[1]->path().c_str(), 4096), 0);  // the second lane's shard
-      cut = true;
-    }
-  };
-  try {
-    (void)detail::stream_split(c.shards, c.outputs, o);
-    ADD_FAILURE() << "a shard that shrank mid-stream was accepted";
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    EXPECT_TRUE(what.find("shrank") != std::string::npos || what.find("write failed") != std::string::npos) << what;
-  }
-  for (const auto& out : c.outputs) EXPECT_FALSE(std::filesystem::exists(out.final_path)) << out.final_path;
 }
 
 }  // namespace

@@ -26,17 +26,6 @@ using test::run_cli;
 
 // ------------------------------------------------------------ metadata KVs
 
-std::vector<uint8_t> array_encoding(GgufType elem, const std::vector<uint64_t>& values) {
-  const size_t size = gguf_scalar_size(elem);
-  std::vector<uint8_t> out(12 + values.size() * size);
-  const auto t = static_cast<uint32_t>(elem);
-  const uint64_t n = values.size();
-  std::memcpy(out.data(), &t, 4);
-  std::memcpy(out.data() + 4, &n, 8);
-  for (size_t i = 0; i < values.size(); ++i) std::memcpy(out.data() + 12 + i * size, &values[i], size);  // little-endian
-  return out;
-}
-
 // A metadata-only GGUF (no tensors), kept alive with its parsed view.
 struct Metadata {
   std::vector<uint8_t> bytes;
@@ -55,11 +44,11 @@ struct MetaBuilder {
     return *this;
   }
   MetaBuilder& u32s(const std::string& k, const std::vector<uint64_t>& v) {
-    w.add_kv(arch + "." + k, GgufType::kArray, array_encoding(GgufType::kUint32, v));
+    w.add_array(arch + "." + k, GgufType::kUint32, v);
     return *this;
   }
   MetaBuilder& bools(const std::string& k, const std::vector<uint64_t>& v) {
-    w.add_kv(arch + "." + k, GgufType::kArray, array_encoding(GgufType::kBool, v));
+    w.add_array(arch + "." + k, GgufType::kBool, v);
     return *this;
   }
   std::unique_ptr<Metadata> build() {

@@ -41,6 +41,31 @@ std::vector<uint8_t> unbase64(const std::string& s) {
   return out;
 }
 
+// Writes pkg's sidecar as sign-package would, signed with the key of
+// `owner_dir` by OpenSSL here (for owners sign-package refuses).
+void sign_by_hand(const fs::path& owner_dir, const fs::path& pkg) {
+  const std::string manifest = read_text(pkg / "model-package.json");
+  FILE* kf = std::fopen((owner_dir / "owner.key").c_str(), "r");
+  EVP_PKEY* key = PEM_read_PrivateKey(kf, nullptr, nullptr, nullptr);
+  std::fclose(kf);
+  ASSERT_NE(key, nullptr);
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  unsigned char sig[64];
+  size_t len = sizeof sig;
+  ASSERT_EQ(EVP_DigestSignInit(ctx, nullptr, nullptr, nullptr, key), 1);
+  ASSERT_EQ(EVP_DigestSign(ctx, sig, &len, reinterpret_cast<const unsigned char*>(manifest.data()), manifest.size()), 1);
+  EVP_MD_CTX_free(ctx);
+  EVP_PKEY_free(key);
+  std::string b64(100, '\0');
+  b64.resize(static_cast<size_t>(EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()), sig, static_cast<int>(len))));
+  const nlohmann::json doc = {{"schema_version", 1},
+                              {"owner_certificate", read_text(owner_dir / "owner.crt")},
+                              {"manifest_sha256", sha256_hex(manifest)},
+                              {"signed_at_unix_secs", 1},
+                              {"signature", b64}};
+  std::ofstream(pkg / "model-package.json.sig", std::ios::trunc) << doc.dump(2);
+}
+
 TEST(PackageSignature, SignsAndVerifiesWithThePlainOpenSslRecipe) {
   Fixture f;
   const auto r = run_cli({"sign-package", f.pkg.string(), "--owner", f.owner.string(), "--json"});
@@ -106,7 +131,6 @@ TEST(PackageSignature, UnsignedIsRefusedWithAnAnchorAndAcceptedWithout) {
   EXPECT_EQ(nlohmann::json::parse(ins.out)["signature"]["present"], false);
 }
 
-
 TEST(PackageSignature, ExpiredOwnerCertificateIsRefused) {
   Fixture f;
   test::make_expired_owner(f.tmp / "expired");
@@ -115,31 +139,41 @@ TEST(PackageSignature, ExpiredOwnerCertificateIsRefused) {
   expect_json_error(sign, "invalid_input", "expired or not yet valid");
   // ...and a sidecar it made (while it was valid: written here with
   // OpenSSL, as sign-package would have) is refused by the consumer.
-  const std::string manifest = read_text(f.pkg / "model-package.json");
-  FILE* kf = std::fopen((f.tmp / "expired" / "owner.key").c_str(), "r");
-  EVP_PKEY* key = PEM_read_PrivateKey(kf, nullptr, nullptr, nullptr);
-  std::fclose(kf);
-  ASSERT_NE(key, nullptr);
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  unsigned char sig[64];
-  size_t len = sizeof sig;
-  ASSERT_EQ(EVP_DigestSignInit(ctx, nullptr, nullptr, nullptr, key), 1);
-  ASSERT_EQ(EVP_DigestSign(ctx, sig, &len, reinterpret_cast<const unsigned char*>(manifest.data()), manifest.size()), 1);
-  EVP_MD_CTX_free(ctx);
-  EVP_PKEY_free(key);
-  std::string b64(100, '\0');
-  b64.resize(static_cast<size_t>(EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()), sig, static_cast<int>(len))));
-  const nlohmann::json doc = {{"schema_version", 1},
-                              {"owner_certificate", read_text(f.tmp / "expired" / "owner.crt")},
-                              {"manifest_sha256", sha256_hex(manifest)},
-                              {"signed_at_unix_secs", 1},
-                              {"signature", b64}};
-  std::ofstream(f.pkg / "model-package.json.sig", std::ios::trunc) << doc.dump(2);
+  sign_by_hand(f.tmp / "expired", f.pkg);
   expect_json_error(f.select_with(f.tmp / "expired" / "owner.crt"), "unauthorized", "expired or not yet valid");
   // The same sidecar without an anchor: accepted (signatures optional), and inspect says the certificate is not valid now.
   EXPECT_EQ(run_cli({"select", f.pkg.string(), "--layers", "0..4", "--json"}).exit_code, 0);
   const auto ins = run_cli({"inspect", f.pkg.string(), "--json"});
   EXPECT_EQ(nlohmann::json::parse(ins.out)["signature"]["certificate_valid_now"], false);
+}
+
+// An owner certificate signs node certificates, so it is a CA (as
+// `identity init-owner` makes it). The signer side and the peer side apply
+// the one rule: a self-signed certificate with CA:FALSE is no owner, as a
+// signer, a signature's certificate, a trust anchor or a node's issuer.
+TEST(PackageSignature, ANonCaCertificateIsRefusedAsASigner) {
+  Fixture f;
+  test::make_non_ca_owner(f.tmp / "leafy");
+  const auto sign = run_cli({"sign-package", f.pkg.string(), "--owner", (f.tmp / "leafy").string(), "--json"});
+  expect_json_error(sign, "invalid_input", "not a CA certificate");
+  EXPECT_FALSE(fs::exists(f.pkg / "model-package.json.sig")) << "nothing signed";
+  // A sidecar signed with its key (by hand) is refused, with or without an anchor.
+  sign_by_hand(f.tmp / "leafy", f.pkg);
+  const auto ins = nlohmann::json::parse(run_cli({"inspect", f.pkg.string(), "--json"}).out)["signature"];
+  EXPECT_EQ(ins["verifies"], false);
+  EXPECT_NE(ins["error"].get<std::string>().find("not a CA certificate"), std::string::npos) << ins;
+  expect_json_error(f.select_with(f.owner / "owner.crt"), "invalid_input", "not a CA certificate");
+  // As a trusted signer's certificate it is refused before any package is read.
+  ASSERT_EQ(run_cli({"sign-package", f.pkg.string(), "--owner", f.owner.string()}).exit_code, 0);
+  expect_json_error(f.select_with(f.tmp / "leafy" / "owner.crt"), "invalid_input", "not a CA certificate");
+  // And the peer side: it issues no node.
+  const auto node = run_cli({"identity", "issue-node", "--owner", (f.tmp / "leafy").string(), "--out",
+                             (f.tmp / "node").string(), "--json"});
+  expect_json_error(node, "invalid_input", "not a CA certificate");
+  // The same hand-made owner as a CA signs and is trusted: the refusal is the CA rule, not the hand.
+  test::make_owner_by_hand(f.tmp / "ca", {});
+  ASSERT_EQ(run_cli({"sign-package", f.pkg.string(), "--owner", (f.tmp / "ca").string()}).exit_code, 0);
+  EXPECT_EQ(f.select_with(f.tmp / "ca" / "owner.crt").exit_code, 0) << f.select_with(f.tmp / "ca" / "owner.crt").err;
 }
 
 }  // namespace skippy::test::package_signature_test

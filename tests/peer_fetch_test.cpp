@@ -21,6 +21,7 @@
 #include "peer/protocol.h"
 #include "peer/tls.h"
 #include "peer_test_util.h"
+#include "peer_world.h"
 #include "util/file.h"
 #include "skippy/manifest.h"
 #include "skippy/peer.h"
@@ -39,78 +40,19 @@ using test::peer::ServerProcess;
 using test::peer::StageSpec;
 
 constexpr const char* kRepo = "org/peer-layers";
-constexpr const char* kBigLayer = "layers/layer-00005.gguf";  // replaced by 4 MiB of noise
+using test::peer::kBigLayer;  // replaced by 4 MiB of noise
+using test::peer::World;
 constexpr uint64_t kBigBytes = 4ull << 20;
 constexpr uint64_t kMiB = 1ull << 20;
 
 // ------------------------------------------------------------------ fixture
 
-// Shared by the suite: identities, the package (published on the Hub
-// stand-in, whose commit the topology pins) and the coordinator's cache.
-struct World {
-  TempDir dir;
-  std::unique_ptr<HubStandin> hub;
-  fs::path owner_a, owner_b, coord, w0, w1, b1;
-  std::string w0_id, w1_id, b1_id;
-  fs::path pkg, coord_hf, topology;
-  std::string commit, ref, manifest_sha;
-  std::map<std::string, std::vector<uint8_t>> files;  // every file of the package
 
-  World() {
-    // Identities from the library in this process: the same files as the
-    // identity commands write (peer_identity_test.cpp checks those), without
-    // six more processes per test under the sanitizers.
-    owner_a = dir / "owner-a";
-    owner_b = dir / "owner-b";
-    peer::init_owner(owner_a);
-    peer::init_owner(owner_b);
-    coord = dir / "coord";
-    w0 = dir / "w0";
-    w1 = dir / "w1";
-    b1 = dir / "b1";
-    peer::issue_node(owner_a, coord);
-    w0_id = peer::issue_node(owner_a, w0).node_id;
-    w1_id = peer::issue_node(owner_a, w1).node_id;
-    b1_id = peer::issue_node(owner_b, b1).node_id;
+class PeerFetch : public test::peer::WorldSuite<PeerFetch> {
+ public:
+  static test::peer::WorldSpec spec() { return {.repo = kRepo, .big_bytes = kBigBytes, .seed = 0x2545f4914f6cdd1dull}; }
 
-    // llama-tiny (8 layers, output tied to the embeddings), one layer made
-    // large enough to cut and stall in the middle.
-    pkg = dir / "pkg";
-    (void)test::peer::write_package_with_big_layer5(pkg, kBigBytes, 0x2545f4914f6cdd1dull);
-    manifest_sha = sha256_hex(test::read_text(pkg / "model-package.json"));
-    for (const auto& e : fs::recursive_directory_iterator(pkg)) {
-      if (e.is_regular_file()) files[fs::relative(e.path(), pkg).generic_string()] = test::peer::slurp(e.path());
-    }
-
-    hub = std::make_unique<HubStandin>();
-    commit = hub->publish(kRepo, pkg);
-    ref = "hf://" + std::string(kRepo) + "@" + commit;
-    coord_hf = dir / "coord-hf";
-    test::peer::place_in_hf_cache(pkg, coord_hf, kRepo, commit);
-    topology = dir / "topology.json";
-    test::peer::write_topology(topology, ref, manifest_sha, {{"s0", 0, w0_id, 0, 4}, {"s1", 1, w1_id, 4, 8}});
-  }
-
-  const std::vector<uint8_t>* file(const std::string& rel) const {
-    const auto it = files.find(rel);
-    return it == files.end() ? nullptr : &it->second;
-  }
-  // The parts of stage s1 (layers 4..8: metadata, its layers, output, and
-  // the embeddings the tied output needs).
-  static std::set<std::string> s1_parts() {
-    return {"shared/metadata.gguf",    "layers/layer-00004.gguf", kBigLayer,           "layers/layer-00006.gguf",
-            "layers/layer-00007.gguf", "shared/output.gguf",      "shared/embeddings.gguf"};
-  }
-};
-
-class PeerFetch : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { w_ = new World(); }
-  static void TearDownTestSuite() {
-    delete w_;
-    w_ = nullptr;
-  }
-  static const World& w() { return *w_; }
 
   void SetUp() override {
     w().hub->clear_faults();
@@ -129,7 +71,7 @@ class PeerFetch : public ::testing::Test {
     const int n = ++servers_;
     return std::make_unique<ServerProcess>(
         args,
-        std::vector<std::string>{"HF_HUB_CACHE=" + w().coord_hf.string(),
+        std::vector<std::string>{"HF_HUB_CACHE=" + w().hf.string(),
                                  "SKIPPY_CACHE_DIR=" + (tmp_ / ("server-vc-" + std::to_string(n))).string(),
                                  "MESH_LLM_ARTIFACT_TRANSFER=" + mode, "HF_HUB_OFFLINE=1", "HF_ENDPOINT=http://127.0.0.1:9"},
         tmp_ / ("server-" + std::to_string(n) + ".log"));
@@ -187,7 +129,7 @@ class PeerFetch : public ::testing::Test {
   // GETs by SHA-256), and the Range headers it saw per part.
   std::multiset<std::string> hub_served(std::map<std::string, std::vector<std::string>>* ranges = nullptr) const {
     std::map<std::string, std::string> by_sha;
-    for (const auto& [rel, bytes] : w().files) by_sha[sha256_hex(std::span<const uint8_t>(bytes))] = rel;
+    for (const auto& rel : w().file_paths()) by_sha[w().sha_of(rel)] = rel;
     std::multiset<std::string> out;
     for (const auto& r : w().hub->log()) {
       if (r.method != "GET" || (r.status != 200 && r.status != 206)) continue;
@@ -222,9 +164,7 @@ class PeerFetch : public ::testing::Test {
 
   TempDir tmp_;
   int servers_ = 0;
-  static World* w_;
 };
-World* PeerFetch::w_ = nullptr;
 
 // ------------------------------------------------------------------- tests
 
@@ -325,7 +265,7 @@ TEST_F(PeerFetch, RefusalsFallBackToTheHubAndSayWhy) {
               (std::set<std::string>{"layers/layer-00004.gguf", kBigLayer}));
     expect_installed("narrow", World::s1_parts());
     // The refusal said nothing about the server's cache.
-    EXPECT_EQ(r.out.find(w().coord_hf.string()), std::string::npos);
+    EXPECT_EQ(r.out.find(w().hf.string()), std::string::npos);
     EXPECT_TRUE(s->wait_for_log("layers/layer-00004.gguf from byte 0: refused")) << s->log();
   }
   w().hub->clear_log();

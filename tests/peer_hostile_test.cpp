@@ -15,6 +15,7 @@
 
 #include "hub_standin.h"
 #include "peer_test_util.h"
+#include "peer_world.h"
 #include "util/file.h"
 #include "skippy/manifest.h"
 #include "skippy/peer.h"
@@ -34,60 +35,18 @@ using test::peer::ServerProcess;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kRepo = "org/hostile-layers";
-constexpr const char* kBigLayer = "layers/layer-00005.gguf";  // 4 MiB of noise
+using test::peer::kBigLayer;  // 4 MiB of noise
+using test::peer::World;
 constexpr uint64_t kBigBytes = 4ull << 20;
 constexpr uint64_t kMiB = 1ull << 20;
 
 double secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-struct World {
-  TempDir dir;
-  std::unique_ptr<HubStandin> hub;
-  fs::path owner, coord, w0, w1, pkg, topology;
-  std::string w0_id, w1_id, commit, ref, manifest_sha;
-  PackageManifest manifest;
-  std::map<std::string, std::vector<uint8_t>> files;
+class PeerHostile : public test::peer::WorldSuite<PeerHostile> {
+ public:
+  static test::peer::WorldSpec spec() { return {.repo = kRepo, .big_bytes = kBigBytes, .seed = 0x51ed2701a3c4f987ull}; }
 
-  World() {
-    owner = dir / "owner";
-    peer::init_owner(owner);
-    coord = dir / "coord";
-    w0 = dir / "w0";
-    w1 = dir / "w1";
-    peer::issue_node(owner, coord);
-    w0_id = peer::issue_node(owner, w0).node_id;
-    w1_id = peer::issue_node(owner, w1).node_id;
-    pkg = dir / "pkg";
-    manifest = test::peer::write_package_with_big_layer5(pkg, kBigBytes, 0x51ed2701a3c4f987ull);
-    manifest_sha = sha256_hex(test::read_text(pkg / "model-package.json"));
-    for (const auto& e : fs::recursive_directory_iterator(pkg)) {
-      if (e.is_regular_file()) files[fs::relative(e.path(), pkg).generic_string()] = test::peer::slurp(e.path());
-    }
-    hub = std::make_unique<HubStandin>();
-    commit = hub->publish(kRepo, pkg);
-    ref = "hf://" + std::string(kRepo) + "@" + commit;
-    topology = dir / "topology.json";
-    test::peer::write_topology(topology, ref, manifest_sha, {{"s0", 0, w0_id, 0, 4}, {"s1", 1, w1_id, 4, 8}});
-  }
-  const std::vector<uint8_t>* file(const std::string& rel) const {
-    const auto it = files.find(rel);
-    return it == files.end() ? nullptr : &it->second;
-  }
-  std::string sha_of(const std::string& rel) const { return sha256_hex(std::span<const uint8_t>(*file(rel))); }
-  static std::set<std::string> s1_parts() {
-    return {"shared/metadata.gguf",    "layers/layer-00004.gguf", kBigLayer,           "layers/layer-00006.gguf",
-            "layers/layer-00007.gguf", "shared/output.gguf",      "shared/embeddings.gguf"};
-  }
-};
-
-class PeerHostile : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { w_ = new World(); }
-  static void TearDownTestSuite() {
-    delete w_;
-    w_ = nullptr;
-  }
-  static const World& w() { return *w_; }
 
   void SetUp() override {
     w().hub->clear_faults();
@@ -165,7 +124,7 @@ class PeerHostile : public ::testing::Test {
   // Parts the stand-in sent bytes of, and the Range headers it saw per part.
   std::multiset<std::string> hub_served(std::map<std::string, std::vector<std::string>>* ranges = nullptr) const {
     std::map<std::string, std::string> by_sha;
-    for (const auto& [rel, bytes] : w().files) by_sha[sha256_hex(std::span<const uint8_t>(bytes))] = rel;
+    for (const auto& rel : w().file_paths()) by_sha[w().sha_of(rel)] = rel;
     std::multiset<std::string> out;
     for (const auto& r : w().hub->log()) {
       if (r.method != "GET" || (r.status != 200 && r.status != 206)) continue;
@@ -222,9 +181,7 @@ class PeerHostile : public ::testing::Test {
 
   TempDir tmp_;
   int servers_ = 0;
-  static World* w_;
 };
-World* PeerHostile::w_ = nullptr;
 
 // SIGTERM, and how long until the process is gone (it is SIGKILLed after
 // 10 s: an exit code of 137 says SIGTERM did not end it).

@@ -13,13 +13,14 @@
 #include "peer/client_detail.h"
 #include "peer/protocol.h"
 #include "peer_test_util.h"
+#include "peer_world.h"
 #include "util/file.h"
 #include "skippy/manifest.h"
 #include "skippy/peer.h"
 
 namespace skippy {
 // Named: the unity build compiles this file with others that have their
-// own World, kRepo, expect_refused...
+// own kRepo, expect_refused...
 namespace peer_transfer_test {
 namespace {
 
@@ -36,73 +37,12 @@ using test::peer::StageSpec;
 
 constexpr const char* kRepo = "org/tiny-layers";
 constexpr const char* kCommit = "0123456789abcdef0123456789abcdef01234567";
-constexpr const char* kBigLayer = "layers/layer-00005.gguf";  // replaced by 32 MiB of noise
+using test::peer::kBigLayer;  // replaced by 32 MiB of noise
+using test::peer::World;
 constexpr uint64_t kBigBytes = 32ull << 20;
 
 std::string ref_at(const std::string& repo, const std::string& commit) { return "hf://" + repo + "@" + commit; }
 
-// Shared by the whole suite: identities, the package, a Hugging Face cache.
-struct World {
-  TempDir dir;
-  fs::path owner_a, owner_b;
-  std::string owner_a_id, owner_b_id;
-  fs::path coord, w0, w1, stranger, b1;
-  std::string coord_id, w0_id, w1_id, stranger_id, b1_id;
-  fs::path pkg, hf, verify_cache, topology;
-  std::string manifest_sha;
-  PackageManifest manifest;
-
-  World() {
-    owner_a = dir / "owner-a";
-    owner_b = dir / "owner-b";
-    owner_a_id = test::peer::make_owner(owner_a);
-    owner_b_id = test::peer::make_owner(owner_b);
-    coord = dir / "coord";
-    w0 = dir / "w0";
-    w1 = dir / "w1";
-    stranger = dir / "stranger";
-    b1 = dir / "b1";
-    coord_id = test::peer::make_node(owner_a, coord);
-    w0_id = test::peer::make_node(owner_a, w0);
-    w1_id = test::peer::make_node(owner_a, w1);
-    stranger_id = test::peer::make_node(owner_a, stranger);
-    b1_id = test::peer::make_node(owner_b, b1);
-
-    // The package: llama-tiny (8 layers, output tied to the embeddings),
-    // with one layer made large enough to cut and stall mid-file.
-    pkg = dir / "pkg";
-    manifest = test::peer::write_package_with_big_layer5(pkg, kBigBytes, 0x9e3779b97f4a7c15ull);
-    manifest_sha = sha256_hex(test::read_text(pkg / "model-package.json"));
-    hf = dir / "hf";
-    test::peer::place_in_hf_cache(pkg, hf, kRepo, kCommit);
-    verify_cache = dir / "skippy-cache";
-    topology = dir / "topology.json";
-    test::peer::write_topology(topology, ref_at(kRepo, kCommit), manifest_sha,
-                               {{"s0", 0, w0_id, 0, 4}, {"s1", 1, w1_id, 4, 8}});
-  }
-
-  // The package's files and digests, read once (tests ask from several threads).
-  const std::string& sha_of(const std::string& rel) const { return file(rel).sha256; }
-  const std::vector<uint8_t>& bytes_of(const std::string& rel) const { return file(rel).bytes; }
-
- private:
-  struct File {
-    std::vector<uint8_t> bytes;
-    std::string sha256;
-  };
-  const File& file(const std::string& rel) const {
-    std::lock_guard g(mu_);
-    auto& f = files_[rel];
-    if (!f) {
-      f = std::make_unique<File>();
-      f->bytes = test::peer::slurp(pkg / rel);
-      f->sha256 = sha256_hex(std::span<const uint8_t>(f->bytes));
-    }
-    return *f;
-  }
-  mutable std::mutex mu_;
-  mutable std::map<std::string, std::unique_ptr<File>> files_;
-};
 
 // What a test changes about its serve-artifacts process.
 struct ServerArgs {
@@ -117,14 +57,11 @@ struct ServerArgs {
   ServerArgs& extra(std::vector<std::string> v) { extra_ = std::move(v); return *this; }
 };
 
-class PeerTransfer : public ::testing::Test {
+class PeerTransfer : public test::peer::WorldSuite<PeerTransfer> {
+ public:
+  static test::peer::WorldSpec spec() { return {.repo = kRepo, .big_bytes = kBigBytes, .seed = 0x9e3779b97f4a7c15ull, .hub = false, .commit = kCommit}; }
+
  protected:
-  static void SetUpTestSuite() { w_ = new World(); }
-  static void TearDownTestSuite() {
-    delete w_;
-    w_ = nullptr;
-  }
-  static const World& w() { return *w_; }
 
   std::unique_ptr<ServerProcess> serve() { return serve(ServerArgs()); }
   std::unique_ptr<ServerProcess> serve(ServerArgs a) {
@@ -215,9 +152,7 @@ class PeerTransfer : public ::testing::Test {
 
   TempDir tmp_;
   int servers_ = 0;
-  static World* w_;
 };
-World* PeerTransfer::w_ = nullptr;
 
 // ---------------------------------------------------------------- happy path
 

@@ -428,7 +428,7 @@ TEST(PolicyBackends, BuiltinsAndDescriptionFiles) {
       EXPECT_TRUE(contains(e.what(), needle)) << e.what();
     }
   };
-  refused("not json", "not valid JSON");
+  refused("not json", "not valid UTF-8 JSON");
   refused("[]", "expected a JSON object");
   refused(R"({"paths": []})", "name");
   refused(R"({"name": "x", "paths": ["warp"]})", "paths[0]: unknown path \"warp\"");

@@ -16,24 +16,6 @@ namespace {
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
-std::vector<uint8_t> array_kv(GgufType element, const std::vector<uint64_t>& values) {
-  const size_t width = element == GgufType::kUint64 ? 8 : 4;
-  std::vector<uint8_t> out(12 + values.size() * width);
-  const auto t = static_cast<uint32_t>(element);
-  const uint64_t n = values.size();
-  std::memcpy(out.data(), &t, 4);
-  std::memcpy(out.data() + 4, &n, 8);
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (width == 8) {
-      std::memcpy(out.data() + 12 + i * 8, &values[i], 8);
-    } else {
-      const auto v = static_cast<uint32_t>(values[i]);
-      std::memcpy(out.data() + 12 + i * 4, &v, 4);
-    }
-  }
-  return out;
-}
-
 template <class T>
 std::vector<uint64_t> widen(const std::vector<T>& v) {
   return std::vector<uint64_t>(v.begin(), v.end());
@@ -210,11 +192,10 @@ SchemaV2Package write_schema_v2_package(const fs::path& source, const fs::path& 
     w.add_bool("skippy.package.metadata_only", o.carrier_metadata_only);
     w.add_u32("skippy.package.part_count", static_cast<uint32_t>(parts.size()));
     w.add_u32("skippy.package.locator_schema", o.carrier_locator_schema);
-    w.add_kv("skippy.package.tensor_part", GgufType::kArray, array_kv(GgufType::kUint32, widen(loc.part)));
-    w.add_kv("skippy.package.tensor_offset", GgufType::kArray,
-             array_kv(o.carrier_offsets_as_u32 ? GgufType::kUint32 : GgufType::kUint64, loc.offset));
-    w.add_kv("skippy.package.tensor_size", GgufType::kArray, array_kv(GgufType::kUint64, loc.size));
-    w.add_kv("skippy.package.tensor_alignment", GgufType::kArray, array_kv(GgufType::kUint32, widen(loc.alignment)));
+    w.add_array("skippy.package.tensor_part", GgufType::kUint32, widen(loc.part));
+    w.add_array("skippy.package.tensor_offset", o.carrier_offsets_as_u32 ? GgufType::kUint32 : GgufType::kUint64, loc.offset);
+    w.add_array("skippy.package.tensor_size", GgufType::kUint64, loc.size);
+    w.add_array("skippy.package.tensor_alignment", GgufType::kUint32, widen(loc.alignment));
     for (const auto& t : model.tensors()) w.add_tensor_from(model.shards()[t.shard], *t.info);
     std::vector<uint8_t> bytes = w.header();  // the directory, padded to the data offset: no payload
     if (o.carrier_directory_offsets_zero) {

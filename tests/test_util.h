@@ -2,8 +2,12 @@
 // /tmp, running the real CLI.
 #pragma once
 
+#include <stdlib.h>
+
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -69,5 +73,32 @@ void expect_json_error(const CliResult& r, const std::string& kind, const std::s
 // Runs any program (looked up on PATH) the same way.
 CliResult run_program(const std::string& program, const std::vector<std::string>& args,
                       const std::vector<std::string>& env = {});
+
+// Sets (or unsets, with nullopt) an environment variable for one scope, and
+// puts back what it was. The process's environment: not while other threads read it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      ::setenv(name, value->c_str(), 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 }  // namespace skippy::test

@@ -9,6 +9,7 @@
 
 #include "hub_standin.h"
 #include "peer_test_util.h"
+#include "peer_world.h"
 #include "schema_v2_package.h"
 #include "skippy/catalog_stage.h"
 #include "skippy/peer.h"
@@ -22,50 +23,19 @@ using skippy::test::TempDir;
 
 constexpr const char* kRepo = "org/v2-peer";
 
-// Identities, the package and the coordinator's cache, once for the suite.
-struct World {
-  TempDir dir;
-  std::unique_ptr<skippy::test::HubStandin> hub;  // the fallback, with the same package
-  std::string commit;
-  fs::path owner, coord, w0, w1, pkg, coord_hf, topology;
-  std::string w0_id, w1_id, ref, manifest_sha;
-  skippy::test::SchemaV2Package written;
-
-  World() {
-    owner = dir / "owner";
-    skippy::peer::init_owner(owner);
-    coord = dir / "coord";
-    w0 = dir / "w0";
-    w1 = dir / "w1";
-    skippy::peer::issue_node(owner, coord);
-    w0_id = skippy::peer::issue_node(owner, w0).node_id;
-    w1_id = skippy::peer::issue_node(owner, w1).node_id;
-    pkg = dir / "pkg";
-    written = skippy::test::write_schema_v2_package(skippy::test::data_path("llama-tiny-q8_0.gguf"), pkg);
-    manifest_sha = skippy::sha256_hex(skippy::test::read_text(pkg / "model-package.json"));
-    hub = std::make_unique<skippy::test::HubStandin>();
-    commit = hub->publish(kRepo, pkg);
-    ref = "hf://" + std::string(kRepo) + "@" + commit;
-    coord_hf = dir / "coord-hf";
-    skippy::test::peer::place_in_hf_cache(pkg, coord_hf, kRepo, commit);
-    topology = dir / "topology.json";
-    skippy::test::peer::write_topology(topology, ref, manifest_sha, {{"s0", 0, w0_id, 0, 4}, {"s1", 1, w1_id, 4, 8}});
+// The stage's artifacts as the consumer selects them.
+std::set<std::string> stage_paths(const skippy::test::peer::World& w, uint32_t a, uint32_t b) {
+  const auto opened = skippy::open_local_catalog_v2(w.pkg);
+  std::set<std::string> out;
+  for (const auto& p : skippy::select_catalog_range(opened.catalog, {a, b}).parts) out.insert(p.rel_path);
+  return out;
+}
+std::string id_of(const skippy::test::peer::World& w, const std::string& path) {
+  for (const auto& [id, p] : w.written.artifact_path) {
+    if (p == path) return id;
   }
-
-  // The stage's artifacts as the consumer selects them.
-  std::set<std::string> stage_paths(uint32_t a, uint32_t b) const {
-    const auto opened = skippy::open_local_catalog_v2(pkg);
-    std::set<std::string> out;
-    for (const auto& p : skippy::select_catalog_range(opened.catalog, {a, b}).parts) out.insert(p.rel_path);
-    return out;
-  }
-  std::string id_of(const std::string& path) const {
-    for (const auto& [id, p] : written.artifact_path) {
-      if (p == path) return id;
-    }
-    return {};
-  }
-};
+  return {};
+}
 
 }  // namespace v2peer_test
 
@@ -76,14 +46,11 @@ using namespace v2peer_test;
 using nlohmann::json;
 using test::peer::ServerProcess;
 
-class V2Peer : public ::testing::Test {
+class V2Peer : public test::peer::WorldSuite<V2Peer> {
+ public:
+  static test::peer::WorldSpec spec() { return {.repo = kRepo, .package = test::peer::WorldSpec::Package::kSchemaV2}; }
+
  protected:
-  static void SetUpTestSuite() { w_ = new World(); }
-  static void TearDownTestSuite() {
-    delete w_;
-    w_ = nullptr;
-  }
-  static const World& w() { return *w_; }
 
   std::unique_ptr<ServerProcess> serve(const fs::path& hf) {
     const int n = ++servers_;
@@ -114,12 +81,10 @@ class V2Peer : public ::testing::Test {
 
   test::TempDir tmp_;
   int servers_ = 0;
-  static World* w_;
 };
-World* V2Peer::w_ = nullptr;
 
 TEST_F(V2Peer, EachWorkerFetchesItsStageFromThePeerOffline) {
-  auto s = serve(w().coord_hf);
+  auto s = serve(w().hf);
   for (const auto& [stage, node, a, b] : {std::tuple{"s0", w().w0, 0u, 4u}, std::tuple{"s1", w().w1, 4u, 8u}}) {
     SCOPED_TRACE(stage);
     const auto r = fetch(s->endpoint(), stage, node, stage);
@@ -130,7 +95,7 @@ TEST_F(V2Peer, EachWorkerFetchesItsStageFromThePeerOffline) {
     EXPECT_EQ(j["source"], "peer");
     EXPECT_EQ(j["layer_start"], a);
     EXPECT_EQ(j["layer_end"], b);
-    const auto want = w().stage_paths(a, b);
+    const auto want = stage_paths(w(), a, b);
     std::set<std::string> parts;
     for (const auto& p : j["parts"]) parts.insert(p.get<std::string>());
     EXPECT_EQ(parts, want);
@@ -142,11 +107,11 @@ TEST_F(V2Peer, EachWorkerFetchesItsStageFromThePeerOffline) {
     const std::string other = a == 0 ? "layers/layer-00004.gguf" : "layers/layer-00000.gguf";
     EXPECT_FALSE(fs::exists(worker_snapshot(stage) / other)) << other;
   }
-  EXPECT_TRUE(w().stage_paths(4, 8).contains("shared/common.gguf")) << "the final stage reads output and the tied embeddings";
+  EXPECT_TRUE(stage_paths(w(), 4, 8).contains("shared/common.gguf")) << "the final stage reads output and the tied embeddings";
 }
 
 TEST_F(V2Peer, AnArtifactOutsideTheStagesSetIsRefused) {
-  auto s = serve(w().coord_hf);
+  auto s = serve(w().hf);
   const auto topology = peer::load_topology(w().topology);
   const auto& s1 = *topology.find_stage("s1");
   peer::ClientOptions o;
@@ -176,7 +141,7 @@ TEST_F(V2Peer, AnArtifactOutsideTheStagesSetIsRefused) {
     EXPECT_EQ(e.peer_kind(), peer::PeerErrorKind::kRefused) << e.what();
     EXPECT_EQ(e.refusal(), peer::Refusal::kUnavailable) << e.what();
   }
-  EXPECT_TRUE(s->wait_for_log("artifact " + w().id_of("layers/layer-00001.gguf") +
+  EXPECT_TRUE(s->wait_for_log("artifact " + id_of(w(), "layers/layer-00001.gguf") +
                               " (layers/layer-00001.gguf) is not part of stage s1"))
       << s->log();
 

@@ -65,6 +65,24 @@ TEST(ValidationResult, WriteValidateLeavesItBoundToTheManifestAndTheSource) {
   EXPECT_EQ(inspect(tmp / "plain")["validation"]["present"], false);
 }
 
+// Read as strictly as every JSON a stranger writes: a key twice (two
+// verdicts in one file) leaves it unreadable, not read as the last one.
+TEST(ValidationResult, ADuplicateKeyMakesItUnreadable) {
+  TempDir tmp;
+  ASSERT_EQ(write_pkg(data_path("llama-tiny-q8_0.gguf"), tmp / "pkg", {"--validate"}).exit_code, 0);
+  const fs::path file = tmp / "pkg" / "validation.json";
+  EXPECT_EQ(inspect(tmp / "pkg")["validation"]["result"], "valid");
+  std::string text = read_text(file);
+  const size_t brace = text.rfind('}');
+  ASSERT_NE(brace, std::string::npos);
+  text.insert(brace, ", \"result\": \"valid\"");
+  std::ofstream(file, std::ios::trunc) << text;
+  const auto i = inspect(tmp / "pkg");
+  EXPECT_EQ(i["validation"]["present"], true);
+  EXPECT_FALSE(i["validation"].contains("result")) << i["validation"];
+  EXPECT_NE(i["validation"]["error"].get<std::string>().find("duplicate key \"result\""), std::string::npos) << i["validation"];
+}
+
 TEST(ValidationResult, AnEditedManifestNoLongerMatchesAndInspectSaysSo) {
   TempDir tmp;
   ASSERT_EQ(write_pkg(data_path("llama-tiny-q8_0.gguf"), tmp / "pkg", {"--validate"}).exit_code, 0);

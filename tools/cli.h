@@ -53,26 +53,22 @@ std::string aligned_rows(const std::vector<std::vector<std::string>>& rows, cons
 // True when stderr is a terminal (progress bars only then).
 bool stderr_is_tty();
 
-// open_package for the commands, with default_sources() (the Hugging Face
-// cache, then the Hub) unless `sources` is given: a download progress
-// display (terminal only), and the package's warnings on stderr.
-// `with_signature`: bring an hf:// package's signature sidecar (and the
-// validation.json it covers) even without trusted signers (inspect).
-OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision = false,
-                                   const std::optional<Sources>& sources = std::nullopt, bool with_signature = false);
-
-// #25: for an hf:// package, {"revision_kind", "moving", "pin": "hf://ns/repo@<commit>"}
+// For an hf:// package, {"revision_kind", "moving", "pin": "hf://ns/repo@<commit>"}
 // (moving: a branch, or a name no remote could classify; production should
 // pin the commit); null for a local directory.
 nlohmann::json pin_json(const OpenedPackage& pkg);
 nlohmann::json pin_json(const OpenedCatalog& pkg);  // schema 2: the same
-// The same for a package of either schema (open_package_any): commands that
-// read schema 2 too dispatch on the result (schema_v2_cli.h).
+// open_package_any for the commands, with default_sources() (the Hugging
+// Face cache, then the Hub) unless `sources` is given: a download progress
+// display (terminal only), and the package's warnings on stderr. Commands
+// dispatch on the schema of the result (schema_v2_cli.h). `with_signature`:
+// bring an hf:// package's signature sidecar (and the validation.json it
+// covers) even without trusted signers (inspect).
 OpenedAnyPackage open_any_for_cli(const std::string& ref, bool refresh_revision = false,
                                   const std::optional<Sources>& sources = std::nullopt, bool with_signature = false);
 
 // --trust-signer CERT (repeatable) on a command that opens packages: owner
-// certificates a package must be signed by, added by open_package_for_cli to
+// certificates a package must be signed by, added by open_any_for_cli to
 // SKIPPY_TRUSTED_SIGNERS's (skippy/package_signature.h).
 void add_trust_signer_option(CLI::App* cmd);
 // Every trusted signer of this run: SKIPPY_TRUSTED_SIGNERS, then the flags.

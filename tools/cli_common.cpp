@@ -118,7 +118,7 @@ void check_runtime_abi_for_cli(const OpenedAnyPackage& pkg) {
 }
 
 namespace {
-// open_package_for_cli's and open_any_for_cli's options and sources.
+// open_any_for_cli's options and sources.
 struct CliOpen {
   OpenOptions options;
   Sources sources;
@@ -142,24 +142,6 @@ void tell_opened(const std::string& ref, const std::optional<PackageSignature>& 
   for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
 }
 }  // namespace
-
-OpenedPackage open_package_for_cli(const std::string& ref, bool refresh_revision, const std::optional<Sources>& sources,
-                                   bool with_signature) {
-  const CliOpen o = cli_open(refresh_revision, sources, with_signature);
-  std::optional<OpenedPackage> pkg;
-  try {
-    pkg.emplace(open_package(ref, o.sources, o.options));
-  } catch (const Error& e) {
-    // The library's refusal names its C++ alternative; a command user needs the command's limit.
-    if (e.kind() == ErrorKind::kInvalidInput && std::string_view(e.what()).find("declares package schema 2") !=
-                                                    std::string_view::npos) {
-      throw_invalid(ref + ": package schema 2 is not supported by this command yet (it reads package schema 1)");
-    }
-    throw;
-  }
-  tell_opened(ref, pkg->signature, pkg->warnings);
-  return std::move(*pkg);
-}
 
 OpenedAnyPackage open_any_for_cli(const std::string& ref, bool refresh_revision, const std::optional<Sources>& sources,
                                   bool with_signature) {

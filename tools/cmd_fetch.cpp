@@ -48,53 +48,27 @@ void check_peer_flags(const PeerArgs& p) {
   }
 }
 
-// The sources of a `fetch --peer`: the cache, the peer, then the Hub (unless
-// HF_HUB_OFFLINE=1). Checks that the reference is the topology's package.
+// The sources of a `fetch --peer` (the library's chain: cache, peer, then
+// the Hub unless HF_HUB_OFFLINE=1), from the flags.
 Sources peer_sources(const PeerArgs& p, const HfRef& ref, const peer::Topology& topology, const HubConfig& hub) {
-  const auto commit = peer::pinned_commit(topology.package_ref);
-  if (!commit) {
-    throw Error(ErrorKind::kInvalidInput, p.topology + ": package_ref " + topology.package_ref +
-                                              " does not pin a commit (hf://ns/repo@<40-hex commit>)");
-  }
-  const HfRef topo_ref = parse_hf_ref(topology.package_ref);
-  if (topo_ref.repo_id != ref.repo_id || (is_commit_hash(ref.revision) && ref.revision != *commit)) {
-    throw Error(ErrorKind::kUsage, ref.text() + " is not the topology's package (" + p.topology + ": " +
-                                       topology.package_ref + ")");
-  }
-  auto identity = peer::NodeIdentity::load(p.identity);
-  peer::PeerTrust trust;
-  // --peer is the opt-in: the server must be of our owner or a --trust-owner
-  // (trusted), unless MESH_LLM_ARTIFACT_TRANSFER=open says any node will do.
-  trust.mode = peer::transfer_mode_from_env() == peer::TransferMode::kOpen ? peer::TransferMode::kOpen
-                                                                          : peer::TransferMode::kTrusted;
-  for (const auto& cert : p.trust_owner) trust.trusted_owner_ids.push_back(peer::owner_id_of_certificate(cert));
-  if (trust.mode == peer::TransferMode::kTrusted && !identity.owner_verified()) {
-    std::cerr << "warning: " << p.identity
-              << "/node.crt does not verify under its owner.crt: no peer is trusted (set "
-              << peer::kTransferModeEnv << "=open to accept any node)\n";
-  }
-  peer::ClientOptions co;
-  co.connect_timeout = seconds_to_ms(p.connect_timeout);
-  co.idle_timeout = seconds_to_ms(p.idle_timeout);
-  // The slowest transfer waited for: the flag, else the environment.
-  if (!p.min_rate.empty()) {
+  peer::PeerSourcesOptions o;
+  o.endpoint = p.peer;
+  o.topology_file = p.topology;
+  o.topology = topology;
+  o.stage_id = p.stage;
+  o.identity_dir = p.identity;
+  for (const auto& cert : p.trust_owner) o.trusted_owner_certs.emplace_back(cert);
+  o.connect_timeout = seconds_to_ms(p.connect_timeout);
+  o.idle_timeout = seconds_to_ms(p.idle_timeout);
+  if (!p.min_rate.empty()) {  // the flag, else the environment
     const auto r = env::parse_byte_rate(p.min_rate);
     if (!r) throw Error(ErrorKind::kUsage, "--peer-min-rate " + p.min_rate + ": expected bytes per second (e.g. 1048576, 512K, 1M; 0 = none)");
-    co.min_rate = *r;
-  } else {
-    co.min_rate = env::peer_min_rate();
+    o.min_rate = *r;
   }
-  co.rate_window = p.rate_window > 0 ? seconds_to_ms(p.rate_window) : std::chrono::milliseconds(env::peer_rate_window_ms());
-  peer::PeerRemoteOptions po;
-  po.endpoint = p.peer;
-  po.topology = topology;
-  po.stage_id = p.stage;
-  Sources s;
-  s.hf_cache = env::hf_hub_cache_dir();
-  s.offline = env::hf_hub_offline();
-  s.remotes.push_back(peer::make_peer_remote(peer::PeerClient(std::move(identity), std::move(trust), co), std::move(po)));
-  if (!s.offline) s.remotes.push_back(make_hub_remote(hub));
-  return s;
+  if (p.rate_window > 0) o.rate_window = seconds_to_ms(p.rate_window);
+  auto chain = peer::make_peer_sources(ref, o, {make_hub_remote(hub)});
+  for (const auto& w : chain.warnings) std::cerr << "warning: " << w << "\n";
+  return std::move(chain.sources);
 }
 
 }  // namespace

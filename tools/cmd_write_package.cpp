@@ -2,13 +2,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <optional>
-#include <thread>
 
 #include "cli.h"
 #include "progress.h"
@@ -256,16 +254,20 @@ Command register_write_package(CLI::App& app) {
             o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
             Progress upload("upload");
             std::unique_ptr<HubPublisher> pub;
-            std::atomic<bool> writing{true};
-            std::thread watcher;
             if (target) {
+              if (max_disk) o.disk_budget = std::make_shared<DiskBudget>(max_disk);
+              auto budget = o.disk_budget;
               // The token, the repository and the branch are checked before anything is written.
               auto settings = publish_settings_from_env(a->create, a->private_repo, upload);
               settings.tag = a->tag;  // #25
+              if (budget) {
+                // A failed upload never frees its bytes: wake a writer waiting for room.
+                settings.on_failure = [budget](const Error&) {
+                  budget->cancel("an upload failed, so the disk budget cannot be freed");
+                };
+              }
               pub = std::make_unique<HubPublisher>(HubConfig::from_env(), *target, settings);
               pub->begin();
-              if (max_disk) o.disk_budget = std::make_shared<DiskBudget>(max_disk);
-              auto budget = o.disk_budget;
               o.on_artifact = [&pub, budget](const WrittenArtifact& w) {
                 if (pub->failed()) throw Error(ErrorKind::kTransport, "an upload failed; stopping the write");
                 std::function<void()> done;
@@ -278,24 +280,7 @@ Command register_write_package(CLI::App& app) {
                 }
                 pub->add(w.rel_path, w.path, w.size, w.sha256, std::move(done));
               };
-              if (budget) {
-                // A failed upload never frees its bytes: wake a writer waiting for room.
-                watcher = std::thread([&writing, &pub, budget] {
-                  while (writing) {
-                    if (pub->failed()) budget->cancel("an upload failed, so the disk budget cannot be freed");
-                    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-                  }
-                });
-              }
             }
-            struct Join {
-              std::atomic<bool>& w;
-              std::thread& t;
-              ~Join() {
-                w = false;
-                if (t.joinable()) t.join();
-              }
-            } join{writing, watcher};
             std::optional<WritePackageResult> written;
             say_how_to_finish_on_interrupt(a->out_dir);
             try {

@@ -83,7 +83,12 @@ struct PublishSettings {
   std::filesystem::path sign_owner;
   // (bytes on the Hub, bytes handed to the publisher so far): uploaded
   // bytes plus files the Hub already had. Called from uploader threads.
-  std::function<void(uint64_t done, uint64_t total)> on_progress;
+  std::function<void(uint64_t done, uint64_t total)> on_progress;  // Called once, on the uploader thread that hit it, when the first upload
+  // fails (no commit will be made; failed() turns true as it returns): a
+  // writer feeding the publisher can stop waiting for bytes that will never
+  // be freed (write-package --push --max-disk cancels its disk budget). It
+  // runs under the publisher's lock: it must not call the publisher.
+  std::function<void(const Error& first_failure)> on_failure;
 };
 
 struct PublishResult {

@@ -77,7 +77,9 @@ std::optional<PackageSignature> read_package_signature(const std::filesystem::pa
 std::optional<std::string> signed_validation_sha256(const std::filesystem::path& dir);
 
 // The trust anchors' owner ids. Refuses (kInvalidInput, naming the file) a
-// certificate that is not a self-signed Ed25519 certificate.
+// certificate that is not an owner certificate: a self-signed Ed25519 CA
+// certificate, as `identity init-owner` makes (the rule the peer side
+// applies to owners too).
 struct TrustAnchor {
   std::filesystem::path file;
   std::string owner_id;

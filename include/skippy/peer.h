@@ -5,7 +5,9 @@
 //
 //   PeerClient::fetch     one artifact from one peer, streamed to a sink
 //   make_peer_remote      the peer as a Remote of the source layer
-//                         (source.h), asked before the Hub: `fetch --peer`
+//                         (source.h), asked before the Hub
+//   make_peer_sources     `fetch --peer`'s chain: cache, peer, Hub, with
+//                         the trust policy
 //   ArtifactServer        serve-artifacts: serves the package in the local
 //                         Hugging Face cache to the stages of a topology
 //
@@ -31,6 +33,7 @@
 #include <vector>
 
 #include "skippy/error.h"
+#include "skippy/hf_ref.h"
 #include "skippy/peer_identity.h"
 #include "skippy/peer_topology.h"
 #include "skippy/source.h"
@@ -242,6 +245,41 @@ struct PeerRemoteOptions {
 // to another node than the client's, Error(kInvalidInput) when the
 // topology's package_ref does not pin a 40-hex commit.
 std::shared_ptr<Remote> make_peer_remote(PeerClient client, PeerRemoteOptions options);
+
+// ------------------------------------------- a worker's sources (fetch --peer)
+
+// What a worker of a split run is told: where the coordinator serves, the
+// topology and its stage in it, its identity, whom else it trusts.
+struct PeerSourcesOptions {
+  std::string endpoint;                                  // the coordinator's serve-artifacts, "HOST:PORT"
+  std::filesystem::path topology_file;                   // named in messages
+  Topology topology;                                     // load_topology(topology_file)
+  std::string stage_id;                                  // our stage in it
+  std::filesystem::path identity_dir;                    // node.key, node.crt, owner.crt
+  std::vector<std::filesystem::path> trusted_owner_certs;  // --trust-owner: their nodes are trusted too
+  std::chrono::milliseconds connect_timeout{30'000};
+  std::chrono::milliseconds idle_timeout{30'000};
+  std::optional<uint64_t> min_rate;                      // else env::peer_min_rate()
+  std::optional<std::chrono::milliseconds> rate_window;  // else env::peer_rate_window_ms()
+};
+
+struct PeerSources {
+  Sources sources;                    // the cache, the peer, then `fallback` (unless HF_HUB_OFFLINE=1)
+  std::vector<std::string> warnings;  // e.g. our node does not verify under its owner: no peer is trusted
+};
+
+// The source chain of a worker that asks its coordinator first: the Hugging
+// Face cache (env::hf_hub_cache_dir()), the peer (make_peer_remote), then
+// the `fallback` remotes (the Hub's, hub.h: make_hub_remote), which
+// HF_HUB_OFFLINE=1 leaves out. The trust policy: asking a peer is the
+// opt-in, so the server must be of our owner or of a trusted owner
+// (kTrusted), unless MESH_LLM_ARTIFACT_TRANSFER=open says any authenticated
+// node will do. Checks first that `ref` is the topology's package:
+// Error(kInvalidInput) when its package_ref pins no commit, Error(kUsage)
+// when `ref` names another repository or another commit; the identity and
+// certificates' errors are NodeIdentity::load's and owner_id_of_certificate's.
+PeerSources make_peer_sources(const HfRef& ref, const PeerSourcesOptions& options,
+                              std::vector<std::shared_ptr<Remote>> fallback);
 
 // ----------------------------------------------------------------- server
 

@@ -1,5 +1,6 @@
 // Signed packages: the sidecar model-package.json.sig (skippy/package_signature.h).
 #include "util/openssl_handles.h"
+#include "util/owner_certificate.h"
 #include "skippy/package_signature.h"
 
 #include <openssl/bio.h>
@@ -27,13 +28,17 @@ namespace package_signature_detail {
 
 namespace fs = std::filesystem;
 
-constexpr uint64_t kMaxPemBytes = 64 * 1024;
-
 using detail::BioPtr;
 using detail::MdCtxPtr;
 using detail::PkeyPtr;
 using detail::X509Ptr;
 using detail::openssl_errors;
+using detail::within_validity;
+// The owner-certificate rule, shared with the peer side.
+using detail::certificate_pem;
+using detail::certificate_time_text;
+using detail::check_owner_certificate;
+using detail::parse_certificate_pem;
 
 // The sidecar's JSON, strictly: a key twice in one object or a field it
 // does not declare is refused (issue #29: a duplicate "signature", bad
@@ -53,60 +58,10 @@ nlohmann::json parse_sidecar_json(const std::string& text, const std::string& wh
   return doc;
 }
 
-X509Ptr parse_cert(const std::string& pem, const std::string& what) {
-  BioPtr b(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  X509Ptr cert(b ? PEM_read_bio_X509(b.get(), nullptr, nullptr, nullptr) : nullptr);
-  if (!cert) throw_invalid(what + ": not a PEM certificate: " + openssl_errors());
-  return cert;
-}
-
-std::string cert_to_pem(X509* cert) {
-  BioPtr b(BIO_new(BIO_s_mem()));
-  if (!b || PEM_write_bio_X509(b.get(), cert) != 1) throw_invalid("certificate PEM: " + openssl_errors());
-  char* data = nullptr;
-  const long n = BIO_get_mem_data(b.get(), &data);
-  return n > 0 ? std::string(data, static_cast<size_t>(n)) : std::string();
-}
-
-// Lowercase hex SHA-256 of the raw Ed25519 public key; empty when not Ed25519.
-std::string fingerprint(const EVP_PKEY* key) {
-  if (key == nullptr || EVP_PKEY_get_id(key) != EVP_PKEY_ED25519) return {};
-  uint8_t raw[32];
-  size_t len = sizeof raw;
-  if (EVP_PKEY_get_raw_public_key(key, raw, &len) != 1 || len != sizeof raw) {
-    ERR_clear_error();
-    return {};
-  }
-  return sha256_hex(std::span<const uint8_t>(raw, len));
-}
-
-std::string time_text(const ASN1_TIME* t) {
-  struct tm tm {};
-  if (ASN1_TIME_to_tm(t, &tm) != 1) return {};
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-bool valid_now(const X509* cert) {
-  return X509_cmp_current_time(X509_get0_notBefore(cert)) < 0 && X509_cmp_current_time(X509_get0_notAfter(cert)) > 0;
-}
-
 std::string subject_of(const X509* cert) {
   char buf[256];
   X509_NAME_oneline(X509_get_subject_name(cert), buf, sizeof buf);
   return buf;
-}
-
-// An owner certificate: Ed25519, self-signed. Returns its owner id.
-std::string check_owner_cert(X509* cert, const std::string& what) {
-  EVP_PKEY* key = X509_get0_pubkey(cert);
-  const std::string id = fingerprint(key);
-  if (id.empty()) throw_invalid(what + ": not an Ed25519 certificate");
-  const bool self_signed = X509_check_issued(cert, cert) == X509_V_OK && X509_verify(cert, key) == 1;
-  ERR_clear_error();
-  if (!self_signed) throw_invalid(what + ": not a self-signed owner certificate (make one with `identity init-owner`)");
-  return id;
 }
 
 std::string base64(const std::string& raw) {
@@ -154,24 +109,7 @@ bool ed25519_verify(EVP_PKEY* key, const std::string& msg, const std::string& si
 }
 
 PkeyPtr load_owner_key(const fs::path& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) throw_not_found(path.string() + ": missing (an owner directory holds owner.key and owner.crt)");
-    throw_io(path.string() + ": cannot stat");
-  }
-  if ((st.st_mode & 0077) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    throw_invalid(path.string() + ": permissions " + mode +
-                  " are too open: group or others may access this private key, so it is refused. Fix: chmod 600 " +
-                  path.string());
-  }
-  const std::string pem = read_small_file(path, kMaxPemBytes);
-  BioPtr b(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  PkeyPtr key(b ? PEM_read_bio_PrivateKey(b.get(), nullptr, nullptr, nullptr) : nullptr);
-  if (!key) throw_invalid(path.string() + ": not a PEM private key: " + openssl_errors());
-  if (EVP_PKEY_get_id(key.get()) != EVP_PKEY_ED25519) throw_invalid(path.string() + ": not an Ed25519 key");
-  return key;
+  return detail::load_ed25519_private_key(path, " (an owner directory holds owner.key and owner.crt)");
 }
 
 std::optional<std::string> read_if_present(const fs::path& path, uint64_t max_bytes) {
@@ -184,9 +122,9 @@ PackageSignature describe(X509* cert, const std::string& owner_id) {
   PackageSignature s;
   s.owner_id = owner_id;
   s.owner_subject = subject_of(cert);
-  s.not_before = time_text(X509_get0_notBefore(cert));
-  s.not_after = time_text(X509_get0_notAfter(cert));
-  s.certificate_valid_now = valid_now(cert);
+  s.not_before = certificate_time_text(X509_get0_notBefore(cert));
+  s.not_after = certificate_time_text(X509_get0_notAfter(cert));
+  s.certificate_valid_now = within_validity(cert);
   return s;
 }
 
@@ -200,15 +138,15 @@ PackageSignature sign_package(const std::filesystem::path& package_dir, const st
   std::error_code ec;
   if (!fs::is_directory(owner_dir, ec)) throw_not_found(owner_dir.string() + ": no such owner directory");
   PkeyPtr key = load_owner_key(key_path);
-  X509Ptr cert = parse_cert(read_small_file(cert_path, kMaxPemBytes), cert_path.string());
-  const std::string owner_id = check_owner_cert(cert.get(), cert_path.string());
+  X509Ptr cert = detail::load_certificate(cert_path, "");
+  const std::string owner_id = check_owner_certificate(cert.get(), cert_path.string());
   if (X509_check_private_key(cert.get(), key.get()) != 1) {
     ERR_clear_error();
     throw_invalid(key_path.string() + ": does not match " + cert_path.string());
   }
-  if (!valid_now(cert.get())) {
-    throw_invalid(cert_path.string() + ": expired or not yet valid (" + time_text(X509_get0_notBefore(cert.get())) +
-                  " to " + time_text(X509_get0_notAfter(cert.get())) + "); a signature made with it would be refused");
+  if (!within_validity(cert.get())) {
+    throw_invalid(cert_path.string() + ": expired or not yet valid (" + certificate_time_text(X509_get0_notBefore(cert.get())) +
+                  " to " + certificate_time_text(X509_get0_notAfter(cert.get())) + "); a signature made with it would be refused");
   }
   const fs::path manifest_path = package_dir / std::string(kManifestFileName);
   if (!fs::exists(manifest_path, ec)) throw_not_found(manifest_path.string() + ": missing (not a package directory)");
@@ -221,7 +159,7 @@ PackageSignature sign_package(const std::filesystem::path& package_dir, const st
   nlohmann::ordered_json doc = {
       {"schema_version", kSignatureSchemaVersion},
       {"owner_id", owner_id},
-      {"owner_certificate", cert_to_pem(cert.get())},
+      {"owner_certificate", certificate_pem(cert.get())},
       {"manifest_sha256", out.manifest_sha256},
       {"signed_at_unix_secs", out.signed_at_unix_secs},
       {"signature", base64(ed25519_sign(key.get(), manifest))},
@@ -253,13 +191,13 @@ std::optional<PackageSignature> read_package_signature(const std::filesystem::pa
     throw_invalid(where + ": \"signed_at_unix_secs\" must be an integer");
   }
   const std::string cert_pem = str("owner_certificate");
-  X509Ptr cert = parse_cert(cert_pem, where + " owner_certificate");
-  if (cert_to_pem(cert.get()) != cert_pem) {
+  X509Ptr cert = parse_certificate_pem(cert_pem, where + " owner_certificate");
+  if (certificate_pem(cert.get()) != cert_pem) {
     // One certificate, as `sign` writes it: nothing before or after it (a
     // second PEM block would ride along unsigned).
     throw_invalid(where + ": \"owner_certificate\" must be exactly one PEM certificate, with nothing before or after it");
   }
-  const std::string owner_id = check_owner_cert(cert.get(), where + " owner_certificate");
+  const std::string owner_id = check_owner_certificate(cert.get(), where + " owner_certificate");
   if (doc.contains("owner_id") && doc["owner_id"] != owner_id) {
     throw_integrity(where + ": owner_id " + doc["owner_id"].dump() + " is not the certificate's key (" + owner_id + ")");
   }
@@ -316,14 +254,12 @@ std::vector<TrustAnchor> load_trust_anchors(const std::vector<std::filesystem::p
   using namespace package_signature_detail;
   std::vector<TrustAnchor> out;
   for (const auto& file : certs) {
-    std::error_code ec;
-    if (!fs::exists(file, ec)) throw_not_found(file.string() + ": missing (a trusted signer's owner.crt)");
-    X509Ptr cert = parse_cert(read_small_file(file, kMaxPemBytes), file.string());
+    X509Ptr cert = detail::load_certificate(file, " (a trusted signer's owner.crt)");
     TrustAnchor a;
     a.file = file;
-    a.owner_id = check_owner_cert(cert.get(), file.string());
-    a.valid_now = valid_now(cert.get());
-    a.not_after = time_text(X509_get0_notAfter(cert.get()));
+    a.owner_id = check_owner_certificate(cert.get(), file.string());
+    a.valid_now = within_validity(cert.get());
+    a.not_after = certificate_time_text(X509_get0_notAfter(cert.get()));
     out.push_back(std::move(a));
   }
   return out;

@@ -3,8 +3,8 @@
 // evidence to the resolver").
 #include <algorithm>
 #include <array>
-#include <set>
 
+#include "format/manifest_json.h"
 #include "generation/wording.h"
 #include "skippy/error.h"
 #include "util/file.h"
@@ -27,31 +27,13 @@ constexpr std::array<std::string_view, 4> kBuiltinNames = {"reference", "cpu", "
   throw_invalid(msg + ": " + problem);
 }
 
-// Strict JSON: no duplicate keys, bounded nesting, errors naming the origin.
+// Strict JSON (the one rule, format/manifest_json.h: no duplicate keys,
+// bounded nesting, errors naming the origin), after a size bound.
 json parse_strict(std::string_view text, std::string_view origin) {
   if (text.size() > kBackendFileMaxBytes) {
     fail(origin, "", std::to_string(text.size()) + " bytes; the limit is " + std::to_string(kBackendFileMaxBytes));
   }
-  std::vector<std::set<std::string>> open_objects;
-  auto callback = [&](int depth, json::parse_event_t event, json& parsed) -> bool {
-    if (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) {
-      if (depth >= kBackendJsonMaxDepth) fail(origin, "", "JSON nesting deeper than 8 levels");
-      if (event == json::parse_event_t::object_start) open_objects.emplace_back();
-    } else if (event == json::parse_event_t::object_end && !open_objects.empty()) {
-      open_objects.pop_back();
-    } else if (event == json::parse_event_t::key && !open_objects.empty() &&
-               !open_objects.back().insert(parsed.get<std::string>()).second) {
-      fail(origin, "", "duplicate key \"" + parsed.get<std::string>() + "\"");
-    }
-    return true;
-  };
-  try {
-    return json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true, /*ignore_comments=*/false);
-  } catch (const json::exception& e) {
-    std::string why = e.what();
-    if (const size_t pos = why.find("] "); pos != std::string::npos) why.erase(0, pos + 2);
-    fail(origin, "", "not valid JSON: " + why);
-  }
+  return manifest_detail::parse_strict_json(text, manifest_detail::FieldReader(std::string(origin)), kBackendJsonMaxDepth);
 }
 
 }  // namespace

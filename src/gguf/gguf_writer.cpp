@@ -39,7 +39,81 @@ std::vector<uint8_t> encode_scalar(T v) {
   return out;
 }
 
+// An array's head: element type, count.
+std::vector<uint8_t> array_head(GgufType element, size_t count, size_t element_bytes) {
+  std::vector<uint8_t> out;
+  out.reserve(12 + count * element_bytes);
+  put<uint32_t>(out, static_cast<uint32_t>(element));
+  put<uint64_t>(out, count);
+  return out;
+}
+
+bool is_integer_type(GgufType t) noexcept {
+  return t != GgufType::kFloat32 && t != GgufType::kFloat64 && gguf_scalar_size(t) != 0;
+}
+
+bool is_signed_type(GgufType t) noexcept {
+  return t == GgufType::kInt8 || t == GgufType::kInt16 || t == GgufType::kInt32 || t == GgufType::kInt64;
+}
+
+[[noreturn]] void array_misuse(GgufType element, const std::string& why) {
+  throw Error(ErrorKind::kUsage, "GGUF array of type " + std::to_string(static_cast<uint32_t>(element)) + ": " + why);
+}
+
 }  // namespace
+
+std::vector<uint8_t> gguf_encode_array(GgufType element, std::span<const uint64_t> values) {
+  if (!is_integer_type(element)) array_misuse(element, "not an integer or bool element type");
+  const size_t width = gguf_scalar_size(element);
+  const uint64_t max = element == GgufType::kBool ? 1
+                       : width == 8               ? UINT64_MAX
+                                                  : (uint64_t{1} << (8 * width - (is_signed_type(element) ? 1 : 0))) - 1;
+  auto out = array_head(element, values.size(), width);
+  for (const uint64_t v : values) {
+    if (v > max) array_misuse(element, "value " + std::to_string(v) + " does not fit");
+    if (width == 8 && is_signed_type(element) && v > uint64_t{INT64_MAX}) array_misuse(element, "value " + std::to_string(v) + " does not fit");
+    put_bytes(out, &v, width);  // little-endian: the low bytes
+  }
+  return out;
+}
+
+std::vector<uint8_t> gguf_encode_array(GgufType element, std::span<const int64_t> values) {
+  if (!is_integer_type(element) || element == GgufType::kBool) array_misuse(element, "not an integer element type");
+  const size_t width = gguf_scalar_size(element);
+  const bool sign = is_signed_type(element);
+  const int64_t hi = width == 8 ? INT64_MAX : static_cast<int64_t>((uint64_t{1} << (8 * width - (sign ? 1 : 0))) - 1);
+  const int64_t lo = !sign ? 0 : width == 8 ? INT64_MIN : -hi - 1;
+  auto out = array_head(element, values.size(), width);
+  for (const int64_t v : values) {
+    if (v < lo || v > hi) array_misuse(element, "value " + std::to_string(v) + " does not fit");
+    put_bytes(out, &v, width);  // two's complement, little-endian: the low bytes
+  }
+  return out;
+}
+
+std::vector<uint8_t> gguf_encode_array(GgufType element, std::span<const double> values) {
+  auto out = array_head(element, values.size(), gguf_scalar_size(element));
+  if (element == GgufType::kFloat32) {
+    for (const double v : values) put<float>(out, static_cast<float>(v));
+  } else if (element == GgufType::kFloat64) {
+    for (const double v : values) put<double>(out, v);
+  } else {
+    array_misuse(element, "not a float element type");
+  }
+  return out;
+}
+
+std::vector<uint8_t> gguf_encode_string_array(std::span<const std::string_view> values) {
+  auto out = array_head(GgufType::kString, values.size(), 8);
+  for (const auto v : values) put_string(out, v);
+  return out;
+}
+
+std::vector<uint8_t> gguf_encode_string_array(std::span<const std::string> values) {
+  auto out = array_head(GgufType::kString, values.size(), 8);
+  for (const auto& v : values) put_string(out, v);
+  return out;
+}
 
 GgufBytes::GgufBytes(std::vector<uint8_t> own) : own_(std::move(own)), size_(own_.size()) {
   if (!own_.empty()) pieces_.push_back({nullptr, 0, own_.size()});
@@ -117,6 +191,22 @@ void GgufWriter::add_bool(std::string key, bool v) {
 }
 void GgufWriter::add_string(std::string key, std::string_view v) {
   add_kv(std::move(key), GgufType::kString, gguf_encode_string(v));
+}
+
+void GgufWriter::add_array(std::string key, GgufType element, std::span<const uint64_t> values) {
+  add_kv(std::move(key), GgufType::kArray, gguf_encode_array(element, values));
+}
+void GgufWriter::add_array(std::string key, GgufType element, std::span<const int64_t> values) {
+  add_kv(std::move(key), GgufType::kArray, gguf_encode_array(element, values));
+}
+void GgufWriter::add_array(std::string key, GgufType element, std::span<const double> values) {
+  add_kv(std::move(key), GgufType::kArray, gguf_encode_array(element, values));
+}
+void GgufWriter::add_string_array(std::string key, std::span<const std::string_view> values) {
+  add_kv(std::move(key), GgufType::kArray, gguf_encode_string_array(values));
+}
+void GgufWriter::add_string_array(std::string key, std::span<const std::string> values) {
+  add_kv(std::move(key), GgufType::kArray, gguf_encode_string_array(values));
 }
 
 bool GgufWriter::has_kv(std::string_view key) const noexcept {

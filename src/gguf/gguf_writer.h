@@ -87,6 +87,12 @@ class GgufWriter {
   void add_u16(std::string key, uint16_t v);
   void add_bool(std::string key, bool v);
   void add_string(std::string key, std::string_view v);
+  // Arrays (gguf_encode_array, gguf_encode_string_array below).
+  void add_array(std::string key, GgufType element, std::span<const uint64_t> values);
+  void add_array(std::string key, GgufType element, std::span<const int64_t> values);
+  void add_array(std::string key, GgufType element, std::span<const double> values);
+  void add_string_array(std::string key, std::span<const std::string_view> values);
+  void add_string_array(std::string key, std::span<const std::string> values);
   bool has_kv(std::string_view key) const noexcept;
 
   // Tensors: validates name, dims and type (Error(kInvalidInput)); `source`
@@ -120,7 +126,18 @@ class GgufWriter {
   uint64_t data_size_ = 0;
 };
 
-// Encoders for building values by hand (tests, new keys).
+// Encoders for building values by hand (tests, new keys), each without its
+// type tag.
 std::vector<uint8_t> gguf_encode_string(std::string_view s);
+// An array of `element`, a fixed-size type: integers (and bool: 0 or 1)
+// from unsigned or signed values, which must fit the element type; float32
+// and float64 from doubles. Any other element type, or a value that does not
+// fit, is Error(kUsage).
+std::vector<uint8_t> gguf_encode_array(GgufType element, std::span<const uint64_t> values);
+std::vector<uint8_t> gguf_encode_array(GgufType element, std::span<const int64_t> values);
+std::vector<uint8_t> gguf_encode_array(GgufType element, std::span<const double> values);
+// An array of strings.
+std::vector<uint8_t> gguf_encode_string_array(std::span<const std::string_view> values);
+std::vector<uint8_t> gguf_encode_string_array(std::span<const std::string> values);
 
 }  // namespace skippy

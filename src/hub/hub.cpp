@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "hub/http.h"
+#include "hub/hub_status.h"
 #include "hub/ranged_fetch.h"
 #include "hub/retry.h"
 #include "util/env.h"
@@ -33,10 +34,7 @@ using detail::retry_status;
 constexpr unsigned kMaxRedirects = 5;
 
 // ": <the server's reason>" (an S3 <Message>, the body's first line...), or "".
-std::string storage_message(const HttpResponse& r) {
-  const std::string d = detail::server_reason(r);
-  return d.empty() ? d : ": " + d;
-}
+using detail::reason_tail;
 
 // What a HEAD on a resolve URL told us about one file.
 struct FileMeta {
@@ -73,41 +71,32 @@ class HubRepo {
   [[noreturn]] void fail_status(const HttpResponse& r, const std::string& url, const std::string& rev,
                                 const std::string& path) const {
     const std::string code = r.header("x-error-code").value_or("");
-    std::string detail = r.header("x-error-message").value_or("");
-    if (detail.empty()) {
-      try {
-        const auto j = nlohmann::json::parse(r.body);
-        if (j.is_object() && j.contains("error") && j["error"].is_string()) detail = j["error"].get<std::string>();
-      } catch (const std::exception&) {
-      }
-    }
+    const std::string tail = detail::reason_tail(r);
     const std::string where = "hf://" + repo;
     if (code == "GatedRepo") {
-      throw Error(ErrorKind::kUnauthorized, where + " is a gated repository: " +
+      detail::throw_hub_error(r, ErrorKind::kUnauthorized, where + " is a gated repository: " +
                     (cfg.token ? std::string("the token in use (HF_TOKEN) has not been granted access; request access at ")
                                : std::string("accept its conditions at ")) +
                     cfg.endpoint + "/" + repo + (cfg.token ? "" : " and set HF_TOKEN to a token of that account"));
     }
     if (code == "RepoNotFound") {
-      throw_not_found(where + ": repository not found on " + cfg.endpoint +
+      detail::throw_hub_error(r, ErrorKind::kNotFound, where + ": repository not found on " + cfg.endpoint +
                       (cfg.token ? " (or the token in use cannot see it)" : " (if it is private, set HF_TOKEN)"));
     }
-    if (code == "RevisionNotFound") throw_not_found(where + ": revision \"" + rev + "\" not found (use a commit, branch or tag)");
+    if (code == "RevisionNotFound") {
+      detail::throw_hub_error(r, ErrorKind::kNotFound, where + ": revision \"" + rev + "\" not found (use a commit, branch or tag)");
+    }
     if (code == "EntryNotFound") {
-      throw_not_found(where + "@" + rev + ": no file \"" + path + "\"" +
+      detail::throw_hub_error(r, ErrorKind::kNotFound, where + "@" + rev + ": no file \"" + path + "\"" +
                       (path == "model-package.json" ? " (is this a layer package repository?)" : ""));
     }
     if (r.status == 401) {
-      throw Error(ErrorKind::kUnauthorized, where + ": authentication required (HTTP 401)" +
-                    std::string(cfg.token ? "; the token in use (HF_TOKEN) was refused" : "; set HF_TOKEN") +
-                    (detail.empty() ? "" : ": " + detail));
+      detail::throw_hub_status(r, where + ": authentication required (HTTP 401)" +
+                    std::string(cfg.token ? "; the token in use (HF_TOKEN) was refused" : "; set HF_TOKEN") + tail);
     }
-    if (r.status == 403) {
-      throw Error(ErrorKind::kUnauthorized, where + ": access denied (HTTP 403)" + (detail.empty() ? "" : ": " + detail));
-    }
-    if (r.status == 404) throw_not_found(where + "@" + rev + ": \"" + path + "\" not found (HTTP 404)");
-    throw Error(retry_status(r.status) ? ErrorKind::kTransport : ErrorKind::kInvalidInput,
-                where + ": HTTP " + std::to_string(r.status) + " from " + url + (detail.empty() ? "" : ": " + detail));
+    if (r.status == 403) detail::throw_hub_status(r, where + ": access denied (HTTP 403)" + tail);
+    if (r.status == 404) detail::throw_hub_status(r, where + "@" + rev + ": \"" + path + "\" not found (HTTP 404)");
+    detail::throw_hub_status(r, where + ": HTTP " + std::to_string(r.status) + " from " + url + tail);
   }
 
   // One request with retries for transport errors, 429 and 5xx.
@@ -287,7 +276,7 @@ class HubRepo {
         // A signed storage URL that expired (or was refused): ask the Hub
         // for a fresh one, which must describe the same bytes.
         have_at_refresh = w.have();
-        failure = "storage answered HTTP " + std::to_string(r.status) + storage_message(r);
+        failure = "storage answered HTTP " + std::to_string(r.status) + reason_tail(r);
         const FileMeta fresh = head(commit, path);
         if (fresh.etag != meta.etag || fresh.size != meta.size || fresh.commit != meta.commit) {
           throw_integrity(what + ": the Hub changed its answer during the download (etag " + meta.etag + " -> " +
@@ -298,14 +287,14 @@ class HubRepo {
         continue;
       }
       if (retry_status(r.status)) {
-        failure = "HTTP " + std::to_string(r.status) + storage_message(r);
+        failure = "HTTP " + std::to_string(r.status) + reason_tail(r);
         pause(attempt, &r);
         continue;
       }
       if (!meta.token_allowed) {
-        throw Error(r.status == 401 || r.status == 403 ? ErrorKind::kUnauthorized : ErrorKind::kTransport,
-                    what + ": the storage host " + detail::url_origin(meta.download_url) + " answered HTTP " +
-                        std::to_string(r.status) + storage_message(r));
+        detail::throw_hub_error(r, r.status == 401 || r.status == 403 ? ErrorKind::kUnauthorized : ErrorKind::kTransport,
+                                what + ": the storage host " + detail::url_origin(meta.download_url) + " answered HTTP " +
+                                    std::to_string(r.status) + reason_tail(r));
       }
       fail_status(r, meta.download_url, commit, path);
     }

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "hub/http.h"
+#include "hub/hub_status.h"
 #include "hub/hub_write_api.h"
 #include "hub/lfs_upload.h"
 #include "hub/retry.h"
@@ -63,9 +64,6 @@ std::string pread_all(int fd, uint64_t offset, size_t n, const fs::path& path) {
 
 bool is_http_url(const std::string& u) { return u.starts_with("http://") || u.starts_with("https://"); }
 
-// The server's own words about a failure (X-Error-Message, {"error"}, an
-// S3 <Message>, the body's first line), kept short.
-std::string server_detail(const HttpResponse& r) { return detail::server_reason(r); }
 
 json parse_json(const HttpResponse& r, const std::string& what) {
   try {
@@ -167,8 +165,7 @@ class HubPublisher::Impl {
     const std::string what = where_ + ": checking the token (whoami)";
     const auto r = call("GET", cfg_.endpoint + "/api/whoami-v2", "", what);
     if (r.status == 401) {
-      throw Error(ErrorKind::kUnauthorized, where_ + ": the token in use (HF_TOKEN) was refused by " + cfg_.endpoint +
-                                                (server_detail(r).empty() ? "" : ": " + server_detail(r)));
+      detail::throw_hub_status(r, where_ + ": the token in use (HF_TOKEN) was refused by " + cfg_.endpoint + detail::reason_tail(r));
     }
     if (r.status == 404) return;  // a Hub without whoami (a mirror): its write endpoints decide
     if (r.status != 200) fail(r, what);
@@ -272,6 +269,9 @@ class HubPublisher::Impl {
 
   void record_error(const Error& e) {
     std::lock_guard g(mu_);
+    // Under the lock: commit() and failed() see the failure only once the
+    // callback has run (it must not call back into the publisher).
+    if (errors_.empty() && settings_.on_failure) settings_.on_failure(e);
     errors_.push_back(e);
     cv_.notify_all();
   }
@@ -493,9 +493,9 @@ class HubPublisher::Impl {
       }
       // A 4xx from storage: most often an expired signed URL. Ask for fresh ones.
       if (t.refreshes++ >= kMaxRefreshes) {
-        throw Error(refused->status == 401 || refused->status == 403 ? ErrorKind::kUnauthorized : ErrorKind::kTransport,
-                    what + ": the storage host " + detail::url_origin(href) + " answered HTTP " +
-                        std::to_string(refused->status) + (server_detail(*refused).empty() ? "" : ": " + server_detail(*refused)));
+        detail::throw_hub_error(*refused, refused->status == 401 || refused->status == 403 ? ErrorKind::kUnauthorized : ErrorKind::kTransport,
+                                what + ": the storage host " + detail::url_origin(href) + " answered HTTP " +
+                                    std::to_string(refused->status) + detail::reason_tail(*refused));
       }
       batch({t.item}, &t);
       if (t.upload.is_null()) {

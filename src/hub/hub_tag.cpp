@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hub/http.h"
+#include "hub/hub_status.h"
 #include "hub/retry.h"
 #include "skippy/error.h"
 #include "skippy/hf_ref.h"
@@ -18,10 +19,7 @@ std::vector<std::string> headers(const HubConfig& hub) {
   return h;
 }
 
-std::string reason(const detail::HttpResponse& r) {
-  const std::string d = detail::server_reason(r);
-  return "HTTP " + std::to_string(r.status) + (d.empty() ? "" : ": " + d);
-}
+std::string reason(const detail::HttpResponse& r) { return "HTTP " + std::to_string(r.status) + detail::reason_tail(r); }
 
 // The commit a tag names now (GET /api/models/{repo}/refs), or "" when the
 // repository has no such tag or the answer says nothing usable.
@@ -95,15 +93,14 @@ TagResult tag_hub_commit(const HubConfig& hub, const std::string& repo, const st
       out.created = false;
       return out;
     }
-    throw Error(ErrorKind::kInvalidInput,
+    detail::throw_hub_error(r, ErrorKind::kInvalidInput,
                 what + ": refused: tag " + tag + " already exists" + (at.empty() ? "" : " on commit " + at) +
                     " (" + reason(r) + "); a tag names one revision and is never moved: pick a new name "
                     "(a tag per source revision), or delete the old tag on the Hub first");
   }
-  if (r.status == 401) throw Error(ErrorKind::kUnauthorized, what + ": the token in use (HF_TOKEN) was refused (" + reason(r) + ")");
-  if (r.status == 403) throw Error(ErrorKind::kUnauthorized, what + ": access denied (" + reason(r) + "); tagging needs write access to " + repo);
-  if (r.status == 404) throw_not_found(what + ": " + reason(r));
-  throw Error(detail::retry_status(r.status) ? ErrorKind::kTransport : ErrorKind::kInvalidInput, what + ": " + reason(r));
+  if (r.status == 401) detail::throw_hub_status(r, what + ": the token in use (HF_TOKEN) was refused (" + reason(r) + ")");
+  if (r.status == 403) detail::throw_hub_status(r, what + ": access denied (" + reason(r) + "); tagging needs write access to " + repo);
+  detail::throw_hub_status(r, what + ": " + reason(r));
 }
 
 }  // namespace skippy

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "hub/hub_status.h"
 #include "hub/retry.h"
 #include "skippy/error.h"
 
@@ -113,23 +114,18 @@ std::map<std::string, HeadFile> revision_files(const nlohmann::json& j) {
 void throw_write_api_error(const HttpResponse& r, const std::string& what, const std::string& repo,
                            const std::string& branch, const std::string& endpoint) {
   const std::string code = r.header("x-error-code").value_or("");
-  const std::string said = server_reason(r);
-  const std::string tail = said.empty() ? "" : ": " + said;
+  const std::string tail = reason_tail(r);
   if (code == "RepoNotFound") {
-    throw_not_found(what + ": repository " + repo + " not found on " + endpoint +
-                    " (or the token cannot see it); pass --create to create it");
+    throw_hub_error(r, ErrorKind::kNotFound, what + ": repository " + repo + " not found on " + endpoint +
+                                                 " (or the token cannot see it); pass --create to create it");
   }
-  if (code == "RevisionNotFound") throw_not_found(what + ": branch \"" + branch + "\" not found" + tail);
-  if (r.status == 401) {
-    throw Error(ErrorKind::kUnauthorized, what + ": the token in use (HF_TOKEN) was refused (HTTP 401)" + tail);
-  }
+  if (code == "RevisionNotFound") throw_hub_error(r, ErrorKind::kNotFound, what + ": branch \"" + branch + "\" not found" + tail);
+  if (r.status == 401) throw_hub_status(r, what + ": the token in use (HF_TOKEN) was refused (HTTP 401)" + tail);
   if (r.status == 403) {
-    throw Error(ErrorKind::kUnauthorized,
-                what + ": access denied (HTTP 403)" + tail + "; publishing needs a token with write access to " + repo);
+    throw_hub_status(r, what + ": access denied (HTTP 403)" + tail + "; publishing needs a token with write access to " + repo);
   }
-  if (r.status == 404) throw_not_found(what + ": not found (HTTP 404)" + tail);
-  throw Error(retry_status(r.status) ? ErrorKind::kTransport : ErrorKind::kInvalidInput,
-              what + ": HTTP " + std::to_string(r.status) + tail);
+  if (r.status == 404) throw_hub_status(r, what + ": not found (HTTP 404)" + tail);
+  throw_hub_status(r, what + ": HTTP " + std::to_string(r.status) + tail);
 }
 
 }  // namespace skippy::detail

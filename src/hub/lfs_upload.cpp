@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cctype>
 
+#include "hub/hub_status.h"
 #include "skippy/error.h"
 
 namespace skippy::detail {
@@ -21,11 +22,6 @@ bool header_name_ok(const std::string& k) {
   return std::all_of(k.begin(), k.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
   });
-}
-
-std::string reason_tail(const HttpResponse& r) {
-  const std::string d = server_reason(r);
-  return d.empty() ? d : ": " + d;
 }
 
 bool has_authorization(const std::vector<std::string>& headers) {
@@ -164,8 +160,8 @@ void LfsUploader::verify(const json& verify_action, const std::string& sha256, u
   const std::string step = what + " (verify)";
   const auto r = perform_with_retries(req, policy, step, "is " + endpoint + " reachable?");
   if (r.status < 200 || r.status >= 300) {
-    throw Error(r.status == 404 || r.status == 422 ? ErrorKind::kIntegrity : ErrorKind::kTransport,
-                what + ": the Hub did not verify the upload: HTTP " + std::to_string(r.status) + reason_tail(r));
+    throw_hub_error(r, r.status == 404 || r.status == 422 ? ErrorKind::kIntegrity : ErrorKind::kTransport,
+                    what + ": the Hub did not verify the upload: HTTP " + std::to_string(r.status) + reason_tail(r));
   }
 }
 

@@ -1,3 +1,4 @@
+#include "hub/hub_status.h"
 #include "hub/ranged_fetch.h"
 
 #include <algorithm>
@@ -15,12 +16,6 @@ namespace {
 constexpr unsigned kMaxRedirects = 5;
 constexpr uint64_t kMaxRange = uint64_t{64} << 20;
 constexpr uint64_t kRangeAlign = uint64_t{64} << 10;
-
-// ": <the server's reason>" (an S3 <Message>, the body's first line...), or "".
-std::string storage_message(const HttpResponse& r) {
-  const std::string d = server_reason(r);
-  return d.empty() ? d : ": " + d;
-}
 
 bool parse_u64_exact(std::string_view s, uint64_t& v) {
   if (s.empty() || s.size() > 20) return false;
@@ -200,7 +195,7 @@ class RangeWorker {
                              std::to_string(w_.spec().size) + " bytes"));
           return false;
         } else if (retry_status(r.status)) {
-          failure = "HTTP " + std::to_string(r.status) + storage_message(r);
+          failure = "HTTP " + std::to_string(r.status) + reason_tail(r);
         } else {
           refused(r, where);
           return false;
@@ -262,7 +257,7 @@ class RangeWorker {
       g.unlock();
       sh_.fail(Error(r.status == 400 ? ErrorKind::kTransport : ErrorKind::kUnauthorized,
                      what() + ": the storage host " + origin + " answered HTTP " + std::to_string(r.status) +
-                         storage_message(r)));
+                         reason_tail(r) + request_id_note(r)));
       return false;
     }
     g.unlock();
@@ -284,7 +279,7 @@ class RangeWorker {
     if (!where.token_allowed || !o_.refused) {
       sh_.fail(Error(r.status == 401 || r.status == 403 ? ErrorKind::kUnauthorized : ErrorKind::kTransport,
                      what() + ": the storage host " + url_origin(where.url) + " answered HTTP " +
-                         std::to_string(r.status) + storage_message(r)));
+                         std::to_string(r.status) + reason_tail(r) + request_id_note(r)));
       return;
     }
     try {

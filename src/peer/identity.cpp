@@ -18,36 +18,6 @@
 namespace skippy::peer {
 namespace detail {
 
-std::optional<std::string> ed25519_fingerprint(const EVP_PKEY* key) {
-  if (key == nullptr || EVP_PKEY_get_id(key) != EVP_PKEY_ED25519) return std::nullopt;
-  uint8_t raw[32];
-  size_t len = sizeof raw;
-  if (EVP_PKEY_get_raw_public_key(key, raw, &len) != 1 || len != sizeof raw) {
-    ERR_clear_error();
-    return std::nullopt;
-  }
-  return sha256_hex(std::span<const uint8_t>(raw, len));
-}
-
-bool within_validity(const X509* cert) {
-  return X509_cmp_current_time(X509_get0_notBefore(cert)) < 0 && X509_cmp_current_time(X509_get0_notAfter(cert)) > 0;
-}
-
-namespace {
-
-// `owner` issued and signed `leaf`, and is a self-signed Ed25519 CA
-// certificate within its validity period.
-bool verifies_as_owner(X509* owner, X509* leaf) {
-  EVP_PKEY* owner_key = X509_get0_pubkey(owner);
-  const bool ok = owner_key != nullptr && EVP_PKEY_get_id(owner_key) == EVP_PKEY_ED25519 && within_validity(owner) &&
-                  X509_check_ca(owner) >= 1 && X509_check_issued(owner, leaf) == X509_V_OK &&
-                  X509_verify(leaf, owner_key) == 1 && X509_verify(owner, owner_key) == 1;
-  ERR_clear_error();
-  return ok;
-}
-
-}  // namespace
-
 std::optional<ChainIdentity> identify_chain(X509* leaf, STACK_OF(X509)* chain, std::string* why) {
   auto fail = [&](const char* reason) -> std::optional<ChainIdentity> {
     if (why) *why = reason;
@@ -63,7 +33,7 @@ std::optional<ChainIdentity> identify_chain(X509* leaf, STACK_OF(X509)* chain, s
   for (int i = 0; i < n; ++i) {
     X509* c = sk_X509_value(chain, i);
     if (c == leaf || X509_cmp(c, leaf) == 0) continue;
-    if (!verifies_as_owner(c, leaf)) continue;
+    if (!owner_issued(c, leaf)) continue;
     if (auto owner = ed25519_fingerprint(X509_get0_pubkey(c)); owner && *owner != id.node_id) {
       id.owner_id = *owner;
       id.owner_verified = true;
@@ -84,14 +54,10 @@ using detail::X509Ptr;
 
 constexpr long kOwnerValidityDays = 20 * 365;
 constexpr long kNodeValidityDays = 10 * 365;
-constexpr uint64_t kMaxPemBytes = 64 * 1024;
 
 [[noreturn]] void fail_ssl(const std::string& what) { throw_invalid(what + ": " + openssl_errors()); }
 
-struct BioFree {
-  void operator()(BIO* b) const noexcept { BIO_free(b); }
-};
-using BioPtr = std::unique_ptr<BIO, BioFree>;
+using skippy::detail::BioPtr;
 
 std::string bio_text(BIO* b) {
   char* data = nullptr;
@@ -175,12 +141,6 @@ std::string key_pem(EVP_PKEY* key) {
   return bio_text(b.get());
 }
 
-std::string cert_pem(X509* cert) {
-  BioPtr b(BIO_new(BIO_s_mem()));
-  if (!b || PEM_write_bio_X509(b.get(), cert) != 1) fail_ssl("certificate PEM");
-  return bio_text(b.get());
-}
-
 void write_private(const fs::path& path, const std::string& pem) {
   AtomicFile f(path);
   // Before any byte of the key: the temporary is created 0644.
@@ -210,62 +170,12 @@ void prepare_dir(const fs::path& dir) {
   }
 }
 
-std::string read_pem(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw_not_found(path.string() + ": missing");
-  return read_small_file(path, kMaxPemBytes);
-}
 
-X509Ptr load_cert(const fs::path& path) {
-  const std::string pem = read_pem(path);
-  BioPtr b(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  X509Ptr cert(b ? PEM_read_bio_X509(b.get(), nullptr, nullptr, nullptr) : nullptr);
-  if (!cert) fail_ssl(path.string() + ": not a PEM certificate");
-  return cert;
-}
+X509Ptr load_cert(const fs::path& path) { return skippy::detail::load_certificate(path, ""); }
 
-// A private key file: refuses one that group or others may access.
-PkeyPtr load_private_key(const fs::path& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) throw_not_found(path.string() + ": missing");
-    throw_io(path.string() + ": cannot stat");
-  }
-  if (!S_ISREG(st.st_mode)) throw_invalid(path.string() + ": not a regular file");
-  if ((st.st_mode & 0077) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    throw_invalid(path.string() + ": permissions " + mode +
-                  " are too open: group or others may access this private key, so it is refused. Fix: chmod 600 " +
-                  path.string());
-  }
-  const std::string pem = read_pem(path);
-  BioPtr b(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  PkeyPtr key(b ? PEM_read_bio_PrivateKey(b.get(), nullptr, nullptr, nullptr) : nullptr);
-  if (!key) fail_ssl(path.string() + ": not a PEM private key");
-  if (EVP_PKEY_get_id(key.get()) != EVP_PKEY_ED25519) throw_invalid(path.string() + ": not an Ed25519 key");
-  return key;
-}
+PkeyPtr load_private_key(const fs::path& path) { return skippy::detail::load_ed25519_private_key(path, ""); }
 
-std::string not_after_text(const X509* cert) {
-  struct tm t {};
-  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &t) != 1) return {};
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &t);
-  return buf;
-}
-
-// owner.crt must be a self-signed Ed25519 CA certificate.
-std::string check_owner_cert(X509* cert, const fs::path& path) {
-  const std::string id = fingerprint_or_throw(X509_get0_pubkey(cert), path.string());
-  EVP_PKEY* key = X509_get0_pubkey(cert);
-  const bool self_signed = X509_check_issued(cert, cert) == X509_V_OK && X509_verify(cert, key) == 1;
-  const bool ca = X509_check_ca(cert) >= 1;
-  ERR_clear_error();
-  if (!self_signed) throw_invalid(path.string() + ": not a self-signed owner certificate");
-  if (!ca) throw_invalid(path.string() + ": not a CA certificate (an owner certificate signs node certificates)");
-  return id;
-}
+std::string not_after_text(const X509* cert) { return skippy::detail::certificate_time_text(X509_get0_notAfter(cert)); }
 
 bool node_verifies(X509* node, X509* owner) {
   STACK_OF(X509)* chain = sk_X509_new_null();
@@ -288,7 +198,7 @@ IdentityInfo init_owner(const fs::path& dir) {
   const std::string id = fingerprint_or_throw(key.get(), "new owner key");
   X509Ptr cert = make_certificate(key.get(), "skippy owner " + id.substr(0, 16), nullptr, key.get(), true, kOwnerValidityDays);
   write_private(dir / std::string(kOwnerKeyFile), key_pem(key.get()));
-  write_public(dir / std::string(kOwnerCertFile), cert_pem(cert.get()));
+  write_public(dir / std::string(kOwnerCertFile), skippy::detail::certificate_pem(cert.get()));
   return show_identity(dir);
 }
 
@@ -296,7 +206,7 @@ IdentityInfo issue_node(const fs::path& owner_dir, const fs::path& out_dir) {
   const fs::path owner_cert_path = owner_dir / std::string(kOwnerCertFile);
   PkeyPtr owner_key = load_private_key(owner_dir / std::string(kOwnerKeyFile));
   X509Ptr owner_cert = load_cert(owner_cert_path);
-  check_owner_cert(owner_cert.get(), owner_cert_path);
+  detail::check_owner_certificate(owner_cert.get(), owner_cert_path.string());
   if (X509_check_private_key(owner_cert.get(), owner_key.get()) != 1) {
     ERR_clear_error();
     throw_invalid((owner_dir / std::string(kOwnerKeyFile)).string() + ": does not match " + owner_cert_path.string());
@@ -306,8 +216,8 @@ IdentityInfo issue_node(const fs::path& owner_dir, const fs::path& out_dir) {
   const std::string id = fingerprint_or_throw(key.get(), "new node key");
   X509Ptr cert = make_certificate(key.get(), "skippy node " + id.substr(0, 32), owner_cert.get(), owner_key.get(), false, kNodeValidityDays);
   write_private(out_dir / std::string(kNodeKeyFile), key_pem(key.get()));
-  write_public(out_dir / std::string(kNodeCertFile), cert_pem(cert.get()));
-  write_public(out_dir / std::string(kOwnerCertFile), cert_pem(owner_cert.get()));
+  write_public(out_dir / std::string(kNodeCertFile), skippy::detail::certificate_pem(cert.get()));
+  write_public(out_dir / std::string(kOwnerCertFile), skippy::detail::certificate_pem(owner_cert.get()));
   return show_identity(out_dir);
 }
 
@@ -337,7 +247,7 @@ IdentityInfo show_identity(const fs::path& dir) {
   info.kind = IdentityInfo::Kind::kOwner;
   info.certificate = owner_cert;
   X509Ptr cert = load_cert(owner_cert);
-  info.owner_id = check_owner_cert(cert.get(), owner_cert);
+  info.owner_id = detail::check_owner_certificate(cert.get(), owner_cert.string());
   info.owner_verified = true;
   info.not_after = not_after_text(cert.get());
   return info;
@@ -345,7 +255,7 @@ IdentityInfo show_identity(const fs::path& dir) {
 
 std::string owner_id_of_certificate(const fs::path& cert_file) {
   X509Ptr cert = load_cert(cert_file);
-  return check_owner_cert(cert.get(), cert_file);
+  return detail::check_owner_certificate(cert.get(), cert_file.string());
 }
 
 NodeIdentity NodeIdentity::load(const fs::path& dir) {

@@ -12,6 +12,7 @@
 
 #include "skippy/peer_identity.h"
 #include "util/openssl_handles.h"
+#include "util/owner_certificate.h"
 
 namespace skippy::peer::detail {
 
@@ -19,19 +20,19 @@ using skippy::detail::openssl_errors;
 using skippy::detail::PkeyPtr;
 using skippy::detail::X509Ptr;
 
-// Lowercase hex SHA-256 of the raw Ed25519 public key; nullopt when `key`
-// is not an Ed25519 key.
-std::optional<std::string> ed25519_fingerprint(const EVP_PKEY* key);
-
-// True when `cert` is within its validity period now.
-bool within_validity(const X509* cert);
+// The owner-certificate rule and its helpers (one home for the peer side
+// and the package signer).
+using skippy::detail::check_owner_certificate;
+using skippy::detail::ed25519_fingerprint;
+using skippy::detail::owner_issued;
+using skippy::detail::within_validity;
 
 // The identity a certificate chain proves, once TLS has shown the peer holds
 // the leaf's key. The leaf must be an Ed25519 certificate within its
 // validity period (else nullopt, with the reason in *why). The owner is
-// verified when some other certificate of the chain is a self-signed
-// Ed25519 CA certificate within its validity period that issued and signed
-// the leaf.
+// verified when some other certificate of the chain is an owner
+// certificate (util/owner_certificate.h) within its validity period that
+// issued and signed the leaf.
 struct ChainIdentity {
   std::string node_id;
   std::string owner_id;        // empty when no owner certificate verified

@@ -22,6 +22,7 @@
 #include "util/env.h"
 #include "skippy/error.h"
 #include "util/file.h"
+#include "util/io_env.h"
 #include "skippy/manifest.h"
 #include "skippy/package_catalog.h"
 #include "skippy/package_layout.h"
@@ -146,22 +147,35 @@ void check_out_dir(const fs::path& out, bool force) {
   }
 }
 
-// Renames the complete staging directory into place (replacing `out` when
-// it exists: it was checked empty, or --force).
+// Puts the complete staging directory in place. An existing `out` (checked
+// empty, or --force) is swapped with it in one step where the file system
+// can (a reader finds the old output or the new package, whenever a crash
+// comes), else moved aside first; the old one is removed after.
 void install_dir(const fs::path& staging, const fs::path& given) {
   const fs::path out = clean_path(given);
   std::error_code ec;
   const fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  if (fs::exists(out, ec)) {
+    if (detail::io().exchange(staging.c_str(), out.c_str()) == 0) {
+      fsync_directory(parent);
+      fs::remove_all(staging, ec);  // the old output, now under the staging name
+      return;
+    }
+    if (errno != EINVAL && errno != ENOSYS) {
+      throw Error(ErrorKind::kIo, out.string() + ": cannot swap the converted package into place: " + std::strerror(errno));
+    }
+  }
   fs::path old;
   if (fs::exists(out, ec)) {
     old = temporary_path_for(out);
-    fs::rename(out, old, ec);
-    if (ec) throw Error(ErrorKind::kIo, out.string() + ": cannot move aside: " + ec.message());
+    if (detail::io().rename(out.c_str(), old.c_str()) != 0) {
+      throw Error(ErrorKind::kIo, out.string() + ": cannot move aside: " + std::strerror(errno));
+    }
   }
-  fs::rename(staging, out, ec);
-  if (ec) {
-    if (!old.empty()) fs::rename(old, out);
-    throw Error(ErrorKind::kIo, out.string() + ": cannot rename the converted package into place: " + ec.message());
+  if (detail::io().rename(staging.c_str(), out.c_str()) != 0) {
+    const int err = errno;
+    if (!old.empty()) (void)detail::io().rename(old.c_str(), out.c_str());
+    throw Error(ErrorKind::kIo, out.string() + ": cannot rename the converted package into place: " + std::strerror(err));
   }
   fsync_directory(parent);
   if (!old.empty()) fs::remove_all(old, ec);

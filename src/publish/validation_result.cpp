@@ -4,6 +4,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "format/manifest_json.h"
 #include "skippy/error.h"
 #include "util/file.h"
 #include "skippy/package_signature.h"
@@ -16,6 +17,7 @@ namespace validation_result_detail {
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 
+constexpr int kValidationMaxJsonDepth = 16;          // it nests four levels
 constexpr size_t kMaxProblems = 1000;              // a report of a wholly wrong source stays small
 
 std::string utc_text(int64_t secs) {
@@ -75,15 +77,23 @@ std::optional<ValidationResultInfo> read_validation_result(const std::filesystem
   out.file = file;
   const std::string text = read_small_file(file, kValidationMaxBytes);
   out.sha256 = sha256_hex(text);
-  const auto doc = nlohmann::json::parse(text, nullptr, false);
-  auto unreadable = [&](const std::string& why) {
+  auto unreadable_because = [&](const std::string& message) {
     ValidationResultInfo bad;
     bad.file = file;
     bad.sha256 = out.sha256;
-    bad.unreadable = file.string() + ": " + why;
+    bad.unreadable = message;
     return bad;
   };
-  if (doc.is_discarded() || !doc.is_object()) return unreadable("not a JSON object");
+  auto unreadable = [&](const std::string& why) { return unreadable_because(file.string() + ": " + why); };
+  // Strictly, as every JSON a stranger writes (a key twice would let two
+  // readers see two verdicts in the one signed file).
+  nlohmann::json doc;
+  try {
+    doc = manifest_detail::parse_strict_json(text, manifest_detail::FieldReader(file.string()), kValidationMaxJsonDepth);
+  } catch (const Error& e) {
+    return unreadable_because(e.what());
+  }
+  if (!doc.is_object()) return unreadable("not a JSON object");
   if (!doc.contains("schema_version") || doc["schema_version"] != kValidationSchemaVersion) {
     return unreadable("schema_version must be " + std::to_string(kValidationSchemaVersion));
   }

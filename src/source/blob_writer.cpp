@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "skippy/error.h"
+#include "util/io_env.h"
 #include "util/file_lock.h"
 
 namespace skippy::detail {
@@ -66,7 +67,7 @@ std::optional<ByteRanges> load_range_record(const fs::path& path, const BlobSpec
 void pwrite_all(int fd, uint64_t offset, std::span<const uint8_t> data, const BlobSpec& spec, const fs::path& file) {
   size_t done = 0;
   while (done < data.size()) {
-    const auto n = ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    const auto n = io().pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       throw Error(ErrorKind::kIo, spec.what + ": cannot write " + file.string() + ": " + std::strerror(n < 0 ? errno : ENOSPC));
@@ -166,13 +167,13 @@ void BlobWriter::append(std::span<const uint8_t> data) {
 std::optional<std::string> BlobWriter::problem() { return digest_problem(spec_, sha_, git_); }
 
 void BlobWriter::install() {
-  if (::fsync(fd_.get()) != 0) throw_io(incomplete_.string() + ": cannot fsync");
+  if (io().fsync(fd_.get()) != 0) throw_io(incomplete_.string() + ": cannot fsync");
   fd_.close(incomplete_);
   // The bytes are durable before they get their name; the name itself is
   // not fsynced (a crash may lose it, never point it at other bytes: the
   // next run receives again), as huggingface_hub does not either.
   const fs::path blob = cache_.blob_path(spec_.etag);
-  if (::rename(incomplete_.c_str(), blob.c_str()) != 0) throw_io(blob.string() + ": cannot rename the finished download into place");
+  if (io().rename(incomplete_.c_str(), blob.c_str()) != 0) throw_io(blob.string() + ": cannot rename the finished download into place");
 }
 
 namespace {
@@ -497,10 +498,10 @@ std::optional<std::string> RangedBlobWriter::problem() {
 }
 
 void RangedBlobWriter::install() {
-  if (::fsync(fd_.get()) != 0) throw_io(incomplete_.string() + ": cannot fsync");
+  if (io().fsync(fd_.get()) != 0) throw_io(incomplete_.string() + ": cannot fsync");
   fd_.close(incomplete_);
   const fs::path blob = cache_.blob_path(spec_.etag);
-  if (::rename(incomplete_.c_str(), blob.c_str()) != 0) throw_io(blob.string() + ": cannot rename the finished download into place");
+  if (io().rename(incomplete_.c_str(), blob.c_str()) != 0) throw_io(blob.string() + ": cannot rename the finished download into place");
   finished_ = true;
   ::unlink(record_path_.c_str());
 }

@@ -1,11 +1,15 @@
 #include "skippy/hf_cache.h"
 
+#include <cerrno>
+#include <cstring>
+
 #include <unistd.h>
 
 #include <cstdlib>
 
 #include "skippy/error.h"
 #include "util/file.h"
+#include "util/io_env.h"
 #include "skippy/hf_ref.h"
 #include "util/sha256.h"
 
@@ -150,10 +154,10 @@ fs::path HfRepoCache::link(std::string_view commit, std::string_view rel_path, s
   const fs::path tmp = temporary_path_for(file);
   fs::create_symlink(target, tmp, ec);
   if (ec) throw Error(ErrorKind::kIo, tmp.string() + ": cannot create the snapshot symlink: " + ec.message());
-  fs::rename(tmp, file, ec);
-  if (ec) {
-    fs::remove(tmp);
-    throw Error(ErrorKind::kIo, file.string() + ": cannot place the snapshot symlink: " + ec.message());
+  if (detail::io().rename(tmp.c_str(), file.c_str()) != 0) {
+    const int err = errno;
+    fs::remove(tmp, ec);
+    throw Error(ErrorKind::kIo, file.string() + ": cannot place the snapshot symlink: " + std::strerror(err));
   }
   return file;
 }

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "skippy/error.h"
+#include "util/io_env.h"
 
 namespace skippy {
 
@@ -139,7 +140,7 @@ void AtomicFile::write_all(std::span<const uint8_t> data) {
   synced_ = false;
   size_t done = 0;
   while (done < data.size()) {
-    const ssize_t n = ::write(fd_.get(), data.data() + done, data.size() - done);
+    const ssize_t n = detail::io().write(fd_.get(), data.data() + done, data.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw_io(temp_.string() + ": write failed");
@@ -152,7 +153,7 @@ void AtomicFile::pwrite_all(uint64_t offset, std::span<const uint8_t> data) {
   synced_ = false;
   size_t done = 0;
   while (done < data.size()) {
-    const ssize_t n = ::pwrite(fd_.get(), data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    const ssize_t n = detail::io().pwrite(fd_.get(), data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
       throw_io(temp_.string() + ": write failed");
@@ -175,7 +176,7 @@ void AtomicFile::copy_range(const MappedFile& src, uint64_t src_offset, uint64_t
   while (done < same_bytes.size()) {
     off64_t in = static_cast<off64_t>(src_offset + done);
     off64_t out = static_cast<off64_t>(offset + done);
-    const ssize_t n = ::copy_file_range(src.fd(), &in, fd_.get(), &out, same_bytes.size() - done, 0);
+    const ssize_t n = detail::io().copy_file_range(src.fd(), &in, fd_.get(), &out, same_bytes.size() - done, 0);
     if (n > 0) {
       done += static_cast<size_t>(n);
       continue;
@@ -195,7 +196,7 @@ void AtomicFile::start_writeback(uint64_t offset, uint64_t len) noexcept {
 }
 
 void AtomicFile::sync() {
-  if (::fsync(fd_.get()) != 0) throw_io(temp_.string() + ": fsync failed");
+  if (detail::io().fsync(fd_.get()) != 0) throw_io(temp_.string() + ": fsync failed");
   synced_ = true;
 }
 
@@ -203,7 +204,7 @@ void AtomicFile::commit(bool sync_directory) {
   const bool durable = durability_ == Durability::kDurable;
   if (durable && !synced_) sync();
   fd_.close(temp_);
-  if (::rename(temp_.c_str(), final_.c_str()) != 0) throw_io(final_.string() + ": rename failed");
+  if (detail::io().rename(temp_.c_str(), final_.c_str()) != 0) throw_io(final_.string() + ": rename failed");
   committed_ = true;
   if (durable && sync_directory) fsync_directory(final_.parent_path().empty() ? "." : final_.parent_path());
 }
@@ -242,7 +243,7 @@ void write_file_atomic(const fs::path& path, std::string_view contents, Durabili
 void fsync_directory(const fs::path& dir) {
   const Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) return;  // best effort: some filesystems refuse directory fds
-  ::fsync(fd.get());
+  detail::io().fsync(fd.get());
 }
 
 }  // namespace skippy

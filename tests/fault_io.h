@@ -1,0 +1,68 @@
+// Fault injection through the library's I/O seam (src/util/io_env.h), in the
+// spirit of LevelDB's fault-injection Env: count the calls that decide what
+// a crash leaves (write, pwrite, copy_file_range, fsync, rename), fail the
+// Nth, or "crash" at the Nth (it and every later one fail, as if the
+// machine stopped there), then drop what was never fsynced, and look at
+// what a reader would find.
+//
+// The model of a crash: a file keeps the bytes it had at its last fsync
+// (none if it was never synced); renames and exchanges are kept (the
+// writers fsync the directory after them). In this process only, one FaultyIo at a time.
+#pragma once
+
+#include <cerrno>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace skippy::test {
+
+class FaultyIo {
+ public:
+  enum Op : unsigned { kWrite = 1, kFsync = 2, kRename = 4, kAny = 7 };
+
+  // Installs the counting calls (nothing fails yet); the destructor puts
+  // the system's back.
+  FaultyIo();
+  ~FaultyIo();
+  FaultyIo(const FaultyIo&) = delete;
+  FaultyIo& operator=(const FaultyIo&) = delete;
+
+  // The Nth call (1-based) of the kinds in `ops` fails with `err`; the
+  // others go through.
+  void fail_nth(uint64_t n, unsigned ops = kAny, int err = EIO);
+  // The Nth call of the kinds in `ops`, and every call of any kind after
+  // it, fail with EIO: the machine stopped there.
+  void crash_at(uint64_t n, unsigned ops = kAny);
+  // Calls of the kinds in `ops` seen so far.
+  uint64_t count(unsigned ops = kAny) const;
+  bool fired() const;  // a call was failed
+  // The crash's aftermath: every file written through the seam is cut to
+  // what its last fsync made durable. Returns how many files lost bytes.
+  size_t drop_unsynced();
+
+  // The calls (public for the C function pointers in fault_io.cpp).
+  bool before(Op op, int fd, int* err);
+  void after_write(int fd);
+  void after_fsync(int fd);
+  void after_rename(const char* from, const char* to);
+  void after_exchange(const char* a, const char* b);
+
+ private:
+  struct FileState {
+    uint64_t synced = 0;  // size at the last fsync
+  };
+  mutable std::mutex mu_;
+  std::map<std::string, FileState> files_;  // by path
+  uint64_t counts_[3] = {0, 0, 0};
+  uint64_t fail_at_ = 0;
+  unsigned fail_ops_ = kAny;
+  int fail_err_ = EIO;
+  bool crash_ = false;
+  bool crashed_ = false;
+  bool fired_ = false;
+};
+
+}  // namespace skippy::test
