@@ -11,6 +11,7 @@
 #include "skippy/manifest.h"
 #include "skippy/model_source.h"
 #include "util/sha256.h"
+#include "consume/projector_rule.h"
 #include "consume/verification_cache.h"
 
 namespace skippy {
@@ -259,30 +260,16 @@ CatalogStage select_catalog_range(const PackageCatalog& cat, LayerRange range) {
 std::optional<CatalogPart> select_catalog_projector(const OpenedCatalog& pkg, LayerRange range,
                                                     const std::optional<std::string>& path) {
   const PackageCatalog& cat = pkg.catalog;
-  const CatalogArtifact* chosen = nullptr;
-  std::string reason;
-  if (path) {
-    for (const auto& a : cat.artifacts) {
-      if (a.kind == CatalogArtifactKind::kSidecar && a.path == *path) chosen = &a;
-    }
-    if (!chosen) {
-      throw_invalid(pkg.ref + ": projector \"" + *path +
-                    "\" is not declared in the manifest (projectors are never inferred from file names)");
-    }
-    if (!is_known_projector_kind(chosen->sidecar_kind)) {
-      throw_invalid(pkg.ref + ": projector \"" + chosen->path + "\" has kind \"" + chosen->sidecar_kind +
-                    "\", which this runtime does not support; refusing to serve a stage that needs it");
-    }
-    reason = "explicit projector path";
-  } else if (range.start == 0) {
-    for (const auto& a : cat.artifacts) {
-      if (a.kind == CatalogArtifactKind::kSidecar && a.sidecar_kind == kProjectorKindMmproj) {
-        chosen = &a;
-        reason = "first declared mmproj projector (stage 0 or single-stage serving)";
-        break;
-      }
-    }
+  std::vector<const CatalogArtifact*> sidecars;
+  std::vector<consume_detail::DeclaredProjector> declared;
+  for (const auto& a : cat.artifacts) {
+    if (a.kind != CatalogArtifactKind::kSidecar) continue;
+    sidecars.push_back(&a);
+    declared.push_back({a.path, a.sidecar_kind});
   }
+  const auto pick = consume_detail::pick_projector(declared, path, range.start == 0, pkg.ref);
+  const CatalogArtifact* chosen = pick ? sidecars[pick->index] : nullptr;
+  const std::string reason = pick ? pick->reason : std::string();
   if (!chosen) return std::nullopt;
   return CatalogPart{chosen->id, chosen->path, chosen->kind, std::nullopt, chosen->bytes, chosen->sha256, reason, {}};
 }
