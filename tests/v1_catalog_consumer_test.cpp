@@ -43,6 +43,24 @@ void v1cons_expect_one_consumer(const fs::path& dir, const fs::path& scratch) {
       EXPECT_EQ(stage.parts[i].tensors.size(), sel.parts[i].tensor_count) << sel.parts[i].rel_path;
     }
     EXPECT_EQ(stage.notes, sel.notes);
+    // The catalog of only this stage's fragments selects the same stage, and
+    // lists no fragment the stage does not read.
+    const OpenedCatalog lazy = open_catalog_v1(pkg, range);
+    const auto lazy_stage = select_catalog_range(lazy.catalog, range);
+    ASSERT_EQ(lazy_stage.parts.size(), stage.parts.size());
+    for (size_t i = 0; i < stage.parts.size(); ++i) {
+      EXPECT_EQ(lazy_stage.parts[i].rel_path, stage.parts[i].rel_path);
+      EXPECT_EQ(lazy_stage.parts[i].tensors, stage.parts[i].tensors);
+    }
+    ASSERT_EQ(lazy_stage.tensors.size(), stage.tensors.size());
+    for (size_t i = 0; i < stage.tensors.size(); ++i) {
+      EXPECT_EQ(lazy_stage.tensors[i].name, stage.tensors[i].name);
+      EXPECT_EQ(lazy_stage.tensors[i].offset, stage.tensors[i].offset);
+    }
+    EXPECT_EQ(lazy_stage.notes, stage.notes);
+    size_t listed = 0;
+    for (const auto& a : lazy.catalog.artifacts) listed += a.tensors_listed && a.kind != CatalogArtifactKind::kSidecar;
+    EXPECT_EQ(listed, stage.parts.size()) << "only the stage's fragments are read";
     const auto view = StageView::open(sel);
     ASSERT_EQ(stage.tensors.size(), view.tensors().size());
     for (size_t i = 0; i < stage.tensors.size(); ++i) {

@@ -14,8 +14,10 @@ namespace skippy {
 
 // The stage's parts in CatalogStage order (the carrier first unless
 // `include_carrier` is false), each through check_catalog_part (throws its
-// errors): role kMetadata for the carrier and for payload parts without a
-// layer (shared/common.gguf), kLayer with layer_index for layer artifacts;
+// errors): the catalog artifact's role (schema 1: the manifest's; schema
+// 2: kMetadata for the carrier, kLayer with layer_index for layer
+// artifacts, kProjector for a sidecar), kMetadata for a payload part
+// without one (shared/common.gguf);
 // path resolved, bytes and sha256 from the catalog, tensor_count the
 // stage's tensors in it.
 std::vector<StagePart> catalog_stage_parts(const OpenedCatalog& pkg, const CatalogStage& stage, bool include_carrier);

@@ -66,12 +66,17 @@ OpenedCatalog open_local_catalog_v2(const std::filesystem::path& dir);
 // fragments (metadata, embeddings, layers, output) brought through
 // pkg.source in one batch (nothing for a local directory), each through the
 // file rule (check_artifact_file) and its header read; projectors are
-// listed, never read. Throws the file rule's, the source's and the
-// reader's errors, each naming the package and the fragment.
-PackageCatalog read_catalog_v1(const OpenedPackage& pkg);
+// listed, never read. With a `range` (checked as select_stage checks it),
+// only the fragments a stage of that range reads (select_catalog_range's
+// rule: the metadata, the embeddings when it starts at 0 or reads a tied
+// output, its layers, the output when it ends at layer_count) are brought
+// and read: the others keep tensors_listed false. Throws the file rule's,
+// the source's and the reader's errors, each naming the package and the
+// fragment.
+PackageCatalog read_catalog_v1(const OpenedPackage& pkg, std::optional<LayerRange> range = std::nullopt);
 // A schema 1 package as the catalog consumer takes it: its place and
 // read_catalog_v1's catalog.
-OpenedCatalog open_catalog_v1(const OpenedPackage& pkg);
+OpenedCatalog open_catalog_v1(const OpenedPackage& pkg, std::optional<LayerRange> range = std::nullopt);
 
 // One tensor a stage reads: where its bytes are.
 struct TensorLocator {
@@ -114,8 +119,18 @@ struct CatalogStage {
 // (manifest_v1) it picks whole parts, as select_stage does: every tensor of
 // each part the rule picks a tensor of (a tied output loads all of
 // shared/embeddings.gguf), the parts in load order; such a catalog must
-// list every fragment's tensors (Error(kUsage) otherwise).
+// list the tensors of every fragment the range reads (Error(kUsage)
+// otherwise).
 CatalogStage select_catalog_range(const PackageCatalog& catalog, LayerRange range);
+
+// The projector a stage of `range` serves with, as a part (its reason
+// says why): the sidecar at `path` when one is given, which must be
+// declared (projectors are never inferred from file names) and of a kind
+// this runtime supports (Error(kInvalidInput) naming the package
+// otherwise); without a path, the first mmproj sidecar for a stage that
+// owns the input (range starting at 0); nullopt when there is none.
+std::optional<CatalogPart> select_catalog_projector(const OpenedCatalog& pkg, LayerRange range,
+                                                    const std::optional<std::string>& path);
 
 // The artifacts and locators of exactly these tensors (each must be in the
 // catalog, named once; Error(kInvalidInput) naming the first that is not).

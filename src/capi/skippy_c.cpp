@@ -43,9 +43,12 @@ struct skippy_package {
 
 struct skippy_stage {
   skippy_package* package = nullptr;
-  skippy::StageSelection selection;
-  std::optional<skippy::CatalogStage> v2;  // schema 2: the catalog selection
-  std::vector<skippy::StagePart> parts;  // selection.parts + projector
+  // The catalog the stage was selected from: the package's (schema 2), or
+  // the catalog of the fragments this stage reads (schema 1:
+  // open_catalog_v1 with the range; no other fragment is brought).
+  std::shared_ptr<const skippy::OpenedCatalog> opened;
+  skippy::CatalogStage stage;            // the selection, then the projector (if any)
+  std::vector<skippy::StagePart> parts;  // stage.parts, resolved (catalog_stage_parts)
   std::vector<std::string> paths;        // parts[i].path as strings (stable c_str)
   std::string materialized;
 };
@@ -132,9 +135,18 @@ void open_into(skippy_package& p, const char* ref, const skippy::Sources& source
   p.commit = p.place->commit.value_or("");
 }
 
-const char* v2_role(const skippy::CatalogPart& p) {
-  if (p.kind == skippy::CatalogArtifactKind::kCarrier) return "metadata";
-  return p.layer ? "layer" : "common";
+// The catalog opened for a stage of `range`: the package's own (schema 2,
+// aliased, not copied) or a schema 1 catalog of the fragments it reads.
+std::shared_ptr<const skippy::OpenedCatalog> stage_catalog(skippy_package& p, skippy::LayerRange range) {
+  if (p.v2) return {std::shared_ptr<const skippy::OpenedCatalog>(), &*p.v2};
+  return std::make_shared<const skippy::OpenedCatalog>(skippy::open_catalog_v1(p.pkg, range));
+}
+
+// The C API's role name: the catalog's role, "common" for a payload part
+// without one (schema 2's shared/common.gguf).
+const char* role_name(const skippy::PackageCatalog& cat, const skippy::CatalogPart& part) {
+  const auto* a = cat.find_artifact(part.artifact_id);
+  return a && a->role ? skippy::part_role_name(*a->role).data() : "common";  // literals: NUL-terminated
 }
 
 }  // namespace
@@ -253,30 +265,18 @@ skippy_status skippy_stage_select(skippy_package* package, uint32_t layer_start,
   return guarded([&] {
     auto s = std::make_unique<skippy_stage>();
     s->package = package;
-    if (package->v2) {
-      if (projector_path != nullptr) {
-        throw skippy::Error(skippy::ErrorKind::kUsage,
-                            "skippy_stage_select: projectors are not selected for package schema 2 yet (pass NULL)");
-      }
-      s->v2 = skippy::select_catalog_range(package->v2->catalog, {layer_start, layer_end});
-      s->selection.range = {layer_start, layer_end};
-      (void)skippy::provide_catalog_parts(*package->v2, s->v2->parts);  // hf://: brought first
-      // As the CLI's select: hf:// (or SKIPPY_VERIFY_PACKAGE_SHA) verifies
-      // before any path is handed out, cache hits included.
-      (void)skippy::verify_catalog_if_required(*package->v2, s->v2->parts);
-      s->parts = skippy::catalog_stage_parts(*package->v2, *s->v2, /*include_carrier=*/true);
-      s->selection.parts = s->parts;
-      s->selection.notes = s->v2->notes;
-      for (const auto& part : s->parts) s->paths.push_back(part.path.string());
-      *out = s.release();
-      return;
-    }
-    skippy::SelectOptions o;
-    if (projector_path != nullptr) o.projector_path = projector_path;
-    s->selection = skippy::select_stage(package->pkg, {layer_start, layer_end}, o);
-    s->parts = s->selection.parts;
-    if (s->selection.projector) s->parts.push_back(*s->selection.projector);
-    (void)skippy::verify_if_required(package->pkg, s->parts);
+    const skippy::LayerRange range{layer_start, layer_end};
+    s->opened = stage_catalog(*package, range);
+    const auto& opened = *s->opened;
+    s->stage = skippy::select_catalog_range(opened.catalog, range);
+    std::optional<std::string> projector;
+    if (projector_path != nullptr) projector = projector_path;
+    if (auto part = skippy::select_catalog_projector(opened, range, projector)) s->stage.parts.push_back(std::move(*part));
+    (void)skippy::provide_catalog_parts(opened, s->stage.parts);  // hf://: brought first
+    // As the CLI's select: hf:// (or SKIPPY_VERIFY_PACKAGE_SHA) verifies
+    // before any path is handed out, cache hits included.
+    (void)skippy::verify_catalog_if_required(opened, s->stage.parts);
+    s->parts = skippy::catalog_stage_parts(opened, s->stage, /*include_carrier=*/true);
     for (const auto& part : s->parts) s->paths.push_back(part.path.string());
     *out = s.release();
   });
@@ -293,8 +293,7 @@ skippy_status skippy_stage_part(const skippy_stage* stage, size_t index, skippy_
                                       std::to_string(stage->parts.size()) + " parts");
   }
   const auto& p = stage->parts[index];
-  out->role = stage->v2 ? v2_role(stage->v2->parts[index])
-                        : skippy::part_role_name(p.role).data();  // string_views of literals: NUL-terminated
+  out->role = role_name(stage->opened->catalog, stage->stage.parts[index]);
   out->layer_index = p.layer_index ? static_cast<int64_t>(*p.layer_index) : -1;
   out->rel_path = p.rel_path.c_str();
   out->path = stage->paths[index].c_str();
@@ -309,8 +308,7 @@ skippy_status skippy_stage_verify(skippy_stage* stage, int use_cache, uint64_t* 
   return guarded([&] {
     skippy::VerifyOptions o;
     o.use_cache = use_cache != 0;
-    const auto r = stage->v2 ? skippy::verify_catalog_stage_parts(*stage->package->v2, *stage->v2, o)
-                             : skippy::verify_parts(stage->package->pkg, stage->parts, o);
+    const auto r = skippy::verify_catalog_stage_parts(*stage->opened, stage->stage, o);
     if (hashed_bytes != nullptr) *hashed_bytes = r.hashed_bytes;
     if (!r.verified) {
       std::string msg = stage->package->place->ref + ": SHA-256 verification failed:";
@@ -325,10 +323,7 @@ skippy_status skippy_stage_materialize(skippy_stage* stage, const char* out_path
   return guarded([&] {
     skippy::MaterializeOptions o;
     if (out_path != nullptr) o.out = out_path;
-    stage->materialized =
-        (stage->v2 ? skippy::materialize_catalog_stage(*stage->package->v2, *stage->v2, o)
-                   : skippy::materialize_stage(stage->package->pkg, stage->selection, o))
-            .path.string();
+    stage->materialized = skippy::materialize_catalog_stage(*stage->opened, stage->stage, o).path.string();
   });
 }
 

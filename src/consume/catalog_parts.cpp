@@ -8,7 +8,10 @@ std::vector<StagePart> catalog_stage_parts(const OpenedCatalog& pkg, const Catal
   for (const auto& p : stage.parts) {
     if (p.kind == CatalogArtifactKind::kCarrier && !include_carrier) continue;
     StagePart sp;
-    sp.role = p.layer ? PartRole::kLayer : PartRole::kMetadata;
+    // The catalog's role (schema 1: the manifest's); a payload part without
+    // one (schema 2's shared/common.gguf) is metadata.
+    const CatalogArtifact* a = pkg.catalog.find_artifact(p.artifact_id);
+    sp.role = a && a->role ? *a->role : (p.layer ? PartRole::kLayer : PartRole::kMetadata);
     sp.layer_index = p.layer;
     sp.rel_path = p.rel_path;
     sp.path = check_catalog_part(pkg, p);

@@ -11,6 +11,7 @@
 #include "skippy/manifest.h"
 #include "skippy/model_source.h"
 #include "util/sha256.h"
+#include "consume/projector_rule.h"
 #include "consume/verification_cache.h"
 
 namespace skippy {
@@ -124,30 +125,73 @@ OpenedCatalog open_local_catalog_v2(const fs::path& dir) {
   return open_catalog_dir(ref, fs::absolute(dir), boundary);
 }
 
-PackageCatalog read_catalog_v1(const OpenedPackage& pkg) {
-  const auto& m = pkg.manifest;
-  std::vector<const ArtifactEntry*> model = {&m.shared.metadata, &m.shared.embeddings};
-  for (const auto& l : m.layers) model.push_back(&l);
-  model.push_back(&m.shared.output);
-  if (pkg.source) {
-    for (const auto* e : model) {
-      if (!is_safe_relative_path(e->path)) {
-        throw_invalid(pkg.ref + ": artifact path \"" + e->path + "\" is not a safe relative path");
+namespace {
+
+// Reads the headers of these model parts (catalog indexes, in load order)
+// into the catalog, bringing them through pkg.source in one batch first.
+void read_fragments_v1(const OpenedPackage& pkg, PackageCatalog& cat, const std::vector<const ArtifactEntry*>& model,
+                       const std::vector<size_t>& which) {
+  if (pkg.source && !which.empty()) {
+    std::vector<const ArtifactEntry*> want;
+    for (const size_t i : which) {
+      if (!is_safe_relative_path(model.at(i)->path)) {
+        throw_invalid(pkg.ref + ": artifact path \"" + model.at(i)->path + "\" is not a safe relative path");
       }
+      want.push_back(model.at(i));
     }
-    pkg.source->provide(model);
+    pkg.source->provide(want);
   }
-  PackageCatalog cat = catalog_artifacts_v1(m);
-  for (size_t i = 0; i < cat.artifacts.size(); ++i) {
+  for (const size_t i : which) {
     const CatalogArtifact& a = cat.artifacts[i];
-    if (a.kind == CatalogArtifactKind::kSidecar) continue;
-    const ArtifactEntry& e = *model.at(i);  // catalog_artifacts_v1 lists the model parts in this order
-    const fs::path real = check_artifact_file(pkg, e, part_role_name(a.role.value_or(PartRole::kMetadata)));
+    const fs::path real = check_artifact_file(pkg, *model.at(i), part_role_name(a.role.value_or(PartRole::kMetadata)));
     try {
       add_fragment_v1(cat, i, std::make_shared<const GgufFile>(GgufFile::open(real)));
     } catch (const Error& err) {
       throw err.with_context(pkg.ref);
     }
+  }
+}
+
+// Whether a stage of `range` reads the schema 1 part `a` (the tied output's
+// embeddings aside: known once the output part is read).
+bool stage_reads_part_v1(const CatalogArtifact& a, LayerRange range, uint32_t layer_count) {
+  switch (a.role.value_or(PartRole::kMetadata)) {
+    case PartRole::kMetadata: return true;
+    case PartRole::kEmbeddings: return range.start == 0;
+    case PartRole::kLayer: return a.layer && *a.layer >= range.start && *a.layer < range.end;
+    case PartRole::kOutput: return range.end == layer_count;
+    case PartRole::kProjector: return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+PackageCatalog read_catalog_v1(const OpenedPackage& pkg, std::optional<LayerRange> range) {
+  const auto& m = pkg.manifest;
+  if (range) check_stage_range(pkg.ref, *range, m.layer_count);
+  std::vector<const ArtifactEntry*> model = {&m.shared.metadata, &m.shared.embeddings};
+  for (const auto& l : m.layers) model.push_back(&l);
+  model.push_back(&m.shared.output);
+  PackageCatalog cat = catalog_artifacts_v1(m);  // lists the model parts in `model`'s order, then the projectors
+  std::vector<size_t> which;
+  for (size_t i = 0; i < cat.artifacts.size(); ++i) {
+    const CatalogArtifact& a = cat.artifacts[i];
+    if (a.kind == CatalogArtifactKind::kSidecar) continue;
+    if (!range || stage_reads_part_v1(a, *range, m.layer_count)) which.push_back(i);
+  }
+  read_fragments_v1(pkg, cat, model, which);
+  if (range && range->end == m.layer_count && range->start != 0 && cat.find_tensor("output.weight") == nullptr) {
+    // A tied output projection reads the token embeddings (whole part, as select_stage loads it).
+    std::vector<size_t> embeddings;
+    for (size_t i = 0; i < cat.artifacts.size(); ++i) {
+      if (cat.artifacts[i].role == PartRole::kEmbeddings) embeddings.push_back(i);
+    }
+    // Load order keeps the first copy of a repeated global: rebuild with the embeddings in place.
+    PackageCatalog again = catalog_artifacts_v1(m);
+    which.insert(which.begin() + 1, embeddings.begin(), embeddings.end());
+    read_fragments_v1(pkg, again, model, which);
+    cat = std::move(again);
   }
   try {
     for (size_t i = 0; i < cat.artifacts.size(); ++i) check_layer_fragment_v1(cat, i);
@@ -157,10 +201,10 @@ PackageCatalog read_catalog_v1(const OpenedPackage& pkg) {
   return cat;
 }
 
-OpenedCatalog open_catalog_v1(const OpenedPackage& pkg) {
+OpenedCatalog open_catalog_v1(const OpenedPackage& pkg, std::optional<LayerRange> range) {
   OpenedCatalog out;
   static_cast<OpenedPlace&>(out) = pkg;
-  out.catalog = read_catalog_v1(pkg);
+  out.catalog = read_catalog_v1(pkg, range);
   return out;
 }
 
@@ -168,12 +212,16 @@ CatalogStage select_catalog_range(const PackageCatalog& cat, LayerRange range) {
   const std::string who = cat.model_id.empty() ? std::string("package") : cat.model_id;
   check_stage_range(who, range, cat.layer_count);
   const bool schema_v1 = cat.manifest_v1.has_value();
+  const bool tied = cat.find_tensor("output.weight") == nullptr;
   for (const auto& a : cat.artifacts) {
-    if (a.kind != CatalogArtifactKind::kSidecar && !a.tensors_listed) {
+    // Schema 1: the parts this range reads must be listed (read_catalog_v1
+    // with the range lists them, and the tied output's embeddings).
+    const bool needed = !schema_v1 || stage_reads_part_v1(a, range, cat.layer_count) ||
+                        (a.role == PartRole::kEmbeddings && range.end == cat.layer_count && tied);
+    if (a.kind != CatalogArtifactKind::kSidecar && !a.tensors_listed && needed) {
       throw Error(ErrorKind::kUsage, who + ": " + a.path + "'s tensors are not in the catalog (read_catalog_v1 lists them)");
     }
   }
-  const bool tied = cat.find_tensor("output.weight") == nullptr;
   std::vector<std::pair<size_t, std::string>> chosen;
   bool tied_embeddings = false;
   for (size_t i = 0; i < cat.tensors.size(); ++i) {
@@ -207,6 +255,23 @@ CatalogStage select_catalog_range(const PackageCatalog& cat, LayerRange range) {
                       "embeddings");
   }
   return s;
+}
+
+std::optional<CatalogPart> select_catalog_projector(const OpenedCatalog& pkg, LayerRange range,
+                                                    const std::optional<std::string>& path) {
+  const PackageCatalog& cat = pkg.catalog;
+  std::vector<const CatalogArtifact*> sidecars;
+  std::vector<consume_detail::DeclaredProjector> declared;
+  for (const auto& a : cat.artifacts) {
+    if (a.kind != CatalogArtifactKind::kSidecar) continue;
+    sidecars.push_back(&a);
+    declared.push_back({a.path, a.sidecar_kind});
+  }
+  const auto pick = consume_detail::pick_projector(declared, path, range.start == 0, pkg.ref);
+  const CatalogArtifact* chosen = pick ? sidecars[pick->index] : nullptr;
+  const std::string reason = pick ? pick->reason : std::string();
+  if (!chosen) return std::nullopt;
+  return CatalogPart{chosen->id, chosen->path, chosen->kind, std::nullopt, chosen->bytes, chosen->sha256, reason, {}};
 }
 
 CatalogStage select_catalog_tensors(const PackageCatalog& cat, const std::vector<std::string>& names) {

@@ -8,6 +8,7 @@
 #include "skippy/gguf.h"
 #include "skippy/model_source.h"
 #include "util/sha256.h"
+#include "consume/projector_rule.h"
 
 namespace skippy {
 namespace {
@@ -191,26 +192,13 @@ StageSelection select_stage(const OpenedPackage& pkg, LayerRange range, const Se
   // The projector this stage uses (a manifest decision, no files needed).
   const ProjectorEntry* projector = nullptr;
   std::string projector_reason;
-  if (options.projector_path) {
-    for (const auto& p : m.projectors) {
-      if (p.path == *options.projector_path) projector = &p;
-    }
-    if (!projector) {
-      fail(pkg, "projector \"" + *options.projector_path +
-                    "\" is not declared in the manifest (projectors are never inferred from file names)");
-    }
-    if (!is_known_projector_kind(projector->kind)) {
-      fail(pkg, "projector \"" + projector->path + "\" has kind \"" + projector->kind +
-                    "\", which this runtime does not support; refusing to serve a stage that needs it");
-    }
-    projector_reason = "explicit projector path";
-  } else if (owns_input || options.single_stage) {
-    for (const auto& p : m.projectors) {
-      if (p.kind == kProjectorKindMmproj) {
-        projector = &p;
-        projector_reason = "first declared mmproj projector (stage 0 or single-stage serving)";
-        break;
-      }
+  {
+    std::vector<consume_detail::DeclaredProjector> declared;
+    for (const auto& p : m.projectors) declared.push_back({p.path, p.kind});
+    if (auto pick = consume_detail::pick_projector(declared, options.projector_path, owns_input || options.single_stage,
+                                                   pkg.ref)) {
+      projector = &m.projectors[pick->index];
+      projector_reason = std::move(pick->reason);
     }
   }
   // Everything this stage reads, in one batch (a remote source fetches them
