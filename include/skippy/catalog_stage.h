@@ -106,10 +106,14 @@ struct CatalogStage {
 // layer_count; Error(kInvalidInput) otherwise). A stage reads:
 //   blk.N.* with N in range;
 //   the input embeddings (token_embd, token_embd_norm, position_embd,
-//     token_types, per-layer input embeddings) when the range starts at 0;
+//     token_types, per-layer input embeddings, altup_proj) when the range
+//     starts at 0, on no other stage;
 //   output and output_norm when it ends at layer_count, and then also
 //     token_embd.weight when the output is tied to it (no output.weight);
-//   every other tensor without a layer (rope_freqs, ...) on every stage.
+//   every other tensor without a layer (rope_freqs, ...) on every stage;
+//   the NextN/MTP block (the layers holding blk.N.nextn.* tensors) only when
+//   the range ends at layer_count, whichever range holds its layers, as the
+//   reference's runtime loads it only on the stage owning the output.
 // The rule is stage_reads (skippy/package_layout.h). On a schema 1 catalog
 // (manifest_v1) it picks whole parts, as select_stage does: every tensor of
 // each part the rule picks a tensor of (a tied output loads all of

@@ -24,6 +24,17 @@ fs::path check_catalog_file(const std::string& ref, const fs::path& root, const 
   return check_package_file(root, boundary, rel, bytes, catalog_file_names(ref, id, rel));
 }
 
+// The layers of the NextN/MTP block: those holding a blk.N.nextn.* tensor.
+std::set<uint32_t> nextn_block_layers(const PackageCatalog& cat) {
+  std::set<uint32_t> out;
+  for (const auto& t : cat.tensors) {
+    if (!t.layer) continue;
+    const std::string prefix = "blk." + std::to_string(*t.layer) + ".nextn.";
+    if (t.name.starts_with(prefix)) out.insert(*t.layer);
+  }
+  return out;
+}
+
 enum class StageNeed { kNo, kEveryStage, kInput, kOutput, kTiedOutput, kLayer };
 
 // Builds the stage's parts from the tensors it reads (with the reason each
@@ -174,10 +185,18 @@ CatalogStage select_catalog_range(const PackageCatalog& cat, LayerRange range) {
     }
   }
   const bool tied = cat.find_tensor("output.weight") == nullptr;
+  const std::set<uint32_t> nextn = nextn_block_layers(cat);
+  const bool owns_output = range.end == cat.layer_count;
   std::vector<std::pair<size_t, std::string>> chosen;
   bool tied_embeddings = false;
   for (size_t i = 0; i < cat.tensors.size(); ++i) {
     const CatalogTensor& t = cat.tensors[i];
+    if (t.layer && nextn.contains(*t.layer)) {
+      // The reference's runtime loads the NextN/MTP block (load_mtp) only
+      // on the stage that owns the output: whichever ranges hold its layers.
+      if (owns_output) chosen.emplace_back(i, "the NextN/MTP block: only the final stage holds it");
+      continue;
+    }
     // A blk.N name always has t.layer; the tied output reads only token_embd.weight.
     const TensorRole role = t.layer ? TensorRole::kLayer : classify_tensor(t.name).role;
     const bool owns_input = range.start == 0;
