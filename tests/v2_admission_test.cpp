@@ -15,6 +15,7 @@
 #include "skippy/catalog_stage.h"
 #include "skippy/error.h"
 #include "skippy/gguf.h"
+#include "skippy/stage_admission.h"
 #include "test_util.h"
 #include "util/file.h"
 
@@ -100,6 +101,105 @@ TEST(V2Residency, NextnBlockOnlyOnTheFinalStage) {
   const auto plain = open_local_catalog_v2(tmp2.path() / "pkg");
   EXPECT_TRUE(stage_tensor_names(select_catalog_range(plain.catalog, {2, 4})).contains("blk.3.nextn.eh_proj.weight"));
   EXPECT_TRUE(any_of_layer(stage_tensor_names(select_catalog_range(plain.catalog, {0, 3})), "blk.2."));
+}
+
+void expect_admission_refused(std::string_view text, const std::string& needle) {
+  try {
+    (void)parse_stage_admission(text, "stage.json");
+    ADD_FAILURE() << "parsed, expected a refusal containing: " << needle;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("stage.json"), std::string::npos) << e.what();
+  }
+}
+
+const std::string kSomeId = "sha256:" + std::string(64, 'a');
+
+TEST(V2Admission, ParsesAndSerializesAsTheReference) {
+  const std::string text = R"({"package_id":")" + kSomeId +
+                           R"(","resident_tensor_ids":["blk.0.attn_k.weight","blk.0.attn_q.weight","token_embd.weight"],)"
+                           R"("sidecars":[{"kind":"mmproj","artifact_id":"mmproj-b"},{"kind":"mmproj","artifact_id":"mmproj-a","name":"vision"}]})";
+  const auto a = parse_stage_admission(text, "stage.json");
+  EXPECT_EQ(a.package_id, kSomeId);
+  ASSERT_EQ(a.resident_tensor_ids.size(), 3u);
+  ASSERT_EQ(a.sidecars.size(), 2u);
+  EXPECT_FALSE(a.sidecars[0].name.has_value());
+  EXPECT_EQ(a.sidecars[1].name, "vision");
+  EXPECT_EQ(stage_admission_json(a), text);  // compact, the reference's member order, name left out when none
+  EXPECT_EQ(parse_stage_admission(stage_admission_json(a), "again"), a);
+}
+
+TEST(V2Admission, RefusesWhatTheReferenceRefuses) {
+  const std::string id = R"({"package_id":")" + kSomeId + R"(",)";
+  expect_admission_refused(id + R"("resident_tensor_ids":["b","a"],"sidecars":[]})", "not strictly sorted");
+  expect_admission_refused(id + R"("resident_tensor_ids":["a","a"],"sidecars":[]})", "named twice");
+  expect_admission_refused(id + R"("resident_tensor_ids":[],"sidecars":[{"kind":"mmproj","artifact_id":"a","name":"x"},)"
+                                R"({"kind":"mmproj","artifact_id":"b"}]})",
+                           "sidecars are not strictly sorted");
+  expect_admission_refused(id + R"("resident_tensor_ids":[],"sidecars":[{"kind":"mmproj","artifact_id":"a"},)"
+                                R"({"kind":"mmproj","artifact_id":"a"}]})",
+                           "sidecars are not strictly sorted");
+  expect_admission_refused(id + R"("resident_tensor_ids":[],"sidecars":[{"kind":"future","artifact_id":"a"}]})",
+                           "unknown sidecar kind");
+  expect_admission_refused(id + R"("resident_tensor_ids":[],"sidecars":[],"layers":"0..2"})", "layers");
+  expect_admission_refused(id + R"("resident_tensor_ids":[],"resident_tensor_ids":[],"sidecars":[]})", "resident_tensor_ids");
+  expect_admission_refused(R"({"package_id":"sha256:AB","resident_tensor_ids":[],"sidecars":[]})", "not a package id");
+  expect_admission_refused(id + R"("sidecars":[]})", "resident_tensor_ids");
+  expect_admission_refused(id + R"("resident_tensor_ids":[1],"sidecars":[]})", "resident_tensor_ids[0]");
+}
+
+TEST(V2Admission, AgainstAPackageRequiredArtifactsAndRefusals) {
+  TempDir tmp;
+  auto o = test::SchemaV2Options{};
+  o.projectors = {test::data_path("llama-tiny-q8_0.gguf")};  // any GGUF serves as a sidecar's bytes
+  const auto written = test::write_schema_v2_package(test::data_path("llama-tiny-q8_0.gguf"), tmp.path() / "pkg", o);
+  const auto pkg = open_local_catalog_v2(tmp.path() / "pkg");
+  const auto& cat = pkg.catalog;
+  ASSERT_EQ(cat.root_v2->sidecars.size(), 1u);
+  // The stage of layers 2..4 as a descriptor: exactly its tensors, sorted.
+  const auto stage = select_catalog_range(cat, {2, 4});
+  auto a = catalog_stage_admission(cat, stage);
+  EXPECT_EQ(a.package_id, cat.package_id);
+  EXPECT_TRUE(std::is_sorted(a.resident_tensor_ids.begin(), a.resident_tensor_ids.end()));
+  EXPECT_EQ(a.resident_tensor_ids.size(), stage.tensors.size());
+  check_stage_admission(a, cat, "stage.json");
+  // Required: the carrier and the two layer artifacts, by id.
+  std::set<std::string> required;
+  for (const size_t i : stage_admission_artifacts(a, cat)) required.insert(cat.artifacts[i].id);
+  std::set<std::string> expected = {cat.artifacts[cat.carrier].id};
+  for (const auto& t : stage.tensors) expected.insert(t.artifact_id);
+  EXPECT_EQ(required, expected);
+  EXPECT_EQ(required.size(), 3u);
+  uint64_t bytes = 0;
+  for (const auto& t : stage.tensors) bytes += t.stored_bytes;
+  EXPECT_EQ(stage_admission_tensor_bytes(a, cat), bytes);
+  // With the package's sidecar: its artifact too, and the stage's parts are the required set.
+  a.sidecars = cat.root_v2->sidecars;
+  const auto with_sidecar = select_catalog_admission(cat, a, "stage.json");
+  std::set<std::string> parts;
+  for (const auto& p : with_sidecar.parts) parts.insert(p.artifact_id);
+  std::set<std::string> required2;
+  for (const size_t i : stage_admission_artifacts(a, cat)) required2.insert(cat.artifacts[i].id);
+  EXPECT_EQ(parts, required2);
+  EXPECT_EQ(required2.size(), 4u);
+  auto refused = [&](StageAdmission bad, const std::string& needle) {
+    try {
+      check_stage_admission(bad, cat, "stage.json");
+      ADD_FAILURE() << "admitted, expected: " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  auto other = a;
+  other.package_id = kSomeId;
+  refused(other, "does not match the package's");
+  auto unknown = a;
+  unknown.resident_tensor_ids.push_back("zz_not_a_tensor.weight");
+  refused(unknown, "unknown tensor \"zz_not_a_tensor.weight\"");
+  auto bad_sidecar = a;
+  bad_sidecar.sidecars[0].name = "other";
+  refused(bad_sidecar, "unknown sidecar");
 }
 
 }  // namespace

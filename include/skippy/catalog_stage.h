@@ -20,12 +20,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "skippy/package_catalog.h"
 #include "skippy/package_layout.h"
 #include "skippy/package_signature.h"
 #include "skippy/stage.h"
+#include "skippy/stage_admission.h"
 
 namespace skippy {
 
@@ -124,6 +126,15 @@ CatalogStage select_catalog_range(const PackageCatalog& catalog, LayerRange rang
 // The artifacts and locators of exactly these tensors (each must be in the
 // catalog, named once; Error(kInvalidInput) naming the first that is not).
 CatalogStage select_catalog_tensors(const PackageCatalog& catalog, const std::vector<std::string>& names);
+
+// The stage a schema 2 admission descriptor defines (skippy/stage_admission.h):
+// check_stage_admission (naming `origin`), then the carrier, the parts
+// holding its resident tensors (select_catalog_tensors) and its sidecars'
+// artifacts: exactly stage_admission_artifacts.
+CatalogStage select_catalog_admission(const PackageCatalog& catalog, const StageAdmission& admission,
+                                      std::string_view origin);
+// The descriptor of a selected stage: its tensors, no sidecars.
+StageAdmission catalog_stage_admission(const PackageCatalog& catalog, const CatalogStage& stage);
 
 // Every artifact of the package as parts: the carrier, the payload parts
 // by part index, then the sidecars (catalog order), each with its tensors.

@@ -10,6 +10,7 @@
 #include "util/file.h"
 #include "skippy/manifest.h"
 #include "skippy/model_source.h"
+#include "skippy/stage_admission.h"
 #include "util/sha256.h"
 #include "consume/verification_cache.h"
 
@@ -240,6 +241,25 @@ CatalogStage select_catalog_tensors(const PackageCatalog& cat, const std::vector
   std::vector<std::pair<size_t, std::string>> chosen;
   for (const size_t i : wanted) chosen.emplace_back(i, "holds a requested tensor");
   return assemble_stage(cat, chosen);
+}
+
+CatalogStage select_catalog_admission(const PackageCatalog& cat, const StageAdmission& admission, std::string_view origin) {
+  check_stage_admission(admission, cat, origin);
+  CatalogStage s = select_catalog_tensors(cat, admission.resident_tensor_ids);
+  for (const auto& sc : admission.sidecars) {
+    for (const auto& a : cat.artifacts) {
+      if (a.kind != CatalogArtifactKind::kSidecar || a.id != sc.artifact_id) continue;
+      s.parts.push_back({a.id, a.path, a.kind, a.layer, a.bytes, a.sha256, "a sidecar the admission names (" + sc.kind + ")", {}});
+    }
+  }
+  return s;
+}
+
+StageAdmission catalog_stage_admission(const PackageCatalog& cat, const CatalogStage& stage) {
+  std::vector<std::string> names;
+  names.reserve(stage.tensors.size());
+  for (const auto& t : stage.tensors) names.push_back(t.name);
+  return make_stage_admission(cat, std::move(names));
 }
 
 std::vector<CatalogPart> all_catalog_parts(const PackageCatalog& cat) {
