@@ -202,5 +202,67 @@ TEST(V2Admission, AgainstAPackageRequiredArtifactsAndRefusals) {
   refused(bad_sidecar, "unknown sidecar");
 }
 
+nlohmann::json admission_cli_ok(const std::vector<std::string>& args) {
+  const auto r = test::run_cli(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+}
+
+TEST(V2AdmissionCli, SelectEmitsTheDescriptorAndCommandsTakeIt) {
+  TempDir tmp;
+  const auto src = admission_source_with(test::data_path("llama-tiny-q8_0.gguf"), tmp.path(), {{"position_embd.weight", 64}});
+  (void)test::write_schema_v2_package(src, tmp.path() / "pkg");
+  const std::string pkg = (tmp.path() / "pkg").string();
+  const auto first = admission_cli_ok({"select", pkg, "--layers", "0..4", "--json"});
+  const auto later = admission_cli_ok({"select", pkg, "--layers", "4..8", "--json"});
+  const auto& a0 = first["stage_admission"];
+  const auto& a1 = later["stage_admission"];
+  ASSERT_TRUE(a0.is_object()) << first.dump(2);
+  EXPECT_EQ(a0["package_id"], first["package_id"]);
+  const auto ids0 = a0["resident_tensor_ids"].get<std::vector<std::string>>();
+  const auto ids1 = a1["resident_tensor_ids"].get<std::vector<std::string>>();
+  EXPECT_TRUE(std::is_sorted(ids0.begin(), ids0.end()));
+  EXPECT_NE(std::find(ids0.begin(), ids0.end(), "position_embd.weight"), ids0.end());
+  EXPECT_EQ(std::find(ids1.begin(), ids1.end(), "position_embd.weight"), ids1.end());
+  EXPECT_NE(std::find(ids1.begin(), ids1.end(), "blk.7.attn_q.weight"), ids1.end());
+  EXPECT_EQ(ids0.size(), first["tensors"].size());
+  EXPECT_TRUE(a0["sidecars"].is_array() && a0["sidecars"].empty());
+
+  // The descriptor as a file defines the same stage for select and verify.
+  const auto file = tmp.path() / "stage1.json";
+  test::write_file(file, [&] {
+    const std::string t = a1.dump();
+    return std::vector<uint8_t>(t.begin(), t.end());
+  }());
+  const auto again = admission_cli_ok({"select", pkg, "--admission", file.string(), "--json"});
+  EXPECT_EQ(again["selected_by"], "admission");
+  EXPECT_EQ(again["stage_admission"], a1);
+  EXPECT_EQ(again["parts"].size(), later["parts"].size());
+  EXPECT_EQ(again["total_bytes"], later["total_bytes"]);
+  const auto v = test::run_cli({"verify", pkg, "--admission", file.string(), "--json"});
+  EXPECT_EQ(v.exit_code, 0) << v.err << v.out;
+
+  // Refused: a descriptor for another package, an unknown tensor, --admission with --layers.
+  auto other = a1;
+  other["package_id"] = "sha256:" + std::string(64, 'b');
+  const auto other_file = tmp.path() / "other.json";
+  const std::string ot = other.dump();
+  test::write_file(other_file, std::vector<uint8_t>(ot.begin(), ot.end()));
+  auto r = test::run_cli({"select", pkg, "--admission", other_file.string(), "--json"});
+  EXPECT_EQ(r.exit_code, 1);
+  test::expect_json_error(r, "invalid_input", "does not match the package's");
+  auto unknown = a1;
+  unknown["resident_tensor_ids"].push_back("zz.weight");
+  const auto unknown_file = tmp.path() / "unknown.json";
+  const std::string ut = unknown.dump();
+  test::write_file(unknown_file, std::vector<uint8_t>(ut.begin(), ut.end()));
+  r = test::run_cli({"verify", pkg, "--admission", unknown_file.string(), "--json"});
+  EXPECT_EQ(r.exit_code, 1);
+  test::expect_json_error(r, "invalid_input", "unknown tensor \"zz.weight\"");
+  r = test::run_cli({"select", pkg, "--admission", file.string(), "--layers", "0..1", "--json"});
+  EXPECT_EQ(r.exit_code, 2);
+  test::expect_json_error(r, "usage", "two ways");
+}
+
 }  // namespace
 }  // namespace skippy
