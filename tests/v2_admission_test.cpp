@@ -242,6 +242,12 @@ TEST(V2AdmissionCli, SelectEmitsTheDescriptorAndCommandsTakeIt) {
   const auto v = test::run_cli({"verify", pkg, "--admission", file.string(), "--json"});
   EXPECT_EQ(v.exit_code, 0) << v.err << v.out;
 
+  // materialize writes exactly the descriptor's tensors, as --tensors would.
+  const auto m = admission_cli_ok({"materialize", pkg, "--admission", file.string(), "--out",
+                                   (tmp.path() / "stage1.gguf").string(), "--json"});
+  EXPECT_EQ(m["tensor_count"], ids1.size());
+  EXPECT_EQ(GgufFile::open(tmp.path() / "stage1.gguf").tensors().size(), ids1.size());
+
   // Refused: a descriptor for another package, an unknown tensor, --admission with --layers.
   auto other = a1;
   other["package_id"] = "sha256:" + std::string(64, 'b');
@@ -259,6 +265,11 @@ TEST(V2AdmissionCli, SelectEmitsTheDescriptorAndCommandsTakeIt) {
   r = test::run_cli({"verify", pkg, "--admission", unknown_file.string(), "--json"});
   EXPECT_EQ(r.exit_code, 1);
   test::expect_json_error(r, "invalid_input", "unknown tensor \"zz.weight\"");
+  r = test::run_cli({"materialize", pkg, "--admission", other_file.string(), "--out", (tmp.path() / "o.gguf").string(),
+                     "--json"});
+  EXPECT_EQ(r.exit_code, 1);
+  test::expect_json_error(r, "invalid_input", "does not match the package's");
+  EXPECT_FALSE(fs::exists(tmp.path() / "o.gguf"));
   r = test::run_cli({"select", pkg, "--admission", file.string(), "--layers", "0..1", "--json"});
   EXPECT_EQ(r.exit_code, 2);
   test::expect_json_error(r, "usage", "two ways");

@@ -46,6 +46,12 @@ StageAdmission read_admission(const std::string& file) {
 
 }  // namespace v2src_detail
 
+std::vector<std::string> admission_tensors(const OpenedCatalog& pkg, const std::string& file) {
+  const StageAdmission a = v2src_detail::read_admission(file);
+  check_stage_admission(a, pkg.catalog, "--admission " + file);
+  return a.resident_tensor_ids;
+}
+
 StageAdmission stage_admission_for(const OpenedCatalog& pkg, const CatalogStage& stage, const TensorChoice& tensors) {
   if (!tensors.admission.empty()) return v2src_detail::read_admission(tensors.admission);
   return catalog_stage_admission(pkg.catalog, stage);

@@ -33,6 +33,9 @@ void check_tensor_choice(const TensorChoice& choice, bool has_range, bool schema
 // the admission descriptor, or (neither) every artifact of the package.
 CatalogStage catalog_stage_for(const OpenedCatalog& pkg, const std::optional<LayerRange>& range,
                                const TensorChoice& tensors);
+// The resident tensors of the --admission FILE descriptor, checked against
+// the package (materialize writes exactly them).
+std::vector<std::string> admission_tensors(const OpenedCatalog& pkg, const std::string& file);
 // The admission descriptor of that stage: --admission's own, or the stage's
 // tensors without sidecars.
 StageAdmission stage_admission_for(const OpenedCatalog& pkg, const CatalogStage& stage, const TensorChoice& tensors);
