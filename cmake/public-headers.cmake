@@ -39,6 +39,7 @@ set(SKIPPY_PUBLIC_HEADERS
   source.h
   speculative.h
   stage.h
+  stage_admission.h
   stage_view.h
   time_plan.h
   validation_result.h

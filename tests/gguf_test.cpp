@@ -339,6 +339,13 @@ TEST(TensorRoles, Classification) {
   EXPECT_EQ(classify_tensor("output_norm.weight").role, TensorRole::kOutput);
   EXPECT_EQ(classify_tensor("output.weight").role, TensorRole::kOutput);
   EXPECT_EQ(classify_tensor("rope_freqs.weight").role, TensorRole::kGlobal);
+  // Input-only tensors (the first stage's), output-only tensors (the last's).
+  for (const char* in : {"position_embd.weight", "per_layer_token_embd.weight", "per_layer_model_proj.weight",
+                         "per_layer_proj_norm.weight", "altup_proj.weight", "token_embd_norm.weight"}) {
+    EXPECT_EQ(classify_tensor(in).role, TensorRole::kEmbeddings) << in;
+  }
+  EXPECT_EQ(classify_tensor("altup_unembd_proj.weight").role, TensorRole::kOutput);
+  EXPECT_EQ(classify_tensor("rope_factors_long.weight").role, TensorRole::kGlobal);
   const auto l = classify_tensor("blk.12.attn_q.weight");
   EXPECT_EQ(l.role, TensorRole::kLayer);
   EXPECT_EQ(l.layer, 12u);

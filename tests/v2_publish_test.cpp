@@ -15,6 +15,7 @@
 #include "hub_standin.h"
 #include "schema_v2_package.h"
 #include "skippy/catalog_stage.h"
+#include "skippy/stage_admission.h"
 #include "skippy/gguf.h"
 #include "util/sha256.h"
 #include "test_util.h"
@@ -353,6 +354,35 @@ TEST_F(V2PublishHub, MaterializeBringsOnlyTheCarrierAndTheStagesPartsAndIsByteId
                       (tmp_ / "local.gguf").string(), "--json"});
   ASSERT_EQ(l.exit_code, 0) << l.err;
   EXPECT_EQ(test::read_file(j["path"].get<std::string>()), test::read_file(tmp_ / "local.gguf"));
+}
+
+TEST_F(V2PublishHub, FetchByAnAdmissionDescriptorBringsExactlyItsArtifacts) {
+  const auto local = open_local_catalog_v2(dir_->path() / "v2");
+  const auto stage = select_catalog_range(local.catalog, {5, 7});
+  const auto admission = catalog_stage_admission(local.catalog, stage);
+  const auto file = tmp_ / "stage.json";
+  const std::string text = stage_admission_json(admission);
+  test::write_file(file, std::vector<uint8_t>(text.begin(), text.end()));
+  const auto r = cli({"fetch", pinned(), "--admission", file.string(), "--json"}, {"HF_TOKEN="});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<std::string> want = {"model-package.json"};
+  for (const size_t i : stage_admission_artifacts(admission, local.catalog)) want.insert(local.catalog.artifacts[i].path);
+  EXPECT_EQ(want, (std::set<std::string>{"model-package.json", "shared/metadata.gguf", "layers/layer-00005.gguf",
+                                         "layers/layer-00006.gguf"}));
+  const auto got = served(hub_->log(), by_sha());
+  EXPECT_EQ(std::set<std::string>(got.begin(), got.end()), want);
+  // A descriptor for another package: refused before any artifact is brought.
+  hub_->clear_log();
+  auto other = admission;
+  other.package_id = "sha256:" + std::string(64, 'c');
+  const std::string other_text = stage_admission_json(other);
+  test::write_file(tmp_ / "other.json", std::vector<uint8_t>(other_text.begin(), other_text.end()));
+  const auto bad = cli({"fetch", pinned(), "--admission", (tmp_ / "other.json").string(), "--json"}, {"HF_TOKEN="});
+  EXPECT_EQ(bad.exit_code, 1);
+  test::expect_json_error(bad, "invalid_input", "does not match the package's");
+  for (const auto& path : served(hub_->log(), by_sha())) {
+    EXPECT_TRUE(path == "model-package.json" || path == "shared/metadata.gguf") << path;
+  }
 }
 
 TEST_F(V2PublishHub, PlanOfAnHfSchema2PackageBringsOnlyTheRootAndTheCarrier) {

@@ -37,7 +37,7 @@ Command register_materialize(CLI::App& app) {
       "--list shows the cache's entries; --prune removes them (only the given package's, with a\n"
       "package), skipping entries being built. Prints the file's path on stdout (without --json).");
   struct Args {
-    std::string ref, layers, out, cache_dir;
+    std::string ref, layers, out, cache_dir, admission;
     std::vector<std::string> tensors;
     bool json = false, list = false, prune = false, verify = false, sha256 = false;
   };
@@ -47,6 +47,9 @@ Command register_materialize(CLI::App& app) {
   path_option(cmd->add_option("--out", a->out, "Write this file instead of the cache entry"));
   cmd->add_option("--tensors", a->tensors, "Package schema 2: exactly these tensors (NAME,NAME,...); needs --out")
       ->delimiter(',');
+  path_option(cmd->add_option("--admission", a->admission,
+                              "Package schema 2: the stage this stage admission descriptor (JSON) defines: its "
+                              "tensors, for this package_id only; needs --out"));
   path_option(cmd->add_option("--cache-dir", a->cache_dir, "Stage cache directory (default: see below)"));
   cmd->add_flag("--verify", a->verify,
                 "Verify the parts' SHA-256 against the manifest; compare a cached file byte for byte before reuse");
@@ -114,13 +117,20 @@ Command register_materialize(CLI::App& app) {
               return kExitOk;
             }
             if (a->ref.empty()) throw Error(ErrorKind::kUsage, "materialize needs a package (or --list / --prune)");
+            if (!a->admission.empty() && (!a->tensors.empty() || !a->layers.empty())) {
+              throw Error(ErrorKind::kUsage, "give --admission, --layers or --tensors, one of them");
+            }
+            if (!a->admission.empty() && a->out.empty()) {
+              throw Error(ErrorKind::kUsage, "--admission needs --out FILE (such a file is never cached)");
+            }
             if (!a->tensors.empty()) {
               if (!a->layers.empty()) throw Error(ErrorKind::kUsage, "give --layers or --tensors, not both");
               if (a->out.empty()) throw Error(ErrorKind::kUsage, "--tensors needs --out FILE (such a file is never cached)");
-            } else if (a->layers.empty()) {
+            } else if (a->layers.empty() && a->admission.empty()) {
               throw Error(ErrorKind::kUsage, "materialize needs --layers START..END");
             }
-            const auto range = a->tensors.empty() ? parse_layer_range(a->layers) : LayerRange{};
+            const bool by_names = !a->tensors.empty() || !a->admission.empty();
+            const auto range = by_names ? LayerRange{} : parse_layer_range(a->layers);
             MaterializeOptions o;
             if (!a->out.empty()) o.out = a->out;
             if (!a->cache_dir.empty()) o.cache_dir = cache_dir;
@@ -129,11 +139,11 @@ Command register_materialize(CLI::App& app) {
             const auto any = open_any_for_cli(a->ref);  // a local directory or hf://, either schema
             check_runtime_abi_for_cli(any);
             if (any.v2) {
-              return materialize_schema_v2(*any.v2, a->tensors.empty() ? std::optional(range) : std::nullopt, a->tensors,
-                                           o, a->json);
+              if (!a->admission.empty()) a->tensors = admission_tensors(*any.v2, a->admission);
+              return materialize_schema_v2(*any.v2, by_names ? std::nullopt : std::optional(range), a->tensors, o, a->json);
             }
-            if (!a->tensors.empty()) {
-              throw Error(ErrorKind::kUsage, "--tensors selects tensors of a package schema 2; " + a->ref +
+            if (by_names) {
+              throw Error(ErrorKind::kUsage, "--tensors / --admission select tensors of a package schema 2; " + a->ref +
                                                  " is schema 1 (use --layers)");
             }
             const OpenedPackage& pkg = *any.v1;

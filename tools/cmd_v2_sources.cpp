@@ -38,7 +38,24 @@ std::vector<std::string> tensor_names(const TensorChoice& c) {
   return out;
 }
 
+StageAdmission read_admission(const std::string& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) throw_not_found("--admission " + file + ": no such file");
+  return parse_stage_admission(read_small_file(file, 64u << 20), "--admission " + file);
+}
+
 }  // namespace v2src_detail
+
+std::vector<std::string> admission_tensors(const OpenedCatalog& pkg, const std::string& file) {
+  const StageAdmission a = v2src_detail::read_admission(file);
+  check_stage_admission(a, pkg.catalog, "--admission " + file);
+  return a.resident_tensor_ids;
+}
+
+StageAdmission stage_admission_for(const OpenedCatalog& pkg, const CatalogStage& stage, const TensorChoice& tensors) {
+  if (!tensors.admission.empty()) return v2src_detail::read_admission(tensors.admission);
+  return catalog_stage_admission(pkg.catalog, stage);
+}
 
 void add_tensor_options(CLI::App* cmd, TensorChoice& choice) {
   cmd->add_option("--tensors", choice.names,
@@ -46,20 +63,31 @@ void add_tensor_options(CLI::App* cmd, TensorChoice& choice) {
       ->delimiter(',');
   path_option(cmd->add_option("--tensors-file", choice.file,
                   "Schema 2 packages: the same, one tensor name a line ('#' lines and blank lines skipped)"));
+  path_option(cmd->add_option("--admission", choice.admission,
+                  "Schema 2 packages: the stage is the one this stage admission descriptor (JSON, as `select --json` "
+                  "prints under stage_admission) defines: its tensors and sidecars, for this package_id only"));
 }
 
 void check_tensor_choice(const TensorChoice& choice, bool has_range, bool schema_v2) {
   if (!choice.given()) return;
-  if (has_range) throw Error(ErrorKind::kUsage, "--tensors / --tensors-file and --layers choose a stage two ways: give one");
+  if (has_range) {
+    throw Error(ErrorKind::kUsage, "--tensors / --tensors-file / --admission and --layers choose a stage two ways: give one");
+  }
+  if (!choice.admission.empty() && (!choice.names.empty() || !choice.file.empty())) {
+    throw Error(ErrorKind::kUsage, "--admission and --tensors / --tensors-file choose a stage two ways: give one");
+  }
   if (!schema_v2) {
-    throw Error(ErrorKind::kUsage, "--tensors / --tensors-file select from a package schema 2 catalog; this package is "
-                                   "schema 1 (use --layers)");
+    throw Error(ErrorKind::kUsage, "--tensors / --tensors-file / --admission select from a package schema 2 catalog; this "
+                                   "package is schema 1 (use --layers)");
   }
 }
 
 CatalogStage catalog_stage_for(const OpenedCatalog& pkg, const std::optional<LayerRange>& range,
                                const TensorChoice& tensors) {
   if (range) return select_catalog_range(pkg.catalog, *range);
+  if (!tensors.admission.empty()) {
+    return select_catalog_admission(pkg.catalog, v2src_detail::read_admission(tensors.admission), "--admission " + tensors.admission);
+  }
   if (tensors.given()) return select_catalog_tensors(pkg.catalog, v2src_detail::tensor_names(tensors));
   CatalogStage s;
   s.parts = all_catalog_parts(pkg.catalog);

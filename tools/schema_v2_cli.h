@@ -17,19 +17,28 @@ namespace skippy::cli {
 // --tensors NAME,NAME and --tensors-file FILE (one name a line; blank lines
 // and lines starting with '#' skipped): a stage chosen by its tensor names
 // (select_catalog_tensors), for schema 2 packages only.
+// --admission FILE: a stage admission descriptor (skippy/stage_admission.h)
+// defines the stage, checked against the package.
 struct TensorChoice {
   std::vector<std::string> names;
   std::string file;
-  bool given() const { return !names.empty() || !file.empty(); }
+  std::string admission;
+  bool given() const { return !names.empty() || !file.empty() || !admission.empty(); }
 };
 void add_tensor_options(CLI::App* cmd, TensorChoice& choice);
 // Usage errors: --tensors with --layers, or with a schema 1 package.
 void check_tensor_choice(const TensorChoice& choice, bool has_range, bool schema_v2);
 
-// What a command works on: the stage of `range`, or of the tensor names, or
-// (neither) every artifact of the package.
+// What a command works on: the stage of `range`, or of the tensor names or
+// the admission descriptor, or (neither) every artifact of the package.
 CatalogStage catalog_stage_for(const OpenedCatalog& pkg, const std::optional<LayerRange>& range,
                                const TensorChoice& tensors);
+// The resident tensors of the --admission FILE descriptor, checked against
+// the package (materialize writes exactly them).
+std::vector<std::string> admission_tensors(const OpenedCatalog& pkg, const std::string& file);
+// The admission descriptor of that stage: --admission's own, or the stage's
+// tensors without sidecars.
+StageAdmission stage_admission_for(const OpenedCatalog& pkg, const CatalogStage& stage, const TensorChoice& tensors);
 
 // `projector_options`: --projector or --single-stage was given (sidecar
 // selection is not built for schema 2 yet: a usage error, never ignored).

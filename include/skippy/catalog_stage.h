@@ -20,12 +20,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "skippy/package_catalog.h"
 #include "skippy/package_layout.h"
 #include "skippy/package_signature.h"
 #include "skippy/stage.h"
+#include "skippy/stage_admission.h"
 
 namespace skippy {
 
@@ -111,10 +113,14 @@ struct CatalogStage {
 // layer_count; Error(kInvalidInput) otherwise). A stage reads:
 //   blk.N.* with N in range;
 //   the input embeddings (token_embd, token_embd_norm, position_embd,
-//     token_types, per-layer input embeddings) when the range starts at 0;
+//     token_types, per-layer input embeddings, altup_proj) when the range
+//     starts at 0, on no other stage;
 //   output and output_norm when it ends at layer_count, and then also
 //     token_embd.weight when the output is tied to it (no output.weight);
-//   every other tensor without a layer (rope_freqs, ...) on every stage.
+//   every other tensor without a layer (rope_freqs, ...) on every stage;
+//   the NextN/MTP block (the layers holding blk.N.nextn.* tensors) only when
+//   the range ends at layer_count, whichever range holds its layers, as the
+//   reference's runtime loads it only on the stage owning the output.
 // The rule is stage_reads (skippy/package_layout.h). On a schema 1 catalog
 // (manifest_v1) it picks whole parts, as select_stage does: every tensor of
 // each part the rule picks a tensor of (a tied output loads all of
@@ -135,6 +141,15 @@ std::optional<CatalogPart> select_catalog_projector(const OpenedCatalog& pkg, La
 // The artifacts and locators of exactly these tensors (each must be in the
 // catalog, named once; Error(kInvalidInput) naming the first that is not).
 CatalogStage select_catalog_tensors(const PackageCatalog& catalog, const std::vector<std::string>& names);
+
+// The stage a schema 2 admission descriptor defines (skippy/stage_admission.h):
+// check_stage_admission (naming `origin`), then the carrier, the parts
+// holding its resident tensors (select_catalog_tensors) and its sidecars'
+// artifacts: exactly stage_admission_artifacts.
+CatalogStage select_catalog_admission(const PackageCatalog& catalog, const StageAdmission& admission,
+                                      std::string_view origin);
+// The descriptor of a selected stage: its tensors, no sidecars.
+StageAdmission catalog_stage_admission(const PackageCatalog& catalog, const CatalogStage& stage);
 
 // Every artifact of the package as parts: the carrier, the payload parts
 // by part index, then the sidecars (catalog order), each with its tensors.

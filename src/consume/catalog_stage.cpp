@@ -10,6 +10,7 @@
 #include "util/file.h"
 #include "skippy/manifest.h"
 #include "skippy/model_source.h"
+#include "skippy/stage_admission.h"
 #include "util/sha256.h"
 #include "consume/projector_rule.h"
 #include "consume/verification_cache.h"
@@ -23,6 +24,17 @@ namespace fs = std::filesystem;
 fs::path check_catalog_file(const std::string& ref, const fs::path& root, const fs::path& boundary,
                             const std::string& id, const std::string& rel, uint64_t bytes) {
   return check_package_file(root, boundary, rel, bytes, catalog_file_names(ref, id, rel));
+}
+
+// The layers of the NextN/MTP block: those holding a blk.N.nextn.* tensor.
+std::set<uint32_t> nextn_block_layers(const PackageCatalog& cat) {
+  std::set<uint32_t> out;
+  for (const auto& t : cat.tensors) {
+    if (!t.layer) continue;
+    const std::string prefix = "blk." + std::to_string(*t.layer) + ".nextn.";
+    if (t.name.starts_with(prefix)) out.insert(*t.layer);
+  }
+  return out;
 }
 
 enum class StageNeed { kNo, kEveryStage, kInput, kOutput, kTiedOutput, kLayer };
@@ -222,10 +234,18 @@ CatalogStage select_catalog_range(const PackageCatalog& cat, LayerRange range) {
       throw Error(ErrorKind::kUsage, who + ": " + a.path + "'s tensors are not in the catalog (read_catalog_v1 lists them)");
     }
   }
+  const std::set<uint32_t> nextn = nextn_block_layers(cat);
+  const bool owns_output = range.end == cat.layer_count;
   std::vector<std::pair<size_t, std::string>> chosen;
   bool tied_embeddings = false;
   for (size_t i = 0; i < cat.tensors.size(); ++i) {
     const CatalogTensor& t = cat.tensors[i];
+    if (t.layer && nextn.contains(*t.layer)) {
+      // The reference's runtime loads the NextN/MTP block (load_mtp) only
+      // on the stage that owns the output: whichever ranges hold its layers.
+      if (owns_output) chosen.emplace_back(i, "the NextN/MTP block: only the final stage holds it");
+      continue;
+    }
     // A blk.N name always has t.layer; the tied output reads only token_embd.weight.
     const TensorRole role = t.layer ? TensorRole::kLayer : classify_tensor(t.name).role;
     const bool owns_input = range.start == 0;
@@ -286,6 +306,25 @@ CatalogStage select_catalog_tensors(const PackageCatalog& cat, const std::vector
   std::vector<std::pair<size_t, std::string>> chosen;
   for (const size_t i : wanted) chosen.emplace_back(i, "holds a requested tensor");
   return assemble_stage(cat, chosen);
+}
+
+CatalogStage select_catalog_admission(const PackageCatalog& cat, const StageAdmission& admission, std::string_view origin) {
+  check_stage_admission(admission, cat, origin);
+  CatalogStage s = select_catalog_tensors(cat, admission.resident_tensor_ids);
+  for (const auto& sc : admission.sidecars) {
+    for (const auto& a : cat.artifacts) {
+      if (a.kind != CatalogArtifactKind::kSidecar || a.id != sc.artifact_id) continue;
+      s.parts.push_back({a.id, a.path, a.kind, a.layer, a.bytes, a.sha256, "a sidecar the admission names (" + sc.kind + ")", {}});
+    }
+  }
+  return s;
+}
+
+StageAdmission catalog_stage_admission(const PackageCatalog& cat, const CatalogStage& stage) {
+  std::vector<std::string> names;
+  names.reserve(stage.tensors.size());
+  for (const auto& t : stage.tensors) names.push_back(t.name);
+  return make_stage_admission(cat, std::move(names));
 }
 
 std::vector<CatalogPart> all_catalog_parts(const PackageCatalog& cat) {

@@ -23,12 +23,18 @@ namespace {
 
 // Base names (before the first '.') of input-boundary tensors across the
 // families llama.cpp converts: token embeddings, their norms, learned
-// positions, token types, and per-layer input embeddings (Gemma 3n).
+// positions, token types, and per-layer input embeddings and the input
+// altup projection (Gemma 3n). Only the input embedding path uses these, so,
+// as in the reference's graph-derived stage slices, only the first stage
+// holds them. A layerless tensor that every layer uses (rope_freqs, rope
+// factors) is not here: it stays kGlobal, on every stage.
 constexpr std::string_view kEmbeddingBases[] = {
     "token_embd", "token_embd_norm", "position_embd", "token_types",
-    "per_layer_token_embd", "per_layer_model_proj", "per_layer_proj_norm",
+    "per_layer_token_embd", "per_layer_model_proj", "per_layer_proj_norm", "altup_proj",
 };
-constexpr std::string_view kOutputBases[] = {"output", "output_norm"};
+// The output path only: the final norm, the projection, and Gemma 3n's altup
+// un-embedding before the final norm.
+constexpr std::string_view kOutputBases[] = {"output", "output_norm", "altup_unembd_proj"};
 
 std::string_view base_of(std::string_view name) {
   const auto dot = name.find('.');
