@@ -315,25 +315,6 @@ TEST(ConsumerEdges, BackendSpecificGenerationObjectsAreIgnoredButRefusedForPubli
 
 // ------------------------------------------------ 6. activation width rule
 
-// `src` with extra F32 tensors (name, elements) in layer 0, before the others.
-fs::path with_layer0_tensors(const fs::path& src, const TempDir& tmp,
-                             const std::vector<std::pair<std::string, int64_t>>& extra) {
-  const auto g = GgufFile::open(src);
-  GgufWriter w(g.alignment());
-  for (const auto& kv : g.kvs()) w.add_kv(std::string(kv.key), kv.value);
-  int64_t most = 1;
-  for (const auto& [name, n] : extra) most = std::max(most, n);
-  const auto zeros = tmp / "zeros.bin";
-  test::write_file(zeros, std::vector<uint8_t>(static_cast<size_t>(most) * 4, 0));
-  const auto scratch = MappedFile::open(zeros);
-  for (const auto& [name, n] : extra) w.add_tensor(name, 0 /* F32 */, {n}, scratch, 0);
-  for (const auto& t : g.tensors()) w.add_tensor_from(g, t);
-  const auto out = tmp / src.filename();
-  AtomicFile af(out);
-  w.write(af);
-  af.commit();
-  return out;
-}
 
 // plan, inspect and the C API agree on the derived width of a package
 // without activation_width.
@@ -361,7 +342,7 @@ TEST(ConsumerEdges, ActivationWidthFallbackPrefersTheHyperConnectionNorm) {
     // Hyper-connected: hc_attn_norm (4 x width) wins over attn_norm; cross_attn_norm,
     // listed first, never counts.
     TempDir tmp;
-    const auto src = with_layer0_tensors(fixture, tmp, {{"blk.0.cross_attn_norm.weight", 3 * w},
+    const auto src = test::with_extra_tensors(fixture, tmp.path(), {{"blk.0.cross_attn_norm.weight", 3 * w},
                                                         {"blk.0.hc_attn_norm.weight", 4 * w}});
     const auto pkg = write_package(src, tmp);
     auto j = read_manifest(pkg);
@@ -372,7 +353,7 @@ TEST(ConsumerEdges, ActivationWidthFallbackPrefersTheHyperConnectionNorm) {
   {
     // No hc_attn_norm: attn_norm, still not cross_attn_norm.
     TempDir tmp;
-    const auto src = with_layer0_tensors(fixture, tmp, {{"blk.0.cross_attn_norm.weight", 3 * w}});
+    const auto src = test::with_extra_tensors(fixture, tmp.path(), {{"blk.0.cross_attn_norm.weight", 3 * w}});
     const auto pkg = write_package(src, tmp);
     auto j = read_manifest(pkg);
     j.erase("activation_width");

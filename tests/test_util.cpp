@@ -27,6 +27,25 @@ extern char** environ;
 
 namespace skippy::test {
 
+std::filesystem::path with_extra_tensors(const std::filesystem::path& src, const std::filesystem::path& dir,
+                                         const std::vector<std::pair<std::string, int64_t>>& extra) {
+  const auto g = GgufFile::open(src);
+  GgufWriter w(g.alignment());
+  for (const auto& kv : g.kvs()) w.add_kv(std::string(kv.key), kv.value);
+  int64_t most = 1;
+  for (const auto& [name, n] : extra) most = std::max(most, n);
+  const auto zeros = dir / "zeros.bin";
+  write_file(zeros, std::vector<uint8_t>(static_cast<size_t>(most) * 4, 0));
+  const auto scratch = MappedFile::open(zeros);
+  for (const auto& [name, n] : extra) w.add_tensor(name, 0 /* F32 */, {n}, scratch, 0);
+  for (const auto& t : g.tensors()) w.add_tensor_from(g, t);
+  const auto out = dir / src.filename();
+  AtomicFile af(out);
+  w.write(af);
+  af.commit();
+  return out;
+}
+
 std::set<std::string> expected_stage_tensors(const ModelSource& model, uint32_t a, uint32_t b) {
   const uint32_t layers = model.layer_count();
   const bool tied = model.find_tensor("output.weight") == nullptr;

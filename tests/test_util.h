@@ -49,6 +49,12 @@ class TempDir {
 // tensor count.
 size_t make_projector(const std::filesystem::path& path, uint8_t seed = 1);
 
+// A copy of the GGUF `src` at dir/<src's name> with extra zero-filled F32
+// tensors (name, element count) written before its own: a fixture for a
+// tensor that no real fixture has (position_embd, a second NextN layer, ...).
+std::filesystem::path with_extra_tensors(const std::filesystem::path& src, const std::filesystem::path& dir,
+                                         const std::vector<std::pair<std::string, int64_t>>& extra);
+
 std::vector<uint8_t> read_file(const std::filesystem::path& p);
 void write_file(const std::filesystem::path& p, const std::vector<uint8_t>& bytes);
 std::string read_text(const std::filesystem::path& p);

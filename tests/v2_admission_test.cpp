@@ -25,25 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 using test::TempDir;
 
-// `src` with extra F32 tensors (name, elements) in front of its own.
-fs::path admission_source_with(const fs::path& src, const fs::path& dir,
-                               const std::vector<std::pair<std::string, int64_t>>& extra) {
-  const auto g = GgufFile::open(src);
-  GgufWriter w(g.alignment());
-  for (const auto& kv : g.kvs()) w.add_kv(std::string(kv.key), kv.value);
-  int64_t most = 1;
-  for (const auto& [name, n] : extra) most = std::max(most, n);
-  const auto zeros = dir / "zeros.bin";
-  test::write_file(zeros, std::vector<uint8_t>(static_cast<size_t>(most) * 4, 0));
-  const auto scratch = MappedFile::open(zeros);
-  for (const auto& [name, n] : extra) w.add_tensor(name, 0 /* F32 */, {n}, scratch, 0);
-  for (const auto& t : g.tensors()) w.add_tensor_from(g, t);
-  const auto out = dir / ("src-" + src.filename().string());
-  AtomicFile af(out);
-  w.write(af);
-  af.commit();
-  return out;
-}
 
 std::set<std::string> stage_tensor_names(const CatalogStage& s) {
   std::set<std::string> out;
@@ -53,7 +34,7 @@ std::set<std::string> stage_tensor_names(const CatalogStage& s) {
 
 TEST(V2Residency, InputOnlyTensorsOnTheFirstStageLayerlessOnesEverywhere) {
   TempDir tmp;
-  const auto src = admission_source_with(test::data_path("llama-tiny-q8_0.gguf"), tmp.path(),
+  const auto src = test::with_extra_tensors(test::data_path("llama-tiny-q8_0.gguf"), tmp.path(),
                                          {{"position_embd.weight", 64},
                                           {"per_layer_token_embd.weight", 64},
                                           {"altup_proj.weight", 16},
@@ -79,7 +60,7 @@ TEST(V2Residency, NextnBlockOnlyOnTheFinalStage) {
   TempDir tmp;
   // The fixture's NextN block is layer 3 of 4; a second NextN layer (2) makes
   // a block of two, so a final stage of 3..4 must still hold layer 2.
-  const auto src = admission_source_with(test::data_path("glm4moe-mtp-tiny.gguf"), tmp.path(),
+  const auto src = test::with_extra_tensors(test::data_path("glm4moe-mtp-tiny.gguf"), tmp.path(),
                                          {{"blk.2.nextn.eh_proj.weight", 16}});
   (void)test::write_schema_v2_package(src, tmp.path() / "pkg");
   const auto pkg = open_local_catalog_v2(tmp.path() / "pkg");
@@ -210,7 +191,7 @@ nlohmann::json admission_cli_ok(const std::vector<std::string>& args) {
 
 TEST(V2AdmissionCli, SelectEmitsTheDescriptorAndCommandsTakeIt) {
   TempDir tmp;
-  const auto src = admission_source_with(test::data_path("llama-tiny-q8_0.gguf"), tmp.path(), {{"position_embd.weight", 64}});
+  const auto src = test::with_extra_tensors(test::data_path("llama-tiny-q8_0.gguf"), tmp.path(), {{"position_embd.weight", 64}});
   (void)test::write_schema_v2_package(src, tmp.path() / "pkg");
   const std::string pkg = (tmp.path() / "pkg").string();
   const auto first = admission_cli_ok({"select", pkg, "--layers", "0..4", "--json"});
