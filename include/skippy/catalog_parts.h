@@ -2,6 +2,9 @@
 // schema 1 integrity machinery serves both schemas: verify_parts with its
 // verification cache and parallel hashing. Used by materialize and the C
 // API for schema 2 packages.
+//
+// Thread-safety: every function is reentrant and reads its package through const
+// references; several threads may check parts of one opened package at once.
 #pragma once
 
 #include <vector>

@@ -13,6 +13,9 @@
 // open_package_dir: open_package_any (skippy/source.h) opens a reference of
 // either schema from a local directory or hf:// (cache, peer, Hub) and gives
 // an OpenedCatalog for schema 2.
+//
+// Thread-safety: every function is reentrant; several threads may select, bring and
+// check the parts of one opened package at once (its ArtifactSource is thread-safe).
 #pragma once
 
 #include <cstdint>

@@ -35,6 +35,9 @@
 // (artifact, offset, stored bytes), so a full range is the source model's
 // tensors, byte-identical, in the source's order. Cache, sidecar, lock,
 // reuse, --out and staging are schema 1's, by the same code.
+//
+// Thread-safety: safe from several threads or processes at once: materializers of
+// one stage serialize on a file lock (below), the others find its result.
 #pragma once
 
 #include <cstdint>

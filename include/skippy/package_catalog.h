@@ -17,6 +17,9 @@
 //     carrier (its KVs are the source's), every fragment's tensors are
 //     listed once, where they lie in that fragment.
 // The selection, verification and stage view that follow need not know which.
+//
+// Thread-safety: a PackageCatalog is a plain value: any number of threads may read
+// one at once; the readers that build one are reentrant and may run concurrently.
 #pragma once
 
 #include <cstdint>

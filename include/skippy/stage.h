@@ -7,6 +7,9 @@
 // plus the boundary its files must stay inside, and possibly an
 // ArtifactSource that brings missing files — and then goes through the same
 // validation and selection here. Nothing here knows where files come from.
+//
+// Thread-safety: every function is reentrant; several threads may select and check
+// stages of one opened package at once (its ArtifactSource is thread-safe).
 #pragma once
 
 #include <cstdint>

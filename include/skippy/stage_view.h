@@ -20,6 +20,9 @@
 //   - all parts share one alignment.
 // A projector is never merged into the view (spec: projectors are selected
 // independently; StageSelection::projector stays a separate file).
+//
+// Thread-safety: a StageView is immutable once open: its const members may be used
+// from any number of threads; views of different stages may be opened concurrently.
 #pragma once
 
 #include <cstddef>

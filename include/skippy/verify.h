@@ -29,6 +29,10 @@
 // leave the metadata unchanged (git's "racily clean" rule). An unusable
 // cache directory never fails a verification: it only disables caching (one
 // note in the report).
+//
+// Thread-safety: reentrant; verifications of one package may run at once from threads
+// or processes (the verification cache is replaced by rename, never seen half-written;
+// a record lost in a race only costs a re-hash next time).
 #pragma once
 
 #include <cstddef>
