@@ -443,8 +443,8 @@ namespace skippy {
 namespace {
 
 // Issue #30: the library's plan of a package is the CLI's, tied output
-// included, without the caller setting final_stage_needs_embeddings; the
-// manifest alone refuses to guess.
+// included, without the caller setting final_stage_needs_embeddings; a
+// catalog of the manifest alone refuses to guess.
 TEST(PlanLibrary, PlanningThePackageMatchesTheCliWithoutAskingAboutTheTie) {
   test::TempDir tmp;
   for (const char* model : {"llama-tiny-q8_0.gguf", "qwen3moe-tiny.gguf"}) {
@@ -478,6 +478,82 @@ TEST(PlanLibrary, PlanningThePackageMatchesTheCliWithoutAskingAboutTheTie) {
         EXPECT_FALSE(plan_stages(plan_package(pkg, PlanReads{.stages = n}), o).output_tied_to_embeddings);
       }
     }
+  }
+}
+
+}  // namespace
+}  // namespace skippy
+
+namespace skippy {
+namespace {
+
+// One rule for both schemas, the difference being catalog data: a part read
+// whole counts its artifact bytes, a part read by extents its tensors' bytes.
+TEST(PlanCatalog, APartReadByExtentsCountsItsTensorsNotItsFile) {
+  PackageManifest m = test::plan_manifest(10, 100, 100, {50, 50, 50, 50});
+  m.activation_width = 64;
+  PackageCatalog cat = catalog_artifacts_v1(m);
+  PlanOptions o;
+  o.stages = 1;
+  EXPECT_EQ(plan_stages(cat, o).stages[0].layer_bytes, 200u);
+  const auto layer1 = cat.artifact_index.at(m.layers[1].path);
+  for (const auto& [name, bytes] : std::vector<std::pair<std::string, uint64_t>>{{"blk.1.attn_q.weight", 7}, {"blk.1.ffn_up.weight", 9}}) {
+    CatalogTensor t;
+    t.name = name;
+    t.artifact = layer1;
+    t.stored_bytes = bytes;
+    t.layer = 1;
+    t.role = TensorRole::kLayer;
+    cat.tensors.push_back(t);
+  }
+  EXPECT_EQ(plan_stages(cat, o).stages[0].layer_bytes, 200u) << "listed tensors of a part read whole change nothing";
+  cat.artifacts[layer1].read_whole = false;
+  const auto p = plan_stages(cat, o);
+  EXPECT_EQ(p.stages[0].layer_bytes, 150u + 7u + 9u);
+  EXPECT_NE(testing::PrintToString(p.notes).find("tensor bytes a stage reads"), std::string::npos) << testing::PrintToString(p.notes);
+}
+
+// Both schemas take the same path: the same notes (the NextN one included),
+// the tied output said at most once, on stdout; nothing on stderr.
+TEST(PlanCatalog, BothSchemasSayTheSameOnStdoutOnly) {
+  test::TempDir tmp;
+  const auto v1 = tmp / "v1", v2 = tmp / "v2";
+  ASSERT_EQ(test::write_pkg(test::data_path("glm4moe-mtp-tiny.gguf"), v1).exit_code, 0);
+  const auto c = run_cli({"convert-package", v1.string(), "--to", "2", "--out-dir", v2.string(), "--uncertified"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  // The byte and the time plan say the output is tied (the memory plan's table does not).
+  const std::vector<std::pair<std::vector<std::string>, size_t>> modes = {
+      {{"--stages", "2"}, 1}, {{"--stages", "2", "--context", "512"}, 0}, {{"--context", "512", "--bandwidth", "1GB/s,1GB/s"}, 1}};
+  for (const auto& [mode, tied_notes] : modes) {
+    std::vector<nlohmann::json> notes;
+    for (const auto& pkg : {v1, v2}) {
+      std::vector<std::string> args = {"plan", pkg.string()};
+      args.insert(args.end(), mode.begin(), mode.end());
+      SCOPED_TRACE(testing::PrintToString(args));
+      const auto h = run_cli(args);
+      ASSERT_EQ(h.exit_code, 0) << h.err;
+      EXPECT_EQ(h.err, "");
+      EXPECT_NE(h.out.find("the native MTP (NextN) block: legal"), std::string::npos) << h.out;
+      size_t tied = 0;
+      for (size_t at = h.out.find("tied"); at != std::string::npos; at = h.out.find("tied", at + 1)) ++tied;
+      EXPECT_EQ(tied, tied_notes) << h.out;
+      args.push_back("--json");
+      const auto j = run_cli(args);
+      ASSERT_EQ(j.exit_code, 0) << j.err;
+      EXPECT_EQ(j.err, "");
+      notes.push_back(nlohmann::json::parse(j.out)["notes"]);
+    }
+    // Schema 2 says where its width and its bytes come from, and names its
+    // embeddings by tensor rather than by file; the rest is the same.
+    auto same = [](const nlohmann::json& n) {
+      std::vector<std::string> out;
+      for (const auto& j : n) {
+        const auto s = j.get<std::string>();
+        if (!s.starts_with("package schema 2")) out.push_back(s.substr(0, s.find(" also loads ")));
+      }
+      return out;
+    };
+    EXPECT_EQ(same(notes[0]), same(notes[1])) << notes[0] << "\n" << notes[1];
   }
 }
 
