@@ -74,8 +74,8 @@ void print_human(const PlanPackage& pkg, const Plan& p) {
   for (const auto& n : p.notes) o << "  note: " << n << "\n";
 }
 
-}  // namespace
-
+// Plans with plan_stages() and prints the plan (JSON or a table); `topology`
+// (plan --topology-out) is written from the plan before it is printed.
 int run_byte_plan(const PlanPackage& pkg, const PlanOptions& options, bool json, const PlanTopologyRequest* topology) {
   const auto plan = plan_stages(pkg, options);  // the tied output and the width from the package
   std::vector<LayerRange> ranges;
@@ -83,6 +83,8 @@ int run_byte_plan(const PlanPackage& pkg, const PlanOptions& options, bool json,
   print_plan_report(pkg, ranges, {}, topology, json, plan_json(plan), [&] { print_human(pkg, plan); });
   return kExitOk;
 }
+
+}  // namespace
 
 Command register_plan(CLI::App& app) {
   auto* cmd = app.add_subcommand("plan", "Layer ranges for N stages, balanced by bytes");

@@ -1,5 +1,5 @@
-// The modes of `plan` without --bandwidth: the byte plan (cmd_plan.cpp) and
-// the memory-aware plan (--context), for a package of either schema.
+// `plan --context`: the memory-aware mode of the plan command, for a package
+// of either schema.
 #pragma once
 
 #include "cli.h"
@@ -9,13 +9,10 @@
 
 namespace skippy::cli {
 
-// Plans with plan_stages() and prints the plan (JSON or a table); `topology`
+// Reads the cache shape from the package's metadata (PlanReads::metadata),
+// plans with plan_memory() and prints the plan (JSON or a table); `topology`
 // (plan --topology-out) is written from the plan before it is printed.
 // Returns the exit code.
-int run_byte_plan(const PlanPackage& pkg, const PlanOptions& options, bool json, const PlanTopologyRequest* topology);
-
-// Reads the cache shape from the package's metadata (PlanReads::metadata),
-// plans with plan_memory() and prints the plan, as run_byte_plan does.
 int run_memory_plan(const PlanPackage& pkg, const MemoryPlanOptions& options, KvCacheType kv_type, bool json,
                     const PlanTopologyRequest* topology);
 
