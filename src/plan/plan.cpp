@@ -48,8 +48,9 @@ Plan plan_stages(const PackageCatalog& cat, const PlanOptions& o) {
           " stages: give one budget per stage, in stage order");
   }
   if (N >= 2 && N <= L && !o.final_stage_needs_embeddings) {
-    usage("plan: whether the final stage loads the embeddings (a tied output) is not in the manifest: plan the "
-          "opened package (plan_stages(package, options)), or set final_stage_needs_embeddings");
+    usage("plan: whether the final stage loads the embeddings (a tied output) is not in the catalog: plan the "
+          "opened package (plan_stages(package, options) on plan_package's PlanPackage), or set "
+          "final_stage_needs_embeddings");
   }
   const bool tied = o.final_stage_needs_embeddings.value_or(false);
   plan_detail::check_stage_count(L, N);
