@@ -12,24 +12,20 @@
 namespace skippy::cli {
 namespace {
 
-nlohmann::json opt_json(const std::optional<uint64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
-
 nlohmann::json plan_json(const Plan& p) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : p.stages) {
-    stages.push_back({{"stage_index", s.index},
-                      {"layer_start", s.range.start},
-                      {"layer_end", s.range.end},
-                      {"layers", format_layer_range(s.range)},
-                      {"layer_count", s.range.size()},
-                      {"bytes", s.bytes},
-                      {"layer_bytes", s.layer_bytes},
-                      {"shared_bytes", s.shared_bytes},
-                      {"embeddings", s.embeddings},
-                      {"output", s.output},
-                      {"projector", s.projector},
-                      {"budget_bytes", opt_json(s.budget)},
-                      {"activation_out_bytes_per_token", opt_json(s.activation_out_bytes_per_token)}});
+    auto j = plan_stage_json(s.index, s.range);
+    j.update({{"layer_count", s.range.size()},
+              {"bytes", s.bytes},
+              {"layer_bytes", s.layer_bytes},
+              {"shared_bytes", s.shared_bytes},
+              {"embeddings", s.embeddings},
+              {"output", s.output},
+              {"projector", s.projector},
+              {"budget_bytes", opt_json(s.budget)},
+              {"activation_out_bytes_per_token", opt_json(s.activation_out_bytes_per_token)}});
+    stages.push_back(std::move(j));
   }
   return {{"layer_count", p.layer_count},
           {"stage_count", p.stages.size()},

@@ -9,28 +9,23 @@
 namespace skippy::cli {
 namespace {
 
-nlohmann::json opt_value(const std::optional<uint64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
-nlohmann::json opt_value(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
-
 nlohmann::json memory_plan_json(const CacheShape& shape, const MemoryPlan& p) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : p.stages) {
-    stages.push_back({{"stage_index", s.index},
-                      {"layer_start", s.range.start},
-                      {"layer_end", s.range.end},
-                      {"layers", format_layer_range(s.range)},
-                      {"bytes", s.weight_bytes},
-                      {"weight_bytes", s.weight_bytes},
-                      {"kv_cache_bytes", s.kv_cache_bytes},
-                      {"state_bytes", s.state_bytes},
-                      {"charged_cache_bytes", s.charged_cache_bytes},
-                      {"headroom_bytes", s.headroom_bytes},
-                      {"memory_bytes", s.memory_bytes},
-                      {"budget_bytes", opt_value(s.budget)},
-                      {"bandwidth_bytes_per_second", opt_value(s.bandwidth)},
-                      {"decode_time_us", opt_value(s.decode_time_us)},
-                      {"embeddings", s.embeddings},
-                      {"output", s.output}});
+    auto j = plan_stage_json(s.index, s.range);
+    j.update({{"bytes", s.weight_bytes},
+              {"weight_bytes", s.weight_bytes},
+              {"kv_cache_bytes", s.kv_cache_bytes},
+              {"state_bytes", s.state_bytes},
+              {"charged_cache_bytes", s.charged_cache_bytes},
+              {"headroom_bytes", s.headroom_bytes},
+              {"memory_bytes", s.memory_bytes},
+              {"budget_bytes", opt_json(s.budget)},
+              {"bandwidth_bytes_per_second", opt_json(s.bandwidth)},
+              {"decode_time_us", opt_json(s.decode_time_us)},
+              {"embeddings", s.embeddings},
+              {"output", s.output}});
+    stages.push_back(std::move(j));
   }
   const auto& r = p.reserves;
   return {{"architecture", shape.architecture},
@@ -45,8 +40,8 @@ nlohmann::json memory_plan_json(const CacheShape& shape, const MemoryPlan& p) {
             {"rule", "memory = weights + (KV + state) x 100/" + std::to_string(100 - r.compute_reserve_percent) +
                          " + headroom; headroom = max(" + std::to_string(r.headroom_percent) + "% of the budget, min(" +
                          std::to_string(r.headroom_cap_bytes) + " bytes, budget / 2))"}}},
-          {"bottleneck_time_us", opt_value(p.bottleneck_time_us)},
-          {"decode_time_per_token_us", opt_value(p.decode_time_per_token_us)},
+          {"bottleneck_time_us", opt_json(p.bottleneck_time_us)},
+          {"decode_time_per_token_us", opt_json(p.decode_time_per_token_us)},
           {"stages", stages},
           {"cache_layers", cache_layers_json(shape, p.context)},
           {"notes", p.notes}};

@@ -17,27 +17,25 @@ nlohmann::json time_plan_json(const CacheShape& shape, const DecodeCost& cost, c
                               const TimePlan& p) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : p.stages) {
-    stages.push_back({{"stage_index", s.index},
-                      {"node", s.node},
-                      {"layer_start", s.range.start},
-                      {"layer_end", s.range.end},
-                      {"layers", format_layer_range(s.range)},
-                      {"bytes", s.weight_bytes},
-                      {"weight_bytes", s.weight_bytes},
-                      {"active_weight_bytes", s.active_weight_bytes},
-                      {"kv_read_bytes", s.kv_read_bytes},
-                      {"kv_cache_bytes", s.kv_cache_bytes},
-                      {"state_bytes", s.state_bytes},
-                      {"charged_cache_bytes", s.charged_cache_bytes},
-                      {"headroom_bytes", s.headroom_bytes},
-                      {"memory_bytes", s.memory_bytes},
-                      {"budget_bytes", s.budget ? nlohmann::json(*s.budget) : nlohmann::json(nullptr)},
-                      {"bandwidth_bytes_per_second", s.bandwidth},
-                      {"stage_time_us", us(s.stage_time_ns)},
-                      {"hop_time_us", us(s.hop_time_ns)},
-                      {"decode_time_us", us(s.stage_time_ns)},
-                      {"embeddings", s.embeddings},
-                      {"output", s.output}});
+    auto j = plan_stage_json(s.index, s.range);
+    j.update({{"node", s.node},
+              {"bytes", s.weight_bytes},
+              {"weight_bytes", s.weight_bytes},
+              {"active_weight_bytes", s.active_weight_bytes},
+              {"kv_read_bytes", s.kv_read_bytes},
+              {"kv_cache_bytes", s.kv_cache_bytes},
+              {"state_bytes", s.state_bytes},
+              {"charged_cache_bytes", s.charged_cache_bytes},
+              {"headroom_bytes", s.headroom_bytes},
+              {"memory_bytes", s.memory_bytes},
+              {"budget_bytes", opt_json(s.budget)},
+              {"bandwidth_bytes_per_second", s.bandwidth},
+              {"stage_time_us", us(s.stage_time_ns)},
+              {"hop_time_us", us(s.hop_time_ns)},
+              {"decode_time_us", us(s.stage_time_ns)},
+              {"embeddings", s.embeddings},
+              {"output", s.output}});
+    stages.push_back(std::move(j));
   }
   nlohmann::json left = nlohmann::json::array();
   for (const auto& n : p.left_out) left.push_back({{"node", n.node}, {"reason", n.reason}});

@@ -13,6 +13,16 @@ nlohmann::json plan_package_json(const PlanPackage& pkg) {
   return doc;
 }
 
+nlohmann::json plan_stage_json(uint32_t index, LayerRange range) {
+  return {{"stage_index", index},
+          {"layer_start", range.start},
+          {"layer_end", range.end},
+          {"layers", format_layer_range(range)}};
+}
+
+nlohmann::json opt_json(const std::optional<uint64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+nlohmann::json opt_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
 std::string plan_headline(const PlanPackage& pkg) { return pkg.catalog.model_id + " (" + pkg.ref + ")"; }
 
 void print_plan_report(const PlanPackage& pkg, const std::vector<LayerRange>& ranges, const std::vector<uint32_t>& nodes,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,13 @@ namespace skippy::cli {
 // "package", "model_id", "manifest_sha256" and "warnings"; a package
 // schema 2 adds "schema_version" and "package_id".
 nlohmann::json plan_package_json(const PlanPackage& pkg);
+
+// What every mode reports of a stage: "stage_index", "layer_start",
+// "layer_end", "layers" (A..B).
+nlohmann::json plan_stage_json(uint32_t index, LayerRange range);
+// A value or null.
+nlohmann::json opt_json(const std::optional<uint64_t>& v);
+nlohmann::json opt_json(const std::optional<double>& v);
 
 // The first words of the human report: "MODEL_ID (REF)".
 std::string plan_headline(const PlanPackage& pkg);
