@@ -12,19 +12,8 @@ namespace {
 nlohmann::json memory_plan_json(const CacheShape& shape, const MemoryPlan& p) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : p.stages) {
-    auto j = plan_stage_json(s.index, s.range);
-    j.update({{"bytes", s.weight_bytes},
-              {"weight_bytes", s.weight_bytes},
-              {"kv_cache_bytes", s.kv_cache_bytes},
-              {"state_bytes", s.state_bytes},
-              {"charged_cache_bytes", s.charged_cache_bytes},
-              {"headroom_bytes", s.headroom_bytes},
-              {"memory_bytes", s.memory_bytes},
-              {"budget_bytes", opt_json(s.budget)},
-              {"bandwidth_bytes_per_second", opt_json(s.bandwidth)},
-              {"decode_time_us", opt_json(s.decode_time_us)},
-              {"embeddings", s.embeddings},
-              {"output", s.output}});
+    auto j = memory_stage_json(s);
+    j.update({{"bandwidth_bytes_per_second", opt_json(s.bandwidth)}, {"decode_time_us", opt_json(s.decode_time_us)}});
     stages.push_back(std::move(j));
   }
   const auto& r = p.reserves;

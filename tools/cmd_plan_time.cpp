@@ -17,24 +17,14 @@ nlohmann::json time_plan_json(const CacheShape& shape, const DecodeCost& cost, c
                               const TimePlan& p) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : p.stages) {
-    auto j = plan_stage_json(s.index, s.range);
+    auto j = memory_stage_json(s);
     j.update({{"node", s.node},
-              {"bytes", s.weight_bytes},
-              {"weight_bytes", s.weight_bytes},
               {"active_weight_bytes", s.active_weight_bytes},
               {"kv_read_bytes", s.kv_read_bytes},
-              {"kv_cache_bytes", s.kv_cache_bytes},
-              {"state_bytes", s.state_bytes},
-              {"charged_cache_bytes", s.charged_cache_bytes},
-              {"headroom_bytes", s.headroom_bytes},
-              {"memory_bytes", s.memory_bytes},
-              {"budget_bytes", opt_json(s.budget)},
               {"bandwidth_bytes_per_second", s.bandwidth},
               {"stage_time_us", us(s.stage_time_ns)},
               {"hop_time_us", us(s.hop_time_ns)},
-              {"decode_time_us", us(s.stage_time_ns)},
-              {"embeddings", s.embeddings},
-              {"output", s.output}});
+              {"decode_time_us", us(s.stage_time_ns)}});
     stages.push_back(std::move(j));
   }
   nlohmann::json left = nlohmann::json::array();
