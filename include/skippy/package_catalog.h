@@ -85,6 +85,11 @@ struct CatalogArtifact {
   bool tensors_listed = true;
   // Publisher metadata only: its role (model_config, ...).
   std::string publisher_role;
+  // How a stage reads it. True: whole (schema 1's fragments, each a GGUF a
+  // runtime loads whole; the carrier; sidecars): a stage that reads any of
+  // it reads all its bytes. False: by extents (schema 2's payload parts): a
+  // stage reads only its tensors' bytes.
+  bool read_whole = true;
 };
 
 struct CatalogTensor {
@@ -115,6 +120,14 @@ struct PackageCatalog {
   // The carrier itself (its KVs, the source's; its directory), for a
   // writer or a stage view that needs more than the tables.
   std::shared_ptr<const GgufFile> carrier_file;
+  // The width a stage boundary carries, when the package declares it
+  // (schema 1's activation_width; schema 2 declares none, a reader derives
+  // it from the directory: skippy/stage.h activation_width_tensor).
+  std::optional<uint64_t> activation_width;
+  // The layers the package's generation defaults name as its native MTP
+  // (NextN) block: every native-mtp proposer's and strategy's
+  // layer_indices, ascending, each once.
+  std::vector<uint32_t> native_mtp_layers;
   std::optional<PackageRootV2> root_v2;  // schema 2: the root as parsed
   std::optional<PackageManifest> manifest_v1;  // schema 1: the manifest as parsed
   // Schema 1: each artifact's fragment as add_fragment_v1 read it (null

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 
 #include "skippy/error.h"
@@ -190,6 +191,7 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
       ca.publisher_role = pr->second;
     } else {
       ca.kind = CatalogArtifactKind::kPayload;
+      ca.read_whole = false;  // a stage reads its tensors' extents
       ca.layer = artifact_path_layer(a.path);
       if (ca.layer) ca.role = PartRole::kLayer;
       if (ca.layer && *ca.layer >= root.layer_count) {
@@ -317,6 +319,17 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
   }
 
   cat.carrier_file = std::move(carrier_file);
+  if (root.generation && root.generation->speculative_decoding) {
+    std::set<uint32_t> mtp;
+    const auto& sd = *root.generation->speculative_decoding;
+    for (const auto& [id, p] : sd.proposers) {
+      if (p.type == "native-mtp") mtp.insert(p.layer_indices.begin(), p.layer_indices.end());
+    }
+    for (const auto& [id, s] : sd.strategies) {
+      if (s.type == "native-mtp") mtp.insert(s.layer_indices.begin(), s.layer_indices.end());
+    }
+    cat.native_mtp_layers.assign(mtp.begin(), mtp.end());
+  }
   cat.root_v2 = root;
   return cat;
 }
