@@ -46,6 +46,8 @@ StageAdmission read_admission(const std::string& file) {
 
 }  // namespace v2src_detail
 
+StageAdmission read_admission_file(const std::string& file) { return v2src_detail::read_admission(file); }
+
 std::vector<std::string> admission_tensors(const OpenedCatalog& pkg, const std::string& file) {
   const StageAdmission a = v2src_detail::read_admission(file);
   check_stage_admission(a, pkg.catalog, "--admission " + file);

@@ -33,6 +33,9 @@ void check_tensor_choice(const TensorChoice& choice, bool has_range, bool schema
 // the admission descriptor, or (neither) every artifact of the package.
 CatalogStage catalog_stage_for(const OpenedCatalog& pkg, const std::optional<LayerRange>& range,
                                const TensorChoice& tensors);
+// A stage admission descriptor file, parsed strictly (not yet checked
+// against a package).
+StageAdmission read_admission_file(const std::string& file);
 // The resident tensors of the --admission FILE descriptor, checked against
 // the package (materialize writes exactly them).
 std::vector<std::string> admission_tensors(const OpenedCatalog& pkg, const std::string& file);
