@@ -84,7 +84,8 @@ Command register_fetch(CLI::App& app) {
       "against the manifest's size and SHA-256 before it gets its final name; cache hits are verified too.\n"
       "Without --layers, every artifact of the package is fetched.\n"
       "A package schema 2 brings model-package.json, its metadata carrier (checked before its locators are\n"
-      "trusted) and only the parts holding the stage's tensors (or those of --tensors NAME,...), from the same\n"
+      "trusted) and only the parts holding the stage's tensors (or those of --tensors NAME,...), and the stage's\n"
+      "mmproj sidecar (as a projector above; --admission FILE: the descriptor's sidecars), from the same\n"
       "sources (cache, --peer, Hub).\n"
       "Large parts come as byte ranges over several connections at once (--connections, default 8).\n"
       "With --peer, a worker of a split run asks the coordinator's serve-artifacts first (TLS 1.3, both sides\n"
@@ -205,12 +206,12 @@ Command register_fetch(CLI::App& app) {
             check_runtime_abi_for_cli(any);  // before any payload is brought
             check_tensor_choice(a->tensors, range.has_value(), any.v2.has_value());
             if (any.v2) {
-              if (!a->projector.empty() || a->single_stage) {
-                throw Error(ErrorKind::kUsage, "fetch: --projector and --single-stage are not supported for package schema 2 yet");
-              }
+              ProjectorChoice projector;
+              if (!a->projector.empty()) projector.path = a->projector;
+              projector.single_stage = a->single_stage;
               nlohmann::json peer;
               if (!a->peer.peer.empty()) peer = {{"endpoint", a->peer.peer}, {"stage", a->peer.stage}};
-              return fetch_schema_v2(*any.v2, range, a->tensors, a->json, peer);
+              return fetch_schema_v2(*any.v2, range, a->tensors, a->json, peer, projector);
             }
             const OpenedPackage& pkg = *any.v1;
             SelectOptions so;
