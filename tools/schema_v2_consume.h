@@ -21,8 +21,12 @@ nlohmann::json identity(const OpenedCatalog& pkg);
 
 // materialize REF --layers A..B (or --tensors N,N,... with `range` nullopt):
 // the stage through materialize_catalog_stage, printed as the schema 1
-// command prints it (plus schema_version, package_id).
+// command prints it (plus schema_version, package_id). The sidecars the
+// stage loads (`sidecars`: an --admission descriptor's; for a range, the
+// default projector of a stage starting at layer 0) are not merged: they are
+// brought (hf://), checked, and their paths reported (`projector`, the
+// first; `sidecars`, all).
 int materialize_schema_v2(const OpenedCatalog& pkg, std::optional<LayerRange> range, const std::vector<std::string>& tensors,
-                          const MaterializeOptions& options, bool json);
+                          const MaterializeOptions& options, bool json, std::vector<CatalogPart> sidecars = {});
 
 }  // namespace skippy::cli

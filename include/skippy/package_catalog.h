@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -147,6 +148,13 @@ struct PackageCatalog {
   std::unordered_map<std::string, size_t> artifact_index;
 };
 
+// The reference's catalog skips a tensor with a zero dimension (no elements,
+// no bytes: a converter's placeholder such as `__index_timestep_zero__` with
+// dims [0]): it is not catalogued, so it is in no payload part, no carrier
+// directory the writers make, no locator array, and certification does not
+// expect it. True for such dims.
+bool catalog_skips_tensor(std::span<const int64_t> ne) noexcept;
+
 // "blk.N." at the start of a tensor name -> N (decimal, no sign, no leading
 // zeros but "0"); nullopt otherwise.
 std::optional<uint32_t> tensor_name_layer(std::string_view name) noexcept;
@@ -163,9 +171,12 @@ std::optional<uint32_t> artifact_path_layer(std::string_view path) noexcept;
 //   - skippy.package.metadata_only is bool true, locator_schema is 1 and
 //     part_count equals the number of payload parts (catalog artifacts that
 //     are neither the carrier nor a sidecar; there is at least one);
+//   - the directory's tensors with a zero dimension are skipped
+//     (catalog_skips_tensor), as the reference's catalog reader skips them;
+//     tensors of up to 8 dimensions are read (kGgufDirectoryMaxDims);
 //   - the four locator arrays have the contract's types (tensor_part and
 //     tensor_alignment u32[], tensor_offset and tensor_size u64[]), one entry
-//     per tensor;
+//     per catalogued tensor, in directory order;
 //   - per tensor: the part index names a payload part; the alignment is a
 //     power of two and divides the offset; the stored size is > 0 and equals
 //     the bytes its ggml type and dims take; offset + size lies inside the

@@ -149,6 +149,10 @@ std::optional<std::string> non_finite_float_kv(const GgufFile& f) {
   return std::nullopt;
 }
 
+bool catalog_skips_tensor(std::span<const int64_t> ne) noexcept {
+  return std::find(ne.begin(), ne.end(), int64_t{0}) != ne.end();
+}
+
 PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const GgufFile> carrier_file,
                                 std::string_view origin) {
   const GgufFile& f = *carrier_file;
@@ -236,7 +240,14 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
   cat.architecture = std::string(f.architecture());
   if (cat.architecture.empty()) carrier_fail(origin, cpath + ": the carrier has no general.architecture");
 
-  const size_t n = f.tensors().size();
+  // The directory's entries the catalog holds: a zero-dimension placeholder
+  // is skipped, and the locator arrays index the others (as the reference's
+  // resolve_package_carrier does after its reader skipped them).
+  std::vector<const GgufTensorInfo*> listed;
+  for (const auto& t : f.tensors()) {
+    if (!catalog_skips_tensor(t.ne)) listed.push_back(&t);
+  }
+  const size_t n = listed.size();
   const auto parts = carrier_locator_array(f, kCarrierTensorPartKey, GgufType::kUint32, n, origin);
   const auto offsets = carrier_locator_array(f, kCarrierTensorOffsetKey, GgufType::kUint64, n, origin);
   const auto sizes = carrier_locator_array(f, kCarrierTensorSizeKey, GgufType::kUint64, n, origin);
@@ -244,7 +255,7 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
 
   cat.tensors.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    const GgufTensorInfo& t = f.tensors()[i];
+    const GgufTensorInfo& t = *listed[i];
     const std::string tn = "tensor '" + std::string(t.name) + "'";
     if (parts[i] >= payload.size()) {
       carrier_fail(origin, tn + ": part index " + std::to_string(parts[i]) + " names no payload artifact (there are " +
