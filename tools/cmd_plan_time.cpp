@@ -160,7 +160,8 @@ int run_time_plan(const OpenedPackage& pkg, TimePlanRequest r) {
                       "` brings them (or plan a package schema 2, whose carrier holds the table)");
     }
   }
-  const auto parts = all_parts(pkg);
+  auto parts = all_parts(catalog_artifacts_v1(pkg.manifest));
+  provide_parts(pkg, parts);
   (void)verify_if_required(pkg, parts);  // hf://: trust nothing unverified
   std::optional<GgufFile> metadata;
   std::vector<DecodeTensor> tensors;

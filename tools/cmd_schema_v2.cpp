@@ -19,11 +19,11 @@ namespace {
 
 nlohmann::json v2_optional(const std::optional<uint32_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
-nlohmann::json v2_part_json(const CatalogPart& p, const std::filesystem::path& path) {
+nlohmann::json v2_part_json(const StagePart& p) {
   return {{"artifact_id", p.artifact_id},
           {"kind", catalog_artifact_kind_name(p.kind)},
-          {"layer_index", v2_optional(p.layer)},
-          {"path", path.string()},
+          {"layer_index", v2_optional(p.layer_index)},
+          {"path", p.path.string()},
           {"relative_path", p.rel_path},
           {"bytes", p.bytes},
           {"tensor_count", p.tensors.size()},
@@ -40,16 +40,16 @@ int select_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& 
     throw Error(ErrorKind::kUsage, "select: --projector and --single-stage are not supported for package schema 2 yet");
   }
   const auto& cat = pkg.catalog;
-  const auto s = catalog_stage_for(pkg, range, tensors);
+  auto s = stage_for(pkg, range, tensors);
   // Consumer validation of each file (brought first through the package's
   // source, for hf://); SHA-256 too when the package demands it (hf://) or
   // SKIPPY_VERIFY_PACKAGE_SHA asks, through the verification cache.
-  const auto paths = provide_catalog_parts(pkg, s.parts);
-  const auto verified = verify_catalog_if_required(pkg, s.parts);
+  provide_parts(pkg, s.parts);
+  const auto verified = verify_if_required(pkg, s.parts);
   nlohmann::json parts = nlohmann::json::array();
   uint64_t total = 0;
   for (size_t i = 0; i < s.parts.size(); ++i) {
-    parts.push_back(v2_part_json(s.parts[i], paths[i]));
+    parts.push_back(v2_part_json(s.parts[i]));
     total += s.parts[i].bytes;
   }
   if (json) {
@@ -87,7 +87,7 @@ int select_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& 
     std::vector<std::vector<std::string>> rows;
     for (const auto& p : s.parts) {
       std::string kind(catalog_artifact_kind_name(p.kind));
-      if (p.layer) kind += " " + std::to_string(*p.layer);
+      if (p.layer_index) kind += " " + std::to_string(*p.layer_index);
       rows.push_back({kind, p.rel_path, human_bytes(p.bytes), counted(p.tensors.size(), "tensor")});
     }
     std::cout << aligned_rows(rows, {2, 3});

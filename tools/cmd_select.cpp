@@ -4,13 +4,14 @@
 #include "skippy/error.h"
 #include "schema_v2_cli.h"
 #include "skippy/policy.h"
+#include "skippy/catalog_stage.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
 
 namespace skippy::cli {
 
 nlohmann::json part_json(const StagePart& p) {
-  return {{"role", part_role_name(p.role)},
+  return {{"role", part_role_label(p)},
           {"layer_index", p.layer_index ? nlohmann::json(*p.layer_index) : nlohmann::json(nullptr)},
           {"path", p.path.string()},
           {"relative_path", p.rel_path},
@@ -56,19 +57,19 @@ Command register_select(CLI::App& app) {
             check_tensor_choice(a->tensors, chosen.has_value(), any.v2.has_value());
             if (any.v2) return select_schema_v2(*any.v2, chosen, a->tensors, a->json, !a->projector.empty() || a->single_stage);
             const auto range = *chosen;
-            const OpenedPackage& pkg = *any.v1;
-            const auto generation = generation_warnings(pkg.manifest.generation);
+            const OpenedPackage& manifest_pkg = *any.v1;
+            const auto generation = generation_warnings(manifest_pkg.manifest.generation);
             for (const auto& w : generation) std::cerr << "warning: " << w << "\n";
             // The package's (unknown projector kinds, a set-aside generation block, a
             // moving branch) and the generation block's, all in the JSON document.
-            std::vector<std::string> warnings = pkg.warnings;
+            std::vector<std::string> warnings = manifest_pkg.warnings;
             warnings.insert(warnings.end(), generation.begin(), generation.end());
             SelectOptions o;
             if (!a->projector.empty()) o.projector_path = a->projector;
             o.single_stage = a->single_stage;
-            const auto s = select_stage(pkg, range, o);
-            std::vector<StagePart> parts = s.parts;
-            if (s.projector) parts.push_back(*s.projector);
+            const OpenedCatalog pkg = catalog_for_cli(any, range, true);
+            const auto s = open_stage(pkg, range, o);
+            const auto parts = s.parts_with_projector();
             // Before a stage may use them: SHA-256 when the package demands it
             // (hf://) or SKIPPY_VERIFY_PACKAGE_SHA is set; throws on mismatch.
             const auto verified = verify_if_required(pkg, parts);
@@ -78,11 +79,11 @@ Command register_select(CLI::App& app) {
               nlohmann::json jp = nlohmann::json::array();
               for (const auto& p : parts) jp.push_back(part_json(p));
               print_json({{"package", pkg.ref},
-                          {"model_id", pkg.manifest.model_id},
+                          {"model_id", pkg.catalog.model_id},
                           {"manifest_sha256", pkg.manifest_sha256},
                           {"layer_start", range.start},
                           {"layer_end", range.end},
-                          {"layer_count", pkg.manifest.layer_count},
+                          {"layer_count", pkg.catalog.layer_count},
                           {"parts", jp},
                           {"total_bytes", total},
                           {"verified", verified.has_value()},
@@ -90,11 +91,11 @@ Command register_select(CLI::App& app) {
                           {"warnings", warnings},
                           {"revision", pin_json(pkg)}});  // #25
             } else {
-              std::cout << pkg.manifest.model_id << " layers " << format_layer_range(range) << " of "
-                        << pkg.manifest.layer_count << ": " << counted(parts.size(), "part") << ", " << human_bytes(total) << "\n";
+              std::cout << pkg.catalog.model_id << " layers " << format_layer_range(range) << " of "
+                        << pkg.catalog.layer_count << ": " << counted(parts.size(), "part") << ", " << human_bytes(total) << "\n";
               std::vector<std::vector<std::string>> rows;
               for (const auto& p : parts) {
-                std::string role(part_role_name(p.role));
+                std::string role(part_role_label(p));
                 if (p.layer_index) role += " " + std::to_string(*p.layer_index);
                 rows.push_back({role, p.rel_path, human_bytes(p.bytes)});
               }

@@ -1,5 +1,5 @@
-// verify and fetch for package schema 2 (from any source), and the
-// --tensors choice shared with select (see schema_v2_cli.h).
+// fetch for package schema 2 (from any source), and the --tensors choice
+// and the stage every command works on (see schema_v2_cli.h).
 #include <iostream>
 #include <map>
 #include <set>
@@ -52,9 +52,9 @@ std::vector<std::string> admission_tensors(const OpenedCatalog& pkg, const std::
   return a.resident_tensor_ids;
 }
 
-StageAdmission stage_admission_for(const OpenedCatalog& pkg, const CatalogStage& stage, const TensorChoice& tensors) {
+StageAdmission stage_admission_for(const OpenedCatalog& pkg, const StageSelection& stage, const TensorChoice& tensors) {
   if (!tensors.admission.empty()) return v2src_detail::read_admission(tensors.admission);
-  return catalog_stage_admission(pkg.catalog, stage);
+  return stage_admission_of(pkg.catalog, stage);
 }
 
 void add_tensor_options(CLI::App* cmd, TensorChoice& choice) {
@@ -82,127 +82,22 @@ void check_tensor_choice(const TensorChoice& choice, bool has_range, bool schema
   }
 }
 
-CatalogStage catalog_stage_for(const OpenedCatalog& pkg, const std::optional<LayerRange>& range,
-                               const TensorChoice& tensors) {
-  if (range) return select_catalog_range(pkg.catalog, *range);
+StageSelection stage_for(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
+                         const SelectOptions& options, bool artifacts_only) {
+  if (range) {
+    StageSelection s = select_stage(pkg.catalog, *range, artifacts_only);
+    // The commands choose a projector for schema 1 (schema 2's sidecars
+    // come with --admission).
+    if (pkg.schema_version == kManifestSchemaVersion) s.projector = select_projector(pkg, *range, options);
+    return s;
+  }
   if (!tensors.admission.empty()) {
-    return select_catalog_admission(pkg.catalog, v2src_detail::read_admission(tensors.admission), "--admission " + tensors.admission);
+    return select_stage_admission(pkg.catalog, v2src_detail::read_admission(tensors.admission), "--admission " + tensors.admission);
   }
-  if (tensors.given()) return select_catalog_tensors(pkg.catalog, v2src_detail::tensor_names(tensors));
-  CatalogStage s;
-  s.parts = all_catalog_parts(pkg.catalog);
+  if (tensors.given()) return select_stage_tensors(pkg.catalog, v2src_detail::tensor_names(tensors));
+  StageSelection s;
+  s.parts = all_parts(pkg.catalog);
   return s;
-}
-
-int verify_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
-                     const VerifyV2Args& a) {
-  const auto& cat = pkg.catalog;
-  const auto s = catalog_stage_for(pkg, range, tensors);
-  // A repository package brings what the stage lacks first; on disk, every
-  // file rule is a problem of the report.
-  if (pkg.source) (void)provide_catalog_parts(pkg, s.parts);
-  VerifyOptions o;
-  o.threads = a.threads;
-  o.use_cache = !a.no_cache;
-  std::optional<Progress> progress;
-  progress.emplace("verify");
-  o.on_progress = [&](uint64_t d, uint64_t t) { progress->update(d, t); };
-  auto r = verify_catalog_parts(pkg, s.parts, o);
-  progress.reset();
-  std::vector<std::string> notes = s.notes;
-  notes.insert(notes.end(), r.notes.begin(), r.notes.end());
-  std::map<std::string, const CatalogPart*> by_path;
-  for (const auto& p : s.parts) by_path.emplace(p.rel_path, &p);
-  nlohmann::json jparts = nlohmann::json::array();
-  for (const auto& vp : r.parts) {
-    const CatalogPart& p = *by_path.at(vp.rel_path);
-    jparts.push_back({{"artifact_id", p.artifact_id},
-                      {"kind", catalog_artifact_kind_name(p.kind)},
-                      {"layer_index", v2src_detail::optional_u32(p.layer)},
-                      {"relative_path", vp.rel_path},
-                      {"cache_hit", vp.cache_hit},
-                      {"ok", vp.ok}});
-  }
-  return print_verify_report(r, a.json,
-                             {{"package", pkg.ref},
-                              {"schema_version", cat.schema_version},
-                              {"package_id", cat.package_id},
-                              {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
-                              {"manifest_sha256", pkg.manifest_sha256}},
-                             std::move(jparts), !a.no_cache, pkg.warnings, notes, range, cat.package_id, "catalog");
-}
-
-int fetch_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
-                    bool json, const nlohmann::json& peer) {
-  const auto& cat = pkg.catalog;
-  const auto s = catalog_stage_for(pkg, range, tensors);
-  (void)provide_catalog_parts(pkg, s.parts);
-  const auto report = verify_catalog_if_required(pkg, s.parts);
-  const auto downloaded = pkg.source ? pkg.source->fetched() : std::vector<std::string>{};
-  const auto origins = pkg.source ? pkg.source->origins() : std::map<std::string, std::string>{};
-  // The farthest place anything came from: cache, then peer, then hub.
-  std::string source = "cache";
-  for (const auto& [path, origin] : origins) {
-    if (origin == "hub" || (origin == "peer" && source == "cache")) source = origin;
-  }
-  nlohmann::json sources = nlohmann::json::object();
-  for (const auto& p : s.parts) {
-    const auto it = origins.find(p.rel_path);
-    sources[p.rel_path] = it == origins.end() ? "cache" : it->second;
-  }
-  const auto source_notes = pkg.source ? pkg.source->notes() : std::vector<std::string>{};
-  for (const auto& n : source_notes) std::cerr << "note: " << n << "\n";
-  uint64_t total = 0;
-  for (const auto& p : s.parts) total += p.bytes;
-  if (json) {
-    nlohmann::json jp = nlohmann::json::array();
-    nlohmann::json ids = nlohmann::json::array();
-    for (const auto& p : s.parts) {
-      jp.push_back(p.rel_path);
-      ids.push_back(p.artifact_id);
-    }
-    nlohmann::json doc = {{"package", pkg.ref},
-                          {"schema_version", cat.schema_version},
-                          {"package_id", cat.package_id},
-                          {"model_id", cat.model_id},
-                          {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
-                          {"manifest_sha256", pkg.manifest_sha256},
-                          {"snapshot_dir", pkg.root.string()},
-                          {"source", source},
-                          {"sources", sources},
-                          {"downloaded", downloaded},
-                          {"parts", jp},
-                          {"artifact_ids", ids},
-                          {"total_bytes", total},
-                          {"verified", report.has_value() && report->verified},
-                          {"cache_hits", report ? report->cache_hits : 0},
-                          {"hashed_bytes", report ? report->hashed_bytes : 0},
-                          {"warnings", pkg.warnings},
-                          {"notes", s.notes},
-                          {"source_notes", source_notes},
-                          {"revision", pin_json(pkg)},  // as schema 1's fetch (#25)
-                          {"signed_by", pkg.signature ? nlohmann::json(pkg.signature->owner_id) : nlohmann::json()}};
-    if (!peer.is_null()) doc["peer"] = peer;
-    if (range) {
-      doc["layer_start"] = range->start;
-      doc["layer_end"] = range->end;
-    }
-    print_json(doc);
-  } else {
-    for (const auto& n : s.notes) std::cerr << "note: " << n << "\n";
-    std::map<std::string, size_t> count;
-    for (const auto& p : s.parts) ++count[sources[p.rel_path].get<std::string>()];
-    if (!peer.is_null()) {
-      std::cerr << "parts: " << count["peer"] << " from the peer, " << count["hub"] << " from the Hub, " << count["cache"]
-                << " already in the cache\n";
-    }
-    std::cerr << "fetched " << counted(s.parts.size(), "part") << " of " << cat.package_id << ", " << human_bytes(total)
-              << " (" << counted(downloaded.size(), "file") << " downloaded"
-              << (count["cache"] == 0 ? std::string() : ", " + counted(count["cache"], "part") + " already in the cache")
-              << "), verified\n";
-    std::cout << pkg.root.string() << "\n";
-  }
-  return kExitOk;
 }
 
 }  // namespace skippy::cli

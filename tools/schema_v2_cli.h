@@ -16,7 +16,7 @@ namespace skippy::cli {
 
 // --tensors NAME,NAME and --tensors-file FILE (one name a line; blank lines
 // and lines starting with '#' skipped): a stage chosen by its tensor names
-// (select_catalog_tensors), for schema 2 packages only.
+// (select_stage_tensors), for schema 2 packages only.
 // --admission FILE: a stage admission descriptor (skippy/stage_admission.h)
 // defines the stage, checked against the package.
 struct TensorChoice {
@@ -29,16 +29,18 @@ void add_tensor_options(CLI::App* cmd, TensorChoice& choice);
 // Usage errors: --tensors with --layers, or with a schema 1 package.
 void check_tensor_choice(const TensorChoice& choice, bool has_range, bool schema_v2);
 
-// What a command works on: the stage of `range`, or of the tensor names or
-// the admission descriptor, or (neither) every artifact of the package.
-CatalogStage catalog_stage_for(const OpenedCatalog& pkg, const std::optional<LayerRange>& range,
-                               const TensorChoice& tensors);
+// What a command works on, whichever the schema: the stage of `range`
+// (with, for schema 1, the projector `options` choose; `artifacts_only` as
+// select_stage's), or of the tensor names or the admission descriptor, or
+// (none) every artifact of the package.
+StageSelection stage_for(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
+                         const SelectOptions& options = {}, bool artifacts_only = false);
 // The resident tensors of the --admission FILE descriptor, checked against
 // the package (materialize writes exactly them).
 std::vector<std::string> admission_tensors(const OpenedCatalog& pkg, const std::string& file);
 // The admission descriptor of that stage: --admission's own, or the stage's
 // tensors without sidecars.
-StageAdmission stage_admission_for(const OpenedCatalog& pkg, const CatalogStage& stage, const TensorChoice& tensors);
+StageAdmission stage_admission_for(const OpenedCatalog& pkg, const StageSelection& stage, const TensorChoice& tensors);
 
 // `projector_options`: --projector or --single-stage was given (sidecar
 // selection is not built for schema 2 yet: a usage error, never ignored).
@@ -46,17 +48,6 @@ StageAdmission stage_admission_for(const OpenedCatalog& pkg, const CatalogStage&
 int select_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
                      bool json, bool projector_options);
 
-struct VerifyV2Args {
-  unsigned threads = 2;
-  bool no_cache = false;
-  bool json = false;
-};
-int verify_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
-                     const VerifyV2Args& args);
-
-// `peer`: {"endpoint", "stage"} of a --peer fetch, else null.
-int fetch_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
-                    bool json, const nlohmann::json& peer);
 // inspect of a schema 2 package as open_package_any opened it (local or
 // hf://: the carrier brought and checked).
 int inspect_schema_v2(const OpenedCatalog& pkg, bool json);

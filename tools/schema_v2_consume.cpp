@@ -1,4 +1,4 @@
-// materialize / plan for package schema 2 (see schema_v2_consume.h).
+// plan for package schema 2 (see schema_v2_consume.h).
 #include "schema_v2_consume.h"
 
 #include <iostream>
@@ -29,38 +29,6 @@ nlohmann::json identity(const OpenedCatalog& pkg) {
 }
 
 }  // namespace v2consume_detail
-
-int materialize_schema_v2(const OpenedCatalog& pkg, std::optional<LayerRange> range, const std::vector<std::string>& tensors,
-                          const MaterializeOptions& options, bool json) {
-  const auto stage = range ? select_catalog_range(pkg.catalog, *range) : select_catalog_tensors(pkg.catalog, tensors);
-  MaterializeOptions o = options;
-  Progress progress("materialize");
-  o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
-  const auto r = materialize_catalog_stage(pkg, stage, o);
-  if (json) {
-    auto doc = v2consume_detail::identity(pkg);
-    doc.update({{"path", r.path.string()},
-                {"tensor_count", r.tensor_count},
-                {"reused", r.reused},
-                {"cached", r.cached},
-                {"bytes", r.bytes},
-                {"sha256", r.sha256.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.sha256)},
-                {"layer_start", range ? nlohmann::json(range->start) : nlohmann::json(nullptr)},
-                {"layer_end", range ? nlohmann::json(range->end) : nlohmann::json(nullptr)},
-                {"manifest_sha256", pkg.manifest_sha256},
-                {"projector", nullptr},
-                {"warnings", nlohmann::json::array()},
-                {"notes", stage.notes}});
-    print_json(doc);
-  } else {
-    std::cout << r.path.string() << "\n";
-    std::cerr << (r.reused ? "reused " : "materialized ")
-              << (range ? "layers " + format_layer_range(*range) : std::to_string(tensors.size()) + " named tensors")
-              << " (package schema 2): " << r.tensor_count << " tensors, " << human_bytes(r.bytes) << "\n";
-    for (const auto& n : stage.notes) std::cerr << "note: " << n << "\n";
-  }
-  return kExitOk;
-}
 
 int plan_schema_v2(const OpenedCatalog& pkg, PlanOptions o, std::optional<MemoryPlanOptions> memory, KvCacheType kv_type,
                    bool json, const PlanTopologyRequest* topology) {

@@ -1,6 +1,5 @@
-// The CLI's schema 2 consumer paths that materialize and plan take
-// (`materialize` and `plan` dispatch here when open_any_for_cli found a
-// schema 2 package: a local directory or hf://).
+// The CLI's schema 2 path that plan takes (`plan` dispatches here when
+// open_any_for_cli found a schema 2 package: a local directory or hf://).
 #pragma once
 
 #include <optional>
@@ -22,12 +21,6 @@ OpenedPackage printable(const OpenedCatalog& pkg, const PackageManifest& manifes
 // schema_version and package_id, added to a command's JSON document.
 nlohmann::json identity(const OpenedCatalog& pkg);
 }  // namespace v2consume_detail
-
-// materialize REF --layers A..B (or --tensors N,N,... with `range` nullopt):
-// the stage through materialize_catalog_stage, printed as the schema 1
-// command prints it (plus schema_version, package_id).
-int materialize_schema_v2(const OpenedCatalog& pkg, std::optional<LayerRange> range, const std::vector<std::string>& tensors,
-                          const MaterializeOptions& options, bool json);
 
 // plan REF: the byte plan (memory == nullopt) or the memory plan, on
 // plan_input_from_catalog's tables and the carrier's KVs.

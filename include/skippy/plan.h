@@ -109,7 +109,7 @@ bool final_stage_needs_embeddings(const OpenedPackage& package, uint32_t stages)
 
 // The planner's input for a package schema 2 catalog: the tables
 // plan_stages and plan_memory read, counted from the catalog's tensors as
-// select_catalog_range selects them (one planner, a second input).
+// select_stage selects them (one planner, a second input).
 //   layers[l]           bytes of the blk.l.* tensors;
 //   shared.metadata     the carrier's artifact bytes, plus the tensors
 //                       without a layer that every stage reads (rope_freqs);
