@@ -1,7 +1,6 @@
-// The CLI's package schema 2 paths: `inspect` dispatches here for a local
-// directory whose model-package.json says schema_version 2; `select`,
-// `verify` and `fetch` open any reference with open_any_for_cli (cli.h) and
-// dispatch here when it is schema 2, from whichever source.
+// What the commands share about stages (the --tensors / --admission choice
+// and the stage a command works on, for either schema), and the schema 2
+// printers that remain: `inspect` dispatches here for a schema 2 package.
 #pragma once
 
 #include <optional>
@@ -41,12 +40,6 @@ std::vector<std::string> admission_tensors(const OpenedCatalog& pkg, const std::
 // The admission descriptor of that stage: --admission's own, or the stage's
 // tensors without sidecars.
 StageAdmission stage_admission_for(const OpenedCatalog& pkg, const StageSelection& stage, const TensorChoice& tensors);
-
-// `projector_options`: --projector or --single-stage was given (sidecar
-// selection is not built for schema 2 yet: a usage error, never ignored).
-// `range` or `tensors` (exactly one).
-int select_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
-                     bool json, bool projector_options);
 
 // inspect of a schema 2 package as open_package_any opened it (local or
 // hf://: the carrier brought and checked).

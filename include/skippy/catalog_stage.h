@@ -154,7 +154,5 @@ StageAdmission stage_admission_of(const PackageCatalog& catalog, const StageSele
 // catalog needs no fragment read for it (catalog_artifacts_v1 will do).
 std::vector<StagePart> all_parts(const PackageCatalog& catalog);
 
-// The artifact entry (path, bytes, SHA-256) of a catalog artifact.
-ArtifactEntry catalog_artifact_entry(const CatalogArtifact& artifact);
 
 }  // namespace skippy

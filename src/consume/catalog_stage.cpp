@@ -446,12 +446,5 @@ std::vector<StagePart> all_parts(const PackageCatalog& cat) {
   return out;
 }
 
-ArtifactEntry catalog_artifact_entry(const CatalogArtifact& a) {
-  ArtifactEntry e;
-  e.path = a.path;
-  e.artifact_bytes = a.bytes;
-  e.sha256 = a.sha256;
-  return e;
-}
 
 }  // namespace skippy
