@@ -1,5 +1,5 @@
-// fetch for package schema 2 (from any source), and the --tensors choice
-// and the stage every command works on (see schema_v2_cli.h).
+// The stage a command works on, for either schema: --layers, --tensors,
+// --tensors-file, --admission, or every artifact (see schema_v2_cli.h).
 #include <iostream>
 #include <map>
 #include <set>
