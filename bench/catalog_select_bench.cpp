@@ -1,7 +1,7 @@
 // In-process open + select of a schema 2 package (issue #22 target: under
 // 10 ms for a 94-layer, ~1,000-tensor model). Each iteration does the whole
 // open_local_catalog_v2 (root parse, carrier checks and SHA-256, directory-
-// only GGUF open, catalog build) and then select_catalog_range of the first
+// only GGUF open, catalog build) and then select_stage of the first
 // half of the layers; the figures are the minimum and the median.
 //
 // Run: scripts/bench-select.sh (it writes the package under /tmp), or
@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
       const auto pkg = skippy::open_local_catalog_v2(dir);
       const double opened = ms_since(t0);
       const auto t1 = Clock::now();
-      const auto stage = skippy::select_catalog_range(pkg.catalog, {0, pkg.catalog.layer_count / 2});
+      const auto stage = skippy::select_stage(pkg.catalog, {0, pkg.catalog.layer_count / 2});
       select_ms.push_back(ms_since(t1));
       open_ms.push_back(opened);
       both_ms.push_back(ms_since(t0));
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     }
     std::printf("schema 2 package %s: %zu tensors\n", dir.c_str(), tensors);
     report("open_local_catalog_v2", open_ms);
-    report("select_catalog_range (first half)", select_ms);
+    report("select_stage (first half)", select_ms);
     report("open + select (target < 10 ms)", both_ms);
   } catch (const skippy::Error& e) {
     std::fprintf(stderr, "%s\n", e.what());

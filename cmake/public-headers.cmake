@@ -7,7 +7,6 @@
 # library (src/CMakeLists.txt).
 set(SKIPPY_PUBLIC_HEADERS
   abi.h
-  catalog_parts.h
   catalog_stage.h
   decode_cost.h
   error.h

@@ -43,7 +43,6 @@ declare -A owner=(
   [skippy.h]=capi
   [manifest_v2.h]=format [package_catalog.h]=format [package_signature.h]=format [stage_admission.h]=format
   [catalog_stage.h]=consume
-  [catalog_parts.h]=consume
 )
 
 fail=0

@@ -47,13 +47,13 @@ TEST(CApi, AProgramInCLoadsAStageInLoadOrderVerifiesAndMaterializesIt) {
 
   // The same parts, in the same order, as the C++ consumer selects.
   const auto pkg = open_local_package(tmp / "pkg");
-  const auto sel = select_stage(pkg, {0, 3});
+  const auto sel = test::select_v1(pkg, {0, 3});
   const auto parts = lines_starting(r.out, "part ");
   ASSERT_EQ(parts.size(), sel.parts.size());
   for (size_t i = 0; i < parts.size(); ++i) {
     const auto& p = sel.parts[i];
     std::ostringstream want;
-    want << part_role_name(p.role) << " " << (p.layer_index ? static_cast<int64_t>(*p.layer_index) : -1) << " "
+    want << part_role_label(p) << " " << (p.layer_index ? static_cast<int64_t>(*p.layer_index) : -1) << " "
          << p.rel_path << " " << p.bytes << " " << p.sha256 << " " << p.path.string();
     EXPECT_EQ(parts[i], want.str());
   }
@@ -85,16 +85,16 @@ TEST(CApi, ASchema2PackageOpensSelectsVerifiesAndMaterializesThroughTheSameCalls
                                      src.filename().string()});
   EXPECT_EQ(lines_starting(r.out, "activation_width "),
             std::vector<std::string>{std::to_string(*GgufFile::open(src).embedding_length())});
-  // The carrier, then the stage's payload parts, as select_catalog_range lists them.
-  const auto stage = select_catalog_range(pkg.catalog, {2, 5});
+  // The carrier, then the stage's payload parts, as select_stage lists them.
+  const auto stage = select_stage(pkg.catalog, {2, 5});
   const auto parts = lines_starting(r.out, "part ");
   ASSERT_EQ(parts.size(), stage.parts.size());
   uint64_t payload = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const auto& p = stage.parts[i];
-    const std::string role = i == 0 ? "metadata" : p.layer ? "layer" : "common";
+    const std::string role = i == 0 ? "metadata" : p.layer_index ? "layer" : "common";
     std::ostringstream want;
-    want << role << " " << (p.layer ? static_cast<int64_t>(*p.layer) : -1) << " " << p.rel_path << " " << p.bytes << " "
+    want << role << " " << (p.layer_index ? static_cast<int64_t>(*p.layer_index) : -1) << " " << p.rel_path << " " << p.bytes << " "
          << p.sha256 << " " << fs::canonical(tmp / "pkg" / p.rel_path).string();
     EXPECT_EQ(parts[i], want.str());
     if (i > 0) payload += p.bytes;

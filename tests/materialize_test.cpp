@@ -123,13 +123,13 @@ TEST(Materialize, EveryRangeOfEveryFixtureHoldsExactlyItsTensorsByteIdentical) {
     for (uint32_t a = 0; a < layers; ++a) {
       for (uint32_t b = a + 1; b <= layers; ++b) {
         SCOPED_TRACE(std::to_string(a) + ".." + std::to_string(b));
-        const auto sel = select_stage(pkg, {a, b});
+        const auto sel = test::select_v1(pkg, {a, b});
         MaterializeOptions o;
         o.out = tmp / "stage.gguf";
         o.hash = (a + b) % 2 == 0;  // both write paths: kernel copy, and read + hash + write
         uint64_t last_done = 0, last_total = 0;
         o.on_progress = [&](uint64_t d, uint64_t t) { last_done = d, last_total = t; };
-        const auto r = materialize_stage(pkg, sel, o);
+        const auto r = test::materialize_v1(pkg, sel, o);
         EXPECT_FALSE(r.reused);
         EXPECT_FALSE(r.cached);
         EXPECT_EQ(r.path, fs::absolute(tmp / "stage.gguf"));
@@ -246,13 +246,13 @@ TEST(Materialize, TwoProcessesAtOnceBuildOnceAndBothGetAValidFile) {
 TEST(Materialize, ThreadsOfOneProcessBuildOnce) {
   test::TempDir tmp;
   const auto pkg = open_local_package(package_of(data_path("glm4moe-mtp-tiny.gguf")).string());
-  const auto sel = select_stage(pkg, {0, 4});
+  const auto sel = test::select_v1(pkg, {0, 4});
   MaterializeOptions o;
   o.cache_dir = tmp / "c";
   o.hash = true;
   std::vector<MaterializeResult> results(4);
   std::vector<std::thread> threads;
-  for (auto& r : results) threads.emplace_back([&] { r = materialize_stage(pkg, sel, o); });
+  for (auto& r : results) threads.emplace_back([&] { r = test::materialize_v1(pkg, sel, o); });
   for (auto& t : threads) t.join();
   int built = 0;
   for (const auto& r : results) {
@@ -529,24 +529,24 @@ TEST(Materialize, PruneRacingMaterializersLeavesAValidEntry) {
   // alongside a newcomer locking the fresh file: it re-locks the new one.
   test::TempDir tmp;
   const auto pkg = open_local_package(package_of(data_path("qwen3moe-tiny.gguf")).string());
-  const auto sel = select_stage(pkg, {0, 2});
+  const auto sel = test::select_v1(pkg, {0, 2});
   MaterializeOptions o;
   o.cache_dir = tmp / "c";
-  const auto first = materialize_stage(pkg, sel, o);
+  const auto first = test::materialize_v1(pkg, sel, o);
   const auto first_sha = sha256_file(first.path);
   for (int i = 0; i < 5; ++i) {
     std::thread pruner([&] { (void)prune_stage_cache(tmp / "c"); });
     std::vector<MaterializeResult> rs(2);
-    std::thread m1([&] { rs[0] = materialize_stage(pkg, sel, o); });
-    std::thread m2([&] { rs[1] = materialize_stage(pkg, sel, o); });
+    std::thread m1([&] { rs[0] = test::materialize_v1(pkg, sel, o); });
+    std::thread m2([&] { rs[1] = test::materialize_v1(pkg, sel, o); });
     pruner.join();
     m1.join();
     m2.join();
     EXPECT_EQ(rs[0].path, first.path);
     EXPECT_EQ(rs[1].path, first.path);
   }
-  const auto last = materialize_stage(pkg, sel, o);
-  EXPECT_TRUE(materialize_stage(pkg, sel, o).reused);
+  const auto last = test::materialize_v1(pkg, sel, o);
+  EXPECT_TRUE(test::materialize_v1(pkg, sel, o).reused);
   EXPECT_EQ(sha256_file(last.path), first_sha);
   std::set<std::string> files;
   for (const auto& e : fs::directory_iterator(tmp / "c")) files.insert(e.path().filename().string());

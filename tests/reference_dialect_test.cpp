@@ -192,13 +192,13 @@ TEST(ReferenceDialect, FullRangeMaterializationIsTheSourceModel) {
     const auto& p = ref_package(src);
     const auto model = ModelSource::open(src);
     const auto pkg = open_local_package(p.dir);
-    const auto sel = select_stage(pkg, {0, model.layer_count()});
+    const auto sel = test::select_v1(pkg, {0, model.layer_count()});
     const auto view = StageView::open(sel);
     EXPECT_EQ(view.merged_duplicates(), p.repeated);
     test::TempDir out;
     MaterializeOptions o;
     o.out = out / "stage.gguf";
-    const auto r = materialize_stage(pkg, sel, o);
+    const auto r = test::materialize_v1(pkg, sel, o);
     const auto g = GgufFile::open(r.path);
     std::set<std::string> names;
     for (const auto& t : g.tensors()) {
@@ -232,7 +232,7 @@ TEST(ReferenceDialect, EveryStageOfATwoStageSplitMaterializes) {
       test::TempDir out;
       MaterializeOptions o;
       o.out = out / "stage.gguf";
-      const auto res = materialize_stage(pkg, select_stage(pkg, r), o);
+      const auto res = test::materialize_v1(pkg, test::select_v1(pkg, r), o);
       const auto g = GgufFile::open(res.path);
       std::set<std::string> names;
       for (const auto& t : g.tensors()) EXPECT_TRUE(names.insert(std::string(t.name)).second) << t.name;
@@ -266,7 +266,7 @@ TEST(ReferenceDialect, DifferingCopiesOfAnExtraAreRefusedNamingBoth) {
   std::ofstream(dir / "model-package.json") << m.dump(2) << "\n";
   const auto pkg = open_local_package(dir);
   try {
-    (void)StageView::open(select_stage(pkg, {0, 1}));
+    (void)StageView::open(test::select_v1(pkg, {0, 1}));
     ADD_FAILURE() << "differing copies were accepted";
   } catch (const Error& e) {
     const std::string what = e.what();

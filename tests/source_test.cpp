@@ -91,7 +91,7 @@ class SourceChain : public ::testing::Test {
 TEST_F(SourceChain, RemotesAreAskedInOrderAndAFileOneCannotDeliverGoesToTheNext) {
   peer_->refuse = {"layers/layer-00001.gguf"};
   const auto pkg = open();
-  const auto sel = select_stage(pkg, {0, 2});
+  const auto sel = test::select_v1(pkg, {0, 2});
   ASSERT_EQ(sel.parts.size(), 4u);  // metadata, embeddings, layers 0 and 1
   const auto origins = pkg.source->origins();
   EXPECT_EQ(origins.at("model-package.json"), "peer");
@@ -110,7 +110,7 @@ TEST_F(SourceChain, RemotesAreAskedInOrderAndAFileOneCannotDeliverGoesToTheNext)
   peer_->asked.clear();
   hub_->asked.clear();
   const auto again = open();
-  (void)select_stage(again, {0, 2});
+  (void)test::select_v1(again, {0, 2});
   EXPECT_TRUE(peer_->asked.empty());
   EXPECT_TRUE(hub_->asked.empty());
   for (const auto& [path, origin] : again.source->origins()) EXPECT_EQ(origin, "cache") << path;
@@ -122,7 +122,7 @@ TEST_F(SourceChain, AFileNoRemoteDeliversKeepsTheLastErrorKindAndTheEarlierReaso
   hub_->refuse_kind = ErrorKind::kNotFound;
   const auto pkg = open();
   try {
-    (void)select_stage(pkg, {1, 2});
+    (void)test::select_v1(pkg, {1, 2});
     FAIL() << "no remote delivers layer 1";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
@@ -135,7 +135,7 @@ TEST_F(SourceChain, AFileNoRemoteDeliversKeepsTheLastErrorKindAndTheEarlierReaso
 TEST_F(SourceChain, ARemoteThatFailsTheWholeBatchIsSkipped) {
   peer_->throw_for_batch = true;
   const auto pkg = open();
-  (void)select_stage(pkg, {0, 1});
+  (void)test::select_v1(pkg, {0, 1});
   for (const auto& [path, origin] : pkg.source->origins()) EXPECT_EQ(origin, "hub") << path;
 }
 
@@ -145,7 +145,7 @@ TEST_F(SourceChain, WithOneRemoteItsErrorIsPassedOnUnchanged) {
   hub_->refuse_kind = ErrorKind::kUnauthorized;
   const auto pkg = open();
   try {
-    (void)select_stage(pkg, {3, 4});
+    (void)test::select_v1(pkg, {3, 4});
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUnauthorized);
@@ -158,7 +158,7 @@ TEST_F(SourceChain, WrongBytesAreAnIntegrityErrorAndNeverGetAName) {
   const auto pkg = open();
   hub_->corrupt = true;
   try {
-    (void)select_stage(pkg, {2, 3});
+    (void)test::select_v1(pkg, {2, 3});
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kIntegrity) << e.what();

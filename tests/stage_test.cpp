@@ -68,7 +68,7 @@ void manifest_rule(const std::string& needle, Edit&& edit, const std::string& ra
   auto j = read_manifest(pkg);
   edit(j);
   write_manifest(pkg, j);
-  expect_refused([&] { select_stage(open_local_package(pkg.string()), parse_layer_range(range)); }, needle);
+  expect_refused([&] { test::select_v1(open_local_package(pkg.string()), parse_layer_range(range)); }, needle);
   const auto r = run_cli({"select", pkg.string(), "--layers", range, "--json"});
   test::expect_json_error(r, "invalid_input", needle);
 }
@@ -91,7 +91,7 @@ TEST(ConsumerValidation, OlderPatchIsAccepted) {
   auto j = read_manifest(pkg);
   j["skippy_abi_version"] = "0.1.99";
   write_manifest(pkg, j);
-  EXPECT_NO_THROW(select_stage(open_local_package(pkg.string()), {0, 2}));
+  EXPECT_NO_THROW(test::select_v1(open_local_package(pkg.string()), {0, 2}));
 }
 TEST(ConsumerValidation, ModelIdMustBeNonEmpty) {
   manifest_rule("model_id", [](auto& j) { j["model_id"] = ""; });
@@ -141,11 +141,11 @@ TEST(ConsumerValidation, UnknownProjectorKindServesTextStagesAndRefusesToSelectI
             std::string::npos)
       << opened.warnings[0];
   // Stage 0 and single-stage serving get no projector: the default is the first mmproj.
-  const auto s0 = select_stage(opened, {0, 2});
+  const auto s0 = test::select_v1(opened, {0, 2});
   EXPECT_FALSE(s0.projector);
-  EXPECT_FALSE(select_stage(opened, {0, 8}, {.projector_path = std::nullopt, .single_stage = true}).projector);
+  EXPECT_FALSE(test::select_v1(opened, {0, 8}, {.projector_path = std::nullopt, .single_stage = true}).projector);
   // Asking for it is refused, naming the kind.
-  expect_refused([&] { select_stage(opened, {0, 2}, {.projector_path = "projectors/audio.gguf"}); },
+  expect_refused([&] { test::select_v1(opened, {0, 2}, {.projector_path = "projectors/audio.gguf"}); },
                  "has kind \"audio-encoder\", which this runtime does not support");
   const auto cli = run_cli({"select", pkg.string(), "--layers", "0..2", "--json"});
   ASSERT_EQ(cli.exit_code, 0) << cli.err;
@@ -156,11 +156,11 @@ TEST(ConsumerValidation, UnknownProjectorKindServesTextStagesAndRefusesToSelectI
 
 TEST(ConsumerValidation, EmptyRangeIsRefused) {
   const auto pkg = open_local_package(package_of("llama-tiny-q8_0.gguf").string());
-  expect_refused([&] { select_stage(pkg, {3, 3}); }, "is empty");
+  expect_refused([&] { test::select_v1(pkg, {3, 3}); }, "is empty");
 }
 TEST(ConsumerValidation, RangeBeyondLayerCountIsRefused) {
   const auto pkg = open_local_package(package_of("llama-tiny-q8_0.gguf").string());
-  expect_refused([&] { select_stage(pkg, {4, 9}); }, "outside the package's 8 layers");
+  expect_refused([&] { test::select_v1(pkg, {4, 9}); }, "outside the package's 8 layers");
   const auto r = run_cli({"select", package_of("llama-tiny-q8_0.gguf").string(), "--layers", "0..9"});
   EXPECT_EQ(r.exit_code, 1);
 }
@@ -177,23 +177,23 @@ TEST(ConsumerValidation, TruncatedArtifactIsRefused) {
   test::TempDir tmp;
   const auto pkg = copy_package("llama-tiny-q8_0.gguf", tmp);
   fs::resize_file(pkg / "layers/layer-00001.gguf", 1000);
-  expect_refused([&] { select_stage(open_local_package(pkg.string()), {0, 2}); },
+  expect_refused([&] { test::select_v1(open_local_package(pkg.string()), {0, 2}); },
                  "layers/layer-00001.gguf: 1000 bytes, manifest says artifact_bytes");
   // A stage that does not select it is not affected.
-  EXPECT_NO_THROW(select_stage(open_local_package(pkg.string()), {2, 4}));
+  EXPECT_NO_THROW(test::select_v1(open_local_package(pkg.string()), {2, 4}));
 }
 TEST(ConsumerValidation, MissingArtifactIsRefused) {
   test::TempDir tmp;
   const auto pkg = copy_package("llama-tiny-q8_0.gguf", tmp);
   fs::remove(pkg / "shared/embeddings.gguf");
-  expect_refused([&] { select_stage(open_local_package(pkg.string()), {0, 2}); }, "shared/embeddings.gguf: missing");
+  expect_refused([&] { test::select_v1(open_local_package(pkg.string()), {0, 2}); }, "shared/embeddings.gguf: missing");
 }
 TEST(ConsumerValidation, DirectoryInsteadOfFileIsRefused) {
   test::TempDir tmp;
   const auto pkg = copy_package("llama-tiny-q8_0.gguf", tmp);
   fs::remove(pkg / "layers/layer-00000.gguf");
   fs::create_directory(pkg / "layers/layer-00000.gguf");
-  expect_refused([&] { select_stage(open_local_package(pkg.string()), {0, 2}); }, "not a regular file");
+  expect_refused([&] { test::select_v1(open_local_package(pkg.string()), {0, 2}); }, "not a regular file");
 }
 TEST(ConsumerValidation, SymlinkEscapingThePackageIsRefused) {
   test::TempDir tmp;
@@ -201,10 +201,10 @@ TEST(ConsumerValidation, SymlinkEscapingThePackageIsRefused) {
   // Same bytes, but outside the package: still refused.
   fs::rename(pkg / "layers/layer-00002.gguf", tmp / "outside.gguf");
   fs::create_symlink(tmp / "outside.gguf", pkg / "layers/layer-00002.gguf");
-  expect_refused([&] { select_stage(open_local_package(pkg.string()), {2, 3}); }, "outside the package");
+  expect_refused([&] { test::select_v1(open_local_package(pkg.string()), {2, 3}); }, "outside the package");
   fs::remove(pkg / "layers/layer-00002.gguf");
   fs::create_symlink("../../outside.gguf", pkg / "layers/layer-00002.gguf");
-  expect_refused([&] { select_stage(open_local_package(pkg.string()), {2, 3}); }, "outside the package");
+  expect_refused([&] { test::select_v1(open_local_package(pkg.string()), {2, 3}); }, "outside the package");
 }
 TEST(ConsumerValidation, SymlinkInsideThePackageIsAccepted) {
   // Hugging Face snapshots are links into the repo's blobs/: links that stay
@@ -214,7 +214,7 @@ TEST(ConsumerValidation, SymlinkInsideThePackageIsAccepted) {
   fs::create_directory(pkg / "blobs");
   fs::rename(pkg / "layers/layer-00002.gguf", pkg / "blobs/abc");
   fs::create_symlink("../blobs/abc", pkg / "layers/layer-00002.gguf");
-  const auto s = select_stage(open_local_package(pkg.string()), {2, 3});
+  const auto s = test::select_v1(open_local_package(pkg.string()), {2, 3});
   EXPECT_EQ(s.parts[1].path.filename(), "abc");
 }
 TEST(ConsumerValidation, DanglingSymlinkIsRefused) {
@@ -222,7 +222,7 @@ TEST(ConsumerValidation, DanglingSymlinkIsRefused) {
   const auto pkg = copy_package("llama-tiny-q8_0.gguf", tmp);
   fs::remove(pkg / "layers/layer-00002.gguf");
   fs::create_symlink("nowhere.gguf", pkg / "layers/layer-00002.gguf");
-  expect_refused([&] { select_stage(open_local_package(pkg.string()), {2, 3}); }, "dangling symlink");
+  expect_refused([&] { test::select_v1(open_local_package(pkg.string()), {2, 3}); }, "dangling symlink");
 }
 TEST(ConsumerValidation, DeclaredProjectorMustExistWithItsSize) {
   test::TempDir tmp;
@@ -232,10 +232,10 @@ TEST(ConsumerValidation, DeclaredProjectorMustExistWithItsSize) {
                       {"tensor_bytes", 4}, {"artifact_bytes", 100}, {"sha256", std::string(64, 'a')}}};
   write_manifest(pkg, j);
   // Declared projectors are checked for every stage, even one that does not use them.
-  expect_refused([&] { select_stage(open_local_package(pkg.string()), {2, 4}); }, "projectors/mmproj.gguf: missing");
+  expect_refused([&] { test::select_v1(open_local_package(pkg.string()), {2, 4}); }, "projectors/mmproj.gguf: missing");
   fs::create_directories(pkg / "projectors");
   test::write_file(pkg / "projectors/mmproj.gguf", std::vector<uint8_t>(99, 0));
-  expect_refused([&] { select_stage(open_local_package(pkg.string()), {2, 4}); },
+  expect_refused([&] { test::select_v1(open_local_package(pkg.string()), {2, 4}); },
                  "projectors/mmproj.gguf: 99 bytes, manifest says artifact_bytes 100");
 }
 TEST(ConsumerValidation, NotAPackageDirectory) {
@@ -248,26 +248,26 @@ TEST(ConsumerValidation, NotAPackageDirectory) {
 
 TEST(LayerSelection, SpecOrderMetadataEmbeddingsLayersOutput) {
   const auto pkg = open_local_package(package_of("qwen3moe-tiny.gguf").string());
-  const auto all = select_stage(pkg, {0, 4});
+  const auto all = test::select_v1(pkg, {0, 4});
   std::vector<std::string> got;
   for (const auto& p : all.parts) got.push_back(p.rel_path);
   EXPECT_EQ(got, (std::vector<std::string>{"shared/metadata.gguf", "shared/embeddings.gguf", "layers/layer-00000.gguf",
                                            "layers/layer-00001.gguf", "layers/layer-00002.gguf",
                                            "layers/layer-00003.gguf", "shared/output.gguf"}));
-  const auto mid = select_stage(pkg, {1, 3});
+  const auto mid = test::select_v1(pkg, {1, 3});
   ASSERT_EQ(mid.parts.size(), 3u);
   EXPECT_EQ(mid.parts[0].role, PartRole::kMetadata);
   EXPECT_EQ(mid.parts[1].layer_index, 1u);
   EXPECT_EQ(mid.parts[2].layer_index, 2u);
   // Untied output: the final stage does not need the embeddings.
-  const auto last = select_stage(pkg, {2, 4});
+  const auto last = test::select_v1(pkg, {2, 4});
   ASSERT_EQ(last.parts.size(), 4u);
   EXPECT_EQ(last.parts.back().role, PartRole::kOutput);
   EXPECT_TRUE(last.notes.empty());
 }
 TEST(LayerSelection, TiedOutputFinalStageAlsoLoadsEmbeddings) {
   const auto pkg = open_local_package(package_of("llama-tiny-f16.gguf").string());
-  const auto last = select_stage(pkg, {4, 8});
+  const auto last = test::select_v1(pkg, {4, 8});
   ASSERT_EQ(last.parts.size(), 7u);
   EXPECT_EQ(last.parts[1].role, PartRole::kEmbeddings);
   EXPECT_NE(last.parts[1].reason.find("tied"), std::string::npos);
@@ -287,18 +287,18 @@ TEST(LayerSelection, ProjectorChoice) {
             0);
   const auto pkg = open_local_package(out.string());
   // Stage 0 gets the first declared mmproj.
-  auto s = select_stage(pkg, {0, 4});
+  auto s = test::select_v1(pkg, {0, 4});
   ASSERT_TRUE(s.projector);
   EXPECT_EQ(s.projector->rel_path, "projectors/mmproj-a.gguf");
   // Downstream stages get none, unless single-stage serving.
-  EXPECT_FALSE(select_stage(pkg, {4, 8}).projector);
-  EXPECT_TRUE(select_stage(pkg, {4, 8}, {.projector_path = std::nullopt, .single_stage = true}).projector);
+  EXPECT_FALSE(test::select_v1(pkg, {4, 8}).projector);
+  EXPECT_TRUE(test::select_v1(pkg, {4, 8}, {.projector_path = std::nullopt, .single_stage = true}).projector);
   // An explicit path wins.
-  s = select_stage(pkg, {0, 4}, {.projector_path = "projectors/mmproj-b.gguf"});
+  s = test::select_v1(pkg, {0, 4}, {.projector_path = "projectors/mmproj-b.gguf"});
   EXPECT_EQ(s.projector->rel_path, "projectors/mmproj-b.gguf");
   // Never inferred from file names: an undeclared file is refused even if present.
   fs::copy_file(tmp / "mmproj-a.gguf", out / "projectors/mmproj-c.gguf");
-  expect_refused([&] { select_stage(pkg, {0, 4}, {.projector_path = "projectors/mmproj-c.gguf"}); },
+  expect_refused([&] { test::select_v1(pkg, {0, 4}, {.projector_path = "projectors/mmproj-c.gguf"}); },
                  "not declared in the manifest");
   const auto r = run_cli({"select", out.string(), "--layers", "0..8", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -27,6 +27,20 @@ extern char** environ;
 
 namespace skippy::test {
 
+StageSelection select_v1(const OpenedPackage& pkg, LayerRange range, const SelectOptions& options) {
+  return open_stage(open_catalog_v1(pkg, range), range, options);
+}
+
+MaterializeResult materialize_v1(const OpenedPackage& pkg, const StageSelection& stage, const MaterializeOptions& options) {
+  return materialize_stage(open_catalog_v1(pkg, stage.range), stage, options);
+}
+
+std::vector<StagePart> all_parts_v1(const OpenedPackage& pkg) {
+  auto parts = all_parts(catalog_artifacts_v1(pkg.manifest));
+  provide_parts(pkg, parts);
+  return parts;
+}
+
 std::filesystem::path with_extra_tensors(const std::filesystem::path& src, const std::filesystem::path& dir,
                                          const std::vector<std::pair<std::string, int64_t>>& extra) {
   const auto g = GgufFile::open(src);

@@ -12,12 +12,24 @@
 #include <string>
 #include <vector>
 
+#include "skippy/catalog_stage.h"
+#include "skippy/materialize.h"
+
 namespace skippy {
 class ModelSource;
 struct PackageManifest;
 }
 
 namespace skippy::test {
+
+// A schema 1 stage as a stage loader opens it: the catalog of the range's
+// fragments (open_catalog_v1), then open_stage (parts brought, checked,
+// each with its path).
+StageSelection select_v1(const OpenedPackage& pkg, LayerRange range, const SelectOptions& options = {});
+// materialize_stage on the catalog of the stage's fragments.
+MaterializeResult materialize_v1(const OpenedPackage& pkg, const StageSelection& stage, const MaterializeOptions& options = {});
+// Every artifact of a schema 1 package, brought and checked (provide_parts).
+std::vector<StagePart> all_parts_v1(const OpenedPackage& pkg);
 
 // The tensor names a stage a..b of `model` must hold (spec: "Layer
 // Selection"; a tied output also pulls in the embeddings).

@@ -1,11 +1,11 @@
-// The catalog consumer serves a schema 1 package: select_catalog_range on
-// read_catalog_v1's catalog picks the parts select_stage picks and the
-// tensors a StageView holds, in load order, and materialize_catalog_stage
-// writes the very bytes materialize_stage writes.
+// The catalog consumer serves a schema 1 package: select_stage on the
+// catalog of every fragment picks the parts a stage loader (the catalog of
+// only the range's fragments, open_stage) picks and the tensors a StageView
+// holds, in load order, and materializing from either catalog writes the
+// same bytes.
 #include <gtest/gtest.h>
 
 #include "reference_package.h"
-#include "skippy/catalog_parts.h"
 #include "skippy/catalog_stage.h"
 #include "skippy/error.h"
 #include "skippy/materialize.h"
@@ -33,12 +33,12 @@ void v1cons_expect_one_consumer(const fs::path& dir, const fs::path& scratch) {
   EXPECT_EQ(cat.manifest_sha256, pkg.manifest_sha256);
   for (const auto range : v1cons_ranges(pkg.manifest.layer_count)) {
     SCOPED_TRACE(format_layer_range(range));
-    const auto sel = select_stage(pkg, range);
-    const auto stage = select_catalog_range(cat.catalog, range);
+    const auto sel = test::select_v1(pkg, range);
+    const auto stage = select_stage(cat.catalog, range);
     ASSERT_EQ(stage.parts.size(), sel.parts.size());
     for (size_t i = 0; i < sel.parts.size(); ++i) {
       EXPECT_EQ(stage.parts[i].rel_path, sel.parts[i].rel_path);
-      EXPECT_EQ(stage.parts[i].layer, sel.parts[i].layer_index);
+      EXPECT_EQ(stage.parts[i].layer_index, sel.parts[i].layer_index);
       EXPECT_EQ(stage.parts[i].sha256, sel.parts[i].sha256);
       EXPECT_EQ(stage.parts[i].tensors.size(), sel.parts[i].tensor_count) << sel.parts[i].rel_path;
     }
@@ -46,7 +46,7 @@ void v1cons_expect_one_consumer(const fs::path& dir, const fs::path& scratch) {
     // The catalog of only this stage's fragments selects the same stage, and
     // lists no fragment the stage does not read.
     const OpenedCatalog lazy = open_catalog_v1(pkg, range);
-    const auto lazy_stage = select_catalog_range(lazy.catalog, range);
+    const auto lazy_stage = select_stage(lazy.catalog, range);
     ASSERT_EQ(lazy_stage.parts.size(), stage.parts.size());
     for (size_t i = 0; i < stage.parts.size(); ++i) {
       EXPECT_EQ(lazy_stage.parts[i].rel_path, stage.parts[i].rel_path);
@@ -71,11 +71,11 @@ void v1cons_expect_one_consumer(const fs::path& dir, const fs::path& scratch) {
     MaterializeOptions a, b;
     a.out = scratch / ("v1-" + format_layer_range(range) + ".gguf");
     b.out = scratch / ("catalog-" + format_layer_range(range) + ".gguf");
-    (void)materialize_stage(pkg, sel, a);
-    (void)materialize_catalog_stage(cat, stage, b);
+    (void)test::materialize_v1(pkg, sel, a);
+    (void)materialize_stage(cat, stage, b);
     EXPECT_EQ(test::read_file(*a.out), test::read_file(*b.out));
     // Verification covers the metadata part too (a schema 1 carrier is a fragment).
-    const auto r = verify_catalog_stage_parts(cat, stage);
+    const auto r = verify_stage(cat, stage);
     EXPECT_TRUE(r.verified);
     EXPECT_EQ(r.artifacts, sel.parts.size());
   }
@@ -104,7 +104,7 @@ TEST(V1CatalogConsumer, RefusesACatalogThatDoesNotListTheFragments) {
   ASSERT_EQ(test::write_pkg(test::data_path("llama-tiny-q8_0.gguf"), tmp / "p").exit_code, 0);
   const auto m = test::load_manifest(tmp / "p");
   try {
-    (void)select_catalog_range(catalog_artifacts_v1(m), {0, 1});
+    (void)select_stage(catalog_artifacts_v1(m), {0, 1});
     ADD_FAILURE() << "selected from a catalog without tensors";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
@@ -118,13 +118,13 @@ TEST(V1CatalogConsumer, VerificationFindsADamagedMetadataPart) {
   const fs::path dir = tmp / "p";
   ASSERT_EQ(test::write_pkg(test::data_path("llama-tiny-q8_0.gguf"), dir).exit_code, 0);
   const OpenedCatalog cat = open_catalog_v1(open_local_package(dir));
-  const auto stage = select_catalog_range(cat.catalog, {0, 1});
+  const auto stage = select_stage(cat.catalog, {0, 1});
   auto bytes = test::read_file(dir / "shared/metadata.gguf");
   bytes[bytes.size() - 1] ^= 0x01;  // same size, other bytes
   test::write_file(dir / "shared/metadata.gguf", bytes);
   VerifyOptions o;
   o.use_cache = false;
-  const auto r = verify_catalog_stage_parts(cat, stage, o);
+  const auto r = verify_stage(cat, stage, o);
   EXPECT_FALSE(r.verified);
   ASSERT_EQ(r.problems.size(), 1u);
   EXPECT_NE(r.problems[0].find("shared/metadata.gguf"), std::string::npos) << r.problems[0];

@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 using test::TempDir;
 
 
-std::set<std::string> stage_tensor_names(const CatalogStage& s) {
+std::set<std::string> stage_tensor_names(const StageSelection& s) {
   std::set<std::string> out;
   for (const auto& t : s.tensors) out.insert(t.name);
   return out;
@@ -41,9 +41,9 @@ TEST(V2Residency, InputOnlyTensorsOnTheFirstStageLayerlessOnesEverywhere) {
                                           {"rope_freqs.weight", 16}});
   (void)test::write_schema_v2_package(src, tmp.path() / "pkg");
   const auto pkg = open_local_catalog_v2(tmp.path() / "pkg");
-  const auto first = stage_tensor_names(select_catalog_range(pkg.catalog, {0, 3}));
-  const auto middle = stage_tensor_names(select_catalog_range(pkg.catalog, {3, 6}));
-  const auto last = stage_tensor_names(select_catalog_range(pkg.catalog, {6, 8}));
+  const auto first = stage_tensor_names(select_stage(pkg.catalog, {0, 3}));
+  const auto middle = stage_tensor_names(select_stage(pkg.catalog, {3, 6}));
+  const auto last = stage_tensor_names(select_stage(pkg.catalog, {6, 8}));
   for (const char* input : {"position_embd.weight", "per_layer_token_embd.weight", "altup_proj.weight", "token_embd.weight"}) {
     EXPECT_TRUE(first.contains(input)) << input;
     EXPECT_FALSE(middle.contains(input)) << input;
@@ -65,8 +65,8 @@ TEST(V2Residency, NextnBlockOnlyOnTheFinalStage) {
   (void)test::write_schema_v2_package(src, tmp.path() / "pkg");
   const auto pkg = open_local_catalog_v2(tmp.path() / "pkg");
   ASSERT_EQ(pkg.catalog.layer_count, 4u);
-  const auto first = stage_tensor_names(select_catalog_range(pkg.catalog, {0, 3}));
-  const auto last = stage_tensor_names(select_catalog_range(pkg.catalog, {3, 4}));
+  const auto first = stage_tensor_names(select_stage(pkg.catalog, {0, 3}));
+  const auto last = stage_tensor_names(select_stage(pkg.catalog, {3, 4}));
   auto any_of_layer = [](const std::set<std::string>& s, const std::string& prefix) {
     return std::any_of(s.begin(), s.end(), [&](const std::string& n) { return n.starts_with(prefix); });
   };
@@ -80,8 +80,8 @@ TEST(V2Residency, NextnBlockOnlyOnTheFinalStage) {
   TempDir tmp2;
   (void)test::write_schema_v2_package(test::data_path("glm4moe-mtp-tiny.gguf"), tmp2.path() / "pkg");
   const auto plain = open_local_catalog_v2(tmp2.path() / "pkg");
-  EXPECT_TRUE(stage_tensor_names(select_catalog_range(plain.catalog, {2, 4})).contains("blk.3.nextn.eh_proj.weight"));
-  EXPECT_TRUE(any_of_layer(stage_tensor_names(select_catalog_range(plain.catalog, {0, 3})), "blk.2."));
+  EXPECT_TRUE(stage_tensor_names(select_stage(plain.catalog, {2, 4})).contains("blk.3.nextn.eh_proj.weight"));
+  EXPECT_TRUE(any_of_layer(stage_tensor_names(select_stage(plain.catalog, {0, 3})), "blk.2."));
 }
 
 void expect_admission_refused(std::string_view text, const std::string& needle) {
@@ -139,8 +139,8 @@ TEST(V2Admission, AgainstAPackageRequiredArtifactsAndRefusals) {
   const auto& cat = pkg.catalog;
   ASSERT_EQ(cat.root_v2->sidecars.size(), 1u);
   // The stage of layers 2..4 as a descriptor: exactly its tensors, sorted.
-  const auto stage = select_catalog_range(cat, {2, 4});
-  auto a = catalog_stage_admission(cat, stage);
+  const auto stage = select_stage(cat, {2, 4});
+  auto a = stage_admission_of(cat, stage);
   EXPECT_EQ(a.package_id, cat.package_id);
   EXPECT_TRUE(std::is_sorted(a.resident_tensor_ids.begin(), a.resident_tensor_ids.end()));
   EXPECT_EQ(a.resident_tensor_ids.size(), stage.tensors.size());
@@ -157,7 +157,7 @@ TEST(V2Admission, AgainstAPackageRequiredArtifactsAndRefusals) {
   EXPECT_EQ(stage_admission_tensor_bytes(a, cat), bytes);
   // With the package's sidecar: its artifact too, and the stage's parts are the required set.
   a.sidecars = cat.root_v2->sidecars;
-  const auto with_sidecar = select_catalog_admission(cat, a, "stage.json");
+  const auto with_sidecar = select_stage_admission(cat, a, "stage.json");
   std::set<std::string> parts;
   for (const auto& p : with_sidecar.parts) parts.insert(p.artifact_id);
   std::set<std::string> required2;

@@ -114,7 +114,7 @@ TEST(V2Catalog, LayerPartsAndSidecars) {
   EXPECT_EQ(mm->kind, CatalogArtifactKind::kSidecar);
   EXPECT_EQ(mm->sidecar_kind, "mmproj");
   EXPECT_EQ(mm->sidecar_name, "vision-0");
-  const auto s = select_catalog_range(cat, {0, 1});
+  const auto s = select_stage(cat, {0, 1});
   std::set<std::string> ids;
   for (const auto& p : s.parts) ids.insert(p.artifact_id);
   EXPECT_EQ(ids, (std::set<std::string>{"zz-carrier", "m-common", "q-999-a", "q-999-b"}));
@@ -265,7 +265,7 @@ TEST(V2Catalog, RefusesTamperedRoots) {
 
 // -------------------------------------------------------------- selection
 
-std::set<std::string> names_of(const CatalogStage& s) {
+std::set<std::string> names_of(const StageSelection& s) {
   std::set<std::string> out;
   for (const auto& t : s.tensors) out.insert(t.name);
   return out;
@@ -284,7 +284,7 @@ TEST(V2Select, RangesSelectTheCarrierAndTheArtifactsOfTheirTensors) {
     for (const LayerRange r : {LayerRange{0, n}, LayerRange{0, 1}, LayerRange{1, n}, LayerRange{n / 2, n / 2 + 1}}) {
       if (r.empty()) continue;
       SCOPED_TRACE(format_layer_range(r));
-      const auto s = select_catalog_range(cat, r);
+      const auto s = select_stage(cat, r);
       // The expected tensors, from the source by our v1 rule; a tied final
       // stage here reads token_embd.weight only, not the whole embeddings.
       auto want = test::expected_stage_tensors(model, r.start, r.end);
@@ -305,7 +305,7 @@ TEST(V2Select, RangesSelectTheCarrierAndTheArtifactsOfTheirTensors) {
       for (size_t i = 1; i < s.parts.size(); ++i) {
         got_parts.insert(s.parts[i].artifact_id);
         EXPECT_EQ(s.parts[i].rel_path, written.artifact_path.at(s.parts[i].artifact_id));
-        EXPECT_EQ(check_catalog_part(opened, s.parts[i]), fs::canonical(dir / s.parts[i].rel_path));
+        EXPECT_EQ(check_part(opened, s.parts[i]), fs::canonical(dir / s.parts[i].rel_path));
         if (i > 1) {
           EXPECT_LT(cat.find_artifact(s.parts[i - 1].artifact_id)->part_index, cat.find_artifact(s.parts[i].artifact_id)->part_index);
         }
@@ -319,8 +319,8 @@ TEST(V2Select, RangesSelectTheCarrierAndTheArtifactsOfTheirTensors) {
         EXPECT_FALSE(s.notes.empty());
       }
     }
-    EXPECT_THROW((void)select_catalog_range(cat, {0, n + 1}), Error);
-    EXPECT_THROW((void)select_catalog_range(cat, {1, 1}), Error);
+    EXPECT_THROW((void)select_stage(cat, {0, n + 1}), Error);
+    EXPECT_THROW((void)select_stage(cat, {1, 1}), Error);
   }
 }
 
@@ -328,7 +328,7 @@ TEST(V2Select, ByTensorNames) {
   TempDir dir;
   const auto written = test::write_schema_v2_package(kLlama, dir.path());
   const auto cat = open_local_catalog_v2(dir.path()).catalog;
-  const auto s = select_catalog_tensors(cat, {"blk.1.attn_v.weight", "output_norm.weight"});
+  const auto s = select_stage_tensors(cat, {"blk.1.attn_v.weight", "output_norm.weight"});
   ASSERT_EQ(s.parts.size(), 3u);
   EXPECT_EQ(s.parts[0].artifact_id, "zz-carrier");
   EXPECT_EQ(s.parts[1].artifact_id, "m-common");
@@ -340,21 +340,21 @@ TEST(V2Select, ByTensorNames) {
     EXPECT_EQ(t.offset, written.tensors.at(t.name).offset);
     EXPECT_EQ(t.stored_bytes, written.tensors.at(t.name).size);
   }
-  EXPECT_THROW((void)select_catalog_tensors(cat, {"blk.99.attn_v.weight"}), Error);
-  EXPECT_THROW((void)select_catalog_tensors(cat, {"output_norm.weight", "output_norm.weight"}), Error);
+  EXPECT_THROW((void)select_stage_tensors(cat, {"blk.99.attn_v.weight"}), Error);
+  EXPECT_THROW((void)select_stage_tensors(cat, {"output_norm.weight", "output_norm.weight"}), Error);
 }
 
 TEST(V2Select, PartFileRules) {
   TempDir dir;
   (void)test::write_schema_v2_package(kLlama, dir.path());
   const auto opened = open_local_catalog_v2(dir.path());
-  const auto s = select_catalog_range(opened.catalog, {0, 1});
-  const CatalogPart& layer = s.parts.back();
+  const auto s = select_stage(opened.catalog, {0, 1});
+  const StagePart& layer = s.parts.back();
   fs::resize_file(dir / layer.rel_path, layer.bytes - 1);
-  EXPECT_THROW((void)check_catalog_part(opened, layer), Error);
+  EXPECT_THROW((void)check_part(opened, layer), Error);
   fs::remove(dir / layer.rel_path);
   fs::create_symlink("/etc/hostname", dir / layer.rel_path);
-  EXPECT_THROW((void)check_catalog_part(opened, layer), Error);
+  EXPECT_THROW((void)check_part(opened, layer), Error);
 }
 
 }  // namespace

@@ -12,11 +12,11 @@
 #include <set>
 
 #include "schema_v2_package.h"
-#include "skippy/catalog_parts.h"
 #include "skippy/catalog_stage.h"
 #include "skippy/error.h"
 #include "skippy/gguf.h"
 #include "skippy/materialize.h"
+#include "skippy/verify.h"
 #include "skippy/model_source.h"
 #include "skippy/package_catalog.h"
 #include "util/sha256.h"
@@ -116,7 +116,7 @@ TEST(V2Materialize, FullRangeOfEveryFixtureIsTheSourceTensorsByteIdentical) {
     const LayerRange full{0, pkg.catalog.layer_count};
     MaterializeOptions o;
     o.out = dir / "full.gguf";
-    const auto r = materialize_catalog_stage(pkg, select_catalog_range(pkg.catalog, full), o);
+    const auto r = materialize_stage(pkg, select_stage(pkg.catalog, full), o);
     EXPECT_FALSE(r.cached);
     EXPECT_EQ(r.tensor_count, model.tensors().size());
     EXPECT_EQ(r.bytes, fs::file_size(dir / "full.gguf"));
@@ -138,7 +138,7 @@ TEST(V2Materialize, MiddleAndBoundaryRangesHoldExactlyTheirTensors) {
       SCOPED_TRACE(format_layer_range(range));
       MaterializeOptions o;
       o.out = dir / "stage.gguf";
-      (void)materialize_catalog_stage(pkg, select_catalog_range(pkg.catalog, range), o);
+      (void)materialize_stage(pkg, select_stage(pkg.catalog, range), o);
       check_v2_file(dir / "stage.gguf", model, pkg, test::expected_stage_tensors(model, range.start, range.end), range);
     }
   }
@@ -150,16 +150,16 @@ TEST(V2Materialize, SelectionByTensorNamesNeedsAnOutputFile) {
   const auto pkg = open_local_catalog_v2(dir / "pkg");
   const auto model = ModelSource::open(kLlama);
   const std::vector<std::string> names = {"blk.3.attn_q.weight", "token_embd.weight", "blk.1.ffn_down.weight"};
-  const auto stage = select_catalog_tensors(pkg.catalog, names);
+  const auto stage = select_stage_tensors(pkg.catalog, names);
   MaterializeOptions o;
   o.out = dir / "some.gguf";
-  const auto r = materialize_catalog_stage(pkg, stage, o);
+  const auto r = materialize_stage(pkg, stage, o);
   EXPECT_EQ(r.tensor_count, 3u);
   check_v2_file(dir / "some.gguf", model, pkg, std::set<std::string>(names.begin(), names.end()), std::nullopt);
   MaterializeOptions cached;
   cached.cache_dir = dir / "cache";
   try {
-    (void)materialize_catalog_stage(pkg, stage, cached);
+    (void)materialize_stage(pkg, stage, cached);
     ADD_FAILURE() << "cached a selection by names";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage) << e.what();
@@ -173,10 +173,10 @@ TEST(V2Materialize, CacheEntryIsReusedAndRebuiltUnderTheSchema1Rules) {
   const auto pkg = open_local_catalog_v2(dir / "pkg");
   const auto model = ModelSource::open(kLlama);
   const LayerRange range{2, 6};
-  const auto stage = select_catalog_range(pkg.catalog, range);
+  const auto stage = select_stage(pkg.catalog, range);
   MaterializeOptions o;
   o.cache_dir = dir / "cache";
-  const auto first = materialize_catalog_stage(pkg, stage, o);
+  const auto first = materialize_stage(pkg, stage, o);
   EXPECT_TRUE(first.cached);
   EXPECT_FALSE(first.reused);
   EXPECT_EQ(first.path, fs::absolute(dir / "cache" / (stage_cache_key(pkg.manifest_sha256, range) + ".gguf")));
@@ -184,7 +184,7 @@ TEST(V2Materialize, CacheEntryIsReusedAndRebuiltUnderTheSchema1Rules) {
   const std::string digest = sha256_file(first.path);
   check_v2_file(first.path, model, pkg, test::expected_stage_tensors(model, 2, 6), range);
 
-  EXPECT_TRUE(materialize_catalog_stage(pkg, stage, o).reused);
+  EXPECT_TRUE(materialize_stage(pkg, stage, o).reused);
   // The cache lists it like a schema 1 entry.
   const auto entries = list_stage_cache(dir / "cache");
   ASSERT_EQ(entries.size(), 1u);
@@ -193,20 +193,20 @@ TEST(V2Materialize, CacheEntryIsReusedAndRebuiltUnderTheSchema1Rules) {
 
   // A flipped tensor byte keeps the size: reused without --verify, rebuilt with it.
   flip_byte(first.path, GgufFile::open(first.path).tensors().back().file_offset);
-  EXPECT_TRUE(materialize_catalog_stage(pkg, stage, o).reused);
+  EXPECT_TRUE(materialize_stage(pkg, stage, o).reused);
   MaterializeOptions verify = o;
   verify.verify = true;
-  const auto rebuilt = materialize_catalog_stage(pkg, stage, verify);
+  const auto rebuilt = materialize_stage(pkg, stage, verify);
   EXPECT_FALSE(rebuilt.reused);
   EXPECT_EQ(sha256_file(first.path), digest);
 
   // Truncated: rebuilt.
   fs::resize_file(first.path, fs::file_size(first.path) - 3);
-  EXPECT_FALSE(materialize_catalog_stage(pkg, stage, o).reused);
+  EXPECT_FALSE(materialize_stage(pkg, stage, o).reused);
   EXPECT_EQ(sha256_file(first.path), digest);
 
   // Another range is another entry; prune by this package removes both.
-  (void)materialize_catalog_stage(pkg, select_catalog_range(pkg.catalog, {0, 2}), o);
+  (void)materialize_stage(pkg, select_stage(pkg.catalog, {0, 2}), o);
   EXPECT_EQ(prune_stage_cache(dir / "cache", pkg.manifest_sha256).removed.size(), 2u);
 }
 
@@ -216,12 +216,12 @@ TEST(V2Materialize, FlippedPayloadByteWithVerifyIsAnIntegrityErrorNamingTheArtif
   const auto& where = written.tensors.at("blk.3.ffn_up.weight");
   flip_byte(dir / "pkg" / written.artifact_path.at(where.artifact_id), where.offset + 5);
   const auto pkg = open_local_catalog_v2(dir / "pkg");
-  const auto stage = select_catalog_range(pkg.catalog, {2, 5});
+  const auto stage = select_stage(pkg.catalog, {2, 5});
   MaterializeOptions o;
   o.out = dir / "stage.gguf";
   o.verify = true;
   try {
-    (void)materialize_catalog_stage(pkg, stage, o);
+    (void)materialize_stage(pkg, stage, o);
     ADD_FAILURE() << "materialized a tampered artifact with verify";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kIntegrity) << e.what();
@@ -231,7 +231,7 @@ TEST(V2Materialize, FlippedPayloadByteWithVerifyIsAnIntegrityErrorNamingTheArtif
   }
   EXPECT_FALSE(fs::exists(dir / "stage.gguf"));
   // A stage that does not read the artifact is not affected.
-  EXPECT_NO_THROW((void)materialize_catalog_stage(pkg, select_catalog_range(pkg.catalog, {4, 6}), o));
+  EXPECT_NO_THROW((void)materialize_stage(pkg, select_stage(pkg.catalog, {4, 6}), o));
   // The CLI: SKIPPY_VERIFY_PACKAGE_SHA asks for it too.
   const auto r = run_cli({"materialize", (dir / "pkg").string(), "--layers", "0..4", "--out",
                           (dir / "cli.gguf").string(), "--json"},
@@ -251,21 +251,21 @@ TEST(V2Materialize, VerificationUsesTheVerificationCacheAndMissesAfterAChange) {
   // of the verification cache): let the fresh package age past it.
   std::this_thread::sleep_for(std::chrono::milliseconds(120));
   const auto pkg = open_local_catalog_v2(dir / "pkg");
-  const auto stage = select_catalog_range(pkg.catalog, {0, 3});
+  const auto stage = select_stage(pkg.catalog, {0, 3});
   VerifyOptions vo;
   vo.cache_dir = dir / "verified";
-  const auto first = verify_catalog_stage_parts(pkg, stage, vo);
+  const auto first = verify_stage(pkg, stage, vo);
   ASSERT_TRUE(first.verified);
   EXPECT_EQ(first.artifacts, stage.parts.size() - 1);  // the payload parts; the carrier was hashed at open
   EXPECT_GT(first.hashed_bytes, 0u);
-  const auto second = verify_catalog_stage_parts(pkg, stage, vo);
+  const auto second = verify_stage(pkg, stage, vo);
   EXPECT_TRUE(second.verified);
   EXPECT_EQ(second.hashed_bytes, 0u);
   EXPECT_EQ(second.cache_hits, first.artifacts);
   // Rewritten with a flipped byte: a miss, hashed, and the problem names the artifact.
   const auto& where = written.tensors.at("blk.2.attn_v.weight");
   flip_byte(dir / "pkg" / written.artifact_path.at(where.artifact_id), where.offset);
-  const auto third = verify_catalog_stage_parts(pkg, stage, vo);
+  const auto third = verify_stage(pkg, stage, vo);
   EXPECT_FALSE(third.verified);
   ASSERT_EQ(third.problems.size(), 1u);
   EXPECT_TRUE(third.problems[0].starts_with("artifact " + where.artifact_id + " (layers/layer-00002.gguf): SHA-256 is "))
@@ -295,7 +295,7 @@ TEST(V2Materialize, ReplacedPayloadFileIsRefusedByItsSize) {
   MaterializeOptions o;
   o.out = dir / "x.gguf";
   try {
-    (void)materialize_catalog_stage(pkg, select_catalog_range(pkg.catalog, {0, 3}), o);
+    (void)materialize_stage(pkg, select_stage(pkg.catalog, {0, 3}), o);
     ADD_FAILURE() << "materialized a truncated artifact";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();

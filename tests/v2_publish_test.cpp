@@ -339,7 +339,7 @@ TEST_F(V2PublishHub, MaterializeBringsOnlyTheCarrierAndTheStagesPartsAndIsByteId
   const auto j = json::parse(r.out);
   const auto local = open_local_catalog_v2(dir_->path() / "v2");
   std::set<std::string> want = {"model-package.json"};
-  for (const auto& p : select_catalog_range(local.catalog, {2, 4}).parts) want.insert(p.rel_path);
+  for (const auto& p : select_stage(local.catalog, {2, 4}).parts) want.insert(p.rel_path);
   EXPECT_EQ(want, (std::set<std::string>{"model-package.json", "shared/metadata.gguf", "layers/layer-00002.gguf",
                                          "layers/layer-00003.gguf"}));
   const auto got = served(hub_->log(), by_sha());
@@ -347,7 +347,7 @@ TEST_F(V2PublishHub, MaterializeBringsOnlyTheCarrierAndTheStagesPartsAndIsByteId
   EXPECT_EQ(got.size(), want.size()) << "each file once";
   const auto names = check_tensors_match_source(j["path"].get<std::string>());
   std::set<std::string> stage_names;
-  for (const auto& t : select_catalog_range(local.catalog, {2, 4}).tensors) stage_names.insert(t.name);
+  for (const auto& t : select_stage(local.catalog, {2, 4}).tensors) stage_names.insert(t.name);
   EXPECT_EQ(names, stage_names);
   // The same stage from the local directory: the same file, byte for byte.
   const auto l = cli({"materialize", (dir_->path() / "v2").string(), "--layers", "2..4", "--out",
@@ -358,8 +358,8 @@ TEST_F(V2PublishHub, MaterializeBringsOnlyTheCarrierAndTheStagesPartsAndIsByteId
 
 TEST_F(V2PublishHub, FetchByAnAdmissionDescriptorBringsExactlyItsArtifacts) {
   const auto local = open_local_catalog_v2(dir_->path() / "v2");
-  const auto stage = select_catalog_range(local.catalog, {5, 7});
-  const auto admission = catalog_stage_admission(local.catalog, stage);
+  const auto stage = select_stage(local.catalog, {5, 7});
+  const auto admission = stage_admission_of(local.catalog, stage);
   const auto file = tmp_ / "stage.json";
   const std::string text = stage_admission_json(admission);
   test::write_file(file, std::vector<uint8_t>(text.begin(), text.end()));
@@ -408,11 +408,11 @@ TEST_F(V2PublishHub, TheCApiOpensAnHfSchema2Package) {
   EXPECT_NE(r.out.find("\nmaterialized " + out.string() + "\n"), std::string::npos) << r.out;
   const auto local = open_local_catalog_v2(dir_->path() / "v2");
   std::set<std::string> stage_names;
-  for (const auto& t : select_catalog_range(local.catalog, {2, 5}).tensors) stage_names.insert(t.name);
+  for (const auto& t : select_stage(local.catalog, {2, 5}).tensors) stage_names.insert(t.name);
   EXPECT_EQ(check_tensors_match_source(out), stage_names);
   const auto got = served(hub_->log(), by_sha());
   std::set<std::string> want = {"model-package.json"};
-  for (const auto& p : select_catalog_range(local.catalog, {2, 5}).parts) want.insert(p.rel_path);
+  for (const auto& p : select_stage(local.catalog, {2, 5}).parts) want.insert(p.rel_path);
   EXPECT_EQ(std::set<std::string>(got.begin(), got.end()), want);
 }
 

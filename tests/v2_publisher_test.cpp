@@ -78,10 +78,10 @@ TEST(V2Publisher, ReadOutsideThePayloadRankingAndShown) {
   EXPECT_EQ(c.root_v2->publisher_defaults->compute_dtype->dtype, "bf16");
   // A stage never selects them; every artifact (verify of the whole package) includes them.
   std::set<std::string> stage;
-  for (const auto& p : select_catalog_range(c, {0, c.layer_count}).parts) stage.insert(p.rel_path);
+  for (const auto& p : select_stage(c, {0, c.layer_count}).parts) stage.insert(p.rel_path);
   EXPECT_FALSE(stage.contains("metadata/config.json"));
   std::set<std::string> all;
-  for (const auto& p : all_catalog_parts(c)) all.insert(p.rel_path);
+  for (const auto& p : all_parts(c)) all.insert(p.rel_path);
   EXPECT_TRUE(all.contains("metadata/config.json"));
   EXPECT_TRUE(all.contains("metadata/generation_config.json"));
   auto v = run_cli({"verify", t.path().string(), "--json"});

@@ -59,8 +59,8 @@ std::set<std::string> sidecar_parts(const json& doc) {
 TEST(V2SidecarSelect, TheStageAtLayerZeroLoadsTheDefaultProjectorAndItsDescriptorNamesIt) {
   TwoSidecars t;
   const auto cat = open_local_catalog_v2(t.pkg).catalog;
-  // The default: the first declared mmproj sidecar, as select_catalog_projector picks it.
-  const auto def = select_catalog_projector(open_local_catalog_v2(t.pkg), {0, 2}, std::nullopt);
+  // The default: the first declared mmproj sidecar, as select_projector picks it.
+  const auto def = select_projector(open_local_catalog_v2(t.pkg), {0, 2});
   ASSERT_TRUE(def.has_value());
   const json first = select_json(t.pkg, {"--layers", "0..2"});
   EXPECT_EQ(sidecar_parts(first), std::set<std::string>{def->artifact_id});
@@ -100,11 +100,13 @@ TEST(V2SidecarSelect, TheDescriptorSortsSidecarsByKindNameThenId) {
   TwoSidecars t;
   const auto pkg = open_local_catalog_v2(t.pkg);
   // Both sidecars in the stage, in the order that sorts by id (mm-6 first).
-  auto stage = select_catalog_range(pkg.catalog, {0, 1});
+  auto stage = select_stage(pkg.catalog, {0, 1});
   for (const char* path : {"projectors/projector-00001.gguf", "projectors/projector-00000.gguf"}) {
-    stage.parts.push_back(*select_catalog_projector(pkg, {0, 1}, std::string(path)));
+    SelectOptions o;
+    o.projector_path = std::string(path);
+    stage.parts.push_back(*select_projector(pkg, {0, 1}, o));
   }
-  const auto a = catalog_stage_admission(pkg.catalog, stage);
+  const auto a = stage_admission_of(pkg.catalog, stage);
   ASSERT_EQ(a.sidecars.size(), 2u);
   EXPECT_EQ(a.sidecars[0].artifact_id, "mm-7");  // "vision-0" < "vision-1", though "mm-6" < "mm-7"
   EXPECT_EQ(a.sidecars[1].artifact_id, "mm-6");

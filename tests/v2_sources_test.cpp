@@ -47,7 +47,7 @@ inline void flip_byte(const fs::path& file, size_t from_end = 1) {
 inline std::set<std::string> stage_paths(const fs::path& dir, uint32_t a, uint32_t b) {
   const auto pkg = skippy::open_local_catalog_v2(dir);
   std::set<std::string> out;
-  for (const auto& p : skippy::select_catalog_range(pkg.catalog, {a, b}).parts) out.insert(p.rel_path);
+  for (const auto& p : skippy::select_stage(pkg.catalog, {a, b}).parts) out.insert(p.rel_path);
   return out;
 }
 
@@ -116,10 +116,10 @@ TEST(V2Sources, VerifyCatalogPartsUsesTheVerificationCacheAndNamesTheArtifact) {
   const auto written = test::write_schema_v2_package(llama(), tmp / "v2");
   let_files_settle();
   const auto pkg = open_local_catalog_v2(tmp / "v2");
-  const auto stage = select_catalog_range(pkg.catalog, {0, 3});
+  const auto stage = select_stage(pkg.catalog, {0, 3});
   VerifyOptions o;
   o.cache_dir = tmp / "vc";
-  const auto first = verify_catalog_parts(pkg, stage.parts, o);
+  const auto first = verify_parts(pkg, stage.parts, o);
   ASSERT_TRUE(first.verified) << (first.problems.empty() ? "" : first.problems.front());
   EXPECT_EQ(first.artifacts, stage.parts.size());
   EXPECT_EQ(first.cache_hits, 0u);
@@ -127,7 +127,7 @@ TEST(V2Sources, VerifyCatalogPartsUsesTheVerificationCacheAndNamesTheArtifact) {
   for (const auto& p : stage.parts) bytes += p.bytes;
   EXPECT_EQ(first.hashed_bytes, bytes);
   // The records are the schema 1 cache's: a second run hashes nothing.
-  const auto second = verify_catalog_parts(pkg, stage.parts, o);
+  const auto second = verify_parts(pkg, stage.parts, o);
   EXPECT_TRUE(second.verified);
   EXPECT_EQ(second.cache_hits, stage.parts.size());
   EXPECT_EQ(second.hashed_bytes, 0u);
@@ -136,7 +136,7 @@ TEST(V2Sources, VerifyCatalogPartsUsesTheVerificationCacheAndNamesTheArtifact) {
   // A flipped byte (same size, after a record was made) is found and named.
   const std::string layer1 = "layers/layer-00001.gguf";
   v2src_test::flip_byte(tmp / "v2" / layer1);
-  const auto bad = verify_catalog_parts(pkg, stage.parts, o);
+  const auto bad = verify_parts(pkg, stage.parts, o);
   EXPECT_FALSE(bad.verified);
   ASSERT_EQ(bad.problems.size(), 1u);
   EXPECT_NE(bad.problems[0].find("artifact " + id_of(written, layer1) + " (" + layer1 + "): SHA-256 is "),
@@ -144,7 +144,7 @@ TEST(V2Sources, VerifyCatalogPartsUsesTheVerificationCacheAndNamesTheArtifact) {
       << bad.problems[0];
   EXPECT_NE(bad.problems[0].find(", the catalog says "), std::string::npos) << bad.problems[0];
   try {
-    (void)verify_catalog_if_required(pkg, stage.parts, o);  // a local package verifies only when asked
+    (void)verify_if_required(pkg, stage.parts, o);  // a local package verifies only when asked
   } catch (const Error& e) {
     ADD_FAILURE() << "verified without being asked: " << e.what();
   }

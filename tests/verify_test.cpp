@@ -62,11 +62,11 @@ class VerifyTest : public ::testing::Test {
     // Files changed in the last moments are not recorded (racy-clean rule).
     std::this_thread::sleep_for(std::chrono::milliseconds(120));
     pkg_ = open_local_package(pkg_dir_.string());
-    for (const auto& p : all_parts(pkg_)) {
+    for (const auto& p : test::all_parts_v1(pkg_)) {
       total_bytes_ += p.bytes;
       sizes_[p.rel_path] = p.bytes;
     }
-    artifacts_ = all_parts(pkg_).size();
+    artifacts_ = test::all_parts_v1(pkg_).size();
   }
   virtual std::vector<std::string> extra_write_args() { return {}; }
 
@@ -271,7 +271,7 @@ TEST_F(VerifyTest, ForgedRecordForOtherDigestIsAMiss) {
 }
 
 TEST_F(VerifyTest, LibraryReportsProgressAndIsThreadCountIndependent) {
-  const auto parts = all_parts(pkg_);
+  const auto parts = test::all_parts_v1(pkg_);
   for (unsigned threads : {1u, 2u, 5u}) {
     VerifyOptions o;
     o.threads = threads;
@@ -292,7 +292,7 @@ TEST_F(VerifyTest, LibraryReportsProgressAndIsThreadCountIndependent) {
 }
 
 TEST_F(VerifyTest, LibraryReportsFilesChangedAfterSelectionAsProblems) {
-  const auto parts = all_parts(pkg_);
+  const auto parts = test::all_parts_v1(pkg_);
   fs::resize_file(layer(1), sizes_[layer_rel(1)] - 10);
   fs::remove(layer(4));
   VerifyOptions o;
@@ -307,7 +307,7 @@ TEST_F(VerifyTest, LibraryReportsFilesChangedAfterSelectionAsProblems) {
 }
 
 TEST_F(VerifyTest, DuplicatePartsAreVerifiedOnce) {
-  auto parts = all_parts(pkg_);
+  auto parts = test::all_parts_v1(pkg_);
   parts.push_back(parts.front());
   VerifyOptions o;
   o.use_cache = false;
@@ -317,7 +317,7 @@ TEST_F(VerifyTest, DuplicatePartsAreVerifiedOnce) {
 }
 
 TEST_F(VerifyTest, VerifyIfRequiredFollowsTheEnvironmentAndThrowsOnMismatch) {
-  const auto parts = select_stage(pkg_, {0, 2}).parts;
+  const auto parts = test::select_v1(pkg_, {0, 2}).parts;
   {
     ScopedEnv off("SKIPPY_VERIFY_PACKAGE_SHA", std::nullopt);
     EXPECT_FALSE(verify_if_required(pkg_, parts).has_value());

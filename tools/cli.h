@@ -13,6 +13,7 @@
 #include "skippy/manifest_v2.h"
 #include "skippy/package_signature.h"
 #include "skippy/source.h"
+#include "skippy/catalog_stage.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
 #include "util/text.h"
@@ -94,13 +95,12 @@ std::optional<V2RequestDefaults> read_generation_defaults(const std::string& pat
 // file of the source repository, its role from its name.
 CLI::Option* add_publisher_metadata_option(CLI::App* cmd, std::vector<std::string>& target, const std::string& schema_note);
 
-// The parts a command works on: the stage's (its projector included) when
-// `range` is set, else every artifact of the package. Notes explain choices.
-struct PartsToUse {
-  std::vector<StagePart> parts;
-  std::vector<std::string> notes;
-};
-PartsToUse parts_for(const OpenedPackage& pkg, const std::optional<LayerRange>& range, const SelectOptions& options);
+// The package as the consumer takes it, whichever its schema: schema 2's
+// catalog; schema 1's through its reader: with `tensors`, of the fragments
+// a stage of `range` reads (open_catalog_v1); else its artifacts
+// (list_catalog_v1: only a final stage's output header is read), what
+// verify and fetch need.
+OpenedCatalog catalog_for_cli(const OpenedAnyPackage& any, const std::optional<LayerRange>& range, bool tensors);
 
 // A numeric option's check: the value must parse as T and lie in [lo, hi];
 // otherwise "--flag: must be a number from lo to hi, not "two"" (CLI11's

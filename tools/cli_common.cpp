@@ -160,17 +160,9 @@ nlohmann::json pin_json(const std::string& ref, const std::optional<std::string>
 }
 nlohmann::json pin_json(const OpenedPlace& pkg) { return pin_json(pkg.ref, pkg.commit, pkg.revision_kind); }
 
-PartsToUse parts_for(const OpenedPackage& pkg, const std::optional<LayerRange>& range, const SelectOptions& options) {
-  PartsToUse out;
-  if (!range) {
-    out.parts = all_parts(pkg);
-    return out;
-  }
-  auto sel = select_stage(pkg, *range, options);
-  out.parts = std::move(sel.parts);
-  if (sel.projector) out.parts.push_back(std::move(*sel.projector));
-  out.notes = std::move(sel.notes);
-  return out;
+OpenedCatalog catalog_for_cli(const OpenedAnyPackage& any, const std::optional<LayerRange>& range, bool tensors) {
+  if (any.v2) return *any.v2;
+  return tensors && range ? open_catalog_v1(*any.v1, range) : list_catalog_v1(*any.v1, range);
 }
 
 CLI::Option* path_option(CLI::Option* opt) {

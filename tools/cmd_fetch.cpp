@@ -205,19 +205,14 @@ Command register_fetch(CLI::App& app) {
             const auto any = open_any_for_cli(a->ref, a->refresh, chosen);
             check_runtime_abi_for_cli(any);  // before any payload is brought
             check_tensor_choice(a->tensors, range.has_value(), any.v2.has_value());
-            if (any.v2) {
-              ProjectorChoice projector;
-              if (!a->projector.empty()) projector.path = a->projector;
-              projector.single_stage = a->single_stage;
-              nlohmann::json peer;
-              if (!a->peer.peer.empty()) peer = {{"endpoint", a->peer.peer}, {"stage", a->peer.stage}};
-              return fetch_schema_v2(*any.v2, range, a->tensors, a->json, peer, projector);
-            }
-            const OpenedPackage& pkg = *any.v1;
+            const bool v1 = any.v1.has_value();
+            const OpenedCatalog pkg = catalog_for_cli(any, range, false);
             SelectOptions so;
             if (!a->projector.empty()) so.projector_path = a->projector;
             so.single_stage = a->single_stage;
-            const auto [parts, notes] = parts_for(pkg, range, so);
+            const auto s = stage_for(pkg, range, a->tensors, so, true);
+            auto parts = s.parts_with_projector();
+            provide_parts(pkg, parts);
             const auto report = verify_if_required(pkg, parts);
             const auto downloaded = pkg.source ? pkg.source->fetched() : std::vector<std::string>{};
             const auto origins = pkg.source ? pkg.source->origins() : std::map<std::string, std::string>{};
@@ -237,9 +232,13 @@ Command register_fetch(CLI::App& app) {
             for (const auto& p : parts) total += p.bytes;
             if (a->json) {
               nlohmann::json jp = nlohmann::json::array();
-              for (const auto& p : parts) jp.push_back(p.rel_path);
+              nlohmann::json ids = nlohmann::json::array();
+              for (const auto& p : parts) {
+                jp.push_back(p.rel_path);
+                ids.push_back(p.artifact_id);
+              }
               nlohmann::json doc = {{"package", pkg.ref},
-                                    {"model_id", pkg.manifest.model_id},
+                                    {"model_id", pkg.catalog.model_id},
                                     {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
                                     {"manifest_sha256", pkg.manifest_sha256},
                                     {"snapshot_dir", pkg.root.string()},
@@ -252,10 +251,15 @@ Command register_fetch(CLI::App& app) {
                                     {"cache_hits", report ? report->cache_hits : 0},
                                     {"hashed_bytes", report ? report->hashed_bytes : 0},
                                     {"warnings", pkg.warnings},
-                                    {"notes", notes},
+                                    {"notes", s.notes},
                                     {"source_notes", source_notes},
                                     {"revision", pin_json(pkg)},  // #25
                                     {"signed_by", pkg.signature ? nlohmann::json(pkg.signature->owner_id) : nlohmann::json()}};
+              if (!v1) {  // schema 2 names its package and its artifacts by id
+                doc.update({{"schema_version", pkg.catalog.schema_version},
+                            {"package_id", pkg.catalog.package_id},
+                            {"artifact_ids", ids}});
+              }
               if (!a->peer.peer.empty()) doc["peer"] = {{"endpoint", a->peer.peer}, {"stage", a->peer.stage}};
               if (range) {
                 doc["layer_start"] = range->start;
@@ -263,25 +267,22 @@ Command register_fetch(CLI::App& app) {
               }
               print_json(doc);
             } else {
-              for (const auto& n : notes) std::cerr << "note: " << n << "\n";
-              if (!a->peer.peer.empty()) {
-                std::map<std::string, size_t> count;
-                for (const auto& p : parts) {
-                  const std::string from = sources[p.rel_path];
-                  ++count[from];
-                  if (from == "peer") {
-                    std::cerr << "from the peer " << a->peer.peer << ": " << p.rel_path << " (" << human_bytes(p.bytes)
-                              << ")\n";
-                  }
+              for (const auto& n : s.notes) std::cerr << "note: " << n << "\n";
+              std::map<std::string, size_t> count;
+              for (const auto& p : parts) {
+                const std::string from = sources[p.rel_path];
+                ++count[from];
+                if (v1 && from == "peer" && !a->peer.peer.empty()) {
+                  std::cerr << "from the peer " << a->peer.peer << ": " << p.rel_path << " (" << human_bytes(p.bytes) << ")\n";
                 }
+              }
+              if (!a->peer.peer.empty()) {
                 std::cerr << "parts: " << count["peer"] << " from the peer, " << count["hub"] << " from the Hub, "
                           << count["cache"] << " already in the cache\n";
               }
-              size_t cached = 0;
-              for (const auto& p : parts) cached += sources[p.rel_path] == "cache" ? 1 : 0;
-              std::cerr << "fetched " << counted(parts.size(), "part") << ", " << human_bytes(total) << " ("
-                        << counted(downloaded.size(), "file") << " downloaded"
-                        << (cached == 0 ? std::string() : ", " + counted(cached, "part") + " already in the cache")
+              std::cerr << "fetched " << counted(parts.size(), "part") << (v1 ? "" : " of " + pkg.catalog.package_id) << ", "
+                        << human_bytes(total) << " (" << counted(downloaded.size(), "file") << " downloaded"
+                        << (count["cache"] == 0 ? std::string() : ", " + counted(count["cache"], "part") + " already in the cache")
                         << "), verified\n";
               std::cout << pkg.root.string() << "\n";
             }

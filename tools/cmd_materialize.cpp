@@ -3,8 +3,8 @@
 #include "cli.h"
 #include "progress.h"
 #include "schema_v2_cli.h"
-#include "schema_v2_consume.h"
 #include "skippy/error.h"
+#include "skippy/catalog_stage.h"
 #include "skippy/materialize.h"
 #include "skippy/stage.h"
 
@@ -138,44 +138,61 @@ Command register_materialize(CLI::App& app) {
             o.hash = a->sha256;
             const auto any = open_any_for_cli(a->ref);  // a local directory or hf://, either schema
             check_runtime_abi_for_cli(any);
-            if (any.v2) {
-              std::vector<CatalogPart> sidecars;
-              if (!a->admission.empty()) a->tensors = admission_tensors(*any.v2, a->admission, &sidecars);
-              return materialize_schema_v2(*any.v2, by_names ? std::nullopt : std::optional(range), a->tensors, o, a->json,
-                                           sidecars);
-            }
-            if (by_names) {
+            if (by_names && any.v1) {
               throw Error(ErrorKind::kUsage, "--tensors / --admission select tensors of a package schema 2; " + a->ref +
                                                  " is schema 1 (use --layers)");
             }
-            const OpenedPackage& pkg = *any.v1;
-            const auto sel = select_stage(pkg, range);
+            const bool v1 = any.v1.has_value();
+            const std::optional<LayerRange> chosen = by_names ? std::nullopt : std::optional(range);
+            const OpenedCatalog pkg = catalog_for_cli(any, chosen, true);
+            // The projectors (schema 2: mmproj sidecars) the stage loads are never
+            // merged: brought, checked, and named so they are loaded from the
+            // package. A range's is chosen as select chooses it; an --admission
+            // descriptor names its own.
+            std::vector<StagePart> sidecars;
+            if (!a->admission.empty()) a->tensors = admission_tensors(pkg, a->admission, &sidecars);
+            const auto stage = chosen ? select_stage(pkg.catalog, range) : select_stage_tensors(pkg.catalog, a->tensors);
+            if (chosen) {
+              if (auto p = select_projector(pkg, range)) sidecars.push_back(std::move(*p));
+            }
+            provide_parts(pkg, sidecars);
+            (void)verify_if_required(pkg, sidecars);
+            nlohmann::json sidecar_json = nlohmann::json::array();
+            for (const auto& p : sidecars) sidecar_json.push_back(p.path.string());
             Progress progress("materialize");
             o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
-            const auto r = materialize_stage(pkg, sel, o);
+            const auto r = materialize_stage(pkg, stage, o);
+            const std::string what = chosen ? "layers " + format_layer_range(range) : std::to_string(a->tensors.size()) + " named tensors";
             if (a->json) {
-              print_json({{"path", r.path.string()},
-                          {"tensor_count", r.tensor_count},
-                          {"reused", r.reused},
-                          {"cached", r.cached},
-                          {"bytes", r.bytes},
-                          {"sha256", r.sha256.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.sha256)},
-                          {"layer_start", range.start},
-                          {"layer_end", range.end},
-                          {"manifest_sha256", pkg.manifest_sha256},
-                          {"projector", sel.projector ? nlohmann::json(sel.projector->path.string())
-                                                      : nlohmann::json(nullptr)},
-                          {"warnings", pkg.warnings},
-                          {"notes", sel.notes}});
+              nlohmann::json doc = {{"path", r.path.string()},
+                                    {"tensor_count", r.tensor_count},
+                                    {"reused", r.reused},
+                                    {"cached", r.cached},
+                                    {"bytes", r.bytes},
+                                    {"sha256", r.sha256.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.sha256)},
+                                    {"layer_start", chosen ? nlohmann::json(range.start) : nlohmann::json(nullptr)},
+                                    {"layer_end", chosen ? nlohmann::json(range.end) : nlohmann::json(nullptr)},
+                                    {"manifest_sha256", pkg.manifest_sha256},
+                                    {"projector", sidecars.empty() ? nlohmann::json(nullptr)
+                                                                   : nlohmann::json(sidecars.front().path.string())},
+                                    {"sidecars", sidecar_json},
+                                    {"warnings", nlohmann::json::array()},
+                                    {"notes", stage.notes}};
+              if (v1) {
+                doc["warnings"] = pkg.warnings;
+              } else {
+                doc.update({{"schema_version", pkg.catalog.schema_version}, {"package_id", pkg.catalog.package_id}});
+              }
+              print_json(doc);
             } else {
               std::cout << r.path.string() << "\n";
-              std::cerr << (r.reused ? "reused " : "materialized ") << "layers " << format_layer_range(range) << ": "
+              std::cerr << (r.reused ? "reused " : "materialized ") << what << (v1 ? "" : " (package schema 2)") << ": "
                         << r.tensor_count << " tensors, " << human_bytes(r.bytes) << "\n";
-              if (sel.projector) {
-                std::cerr << "note: the projector " << sel.projector->rel_path
+              for (const auto& p : sidecars) {
+                std::cerr << "note: the " << (v1 ? "projector " : "sidecar ") << p.rel_path
                           << " is not merged; load it from the package\n";
               }
-              for (const auto& n : sel.notes) std::cerr << "note: " << n << "\n";
+              for (const auto& n : stage.notes) std::cerr << "note: " << n << "\n";
             }
             return kExitOk;
           }};

@@ -1,4 +1,4 @@
-// select / inspect for package schema 2 (see schema_v2_cli.h).
+// inspect for package schema 2 (see schema_v2_cli.h).
 #include "schema_v2_cli.h"
 
 #include <filesystem>
@@ -19,80 +19,7 @@ namespace {
 
 nlohmann::json v2_optional(const std::optional<uint32_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
-nlohmann::json v2_part_json(const CatalogPart& p, const std::filesystem::path& path) {
-  return {{"artifact_id", p.artifact_id},
-          {"kind", catalog_artifact_kind_name(p.kind)},
-          {"layer_index", v2_optional(p.layer)},
-          {"path", path.string()},
-          {"relative_path", p.rel_path},
-          {"bytes", p.bytes},
-          {"tensor_count", p.tensors.size()},
-          {"sha256", p.sha256},
-          {"reason", p.reason},
-          {"tensors", p.tensors}};
-}
-
 }  // namespace
-
-int select_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
-                     bool json, const ProjectorChoice& projector) {
-  const auto& cat = pkg.catalog;
-  const auto s = catalog_stage_for(pkg, range, tensors, projector);
-  // Consumer validation of each file (brought first through the package's
-  // source, for hf://); SHA-256 too when the package demands it (hf://) or
-  // SKIPPY_VERIFY_PACKAGE_SHA asks, through the verification cache.
-  const auto paths = provide_catalog_parts(pkg, s.parts);
-  const auto verified = verify_catalog_if_required(pkg, s.parts);
-  nlohmann::json parts = nlohmann::json::array();
-  uint64_t total = 0;
-  for (size_t i = 0; i < s.parts.size(); ++i) {
-    parts.push_back(v2_part_json(s.parts[i], paths[i]));
-    total += s.parts[i].bytes;
-  }
-  if (json) {
-    nlohmann::json tensor_list = nlohmann::json::array();
-    for (const auto& t : s.tensors) {
-      tensor_list.push_back({{"name", t.name}, {"artifact_id", t.artifact_id}, {"offset", t.offset}, {"stored_bytes", t.stored_bytes}});
-    }
-    nlohmann::json doc = {{"package", pkg.ref},
-                          {"schema_version", cat.schema_version},
-                          {"package_id", cat.package_id},
-                          {"model_id", cat.model_id},
-                          {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
-                          {"manifest_sha256", pkg.manifest_sha256},
-                          {"layer_count", cat.layer_count},
-                          {"selected_by", range ? "layers" : !tensors.admission.empty() ? "admission" : "tensors"},
-                          {"stage_admission", nlohmann::json::parse(stage_admission_json(stage_admission_for(pkg, s, tensors)))},
-                          {"parts", parts},
-                          {"tensors", tensor_list},
-                          {"total_bytes", total},
-                          {"verified", verified.has_value()},
-                          {"notes", s.notes},
-                          {"warnings", pkg.warnings},
-                          {"revision", pin_json(pkg)},  // as schema 1's select (#25)
-                          {"signed_by", pkg.signature ? nlohmann::json(pkg.signature->owner_id) : nlohmann::json()}};
-    if (range) {
-      doc["layer_start"] = range->start;
-      doc["layer_end"] = range->end;
-    }
-    print_json(doc);
-  } else {
-    std::cout << cat.model_id << " (package schema 2) "
-              << (range ? "layers " + format_layer_range(*range) + " of " + std::to_string(cat.layer_count)
-                        : std::to_string(s.tensors.size()) + " named tensors")
-              << ": " << counted(s.parts.size(), "part") << ", " << counted(s.tensors.size(), "tensor") << ", " << human_bytes(total) << "\n";
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& p : s.parts) {
-      std::string kind(catalog_artifact_kind_name(p.kind));
-      if (p.layer) kind += " " + std::to_string(*p.layer);
-      rows.push_back({kind, p.rel_path, human_bytes(p.bytes), counted(p.tensors.size(), "tensor")});
-    }
-    std::cout << aligned_rows(rows, {2, 3});
-    for (const auto& n : s.notes) std::cerr << "note: " << n << "\n";
-  }
-  return kExitOk;
-}
-
 
 int inspect_schema_v2(const OpenedCatalog& pkg, bool json) {
   const auto& cat = pkg.catalog;

@@ -4,21 +4,37 @@
 #include "skippy/error.h"
 #include "schema_v2_cli.h"
 #include "skippy/policy.h"
+#include "skippy/catalog_stage.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
 
 namespace skippy::cli {
 
-nlohmann::json part_json(const StagePart& p) {
-  return {{"role", part_role_name(p.role)},
-          {"layer_index", p.layer_index ? nlohmann::json(*p.layer_index) : nlohmann::json(nullptr)},
-          {"path", p.path.string()},
-          {"relative_path", p.rel_path},
-          {"bytes", p.bytes},
-          {"tensor_count", p.tensor_count},
-          {"sha256", p.sha256},
-          {"reason", p.reason}};
+namespace {
+
+nlohmann::json select_optional(const std::optional<uint32_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+// A part as select --json lists it: schema 1 names its role, schema 2 its
+// artifact id, kind and the stage's tensors in it.
+nlohmann::json part_json(const StagePart& p, bool v1) {
+  nlohmann::json j = {{"layer_index", select_optional(p.layer_index)},
+                      {"path", p.path.string()},
+                      {"relative_path", p.rel_path},
+                      {"bytes", p.bytes},
+                      {"sha256", p.sha256},
+                      {"reason", p.reason}};
+  if (v1) {
+    j.update({{"role", part_role_label(p)}, {"tensor_count", p.tensor_count}});
+  } else {
+    j.update({{"artifact_id", p.artifact_id},
+              {"kind", catalog_artifact_kind_name(p.kind)},
+              {"tensor_count", p.tensors.size()},
+              {"tensors", p.tensors}});
+  }
+  return j;
 }
+
+}  // namespace
 
 Command register_select(CLI::App& app) {
   auto* cmd = app.add_subcommand("select", "Consumer validation for a stage, then the ordered parts it loads");
@@ -54,56 +70,77 @@ Command register_select(CLI::App& app) {
             const auto any = open_any_for_cli(a->ref);  // prints the package's warnings
             check_runtime_abi_for_cli(any);
             check_tensor_choice(a->tensors, chosen.has_value(), any.v2.has_value());
-            if (any.v2) {
-              ProjectorChoice projector;
-              if (!a->projector.empty()) projector.path = a->projector;
-              projector.single_stage = a->single_stage;
-              return select_schema_v2(*any.v2, chosen, a->tensors, a->json, projector);
-            }
-            const auto range = *chosen;
-            const OpenedPackage& pkg = *any.v1;
-            const auto generation = generation_warnings(pkg.manifest.generation);
-            for (const auto& w : generation) std::cerr << "warning: " << w << "\n";
+            const bool v1 = any.v1.has_value();
             // The package's (unknown projector kinds, a set-aside generation block, a
-            // moving branch) and the generation block's, all in the JSON document.
-            std::vector<std::string> warnings = pkg.warnings;
-            warnings.insert(warnings.end(), generation.begin(), generation.end());
+            // moving branch) and, for schema 1, the generation block's, all in the JSON document.
+            std::vector<std::string> warnings = v1 ? any.v1->warnings : any.v2->warnings;
+            if (v1) {
+              const auto generation = generation_warnings(any.v1->manifest.generation);
+              for (const auto& w : generation) std::cerr << "warning: " << w << "\n";
+              warnings.insert(warnings.end(), generation.begin(), generation.end());
+            }
             SelectOptions o;
             if (!a->projector.empty()) o.projector_path = a->projector;
             o.single_stage = a->single_stage;
-            const auto s = select_stage(pkg, range, o);
-            std::vector<StagePart> parts = s.parts;
-            if (s.projector) parts.push_back(*s.projector);
-            // Before a stage may use them: SHA-256 when the package demands it
-            // (hf://) or SKIPPY_VERIFY_PACKAGE_SHA is set; throws on mismatch.
+            const OpenedCatalog pkg = catalog_for_cli(any, chosen, true);
+            const auto& cat = pkg.catalog;
+            const auto s = stage_for(pkg, chosen, a->tensors, o);
+            auto parts = s.parts_with_projector();
+            // Consumer validation of each file (brought first through the package's
+            // source, for hf://); SHA-256 too when the package demands it (hf://) or
+            // SKIPPY_VERIFY_PACKAGE_SHA asks, through the verification cache.
+            provide_parts(pkg, parts);
             const auto verified = verify_if_required(pkg, parts);
             uint64_t total = 0;
             for (const auto& p : parts) total += p.bytes;
             if (a->json) {
               nlohmann::json jp = nlohmann::json::array();
-              for (const auto& p : parts) jp.push_back(part_json(p));
-              print_json({{"package", pkg.ref},
-                          {"model_id", pkg.manifest.model_id},
-                          {"manifest_sha256", pkg.manifest_sha256},
-                          {"layer_start", range.start},
-                          {"layer_end", range.end},
-                          {"layer_count", pkg.manifest.layer_count},
-                          {"parts", jp},
-                          {"total_bytes", total},
-                          {"verified", verified.has_value()},
-                          {"notes", s.notes},
-                          {"warnings", warnings},
-                          {"revision", pin_json(pkg)}});  // #25
+              for (const auto& p : parts) jp.push_back(part_json(p, v1));
+              nlohmann::json doc = {{"package", pkg.ref},
+                                    {"model_id", cat.model_id},
+                                    {"manifest_sha256", pkg.manifest_sha256},
+                                    {"layer_count", cat.layer_count},
+                                    {"parts", jp},
+                                    {"total_bytes", total},
+                                    {"verified", verified.has_value()},
+                                    {"notes", s.notes},
+                                    {"warnings", warnings},
+                                    {"revision", pin_json(pkg)}};  // #25
+              if (chosen) {
+                doc["layer_start"] = chosen->start;
+                doc["layer_end"] = chosen->end;
+              }
+              if (!v1) {  // schema 2: its identity, how the stage was chosen, every tensor's locator
+                nlohmann::json tensor_list = nlohmann::json::array();
+                for (const auto& t : s.tensors) {
+                  tensor_list.push_back(
+                      {{"name", t.name}, {"artifact_id", t.artifact_id}, {"offset", t.offset}, {"stored_bytes", t.stored_bytes}});
+                }
+                doc.update({{"schema_version", cat.schema_version},
+                            {"package_id", cat.package_id},
+                            {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
+                            {"selected_by", chosen ? "layers" : !a->tensors.admission.empty() ? "admission" : "tensors"},
+                            {"stage_admission",
+                             nlohmann::json::parse(stage_admission_json(stage_admission_for(pkg, s, a->tensors)))},
+                            {"tensors", tensor_list},
+                            {"signed_by", pkg.signature ? nlohmann::json(pkg.signature->owner_id) : nlohmann::json()}});
+              }
+              print_json(doc);
             } else {
-              std::cout << pkg.manifest.model_id << " layers " << format_layer_range(range) << " of "
-                        << pkg.manifest.layer_count << ": " << counted(parts.size(), "part") << ", " << human_bytes(total) << "\n";
+              std::cout << cat.model_id << (v1 ? "" : " (package schema 2)") << " "
+                        << (chosen ? "layers " + format_layer_range(*chosen) + " of " + std::to_string(cat.layer_count)
+                                   : std::to_string(s.tensors.size()) + " named tensors")
+                        << ": " << counted(parts.size(), "part")
+                        << (v1 ? std::string() : ", " + counted(s.tensors.size(), "tensor")) << ", " << human_bytes(total)
+                        << "\n";
               std::vector<std::vector<std::string>> rows;
               for (const auto& p : parts) {
-                std::string role(part_role_name(p.role));
-                if (p.layer_index) role += " " + std::to_string(*p.layer_index);
-                rows.push_back({role, p.rel_path, human_bytes(p.bytes)});
+                std::string what(v1 ? part_role_label(p) : catalog_artifact_kind_name(p.kind));
+                if (p.layer_index) what += " " + std::to_string(*p.layer_index);
+                rows.push_back({what, p.rel_path, human_bytes(p.bytes)});
+                if (!v1) rows.back().push_back(counted(p.tensors.size(), "tensor"));
               }
-              std::cout << aligned_rows(rows, {2});
+              std::cout << aligned_rows(rows, v1 ? std::vector<size_t>{2} : std::vector<size_t>{2, 3});
               for (const auto& n : s.notes) std::cerr << "note: " << n << "\n";
             }
             return kExitOk;

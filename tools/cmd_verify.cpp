@@ -1,4 +1,5 @@
 #include <iostream>
+#include <map>
 
 #include "cli.h"
 #include "progress.h"
@@ -48,18 +49,19 @@ Command register_verify(CLI::App& app) {
             check_tensor_choice(a->tensors, range.has_value(), true);
             const auto any = open_any_for_cli(a->ref);
             check_tensor_choice(a->tensors, range.has_value(), any.v2.has_value());
-            if (any.v2) {
-              VerifyV2Args v2{a->threads, a->no_cache, a->json, {}};
-              if (!a->projector.empty()) v2.projector.path = a->projector;
-              return verify_schema_v2(*any.v2, range, a->tensors, v2);
-            }
-            const OpenedPackage& pkg = *any.v1;
             if (!range && !a->projector.empty()) {
               throw skippy::Error(ErrorKind::kUsage, "--projector needs --layers (without a range every projector is verified)");
             }
+            const bool v1 = any.v1.has_value();
+            const OpenedCatalog pkg = catalog_for_cli(any, range, false);
             SelectOptions so;
             if (!a->projector.empty()) so.projector_path = a->projector;
-            auto [parts, notes] = parts_for(pkg, range, so);
+            const auto s = stage_for(pkg, range, a->tensors, so, true);
+            auto parts = s.parts_with_projector();
+            // Schema 1 and a repository package bring and check what the stage
+            // reads first (a file rule refuses); a local schema 2 package's file
+            // rules are problems of the report.
+            if (v1 || pkg.source) provide_parts(pkg, parts);
             VerifyOptions o;
             o.threads = a->threads;
             o.use_cache = !a->no_cache;
@@ -68,17 +70,31 @@ Command register_verify(CLI::App& app) {
             o.on_progress = [&](uint64_t d, uint64_t t) { progress->update(d, t); };
             auto r = verify_parts(pkg, parts, o);
             progress.reset();
+            std::vector<std::string> notes = s.notes;
             notes.insert(notes.end(), r.notes.begin(), r.notes.end());
+            const auto& cat = pkg.catalog;
+            std::map<std::string, const StagePart*> by_path;
+            for (const auto& p : parts) by_path.emplace(p.rel_path, &p);
             nlohmann::json jparts = nlohmann::json::array();
             for (const auto& vp : r.parts) {
-              jparts.push_back({{"role", part_role_name(vp.role)},
-                                {"layer_index", vp.layer_index ? nlohmann::json(*vp.layer_index) : nlohmann::json()},
-                                {"relative_path", vp.rel_path},
-                                {"cache_hit", vp.cache_hit},
-                                {"ok", vp.ok}});
+              const StagePart& p = *by_path.at(vp.rel_path);
+              nlohmann::json j = v1 ? nlohmann::json{{"role", part_role_name(vp.role)}}
+                                    : nlohmann::json{{"artifact_id", p.artifact_id}, {"kind", catalog_artifact_kind_name(p.kind)}};
+              j.update({{"layer_index", vp.layer_index ? nlohmann::json(*vp.layer_index) : nlohmann::json()},
+                        {"relative_path", vp.rel_path},
+                        {"cache_hit", vp.cache_hit},
+                        {"ok", vp.ok}});
+              jparts.push_back(std::move(j));
             }
-            return print_verify_report(r, a->json, {{"package", pkg.ref}, {"manifest_sha256", pkg.manifest_sha256}},
-                                       std::move(jparts), !a->no_cache, pkg.warnings, notes, range, "", "manifest");
+            // The package's own keys: schema 2 names its package_id and commit.
+            nlohmann::json identity = {{"package", pkg.ref}, {"manifest_sha256", pkg.manifest_sha256}};
+            if (!v1) {
+              identity.update({{"schema_version", cat.schema_version},
+                               {"package_id", cat.package_id},
+                               {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()}});
+            }
+            return print_verify_report(r, a->json, std::move(identity), std::move(jparts), !a->no_cache, pkg.warnings, notes,
+                                       range, v1 ? "" : cat.package_id, v1 ? "manifest" : "catalog");
           }};
 }
 

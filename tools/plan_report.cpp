@@ -1,7 +1,5 @@
 #include "plan_report.h"
 
-#include "schema_v2_consume.h"
-
 namespace skippy::cli {
 
 nlohmann::json plan_package_json(const PlanPackage& pkg) {
@@ -9,7 +7,9 @@ nlohmann::json plan_package_json(const PlanPackage& pkg) {
                         {"model_id", pkg.catalog.model_id},
                         {"manifest_sha256", pkg.manifest_sha256},
                         {"warnings", pkg.warnings}};
-  if (pkg.catalog.schema_version >= 2) doc.update(v2consume_detail::identity(pkg.catalog));
+  if (pkg.catalog.schema_version >= 2) {
+    doc.update({{"schema_version", pkg.catalog.schema_version}, {"package_id", pkg.catalog.package_id}});
+  }
   return doc;
 }
 

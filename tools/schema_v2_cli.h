@@ -1,7 +1,6 @@
-// The CLI's package schema 2 paths: `inspect` dispatches here for a local
-// directory whose model-package.json says schema_version 2; `select`,
-// `verify` and `fetch` open any reference with open_any_for_cli (cli.h) and
-// dispatch here when it is schema 2, from whichever source.
+// What the commands share about stages (the --tensors / --admission choice
+// and the stage a command works on, for either schema), and the schema 2
+// printers that remain: `inspect` dispatches here for a schema 2 package.
 #pragma once
 
 #include <optional>
@@ -16,7 +15,7 @@ namespace skippy::cli {
 
 // --tensors NAME,NAME and --tensors-file FILE (one name a line; blank lines
 // and lines starting with '#' skipped): a stage chosen by its tensor names
-// (select_catalog_tensors), for schema 2 packages only.
+// (select_stage_tensors), for schema 2 packages only.
 // --admission FILE: a stage admission descriptor (skippy/stage_admission.h)
 // defines the stage, checked against the package.
 struct TensorChoice {
@@ -27,23 +26,19 @@ struct TensorChoice {
 };
 void add_tensor_options(CLI::App* cmd, TensorChoice& choice);
 
-// --projector PATH / --single-stage for a schema 2 stage chosen by --layers:
-// the sidecar it loads (select_catalog_projector: the declared one at PATH,
-// else the first mmproj sidecar for a stage starting at layer 0 or with
-// --single-stage). A stage chosen by --admission loads its descriptor's
-// sidecars; by --tensors, none.
-struct ProjectorChoice {
-  std::optional<std::string> path;
-  bool single_stage = false;
-  bool given() const { return path.has_value() || single_stage; }
-};
 // Usage errors: --tensors with --layers, or with a schema 1 package.
 void check_tensor_choice(const TensorChoice& choice, bool has_range, bool schema_v2);
 
-// What a command works on: the stage of `range`, or of the tensor names or
-// the admission descriptor, or (neither) every artifact of the package.
-CatalogStage catalog_stage_for(const OpenedCatalog& pkg, const std::optional<LayerRange>& range,
-                               const TensorChoice& tensors, const ProjectorChoice& projector = {});
+// What a command works on, whichever the schema: the stage of `range`
+// with the projector (schema 2: the mmproj sidecar) `options` choose, by
+// schema 1's rule: the declared one at --projector PATH, else the first one
+// for a stage starting at layer 0 or with --single-stage (`artifacts_only`
+// as select_stage's); or the stage of the tensor names (no projector) or of
+// the admission descriptor (its sidecars among the parts); or (none) every
+// artifact of the package. --projector / --single-stage without a range is
+// a usage error.
+StageSelection stage_for(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
+                         const SelectOptions& options = {}, bool artifacts_only = false);
 // A stage admission descriptor file, parsed strictly (not yet checked
 // against a package).
 StageAdmission read_admission_file(const std::string& file);
@@ -51,27 +46,11 @@ StageAdmission read_admission_file(const std::string& file);
 // the package (materialize writes exactly them); its sidecars' parts in
 // *sidecars when given.
 std::vector<std::string> admission_tensors(const OpenedCatalog& pkg, const std::string& file,
-                                           std::vector<CatalogPart>* sidecars = nullptr);
+                                           std::vector<StagePart>* sidecars = nullptr);
 // The admission descriptor of that stage: --admission's own, or the stage's
-// tensors without sidecars.
-StageAdmission stage_admission_for(const OpenedCatalog& pkg, const CatalogStage& stage, const TensorChoice& tensors);
+// tensors and the sidecars it loads.
+StageAdmission stage_admission_for(const OpenedCatalog& pkg, const StageSelection& stage, const TensorChoice& tensors);
 
-// `range` or `tensors` (exactly one); `projector` with a range only.
-int select_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
-                     bool json, const ProjectorChoice& projector);
-
-struct VerifyV2Args {
-  unsigned threads = 2;
-  bool no_cache = false;
-  bool json = false;
-  ProjectorChoice projector;
-};
-int verify_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
-                     const VerifyV2Args& args);
-
-// `peer`: {"endpoint", "stage"} of a --peer fetch, else null.
-int fetch_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
-                    bool json, const nlohmann::json& peer, const ProjectorChoice& projector = {});
 // inspect of a schema 2 package as open_package_any opened it (local or
 // hf://: the carrier brought and checked).
 int inspect_schema_v2(const OpenedCatalog& pkg, bool json);

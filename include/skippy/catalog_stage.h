@@ -4,10 +4,10 @@
 //
 // Selection works on the catalog alone (no files): it says which artifacts
 // and which tensor extents a stage reads. Bringing those artifacts (cache,
-// peer, Hub: provide_catalog_parts), checking them (check_catalog_part) and
-// hashing them (skippy/verify.h: verify_catalog_parts, through the same
-// verification cache as schema 1) come after, exactly as for schema 1: the
-// package's ArtifactSource works on artifact entries (catalog_part_entry).
+// peer, Hub: provide_parts), checking them (check_part) and hashing them
+// (skippy/verify.h: verify_parts, through the verification cache) come
+// after, for either schema alike: the package's ArtifactSource works on
+// artifact entries (part_entry).
 //
 // Every source ends in open_catalog_dir, as every schema 1 source ends in
 // open_package_dir: open_package_any (skippy/source.h) opens a reference of
@@ -72,7 +72,7 @@ OpenedCatalog open_local_catalog_v2(const std::filesystem::path& dir);
 // pkg.source in one batch (nothing for a local directory), each through the
 // file rule (check_artifact_file) and its header read; projectors are
 // listed, never read. With a `range` (checked as select_stage checks it),
-// only the fragments a stage of that range reads (select_catalog_range's
+// only the fragments a stage of that range reads (select_stage's
 // rule: the metadata, the embeddings when it starts at 0 or reads a tied
 // output, its layers, the output when it ends at layer_count) are brought
 // and read: the others keep tensors_listed false. Throws the file rule's,
@@ -80,37 +80,15 @@ OpenedCatalog open_local_catalog_v2(const std::filesystem::path& dir);
 // fragment.
 PackageCatalog read_catalog_v1(const OpenedPackage& pkg, std::optional<LayerRange> range = std::nullopt);
 // A schema 1 package as the catalog consumer takes it: its place and
-// read_catalog_v1's catalog.
+// read_catalog_v1's catalog (which keeps the manifest, manifest_v1).
 OpenedCatalog open_catalog_v1(const OpenedPackage& pkg, std::optional<LayerRange> range = std::nullopt);
-
-// One tensor a stage reads: where its bytes are.
-struct TensorLocator {
-  std::string name;
-  std::string artifact_id;
-  uint64_t offset = 0;        // absolute, inside the artifact
-  uint64_t stored_bytes = 0;
-};
-
-// One artifact a stage reads.
-struct CatalogPart {
-  std::string artifact_id;
-  std::string rel_path;
-  CatalogArtifactKind kind = CatalogArtifactKind::kPayload;
-  std::optional<uint32_t> layer;     // of a layer artifact
-  uint64_t bytes = 0;
-  std::string sha256;
-  std::string reason;                // why the stage needs it
-  std::vector<std::string> tensors;  // the stage's tensors in it, in catalog order
-};
-
-struct CatalogStage {
-  std::optional<LayerRange> range;   // absent for a selection by tensor names
-  // The carrier first (every stage reads its KVs and directory), then the
-  // payload parts holding the stage's tensors, by part index (artifact id).
-  std::vector<CatalogPart> parts;
-  std::vector<TensorLocator> tensors;  // in the carrier's directory order
-  std::vector<std::string> notes;    // decisions worth logging (tied output)
-};
+// A schema 1 package's place and the manifest's artifacts
+// (catalog_artifacts_v1): no fragment brought or read, but, for a `range`
+// that owns the output, shared/output.gguf (brought, checked, its header
+// read: whether the output is tied to the embeddings). Enough for what
+// needs the artifacts and not their tensors: all_parts, and verify and
+// fetch of a stage (select_stage with artifacts_only).
+OpenedCatalog list_catalog_v1(const OpenedPackage& pkg, std::optional<LayerRange> range = std::nullopt);
 
 // Consumer selection for layers range.start..range.end-1 (non-empty, within
 // layer_count; Error(kInvalidInput) otherwise). A stage reads:
@@ -125,61 +103,58 @@ struct CatalogStage {
 //   the range ends at layer_count, whichever range holds its layers, as the
 //   reference's runtime loads it only on the stage owning the output.
 // The rule is stage_reads (skippy/package_layout.h). On a schema 1 catalog
-// (manifest_v1) it picks whole parts, as select_stage does: every tensor of
-// each part the rule picks a tensor of (a tied output loads all of
-// shared/embeddings.gguf), the parts in load order; such a catalog must
-// list the tensors of every fragment the range reads (Error(kUsage)
-// otherwise).
-CatalogStage select_catalog_range(const PackageCatalog& catalog, LayerRange range);
+// (manifest_v1) it picks whole parts by their role (the spec's rule for
+// schema 1): the metadata, the embeddings when the range starts at 0 or
+// reads a tied output (all of shared/embeddings.gguf), the range's layers,
+// the output when it ends at layer_count, in that load order, each with
+// every tensor in it; such a catalog must list the tensors of every
+// fragment the range reads (read_catalog_v1 with the range does;
+// Error(kUsage) otherwise), unless `artifacts_only`: then a schema 1 stage
+// is its parts without their tensors (what verify and fetch need), and
+// only the output's are needed, for a range that owns it (list_catalog_v1
+// with the range reads them). No projector (select_projector), no files.
+StageSelection select_stage(const PackageCatalog& catalog, LayerRange range, bool artifacts_only = false);
 
 // The projector a stage of `range` serves with, as a part (its reason
-// says why): the sidecar at `path` when one is given, which must be
-// declared (projectors are never inferred from file names) and of a kind
-// this runtime supports (Error(kInvalidInput) naming the package
-// otherwise); without a path, the first mmproj sidecar for a stage that
-// owns the input (range starting at 0); nullopt when there is none.
-std::optional<CatalogPart> select_catalog_projector(const OpenedCatalog& pkg, LayerRange range,
-                                                    const std::optional<std::string>& path);
+// says why): the declared projector (schema 1: projectors[]; schema 2: an
+// mmproj sidecar) at options.projector_path when one is given, which must
+// be declared (projectors are never inferred from file names) and of a
+// kind this runtime supports (Error(kInvalidInput) naming the package
+// otherwise); without a path, the first mmproj for a stage that owns the
+// input (range starting at 0) or options.single_stage; nullopt when there
+// is none. Schema 1 also checks every declared projector on disk (a
+// remote package's projectors no stage asked for are only path-checked).
+std::optional<StagePart> select_projector(const OpenedCatalog& pkg, LayerRange range, const SelectOptions& options = {});
+
+// What a stage loader does: select_stage on pkg.catalog, its projector
+// (select_projector), then every part and the projector brought and checked
+// (provide_parts), so each part's `path` is the file to read. Throws the
+// selection's, the source's and the file rule's errors. (Hashing is
+// verify_if_required's.)
+StageSelection open_stage(const OpenedCatalog& pkg, LayerRange range, const SelectOptions& options = {});
 
 // The artifacts and locators of exactly these tensors (each must be in the
 // catalog, named once; Error(kInvalidInput) naming the first that is not).
-CatalogStage select_catalog_tensors(const PackageCatalog& catalog, const std::vector<std::string>& names);
+StageSelection select_stage_tensors(const PackageCatalog& catalog, const std::vector<std::string>& names);
 
 // The stage a schema 2 admission descriptor defines (skippy/stage_admission.h):
 // check_stage_admission (naming `origin`), then the carrier, the parts
-// holding its resident tensors (select_catalog_tensors) and its sidecars'
+// holding its resident tensors (select_stage_tensors) and its sidecars'
 // artifacts: exactly stage_admission_artifacts.
-CatalogStage select_catalog_admission(const PackageCatalog& catalog, const StageAdmission& admission,
+StageSelection select_stage_admission(const PackageCatalog& catalog, const StageAdmission& admission,
                                       std::string_view origin);
-// The descriptor of a selected stage: its tensors, and the sidecars among
-// its parts (a projector select_catalog_projector added), sorted.
-StageAdmission catalog_stage_admission(const PackageCatalog& catalog, const CatalogStage& stage);
+// The descriptor of a selected stage: its tensors, and the sidecars it
+// loads (its projector, or sidecar parts an admission put among its parts),
+// sorted.
+StageAdmission stage_admission_of(const PackageCatalog& catalog, const StageSelection& stage);
 
-// Every artifact of the package as parts: the carrier, the payload parts
-// by part index, then the sidecars (catalog order), each with its tensors.
-// What `verify` and `fetch` take without a range or tensor names.
-std::vector<CatalogPart> all_catalog_parts(const PackageCatalog& catalog);
+// Every artifact of the package as parts, in load order: the carrier
+// (schema 1: shared/metadata.gguf), the payload parts by part index
+// (schema 1: embeddings, layers, output), then the sidecars (schema 1: the
+// projectors) and the publisher files, each with its listed tensors. What
+// `verify` and `fetch` take without a range or tensor names. A schema 1
+// catalog needs no fragment read for it (catalog_artifacts_v1 will do).
+std::vector<StagePart> all_parts(const PackageCatalog& catalog);
 
-// The artifact entry (path, bytes, SHA-256, tensor count) an ArtifactSource
-// brings and the source layer checks, for a part / a catalog artifact.
-ArtifactEntry catalog_part_entry(const CatalogPart& part);
-ArtifactEntry catalog_artifact_entry(const CatalogArtifact& artifact);
-
-// Brings the parts not on disk through pkg.source (one batch; nothing when
-// the package has no source), then check_catalog_part on each. Returns the
-// resolved paths, in order. Throws the source's errors, or check_catalog_part's.
-std::vector<std::filesystem::path> provide_catalog_parts(const OpenedCatalog& pkg, const std::vector<CatalogPart>& parts);
-
-// The spec's file rules for one selected part of a local package: safe
-// relative path resolving (through symlinks) to a regular file inside the
-// boundary, of the declared size. Returns the resolved path; throws
-// Error(kInvalidInput) naming the artifact.
-std::filesystem::path check_catalog_part(const OpenedCatalog& pkg, const CatalogPart& part);
-
-// check_catalog_part, then the file's SHA-256 against the catalog's
-// (Error(kIntegrity) naming the artifact when they differ). Hashes the file
-// on every call; skippy/verify.h's verify_catalog_parts uses the
-// verification cache.
-std::filesystem::path verify_catalog_part(const OpenedCatalog& pkg, const CatalogPart& part);
 
 }  // namespace skippy

@@ -26,8 +26,7 @@
 // left to the kernel's writeback). Nothing is ever written inside the
 // package directory.
 //
-// Package schema 2 (materialize_catalog_stage): the same file from a
-// catalog selection. KVs are the metadata carrier's in order, minus its
+// Package schema 2: the same file from the catalog. KVs are the metadata carrier's in order, minus its
 // skippy.package.* bookkeeping (is_carrier_key) and split.*, plus the
 // kMaterialized*Key ones (kMaterializedPackageIdKey too); the alignment is
 // the carrier's general.alignment; the tensors, in the carrier's directory
@@ -92,24 +91,22 @@ struct MaterializeResult {
   bool cached = false;         // lives in the cache (false for options.out)
 };
 
-// Materializes the stage `selection` (from select_stage(pkg, ...)). Throws
-// Error(kInvalidInput) when the parts break a StageView rule or a target lies
-// inside the package, Error(kIntegrity) when verification (options.verify,
-// or required) finds a part whose SHA-256 or size is not the manifest's,
-// Error(kIo) when the cache or --out cannot be written.
-MaterializeResult materialize_stage(const OpenedPackage& pkg, const StageSelection& selection,
+// Materializes the stage `stage` (select_stage or select_stage_tensors on
+// pkg.catalog; schema 1: open_catalog_v1 with the stage's range lists its
+// fragments). Its parts come through the package's source when missing,
+// and each passes check_part before it is read; schema 1's parts then pass
+// the StageView rules (fragment tensor counts and role keys, one
+// alignment, a layer fragment holding only its layer). Verification
+// (options.verify, or verify_required) hashes the parts (verify_stage,
+// with the verification cache). A selection by tensor names has no layer
+// range: it needs options.out (Error(kUsage) otherwise) and its file
+// carries no layer_start/layer_end keys. Throws Error(kInvalidInput) when
+// a part breaks a rule or a target lies inside the package,
+// Error(kIntegrity) when verification finds a part whose SHA-256 or size is
+// not the declared one (naming it as verify_parts does), Error(kIo) when
+// the cache or --out cannot be written.
+MaterializeResult materialize_stage(const OpenedCatalog& pkg, const StageSelection& stage,
                                     const MaterializeOptions& options = {});
-
-// Materializes a schema 2 stage (from select_catalog_range or
-// select_catalog_tensors on pkg.catalog). Each payload part passes
-// check_catalog_part before it is read. Verification (options.verify, or
-// SKIPPY_VERIFY_PACKAGE_SHA) hashes the payload parts against the catalog,
-// with the verification cache; a mismatch is Error(kIntegrity) naming the
-// artifact id and path. A selection by tensor names has no layer range: it
-// needs options.out (Error(kUsage) otherwise) and its file carries no
-// layer_start/layer_end keys. Other errors as materialize_stage's.
-MaterializeResult materialize_catalog_stage(const OpenedCatalog& pkg, const CatalogStage& stage,
-                                            const MaterializeOptions& options = {});
 
 // "<manifest_sha256[:16]>-L<start>-<end>" (the cache entry's base name).
 std::string stage_cache_key(std::string_view manifest_sha256, LayerRange range);

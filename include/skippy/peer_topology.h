@@ -118,7 +118,7 @@ StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageManifest
 // verified carrier): what a stage may fetch besides model-package.json is
 //   the metadata carrier (every stage: it says where everything else is);
 //   the payload parts holding the stage's tensors, exactly as the consumer
-//     selects them (select_catalog_range over the stage's range, its end
+//     selects them (select_stage over the stage's range, its end
 //     clamped to layer_count: blk.N in range, the input embeddings from
 //     layer 0, output and output_norm for the final stage and then
 //     token_embd.weight when the output is tied to it, the tensors without a

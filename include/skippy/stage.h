@@ -1,12 +1,14 @@
 // The consumer side of a layer package (spec: "Layer Selection", "Consumer
-// Validation", "Compatibility"): validate a package for a stage's layer
-// range and list the parts that stage loads.
+// Validation", "Compatibility"): an opened package of either schema, the
+// parts a stage loads (StagePart, StageSelection: selected on the catalog,
+// skippy/catalog_stage.h), and bringing and checking their files.
 //
 // Every source of packages (skippy/source.h: a local directory, the Hugging
-// Face cache, a peer, the Hub) resolves to an OpenedPackage — a directory
+// Face cache, a peer, the Hub) resolves to an OpenedPlace — a directory
 // plus the boundary its files must stay inside, and possibly an
-// ArtifactSource that brings missing files — and then goes through the same
-// validation and selection here. Nothing here knows where files come from.
+// ArtifactSource that brings missing files — with the schema 1 manifest
+// (OpenedPackage) or the catalog (OpenedCatalog), and then goes through the
+// same validation and selection. Nothing here knows where files come from.
 //
 // Thread-safety: every function is reentrant; several threads may select and check
 // stages of one opened package at once (its ArtifactSource is thread-safe).
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "skippy/manifest.h"
+#include "skippy/package_catalog.h"
 #include "skippy/package_signature.h"
 #include "skippy/package_layout.h"
 
@@ -30,10 +33,10 @@ namespace skippy {
 class GgufFile;  // skippy/gguf.h
 
 // Where the artifacts of a package that are not on disk yet come from (the
-// source layer's cache and remotes). select_stage / all_parts /
-// check_metadata_only ask it for exactly the entries they are about to
-// check, in one batch, before checking them; it places each at root/<path>
-// or throws. Thread-safe.
+// source layer's cache and remotes). provide_parts, the schema 1 reader
+// (open_catalog_v1) and check_metadata_only ask it for exactly the entries
+// they are about to check, in one batch, before checking them; it places
+// each at root/<path> or throws. Thread-safe.
 class ArtifactSource {
  public:
   virtual ~ArtifactSource() = default;
@@ -68,6 +71,10 @@ struct OpenedPlace {
   // no remote could classify, e.g. offline); empty for a local directory.
   std::string revision_kind;
   std::optional<PackageSignature> signature;  // checked against trusted signers (none configured: not read)
+  // 1 or 2: which reader opened it (open_package_dir, open_catalog_dir);
+  // what the consumer's messages name a part by (its path and the
+  // manifest's fields, or its artifact id and the catalog's).
+  uint32_t schema_version = 1;
 };
 
 struct OpenedPackage : OpenedPlace {
@@ -86,15 +93,52 @@ OpenedPackage open_package_dir(std::string ref, const std::filesystem::path& roo
 OpenedPackage open_local_package(const std::filesystem::path& dir);
 
 
+// One artifact a stage reads (or, for verify and fetch, one artifact of the
+// package), whichever the schema: what the catalog says of it, and where
+// its file is once brought and checked (provide_parts).
 struct StagePart {
-  PartRole role;
-  std::optional<uint32_t> layer_index;  // for layers
-  std::string rel_path;                 // as declared in the manifest
-  std::filesystem::path path;           // absolute path to read
-  uint64_t bytes = 0;                   // artifact_bytes (checked against the file)
-  uint64_t tensor_count = 0;
+  std::string artifact_id;              // schema 1: the relative path (it has no ids)
+  std::string rel_path;                 // as the package declares it
+  CatalogArtifactKind kind = CatalogArtifactKind::kPayload;
+  // The part it plays (the catalog's: schema 1, the manifest's; schema 2,
+  // kMetadata for the carrier, kLayer for a layer artifact, kProjector for
+  // a sidecar); nullopt for a schema 2 payload part without a layer
+  // (shared/common.gguf).
+  std::optional<PartRole> role;
+  std::optional<uint32_t> layer_index;  // of a layer artifact
+  uint64_t bytes = 0;                   // declared (checked against the file)
+  uint64_t tensor_count = 0;            // the tensors the package declares in the artifact
   std::string sha256;                   // declared
   std::string reason;                   // why the stage needs it
+  std::vector<std::string> tensors;     // the stage's tensors in it, in catalog order (when listed)
+  std::filesystem::path path;           // the file to read: set by provide_parts / check_part, empty before
+};
+
+// The role a part is shown with: its role's name, "common" without one.
+std::string_view part_role_label(const StagePart& part) noexcept;
+
+// One tensor a stage reads: where its bytes are.
+struct TensorLocator {
+  std::string name;
+  std::string artifact_id;
+  uint64_t offset = 0;        // absolute, inside the artifact
+  uint64_t stored_bytes = 0;
+};
+
+// What a stage reads, whichever the schema (skippy/catalog_stage.h selects it).
+struct StageSelection {
+  std::optional<LayerRange> range;     // absent for a selection by tensor names
+  // In load order. Schema 1: metadata, embeddings (range starts at 0, or the
+  // output is tied to the embeddings), layers start..end-1, output (range
+  // ends at layer_count). Schema 2: the carrier first (every stage reads its
+  // KVs and directory), then the payload parts holding the stage's tensors,
+  // by part index.
+  std::vector<StagePart> parts;
+  std::vector<TensorLocator> tensors;  // in the catalog's order
+  std::optional<StagePart> projector;  // the projector this stage uses, if any (select_projector)
+  std::vector<std::string> notes;      // decisions worth logging (tied output, projector choice)
+  // The parts with the projector last: what a stage brings and verifies.
+  std::vector<StagePart> parts_with_projector() const;
 };
 
 // Metadata-only inspection (inventory, identity, prepare): the manifest and
@@ -147,24 +191,6 @@ struct SelectOptions {
   bool single_stage = false;
 };
 
-struct StageSelection {
-  LayerRange range;
-  // In load order: metadata, embeddings (range starts at 0, or the output is
-  // tied to the embeddings), layers start..end-1, output (range ends at
-  // layer_count).
-  std::vector<StagePart> parts;
-  std::optional<StagePart> projector;  // the projector this stage uses, if any
-  std::vector<std::string> notes;      // decisions worth logging (tied output, projector choice)
-};
-
-// Consumer validation for a stage, then selection (spec order). Checks: the
-// range is non-empty and within layer_count; every selected artifact and
-// every declared projector has a safe relative path that resolves (through
-// symlinks) to a regular file inside the package boundary, whose size equals
-// artifact_bytes. Does not hash (see verify). Throws Error(kInvalidInput)
-// with one message per rule, naming the artifact and the problem.
-StageSelection select_stage(const OpenedPackage& pkg, LayerRange range, const SelectOptions& options = {});
-
 // check_package_file (skippy/package_layout.h: the one file rule) for one
 // artifact of `pkg`: a safe relative path resolving (through any symlinks)
 // to a regular file strictly inside pkg.boundary, of the declared
@@ -172,8 +198,20 @@ StageSelection select_stage(const OpenedPackage& pkg, LayerRange range, const Se
 // naming the artifact and the rule. `what` names the artifact's role.
 std::filesystem::path check_artifact_file(const OpenedPackage& pkg, const ArtifactEntry& e, std::string_view what);
 
-// Every artifact of the package (shared, all layers, projectors), with the
-// same file checks: what `verify` checks when given no range.
-std::vector<StagePart> all_parts(const OpenedPackage& pkg);
+// The file rule for one part of a package of either schema (the wording
+// of the package's schema: "<ref>: <path>" and the manifest's
+// artifact_bytes for schema 1, "<ref>: artifact <id> (<path>)" and the
+// catalog's byte_size for schema 2). Returns the resolved path; throws
+// Error(kInvalidInput).
+std::filesystem::path check_part(const OpenedPlace& pkg, const StagePart& part);
+
+// Brings the parts not on disk through pkg.source (one batch, each path
+// once; nothing when the package has no source), then check_part on each,
+// setting its `path`. Throws the source's errors, or check_part's.
+void provide_parts(const OpenedPlace& pkg, std::vector<StagePart>& parts);
+
+// The artifact entry (path, bytes, SHA-256, tensor count) an ArtifactSource
+// brings and the source layer checks, for a part.
+ArtifactEntry part_entry(const StagePart& part);
 
 }  // namespace skippy

@@ -3,7 +3,7 @@
 // manifest, hashed on a few threads, with a local verification cache.
 //
 // When verification is required:
-//   - hf:// packages (OpenedPackage::always_verify) verify on every
+//   - hf:// packages (OpenedPlace::always_verify) verify on every
 //     resolution, Hugging Face cache hits included;
 //   - local package directories verify when SKIPPY_VERIFY_PACKAGE_SHA is set
 //     to a non-empty value other than "0";
@@ -44,7 +44,6 @@
 #include <string_view>
 #include <vector>
 
-#include "skippy/catalog_stage.h"
 #include "skippy/stage.h"
 
 namespace skippy {
@@ -63,6 +62,7 @@ struct VerifyOptions {
 
 struct VerifiedPart {
   std::string rel_path;
+  std::string artifact_id;
   PartRole role = PartRole::kMetadata;
   std::optional<uint32_t> layer_index;
   bool cache_hit = false;  // no hashing: a matching record was found
@@ -82,11 +82,25 @@ struct VerifyReport {
   std::vector<VerifiedPart> parts;  // in the order given (duplicates folded)
 };
 
-// Checks every part's SHA-256 and size against its manifest entry. A wrong,
-// truncated, missing or unreadable artifact (or a malformed declared digest)
-// is a problem in the report, not an exception.
-VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>& parts,
+// Checks every part's SHA-256 and size against the package's declaration,
+// for either schema (through the same verification cache: records keyed by
+// the manifest's SHA-256, the part's relative path, its declared digest and
+// size, and the file's identity). Each part's file rule (check_part) comes
+// first: a part that is missing, resolves outside the package or has
+// another size is a problem of the report, as a wrong, truncated or
+// unreadable artifact (or a malformed declared digest) is, never an
+// exception. Problems name the part as the package's schema does: schema 1
+// "<rel path>: SHA-256 is X, manifest says Y"; schema 2 "artifact <id>
+// (<path>): SHA-256 is X, the catalog says Y". VerifiedPart::role is the
+// part's (kMetadata for a part without one); parts are in the order given,
+// duplicates folded.
+VerifyReport verify_parts(const OpenedPlace& pkg, const std::vector<StagePart>& parts,
                           const VerifyOptions& options = {});
+
+// verify_parts for a stage: its parts and projector, less a schema 2
+// carrier (hashed when the package was opened; schema 1's metadata part
+// is a fragment like the others).
+VerifyReport verify_stage(const OpenedPlace& pkg, const StageSelection& stage, const VerifyOptions& options = {});
 
 // True when a stage loader must verify before using the package: hf://
 // packages always; local directories when SKIPPY_VERIFY_PACKAGE_SHA is set
@@ -95,31 +109,11 @@ bool verify_required(const OpenedPlace& pkg);
 
 // For stage loaders (select, materialize): when verify_required(pkg), verifies
 // `parts` (pass the stage's projector among them when it will be used) and
-// throws Error(kIntegrity) listing every problem if they do not match.
+// throws Error(kIntegrity) listing every problem (and, for a package with
+// a source, the damaged cached files to remove) if they do not match.
 // Returns the report (nullopt when verification was not required).
-std::optional<VerifyReport> verify_if_required(const OpenedPackage& pkg, const std::vector<StagePart>& parts,
+std::optional<VerifyReport> verify_if_required(const OpenedPlace& pkg, const std::vector<StagePart>& parts,
                                                const VerifyOptions& options = {});
-
-// ------------------------------------------- package schema 2
-
-// verify_parts for the parts of a schema 2 package (skippy/catalog_stage.h),
-// through the same verification cache (records keyed by the manifest's
-// SHA-256, the part's relative path, its declared digest and size, and the
-// file's identity). Each part's file rules (check_catalog_part) come first:
-// a part that is missing, resolves outside the package or has another size
-// is a problem of the report, as a wrong digest is ("artifact <id> (<path>):
-// SHA-256 is X, the catalog says Y"). VerifiedPart::role is kMetadata for
-// the carrier, kProjector for a sidecar and kLayer for every payload part
-// (the catalog has no roles: layer_index tells a layer's part); parts are
-// in the order given, duplicates folded.
-VerifyReport verify_catalog_parts(const OpenedCatalog& pkg, const std::vector<CatalogPart>& parts,
-                                  const VerifyOptions& options = {});
-
-// verify_if_required for schema 2 (verify_required is the same question
-// for either schema): throws Error(kIntegrity) listing every problem (and,
-// for a package with a source, the damaged cached files to remove).
-std::optional<VerifyReport> verify_catalog_if_required(const OpenedCatalog& pkg, const std::vector<CatalogPart>& parts,
-                                                       const VerifyOptions& options = {});
 
 // ------------------------------------------- files outside a package
 

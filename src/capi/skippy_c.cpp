@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "skippy/catalog_parts.h"
 #include "skippy/catalog_stage.h"
 #include "skippy/error.h"
 #include "util/file.h"
@@ -47,8 +46,8 @@ struct skippy_stage {
   // the catalog of the fragments this stage reads (schema 1:
   // open_catalog_v1 with the range; no other fragment is brought).
   std::shared_ptr<const skippy::OpenedCatalog> opened;
-  skippy::CatalogStage stage;            // the selection, then the projector (if any)
-  std::vector<skippy::StagePart> parts;  // stage.parts, resolved (catalog_stage_parts)
+  skippy::StageSelection stage;          // open_stage's: parts brought and checked, the projector
+  std::vector<skippy::StagePart> parts;  // stage.parts, then the projector (if any)
   std::vector<std::string> paths;        // parts[i].path as strings (stable c_str)
   std::string materialized;
 };
@@ -140,13 +139,6 @@ void open_into(skippy_package& p, const char* ref, const skippy::Sources& source
 std::shared_ptr<const skippy::OpenedCatalog> stage_catalog(skippy_package& p, skippy::LayerRange range) {
   if (p.v2) return {std::shared_ptr<const skippy::OpenedCatalog>(), &*p.v2};
   return std::make_shared<const skippy::OpenedCatalog>(skippy::open_catalog_v1(p.pkg, range));
-}
-
-// The C API's role name: the catalog's role, "common" for a payload part
-// without one (schema 2's shared/common.gguf).
-const char* role_name(const skippy::PackageCatalog& cat, const skippy::CatalogPart& part) {
-  const auto* a = cat.find_artifact(part.artifact_id);
-  return a && a->role ? skippy::part_role_name(*a->role).data() : "common";  // literals: NUL-terminated
 }
 
 }  // namespace
@@ -268,15 +260,13 @@ skippy_status skippy_stage_select(skippy_package* package, uint32_t layer_start,
     const skippy::LayerRange range{layer_start, layer_end};
     s->opened = stage_catalog(*package, range);
     const auto& opened = *s->opened;
-    s->stage = skippy::select_catalog_range(opened.catalog, range);
-    std::optional<std::string> projector;
-    if (projector_path != nullptr) projector = projector_path;
-    if (auto part = skippy::select_catalog_projector(opened, range, projector)) s->stage.parts.push_back(std::move(*part));
-    (void)skippy::provide_catalog_parts(opened, s->stage.parts);  // hf://: brought first
+    skippy::SelectOptions options;
+    if (projector_path != nullptr) options.projector_path = projector_path;
+    s->stage = skippy::open_stage(opened, range, options);  // hf://: brought first
+    s->parts = s->stage.parts_with_projector();
     // As the CLI's select: hf:// (or SKIPPY_VERIFY_PACKAGE_SHA) verifies
     // before any path is handed out, cache hits included.
-    (void)skippy::verify_catalog_if_required(opened, s->stage.parts);
-    s->parts = skippy::catalog_stage_parts(opened, s->stage, /*include_carrier=*/true);
+    (void)skippy::verify_if_required(opened, s->parts);
     for (const auto& part : s->parts) s->paths.push_back(part.path.string());
     *out = s.release();
   });
@@ -293,7 +283,7 @@ skippy_status skippy_stage_part(const skippy_stage* stage, size_t index, skippy_
                                       std::to_string(stage->parts.size()) + " parts");
   }
   const auto& p = stage->parts[index];
-  out->role = role_name(stage->opened->catalog, stage->stage.parts[index]);
+  out->role = skippy::part_role_label(p).data();  // literals: NUL-terminated
   out->layer_index = p.layer_index ? static_cast<int64_t>(*p.layer_index) : -1;
   out->rel_path = p.rel_path.c_str();
   out->path = stage->paths[index].c_str();
@@ -308,7 +298,9 @@ skippy_status skippy_stage_verify(skippy_stage* stage, int use_cache, uint64_t* 
   return guarded([&] {
     skippy::VerifyOptions o;
     o.use_cache = use_cache != 0;
-    const auto r = skippy::verify_catalog_stage_parts(*stage->opened, stage->stage, o);
+    auto all = stage->stage;
+    all.parts = stage->parts;  // the projector too, as the stage lists it
+    const auto r = skippy::verify_stage(*stage->opened, all, o);
     if (hashed_bytes != nullptr) *hashed_bytes = r.hashed_bytes;
     if (!r.verified) {
       std::string msg = stage->package->place->ref + ": SHA-256 verification failed:";
@@ -323,7 +315,7 @@ skippy_status skippy_stage_materialize(skippy_stage* stage, const char* out_path
   return guarded([&] {
     skippy::MaterializeOptions o;
     if (out_path != nullptr) o.out = out_path;
-    stage->materialized = skippy::materialize_catalog_stage(*stage->opened, stage->stage, o).path.string();
+    stage->materialized = skippy::materialize_stage(*stage->opened, stage->stage, o).path.string();
   });
 }
 

@@ -39,14 +39,28 @@ std::set<uint32_t> nextn_block_layers(const PackageCatalog& cat) {
 
 enum class StageNeed { kNo, kEveryStage, kInput, kOutput, kTiedOutput, kLayer };
 
+// A catalog artifact as a stage part (no tensors, no file yet).
+StagePart part_of(const CatalogArtifact& a, std::string reason) {
+  StagePart p;
+  p.artifact_id = a.id;
+  p.rel_path = a.path;
+  p.kind = a.kind;
+  p.role = a.role;
+  p.layer_index = a.layer;
+  p.bytes = a.bytes;
+  p.tensor_count = a.tensor_count;
+  p.sha256 = a.sha256;
+  p.reason = std::move(reason);
+  return p;
+}
+
 // Builds the stage's parts from the tensors it reads (with the reason each
 // tensor was chosen, the first one per artifact naming the part's reason).
-CatalogStage assemble_stage(const PackageCatalog& cat, const std::vector<std::pair<size_t, std::string>>& chosen) {
-  CatalogStage s;
+StageSelection assemble_stage(const PackageCatalog& cat, const std::vector<std::pair<size_t, std::string>>& chosen) {
+  StageSelection s;
   const auto& carrier = cat.artifacts.at(cat.carrier);
-  s.parts.push_back({carrier.id, carrier.path, carrier.kind, std::nullopt, carrier.bytes, carrier.sha256,
-                     "every stage reads the metadata carrier (KVs and the tensor directory)", {}});
-  std::map<uint32_t, CatalogPart> by_part;
+  s.parts.push_back(part_of(carrier, "every stage reads the metadata carrier (KVs and the tensor directory)"));
+  std::map<uint32_t, StagePart> by_part;
   for (const auto& [ti, reason] : chosen) {
     const CatalogTensor& t = cat.tensors[ti];
     const CatalogArtifact& a = cat.artifact_of(t);
@@ -56,7 +70,7 @@ CatalogStage assemble_stage(const PackageCatalog& cat, const std::vector<std::pa
       continue;
     }
     auto [it, fresh] = by_part.try_emplace(a.part_index.value_or(0));
-    if (fresh) it->second = {a.id, a.path, a.kind, a.layer, a.bytes, a.sha256, reason, {}};
+    if (fresh) it->second = part_of(a, reason);
     it->second.tensors.push_back(t.name);
   }
   for (auto& [index, part] : by_part) s.parts.push_back(std::move(part));
@@ -68,6 +82,7 @@ CatalogStage assemble_stage(const PackageCatalog& cat, const std::vector<std::pa
 OpenedCatalog open_catalog_dir(std::string ref, const fs::path& root, const fs::path& boundary,
                                std::shared_ptr<ArtifactSource> source) {
   OpenedCatalog pkg;
+  pkg.schema_version = kPackageSchemaV2;
   pkg.ref = std::move(ref);
   pkg.root = root;
   pkg.boundary = boundary;
@@ -213,6 +228,24 @@ PackageCatalog read_catalog_v1(const OpenedPackage& pkg, std::optional<LayerRang
   return cat;
 }
 
+OpenedCatalog list_catalog_v1(const OpenedPackage& pkg, std::optional<LayerRange> range) {
+  OpenedCatalog out;
+  static_cast<OpenedPlace&>(out) = pkg;
+  out.catalog = catalog_artifacts_v1(pkg.manifest);
+  if (range) {
+    check_stage_range(pkg.ref, *range, pkg.manifest.layer_count);
+    if (range->end == pkg.manifest.layer_count) {
+      // Whether the output is tied (a final stage then loads the embeddings).
+      const auto& m = pkg.manifest;
+      std::vector<const ArtifactEntry*> model = {&m.shared.metadata, &m.shared.embeddings};
+      for (const auto& l : m.layers) model.push_back(&l);
+      model.push_back(&m.shared.output);
+      read_fragments_v1(pkg, out.catalog, model, {model.size() - 1});
+    }
+  }
+  return out;
+}
+
 OpenedCatalog open_catalog_v1(const OpenedPackage& pkg, std::optional<LayerRange> range) {
   OpenedCatalog out;
   static_cast<OpenedPlace&>(out) = pkg;
@@ -220,20 +253,70 @@ OpenedCatalog open_catalog_v1(const OpenedPackage& pkg, std::optional<LayerRange
   return out;
 }
 
-CatalogStage select_catalog_range(const PackageCatalog& cat, LayerRange range) {
-  const std::string who = cat.model_id.empty() ? std::string("package") : cat.model_id;
-  check_stage_range(who, range, cat.layer_count);
-  const bool schema_v1 = cat.manifest_v1.has_value();
-  const bool tied = cat.find_tensor("output.weight") == nullptr;
-  for (const auto& a : cat.artifacts) {
-    // Schema 1: the parts this range reads must be listed (read_catalog_v1
-    // with the range lists them, and the tied output's embeddings).
-    const bool needed = !schema_v1 || stage_reads_part_v1(a, range, cat.layer_count) ||
-                        (a.role == PartRole::kEmbeddings && range.end == cat.layer_count && tied);
-    if (a.kind != CatalogArtifactKind::kSidecar && !a.tensors_listed && needed) {
+namespace {
+
+// Schema 1's rule: whole parts by their role, in load order (the spec's
+// Layer Selection for fragments), each with every tensor the catalog lists
+// in it. The metadata, the embeddings when the range starts at 0 or reads
+// a tied output, the range's layers, the output when it ends at layer_count.
+StageSelection select_parts_v1(const PackageCatalog& cat, LayerRange range, const std::string& who, bool artifacts_only) {
+  const PackageManifest& m = *cat.manifest_v1;
+  const auto reads = [&](TensorRole role, uint32_t layer, bool tied) {
+    return stage_reads(role, layer, range, cat.layer_count, tied);
+  };
+  const bool owns_input = reads(TensorRole::kEmbeddings, 0, false).has_value();
+  const bool owns_output = reads(TensorRole::kOutput, 0, false).has_value();
+  // A tied output projection (no output.weight) reads the token embeddings.
+  const bool tied = owns_output && cat.find_tensor("output.weight") == nullptr;
+  std::vector<std::pair<size_t, std::string>> picked;  // artifact, reason
+  for (size_t i = 0; i < cat.artifacts.size(); ++i) {
+    const CatalogArtifact& a = cat.artifacts[i];
+    std::optional<std::string_view> why;
+    switch (a.role.value_or(PartRole::kProjector)) {
+      case PartRole::kMetadata: why = "every stage loads the metadata"; break;
+      case PartRole::kEmbeddings: why = reads(TensorRole::kEmbeddings, 0, tied); break;
+      case PartRole::kLayer: why = a.layer ? reads(TensorRole::kLayer, *a.layer, false) : std::nullopt; break;
+      case PartRole::kOutput: why = reads(TensorRole::kOutput, 0, false); break;
+      case PartRole::kProjector: break;
+    }
+    if (why) picked.emplace_back(i, std::string(*why));
+  }
+  for (uint32_t l = range.start; l < range.end; ++l) {
+    size_t found = 0;
+    for (const auto& [i, why] : picked) found += cat.artifacts[i].role == PartRole::kLayer && cat.artifacts[i].layer == l;
+    if (found != 1) throw_invalid(who + ": layer " + std::to_string(l) + " is missing or duplicated");
+  }
+  StageSelection s;
+  s.range = range;
+  std::map<size_t, size_t> slot;  // artifact -> index in s.parts
+  for (const auto& [i, why] : picked) {
+    const CatalogArtifact& a = cat.artifacts[i];
+    if (!a.tensors_listed && (!artifacts_only || a.role == PartRole::kOutput)) {
       throw Error(ErrorKind::kUsage, who + ": " + a.path + "'s tensors are not in the catalog (read_catalog_v1 lists them)");
     }
+    slot[i] = s.parts.size();
+    s.parts.push_back(part_of(a, why));
   }
+  for (const auto& t : cat.tensors) {
+    const auto it = slot.find(t.artifact);
+    if (it == slot.end()) continue;
+    s.parts[it->second].tensors.push_back(t.name);
+    s.tensors.push_back({t.name, cat.artifacts[t.artifact].id, t.offset, t.stored_bytes});
+  }
+  if (tied && !owns_input) {
+    s.notes.push_back("final stage also loads " + m.shared.embeddings.path +
+                      ": the model's output projection is tied to its token embeddings");
+  }
+  return s;
+}
+
+}  // namespace
+
+StageSelection select_stage(const PackageCatalog& cat, LayerRange range, bool artifacts_only) {
+  const std::string who = cat.model_id.empty() ? std::string("package") : cat.model_id;
+  check_stage_range(who, range, cat.layer_count);
+  if (cat.manifest_v1) return select_parts_v1(cat, range, who, artifacts_only);
+  const bool tied = cat.find_tensor("output.weight") == nullptr;
   const std::set<uint32_t> nextn = nextn_block_layers(cat);
   const bool owns_output = range.end == cat.layer_count;
   std::vector<std::pair<size_t, std::string>> chosen;
@@ -255,30 +338,16 @@ CatalogStage select_catalog_range(const PackageCatalog& cat, LayerRange range) {
     chosen.emplace_back(i, std::string(*why));
     if (role == TensorRole::kEmbeddings && !owns_input) tied_embeddings = true;
   }
-  if (schema_v1) {
-    // Schema 1 selects whole parts (its tied output loads all of
-    // shared/embeddings.gguf): every tensor of a part the rule picked.
-    std::map<size_t, std::string> parts;
-    for (const auto& [i, why] : chosen) parts.try_emplace(cat.tensors[i].artifact, why);
-    chosen.clear();
-    for (size_t i = 0; i < cat.tensors.size(); ++i) {
-      if (const auto it = parts.find(cat.tensors[i].artifact); it != parts.end()) chosen.emplace_back(i, it->second);
-    }
-  }
-  CatalogStage s = assemble_stage(cat, chosen);
+  StageSelection s = assemble_stage(cat, chosen);
   s.range = range;
-  if (tied_embeddings && schema_v1) {
-    s.notes.push_back("final stage also loads " + cat.manifest_v1->shared.embeddings.path +
-                      ": the model's output projection is tied to its token embeddings");
-  } else if (tied_embeddings) {
+  if (tied_embeddings) {
     s.notes.push_back("final stage also reads token_embd.weight: the model's output projection is tied to its token "
                       "embeddings");
   }
   return s;
 }
 
-std::optional<CatalogPart> select_catalog_projector(const OpenedCatalog& pkg, LayerRange range,
-                                                    const std::optional<std::string>& path) {
+std::optional<StagePart> select_projector(const OpenedCatalog& pkg, LayerRange range, const SelectOptions& options) {
   const PackageCatalog& cat = pkg.catalog;
   std::vector<const CatalogArtifact*> sidecars;
   std::vector<consume_detail::DeclaredProjector> declared;
@@ -287,14 +356,38 @@ std::optional<CatalogPart> select_catalog_projector(const OpenedCatalog& pkg, La
     sidecars.push_back(&a);
     declared.push_back({a.path, a.sidecar_kind});
   }
-  const auto pick = consume_detail::pick_projector(declared, path, range.start == 0, pkg.ref);
-  const CatalogArtifact* chosen = pick ? sidecars[pick->index] : nullptr;
-  const std::string reason = pick ? pick->reason : std::string();
-  if (!chosen) return std::nullopt;
-  return CatalogPart{chosen->id, chosen->path, chosen->kind, std::nullopt, chosen->bytes, chosen->sha256, reason, {}};
+  const auto pick = consume_detail::pick_projector(declared, options.projector_path,
+                                                   range.start == 0 || options.single_stage, pkg.ref);
+  if (cat.manifest_v1) {
+    // Schema 1's declared projectors: safe paths, and (when on disk, as
+    // every one is in a local package) regular files of the declared size.
+    // A remote package's projectors that no stage asked for stay on the
+    // Hub: only their paths are checked until one is fetched.
+    for (const auto* a : sidecars) {
+      std::error_code ec;
+      if (pkg.source && is_safe_relative_path(a->path) && !fs::exists(fs::symlink_status(pkg.root / a->path, ec))) {
+        continue;
+      }
+      (void)check_part(pkg, part_of(*a, ""));
+    }
+  }
+  if (!pick) return std::nullopt;
+  StagePart part = part_of(*sidecars[pick->index], pick->reason);
+  part.role = PartRole::kProjector;
+  return part;
 }
 
-CatalogStage select_catalog_tensors(const PackageCatalog& cat, const std::vector<std::string>& names) {
+StageSelection open_stage(const OpenedCatalog& pkg, LayerRange range, const SelectOptions& options) {
+  StageSelection s = select_stage(pkg.catalog, range);
+  s.projector = select_projector(pkg, range, options);
+  std::vector<StagePart> all = s.parts_with_projector();
+  provide_parts(pkg, all);  // one batch
+  for (size_t i = 0; i < s.parts.size(); ++i) s.parts[i].path = all[i].path;
+  if (s.projector) s.projector->path = all.back().path;
+  return s;
+}
+
+StageSelection select_stage_tensors(const PackageCatalog& cat, const std::vector<std::string>& names) {
   std::set<std::string> seen;
   std::set<size_t> wanted;
   for (const auto& n : names) {
@@ -308,25 +401,26 @@ CatalogStage select_catalog_tensors(const PackageCatalog& cat, const std::vector
   return assemble_stage(cat, chosen);
 }
 
-CatalogStage select_catalog_admission(const PackageCatalog& cat, const StageAdmission& admission, std::string_view origin) {
+StageSelection select_stage_admission(const PackageCatalog& cat, const StageAdmission& admission, std::string_view origin) {
   check_stage_admission(admission, cat, origin);
-  CatalogStage s = select_catalog_tensors(cat, admission.resident_tensor_ids);
+  StageSelection s = select_stage_tensors(cat, admission.resident_tensor_ids);
   for (const auto& sc : admission.sidecars) {
     for (const auto& a : cat.artifacts) {
       if (a.kind != CatalogArtifactKind::kSidecar || a.id != sc.artifact_id) continue;
-      s.parts.push_back({a.id, a.path, a.kind, a.layer, a.bytes, a.sha256, "a sidecar the admission names (" + sc.kind + ")", {}});
+      s.parts.push_back(part_of(a, "a sidecar the admission names (" + sc.kind + ")"));
     }
   }
   return s;
 }
 
-StageAdmission catalog_stage_admission(const PackageCatalog& cat, const CatalogStage& stage) {
+StageAdmission stage_admission_of(const PackageCatalog& cat, const StageSelection& stage) {
   std::vector<std::string> names;
   names.reserve(stage.tensors.size());
   for (const auto& t : stage.tensors) names.push_back(t.name);
-  // The sidecars the stage loads: those among its parts, as the root declares them.
+  // The sidecars the stage loads: its projector and those among its parts,
+  // as the root declares them.
   std::vector<V2Sidecar> sidecars;
-  for (const auto& p : stage.parts) {
+  for (const auto& p : stage.parts_with_projector()) {
     if (p.kind != CatalogArtifactKind::kSidecar || !cat.root_v2) continue;
     for (const auto& s : cat.root_v2->sidecars) {
       if (s.artifact_id == p.artifact_id) sidecars.push_back(s);
@@ -335,14 +429,15 @@ StageAdmission catalog_stage_admission(const PackageCatalog& cat, const CatalogS
   return make_stage_admission(cat, std::move(names), std::move(sidecars));
 }
 
-std::vector<CatalogPart> all_catalog_parts(const PackageCatalog& cat) {
+std::vector<StagePart> all_parts(const PackageCatalog& cat) {
   std::vector<std::vector<std::string>> tensors(cat.artifacts.size());
   for (const auto& t : cat.tensors) tensors[t.artifact].push_back(t.name);
   auto part = [&](size_t i, std::string reason) {
-    const CatalogArtifact& a = cat.artifacts[i];
-    return CatalogPart{a.id, a.path, a.kind, a.layer, a.bytes, a.sha256, std::move(reason), tensors[i]};
+    StagePart p = part_of(cat.artifacts[i], std::move(reason));
+    p.tensors = tensors[i];
+    return p;
   };
-  std::vector<CatalogPart> out;
+  std::vector<StagePart> out;
   out.push_back(part(cat.carrier, "the metadata carrier"));
   std::map<uint32_t, size_t> payload;
   for (size_t i = 0; i < cat.artifacts.size(); ++i) {
@@ -360,55 +455,5 @@ std::vector<CatalogPart> all_catalog_parts(const PackageCatalog& cat) {
   return out;
 }
 
-ArtifactEntry catalog_part_entry(const CatalogPart& part) {
-  ArtifactEntry e;
-  e.path = part.rel_path;
-  e.tensor_count = part.tensors.size();
-  e.artifact_bytes = part.bytes;
-  e.sha256 = part.sha256;
-  return e;
-}
-
-ArtifactEntry catalog_artifact_entry(const CatalogArtifact& a) {
-  ArtifactEntry e;
-  e.path = a.path;
-  e.artifact_bytes = a.bytes;
-  e.sha256 = a.sha256;
-  return e;
-}
-
-std::vector<fs::path> provide_catalog_parts(const OpenedCatalog& pkg, const std::vector<CatalogPart>& parts) {
-  if (pkg.source && !parts.empty()) {
-    std::vector<ArtifactEntry> entries;
-    std::set<std::string> seen;
-    for (const auto& p : parts) {
-      if (!is_safe_relative_path(p.rel_path)) {
-        throw_invalid(pkg.ref + ": artifact " + p.artifact_id + " (" + p.rel_path + "): not a safe relative path");
-      }
-      if (seen.insert(p.rel_path).second) entries.push_back(catalog_part_entry(p));
-    }
-    std::vector<const ArtifactEntry*> want;
-    for (const auto& e : entries) want.push_back(&e);
-    pkg.source->provide(want);
-  }
-  std::vector<fs::path> out;
-  out.reserve(parts.size());
-  for (const auto& p : parts) out.push_back(check_catalog_part(pkg, p));
-  return out;
-}
-
-fs::path check_catalog_part(const OpenedCatalog& pkg, const CatalogPart& part) {
-  return check_catalog_file(pkg.ref, pkg.root, pkg.boundary, part.artifact_id, part.rel_path, part.bytes);
-}
-
-fs::path verify_catalog_part(const OpenedCatalog& pkg, const CatalogPart& part) {
-  const fs::path real = check_catalog_part(pkg, part);
-  const std::string digest = sha256_file(real);
-  if (digest != part.sha256) {
-    throw_integrity(pkg.ref + ": artifact " + part.artifact_id + " (" + part.rel_path + "): SHA-256 " + digest +
-                    " differs from the catalog's " + part.sha256);
-  }
-  return real;
-}
 
 }  // namespace skippy

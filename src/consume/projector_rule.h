@@ -1,5 +1,5 @@
-// The projector a stage serves with, for either schema (select_stage on a
-// manifest's projectors, select_catalog_projector on a catalog's sidecars).
+// The projector a stage serves with, for either schema (select_projector:
+// schema 1's projectors and schema 2's sidecars are the catalog's sidecars).
 #pragma once
 
 #include <cstddef>

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <set>
 
 #include "skippy/error.h"
 #include "util/file.h"
 #include "skippy/gguf.h"
 #include "skippy/model_source.h"
 #include "util/sha256.h"
-#include "consume/projector_rule.h"
 
 namespace skippy {
 namespace {
@@ -21,27 +21,17 @@ namespace fs = std::filesystem;
 StagePart make_part(const OpenedPackage& pkg, const ArtifactEntry& e, PartRole role, std::optional<uint32_t> layer,
                     std::string reason) {
   StagePart part;
+  part.artifact_id = e.path;
+  part.rel_path = e.path;
+  part.kind = role == PartRole::kMetadata ? CatalogArtifactKind::kCarrier : CatalogArtifactKind::kPayload;
   part.role = role;
   part.layer_index = layer;
-  part.rel_path = e.path;
   part.path = check_artifact_file(pkg, e, part_role_name(role));
   part.bytes = e.artifact_bytes;
   part.tensor_count = e.tensor_count;
   part.sha256 = e.sha256;
   part.reason = std::move(reason);
   return part;
-}
-
-// Declared projectors: safe paths, and (when on disk, as every one is in a
-// local package) regular files of the declared size. A remote package's
-// projectors that no stage asked for stay on the Hub: only their paths are
-// checked until one is fetched.
-void check_projectors(const OpenedPackage& pkg) {
-  for (const auto& p : pkg.manifest.projectors) {
-    std::error_code ec;
-    if (pkg.source && is_safe_relative_path(p.path) && !fs::exists(fs::symlink_status(pkg.root / p.path, ec))) continue;
-    check_artifact_file(pkg, p, "projector");
-  }
 }
 
 // Asks the package's artifact source (if any) for these entries, once each.
@@ -175,80 +165,49 @@ ActivationWidth activation_width_of(const OpenedPackage& pkg) {
   }
 }
 
-StageSelection select_stage(const OpenedPackage& pkg, LayerRange range, const SelectOptions& options) {
-  const auto& m = pkg.manifest;
-  check_stage_range(pkg.ref, range, m.layer_count);
-  // parse_manifest guarantees exactly one entry per index, sorted; check the
-  // ones we use anyway, so a hand-built manifest cannot slip through.
-  for (uint32_t l = range.start; l < range.end; ++l) {
-    if (l >= m.layers.size() || m.layers[l].layer_index != l) fail(pkg, "layer " + std::to_string(l) + " is missing or duplicated");
-  }
-  StageSelection s;
-  s.range = range;
-  // The spec's rule (stage_reads), applied to whole parts by their role.
-  const auto reads = [&](TensorRole role, bool tied) { return stage_reads(role, 0, range, m.layer_count, tied); };
-  const bool owns_input = reads(TensorRole::kEmbeddings, false).has_value();
-  const bool owns_output = reads(TensorRole::kOutput, false).has_value();
-  // The projector this stage uses (a manifest decision, no files needed).
-  const ProjectorEntry* projector = nullptr;
-  std::string projector_reason;
-  {
-    std::vector<consume_detail::DeclaredProjector> declared;
-    for (const auto& p : m.projectors) declared.push_back({p.path, p.kind});
-    if (auto pick = consume_detail::pick_projector(declared, options.projector_path, owns_input || options.single_stage,
-                                                   pkg.ref)) {
-      projector = &m.projectors[pick->index];
-      projector_reason = std::move(pick->reason);
-    }
-  }
-  // Everything this stage reads, in one batch (a remote source fetches them
-  // together); the tied-embeddings case is only known once output is here.
-  {
-    std::vector<const ArtifactEntry*> wanted = {&m.shared.metadata};
-    if (owns_input) wanted.push_back(&m.shared.embeddings);
-    for (uint32_t l = range.start; l < range.end; ++l) wanted.push_back(&m.layers[l]);
-    if (owns_output) wanted.push_back(&m.shared.output);
-    if (projector) wanted.push_back(projector);
-    provide(pkg, wanted);
-  }
-  s.parts.push_back(make_part(pkg, m.shared.metadata, PartRole::kMetadata, std::nullopt, "every stage loads the metadata"));
-  std::optional<OutputTie> tie;
-  if (owns_output) tie = output_tie(pkg);
-  const bool tied = tie && tie->tied;
-  if (const auto why = reads(TensorRole::kEmbeddings, tied)) {
-    if (!owns_input) {
-      provide(pkg, {&m.shared.embeddings});
-      s.notes.push_back("final stage also loads " + m.shared.embeddings.path +
-                        ": the model's output projection is tied to its token embeddings");
-    }
-    s.parts.push_back(make_part(pkg, m.shared.embeddings, PartRole::kEmbeddings, std::nullopt, std::string(*why)));
-  }
-  for (uint32_t l = range.start; l < range.end; ++l) {
-    const auto why = stage_reads(TensorRole::kLayer, l, range, m.layer_count, false);
-    s.parts.push_back(make_part(pkg, m.layers[l], PartRole::kLayer, l, std::string(why.value_or(""))));
-  }
-  if (tie) s.parts.push_back(tie->output);
-  check_projectors(pkg);
-  if (projector) s.projector = make_part(pkg, *projector, PartRole::kProjector, std::nullopt, projector_reason);
-  return s;
+std::string_view part_role_label(const StagePart& part) noexcept {
+  return part.role ? part_role_name(*part.role) : std::string_view("common");
 }
 
-std::vector<StagePart> all_parts(const OpenedPackage& pkg) {
-  const auto& m = pkg.manifest;
-  {
-    std::vector<const ArtifactEntry*> wanted = {&m.shared.metadata, &m.shared.embeddings};
-    for (const auto& l : m.layers) wanted.push_back(&l);
-    wanted.push_back(&m.shared.output);
-    for (const auto& p : m.projectors) wanted.push_back(&p);
-    provide(pkg, wanted);
+std::vector<StagePart> StageSelection::parts_with_projector() const {
+  std::vector<StagePart> out = parts;
+  if (projector) out.push_back(*projector);
+  return out;
+}
+
+ArtifactEntry part_entry(const StagePart& part) {
+  ArtifactEntry e;
+  e.path = part.rel_path;
+  e.tensor_count = part.tensor_count;
+  e.artifact_bytes = part.bytes;
+  e.sha256 = part.sha256;
+  return e;
+}
+
+fs::path check_part(const OpenedPlace& pkg, const StagePart& part) {
+  return check_package_file(pkg.root, pkg.boundary, part.rel_path, part.bytes,
+                            pkg.schema_version == kManifestSchemaVersion
+                                ? manifest_file_names(pkg.ref, part.rel_path, part_role_label(part))
+                                : catalog_file_names(pkg.ref, part.artifact_id, part.rel_path));
+}
+
+void provide_parts(const OpenedPlace& pkg, std::vector<StagePart>& parts) {
+  if (pkg.source && !parts.empty()) {
+    std::vector<ArtifactEntry> entries;
+    std::set<std::string> seen;
+    for (const auto& p : parts) {
+      if (!is_safe_relative_path(p.rel_path)) {
+        throw_invalid(pkg.schema_version == kManifestSchemaVersion
+                          ? pkg.ref + ": artifact path \"" + p.rel_path + "\" is not a safe relative path"
+                          : pkg.ref + ": artifact " + p.artifact_id + " (" + p.rel_path + "): not a safe relative path");
+      }
+      if (seen.insert(p.rel_path).second) entries.push_back(part_entry(p));
+    }
+    std::vector<const ArtifactEntry*> want;
+    for (const auto& e : entries) want.push_back(&e);
+    pkg.source->provide(want);
   }
-  std::vector<StagePart> parts;
-  parts.push_back(make_part(pkg, m.shared.metadata, PartRole::kMetadata, std::nullopt, "metadata"));
-  parts.push_back(make_part(pkg, m.shared.embeddings, PartRole::kEmbeddings, std::nullopt, "embeddings"));
-  for (const auto& l : m.layers) parts.push_back(make_part(pkg, l, PartRole::kLayer, l.layer_index, "layer"));
-  parts.push_back(make_part(pkg, m.shared.output, PartRole::kOutput, std::nullopt, "output"));
-  for (const auto& p : m.projectors) parts.push_back(make_part(pkg, p, PartRole::kProjector, std::nullopt, "projector"));
-  return parts;
+  for (auto& p : parts) p.path = check_part(pkg, p);
 }
 
 }  // namespace skippy

@@ -12,8 +12,9 @@ StageView StageView::open(const StageSelection& selection) {
   if (selection.parts.empty() || selection.parts.front().role != PartRole::kMetadata) {
     throw Error(ErrorKind::kUsage, "stage selection must start with the metadata part");
   }
+  if (!selection.range) throw Error(ErrorKind::kUsage, "a stage view needs a layer range");
   StageView v;
-  v.range_ = selection.range;
+  v.range_ = *selection.range;
   v.parts_ = selection.parts;
   // The stage's parts as a schema 1 catalog (the reader holds the fragment
   // rules: tensor counts, role keys, one alignment, each tensor once).
@@ -27,7 +28,7 @@ StageView StageView::open(const StageSelection& selection) {
     a.id = part.rel_path + "#" + std::to_string(cat.artifacts.size());  // a part may be listed twice
     a.path = part.rel_path;
     a.kind = cat.artifacts.empty() ? CatalogArtifactKind::kCarrier : CatalogArtifactKind::kPayload;
-    a.role = part.role;
+    a.role = part.role.value_or(PartRole::kMetadata);
     a.layer = part.layer_index;
     a.tensor_count = part.tensor_count;
     a.tensors_listed = false;

@@ -153,7 +153,7 @@ struct Declarer {
   std::string size;    // "manifest says artifact_bytes"
 };
 
-// verify_parts' and verify_catalog_parts' one body: `scope` keys the
+// verify_parts' and verify_parts' one body: `scope` keys the
 // verification cache (the manifest's SHA-256), `source` the package's.
 VerifyReport verify_claims(std::string_view scope, const ArtifactSource* source, const std::vector<Claim>& claims,
                            const Declarer& declarer, const VerifyOptions& options) {
@@ -274,8 +274,7 @@ VerifyReport verify_claims(std::string_view scope, const ArtifactSource* source,
 
 }  // namespace
 
-VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>& parts,
-                          const VerifyOptions& options) {
+VerifyReport verify_parts(const OpenedPlace& pkg, const std::vector<StagePart>& parts, const VerifyOptions& options) {
   std::vector<const StagePart*> unique;
   {
     std::set<std::string> seen;
@@ -283,34 +282,21 @@ VerifyReport verify_parts(const OpenedPackage& pkg, const std::vector<StagePart>
       if (seen.insert(p.rel_path).second) unique.push_back(&p);
     }
   }
-  std::vector<Claim> claims;
-  claims.reserve(unique.size());
-  for (const auto* p : unique) claims.push_back({&p->path, &p->rel_path, &p->sha256, p->bytes, p->rel_path});
-  VerifyReport r = verify_claims(pkg.manifest_sha256, pkg.source.get(), claims,
-                                 {"manifest says", "manifest says artifact_bytes"}, options);
-  for (size_t i = 0; i < unique.size(); ++i) {
-    r.parts[i].role = unique[i]->role;
-    r.parts[i].layer_index = unique[i]->layer_index;
-  }
-  return r;
-}
-
-VerifyReport verify_catalog_parts(const OpenedCatalog& pkg, const std::vector<CatalogPart>& parts,
-                                  const VerifyOptions& options) {
-  std::vector<const CatalogPart*> unique;
-  {
-    std::set<std::string> seen;
-    for (const auto& p : parts) {
-      if (seen.insert(p.rel_path).second) unique.push_back(&p);
-    }
-  }
-  // The file rules first (a part that is missing, outside the package or of
-  // another size is a problem of the report, named by its artifact id).
+  // Problems name a part as its schema does: its path and the manifest, or
+  // its artifact id and the catalog.
+  const bool v1 = pkg.schema_version == kManifestSchemaVersion;
+  // A part brought and checked (provide_parts) is hashed where it was
+  // found; any other passes the file rule first (a part that is missing,
+  // outside the package or of another size is a problem of the report).
   std::vector<std::filesystem::path> paths(unique.size());
   std::vector<std::string> refused(unique.size());
   for (size_t i = 0; i < unique.size(); ++i) {
+    if (!unique[i]->path.empty()) {
+      paths[i] = unique[i]->path;
+      continue;
+    }
     try {
-      paths[i] = check_catalog_part(pkg, *unique[i]);
+      paths[i] = check_part(pkg, *unique[i]);
     } catch (const Error& e) {
       std::string what = e.what();
       if (what.starts_with(pkg.ref + ": ")) what.erase(0, pkg.ref.size() + 2);
@@ -321,12 +307,16 @@ VerifyReport verify_catalog_parts(const OpenedCatalog& pkg, const std::vector<Ca
   std::vector<size_t> claim_of;
   for (size_t i = 0; i < unique.size(); ++i) {
     if (!refused[i].empty()) continue;
-    const CatalogPart& p = *unique[i];
-    claims.push_back({&paths[i], &p.rel_path, &p.sha256, p.bytes, "artifact " + p.artifact_id + " (" + p.rel_path + ")"});
+    const StagePart& p = *unique[i];
+    claims.push_back({&paths[i], &p.rel_path, &p.sha256, p.bytes,
+                      v1 ? p.rel_path : "artifact " + p.artifact_id + " (" + p.rel_path + ")"});
     claim_of.push_back(i);
   }
-  VerifyReport hashed = verify_claims(pkg.manifest_sha256, pkg.source.get(), claims,
-                                      {"the catalog says", "the catalog says byte_size"}, options);
+  VerifyReport hashed =
+      verify_claims(pkg.manifest_sha256, pkg.source.get(), claims,
+                    v1 ? Declarer{"manifest says", "manifest says artifact_bytes"}
+                       : Declarer{"the catalog says", "the catalog says byte_size"},
+                    options);
   VerifyReport r;
   r.artifacts = unique.size();
   r.hashed_bytes = hashed.hashed_bytes;
@@ -335,13 +325,11 @@ VerifyReport verify_catalog_parts(const OpenedCatalog& pkg, const std::vector<Ca
   r.parts.resize(unique.size());
   for (size_t k = 0; k < claim_of.size(); ++k) r.parts[claim_of[k]] = hashed.parts[k];
   for (size_t i = 0; i < unique.size(); ++i) {
-    const CatalogPart& p = *unique[i];
+    const StagePart& p = *unique[i];
     r.parts[i].rel_path = p.rel_path;
-    r.parts[i].layer_index = p.layer;
-    r.parts[i].role = p.kind == CatalogArtifactKind::kCarrier || p.kind == CatalogArtifactKind::kPublisherMetadata
-                          ? PartRole::kMetadata
-                      : p.kind == CatalogArtifactKind::kSidecar ? PartRole::kProjector
-                                                                : PartRole::kLayer;
+    r.parts[i].artifact_id = p.artifact_id;
+    r.parts[i].layer_index = p.layer_index;
+    r.parts[i].role = p.role.value_or(PartRole::kMetadata);
     if (!refused[i].empty()) r.problems.push_back(refused[i]);
   }
   for (auto& p : hashed.problems) r.problems.push_back(std::move(p));
@@ -349,48 +337,37 @@ VerifyReport verify_catalog_parts(const OpenedCatalog& pkg, const std::vector<Ca
   return r;
 }
 
+VerifyReport verify_stage(const OpenedPlace& pkg, const StageSelection& stage, const VerifyOptions& options) {
+  // A schema 2 carrier was hashed when the package was opened; schema 1's
+  // (shared/metadata.gguf) is a fragment like the others.
+  const bool carrier_hashed = pkg.schema_version != kManifestSchemaVersion;
+  std::vector<StagePart> parts;
+  for (const auto& p : stage.parts) {
+    if (p.kind != CatalogArtifactKind::kCarrier || !carrier_hashed) parts.push_back(p);
+  }
+  return verify_parts(pkg, parts, options);
+}
+
 bool verify_required(const OpenedPlace& pkg) {
   if (pkg.always_verify) return true;
   return env::verify_package_sha();
 }
 
-namespace {
-
-// verify_if_required's one body for either schema: verify (a VerifyReport)
-// when required, and on a mismatch throw naming each part's file
-// (`path_of`), for a package with a source the damaged cached copies.
-template <class Part, class Verify, class PathOf>
-std::optional<VerifyReport> verify_when_required(const OpenedPlace& pkg, const std::vector<Part>& parts,
-                                                 const Verify& verify, const PathOf& path_of) {
+std::optional<VerifyReport> verify_if_required(const OpenedPlace& pkg, const std::vector<StagePart>& parts,
+                                               const VerifyOptions& options) {
   if (!verify_required(pkg)) return std::nullopt;
-  auto r = verify();
+  auto r = verify_parts(pkg, parts, options);
   if (!r.verified) {
     std::vector<std::filesystem::path> paths;
     std::set<std::string> seen;
     for (const auto& p : parts) {
-      if (seen.insert(p.rel_path).second) paths.push_back(path_of(p));
+      if (!seen.insert(p.rel_path).second) continue;
+      std::error_code ec;
+      paths.push_back(p.path.empty() ? std::filesystem::weakly_canonical(pkg.root / p.rel_path, ec) : p.path);
     }
     throw_failed(pkg.ref, r, pkg.source != nullptr, paths);
   }
   return r;
-}
-
-}  // namespace
-
-std::optional<VerifyReport> verify_if_required(const OpenedPackage& pkg, const std::vector<StagePart>& parts,
-                                               const VerifyOptions& options) {
-  return verify_when_required(
-      pkg, parts, [&] { return verify_parts(pkg, parts, options); }, [](const StagePart& p) { return p.path; });
-}
-
-std::optional<VerifyReport> verify_catalog_if_required(const OpenedCatalog& pkg, const std::vector<CatalogPart>& parts,
-                                                       const VerifyOptions& options) {
-  return verify_when_required(
-      pkg, parts, [&] { return verify_catalog_parts(pkg, parts, options); },
-      [&](const CatalogPart& p) {
-        std::error_code ec;
-        return std::filesystem::weakly_canonical(pkg.root / p.rel_path, ec);
-      });
 }
 
 std::vector<bool> cached_verifications(std::string_view scope, const std::vector<FileClaim>& claims,

@@ -94,8 +94,9 @@ SpeculativeModel package_speculative_model(const OpenedPackage& pkg, std::vector
       }
       return model;  // nextn_layers stays nullopt
     }
-    const auto sel = select_stage(pkg, LayerRange{l, l + 1});
-    for (const auto& part : sel.parts) {
+    const LayerRange range{l, l + 1};
+    const auto opened = open_catalog_v1(pkg, range);
+    for (const auto& part : open_stage(opened, range).parts) {
       if (part.role != PartRole::kLayer) continue;
       (void)verify_if_required(pkg, {part});
       headers[part.rel_path] = std::make_shared<const GgufFile>(GgufFile::open(part.path));

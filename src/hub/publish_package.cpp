@@ -10,6 +10,7 @@
 #include "skippy/manifest_v2.h"
 #include "skippy/package_signature.h"
 #include "skippy/stage.h"
+#include "skippy/catalog_stage.h"
 #include "skippy/verify.h"
 
 namespace skippy {
@@ -36,7 +37,8 @@ PublishResult publish_package(const fs::path& dir, const HubConfig& hub, const P
   }
   // The consumer's checks first: every artifact a safe relative path to a
   // regular file inside the package, of its declared size; then SHA-256.
-  const auto parts = all_parts(pkg);
+  auto parts = all_parts(catalog_artifacts_v1(pkg.manifest));
+  provide_parts(pkg, parts);
   VerifyOptions vo;
   vo.on_progress = on_verify;
   const auto report = verify_parts(pkg, parts, vo);

@@ -21,19 +21,19 @@ PublishResult publish_package_v2(const fs::path& dir, const HubConfig& hub, cons
   // The strict reader: the root's rules, package_id recomputed, the carrier's
   // size and SHA-256 and every locator rule.
   const OpenedCatalog pkg = open_local_catalog_v2(dir);
-  const auto parts = all_catalog_parts(pkg.catalog);
+  const auto parts = all_parts(pkg.catalog);
   // Every artifact: a safe path to a regular file inside the package, of its
   // declared size, then SHA-256 (through the verification cache).
   VerifyOptions vo;
   vo.on_progress = on_verify;
-  const auto report = verify_catalog_parts(pkg, parts, vo);
+  const auto report = verify_parts(pkg, parts, vo);
   if (!report.verified) {
     std::string msg = dir.string() + ": the schema 2 package fails its own checks, so it is not published:";
     for (const auto& p : report.problems) msg += "\n  " + p;
     throw_integrity(msg);
   }
   std::vector<VerifiedFile> files;
-  for (const auto& p : parts) files.push_back({p.rel_path, check_catalog_part(pkg, p), p.bytes, p.sha256});
+  for (const auto& p : parts) files.push_back({p.rel_path, check_part(pkg, p), p.bytes, p.sha256});
   const std::string summary = message.empty() ? "Publish layer package " + pkg.catalog.model_id + " (schema 2, " +
                                                     std::to_string(pkg.catalog.layer_count) + " layers)"
                                               : message;

@@ -281,6 +281,7 @@ std::shared_ptr<ServedFile> ArtifactStore::open_verified(const OpenedPackage& pk
     return nullptr;
   }
   StagePart part;
+  part.artifact_id = entry.path;
   part.role = role;
   part.rel_path = entry.path;
   part.path = real;

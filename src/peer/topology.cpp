@@ -264,9 +264,9 @@ StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageCatalog&
       "every stage reads the metadata carrier");
   const LayerRange range{stage.layers.start, std::min(stage.layers.end, catalog.layer_count)};
   if (!range.empty()) {
-    for (const auto& p : select_catalog_range(catalog, range).parts) {
+    for (const auto& p : select_stage(catalog, range).parts) {
       if (p.kind != CatalogArtifactKind::kPayload) continue;
-      add(p.rel_path, PartRole::kLayer, p.layer, p.bytes, p.sha256, p.reason);
+      add(p.rel_path, PartRole::kLayer, p.layer_index, p.bytes, p.sha256, p.reason);
     }
   }
   if (s.owns_input) {

@@ -32,7 +32,9 @@ PlanPackage plan_package(const OpenedPackage& pkg, const PlanReads& reads) {
                         "` brings them (or plan a package schema 2, whose carrier holds the table)");
       }
     }
-    (void)verify_if_required(pkg, all_parts(pkg));  // hf://: trust nothing unverified
+    auto parts = all_parts(catalog_artifacts_v1(m));
+    provide_parts(pkg, parts);
+    (void)verify_if_required(pkg, parts);  // hf://: trust nothing unverified
     out.catalog = read_catalog_v1(pkg);
     out.output_tied = out.catalog.find_tensor("output.weight") == nullptr;
     out.metadata = out.catalog.carrier_file;

@@ -69,7 +69,7 @@ ValidationReport validate_package_v2(const std::filesystem::path& source, const 
   r.checks = {"root_schema",     "package_id",   "carrier",        "sidecars",          "catalog",
               "source_files",    "source_sha256", "artifact_sizes", "artifact_sha256",   "tensor_coverage",
               "tensor_type_shape", "tensor_bytes", "carrier_kvs"};
-  // Every file through the consumers' rule (check_catalog_part: a safe path
+  // Every file through the consumers' rule (check_part: a safe path
   // resolving to a regular file inside the package, of its declared size).
   const fs::path root_dir = fs::absolute(package_dir);
   fs::path boundary;

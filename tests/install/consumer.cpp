@@ -1,6 +1,7 @@
 // An out-of-tree C++ program built against an installed libskippy through
 // find_package(skippy): the C++ API (consumer path) on a package.
 #include <cstdio>
+#include <skippy/catalog_stage.h>
 #include <skippy/hub.h>
 #include <skippy/source.h>
 #include <skippy/stage.h>
@@ -13,8 +14,10 @@ int main(int argc, char** argv) {
   }
   try {
     const auto pkg = skippy::open_package(argv[1], skippy::default_sources());
-    const auto stage = skippy::select_stage(pkg, skippy::parse_layer_range(argv[2]));
-    const auto report = skippy::verify_parts(pkg, stage.parts);
+    const auto range = skippy::parse_layer_range(argv[2]);
+    const auto opened = skippy::open_catalog_v1(pkg, range);
+    const auto stage = skippy::open_stage(opened, range);
+    const auto report = skippy::verify_parts(opened, stage.parts);
     std::printf("c++: %s, %zu parts, verified %s\n", pkg.manifest.model_id.c_str(), stage.parts.size(),
                 report.verified ? "yes" : "no");
     return report.verified ? 0 : 1;
