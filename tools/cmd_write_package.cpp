@@ -2,11 +2,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <span>
 
 #include "cli.h"
 #include "progress.h"
@@ -14,6 +16,8 @@
 #include "util/env.h"
 #include "skippy/hub.h"
 #include "skippy/hub_publish.h"
+#include "skippy/hub_stream.h"
+#include "skippy/hf_ref.h"
 #include "skippy/package_signature.h"
 #include "util/sha256.h"
 #include "skippy/source.h"
@@ -129,6 +133,12 @@ Command register_write_package(CLI::App& app) {
       "  With --max-disk each fragment is deleted once the Hub holds it, and the writer waits for uploads\n"
       "  whenever the next fragment would not fit: the directory never holds more than SIZE (or one fragment, if\n"
       "  larger); model-package.json and README.md stay.\n"
+      "Split a Hub model without a copy of it on disk (read once over HTTP ranges as it is split):\n"
+      "  HF_TOKEN=hf_... skippy-model-package write-package org/Model-GGUF:Q4_K_M --stream --out-dir pkg/ \\\n"
+      "      --push hf://meshllm/Model-Q4_K_M-layers --create --max-disk 40G\n"
+      "  Each shard's SHA-256 is checked against the Hub's as it ends (a mismatch stops before the commit); a\n"
+      "  --max-disk the fragments open at once cannot fit is refused before anything moves. Not the default: without\n"
+      "  --stream the source is kept in the Hugging Face cache (for --validate and for the next package from it).\n"
       "Signed packages and validation results:\n"
       "  --validate also leaves validation.json (the machine-readable result, bound to the manifest's SHA-256).\n"
       "  --sign OWNER_DIR signs the finished package (model-package.json.sig, covering validation.json too):\n"
@@ -138,7 +148,7 @@ Command register_write_package(CLI::App& app) {
   struct Args {
     std::string source, out_dir, model_id, revision, source_file;
     std::vector<std::string> projectors;
-    bool force = false, json = false, validate = false, verbose = false;
+    bool force = false, json = false, validate = false, verbose = false, stream = false;
     unsigned threads = 2;
     std::string push, max_disk, message;
     bool create = false, private_repo = false;
@@ -169,6 +179,8 @@ Command register_write_package(CLI::App& app) {
   cmd->add_flag("--private", a->private_repo, "With --push --create: make it private");
   cmd->add_option("--max-disk", a->max_disk, "With --push: the most the output directory may hold (K/M/G/T suffixes)");
   cmd->add_option("--message", a->message, "With --push: the commit summary");
+  cmd->add_flag("--stream", a->stream,
+                "With an org/repo:DIST source: read it once over HTTP as it is split, never storing it (no cache copy)");
   // ---- #25 (signed packages, immutable refs) ----
   path_option(cmd->add_option("--sign", a->sign,
                   "Sign the finished package with this owner directory (owner.key, owner.crt): model-package.json.sig"));
@@ -235,17 +247,57 @@ Command register_write_package(CLI::App& app) {
             if (a->hub_publisher_metadata && a->schema != 2) {
               throw Error(ErrorKind::kUsage, "--hub-publisher-metadata goes with --schema 2");
             }
-            ModelSourceRequest request{a->source, a->model_id, a->revision, a->source_file};
-            request.publisher_files = a->hub_publisher_metadata;
-            const auto src = open_model_source(request, default_sources(),
-                                               [&](uint64_t d, uint64_t t) { download.update(d, t); });
-            if (a->hub_publisher_metadata && !src.from_hub) {
-              throw Error(ErrorKind::kUsage, "--hub-publisher-metadata needs an org/repo:DIST source (for a local "
-                                             "source, name the files with --publisher-metadata)");
+            std::unique_ptr<StreamedHubSource> streamed;
+            std::atomic<uint64_t> downloaded{0};
+            if (a->stream) {
+              std::error_code ec;
+              if (std::filesystem::exists(a->source, ec) || !looks_like_model_coordinate(a->source)) {
+                throw Error(ErrorKind::kUsage, "--stream reads a Hub source, ORG/REPO:DIST (" + a->source +
+                                                   " is not one); a local file is read in place already");
+              }
+              if (!a->model_id.empty() || !a->source_file.empty()) {
+                throw Error(ErrorKind::kUsage, "--model-id and --source-file are for local sources; a Hub source (" +
+                                                   a->source + ") takes them from the Hub");
+              }
+              if (a->validate) {
+                throw Error(ErrorKind::kUsage, "--validate reads the source again, which --stream never stores; "
+                                               "validate the published package with validate-package instead");
+              }
+              if (a->hub_publisher_metadata) {
+                throw Error(ErrorKind::kUsage, "--hub-publisher-metadata does not go with --stream yet; fetch those files "
+                                               "and name them with --publisher-metadata");
+              }
+              if (env::hf_hub_offline()) {
+                throw Error(ErrorKind::kOffline, "--stream reads the source from the Hub, and HF_HUB_OFFLINE=1 is set");
+              }
+              StreamSourceOptions so;
+              so.revision = a->revision;
+              const std::filesystem::path out(a->out_dir);
+              // Beside the package directory (its own leftovers are never touched there).
+              so.header_dir = out.parent_path() / ("." + out.filename().string() + ".stream-headers");
+              streamed = std::make_unique<StreamedHubSource>(a->source, HubConfig::from_env(), so);
+              const uint64_t total = streamed->total_bytes();
+              // The source's bytes arrive while the writer runs (progress below).
+              (void)total;
+              o.source = streamed->local();
+              o.provenance = streamed->provenance();
+              o.stream_read = [s = streamed.get(), &downloaded](size_t shard, uint64_t offset, std::span<uint8_t> into) {
+                s->read(shard, offset, into);
+                downloaded += into.size();
+              };
+            } else {
+              ModelSourceRequest request{a->source, a->model_id, a->revision, a->source_file};
+              request.publisher_files = a->hub_publisher_metadata;
+              const auto src = open_model_source(request, default_sources(),
+                                                 [&](uint64_t d, uint64_t t) { download.update(d, t); });
+              if (a->hub_publisher_metadata && !src.from_hub) {
+                throw Error(ErrorKind::kUsage, "--hub-publisher-metadata needs an org/repo:DIST source (for a local "
+                                               "source, name the files with --publisher-metadata)");
+              }
+              for (const auto& f : src.publisher_files) o.publisher_metadata.push_back(f);
+              o.source = src.local;
+              o.provenance = src.provenance;
             }
-            for (const auto& f : src.publisher_files) o.publisher_metadata.push_back(f);
-            o.source = src.local;
-            o.provenance = src.provenance;
             for (const auto& p : a->projectors) o.projectors.emplace_back(p);
             o.force = a->force;
             o.threads = a->threads;
@@ -257,6 +309,15 @@ Command register_write_package(CLI::App& app) {
             if (target) {
               if (max_disk) o.disk_budget = std::make_shared<DiskBudget>(max_disk);
               auto budget = o.disk_budget;
+              if (budget && streamed) {
+                // The placeholders' headers are on disk too.
+                const uint64_t headers = streamed->placeholder_disk_bytes();
+                if (headers > max_disk) {
+                  throw Error(ErrorKind::kUsage, "--max-disk " + a->max_disk + " cannot hold even the source's GGUF headers (" +
+                                                     std::to_string(headers) + " bytes)");
+                }
+                budget->acquire(headers);
+              }
               // The token, the repository and the branch are checked before anything is written.
               auto settings = publish_settings_from_env(a->create, a->private_repo, upload);
               settings.tag = a->tag;  // #25

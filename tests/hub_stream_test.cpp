@@ -1,0 +1,215 @@
+// write-package --stream: a split model read once from the local Hub stand-in
+// (ranges over several connections, never stored), split into the same
+// fragments as write-package from the same files, with the disk sampled
+// against --max-disk, a corrupted byte stopping the run before any commit,
+// and a layout that cannot fit refused before anything moves.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "hub_standin.h"
+#include "test_util.h"
+
+namespace skippy {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::CliResult;
+using test::HubStandin;
+using test::TempDir;
+
+constexpr const char* kStreamEpoch = "SOURCE_DATE_EPOCH=1700000000";
+constexpr const char* kShards[] = {"llama-tiny-q4_0-00001-of-00003.gguf", "llama-tiny-q4_0-00002-of-00003.gguf",
+                                   "llama-tiny-q4_0-00003-of-00003.gguf"};
+
+class HubStream : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    hub_ = new HubStandin();
+    hub_->configure({{"token", "hf_test"}, {"url_ttl_secs", 3600}});
+    src_dir_ = new TempDir();
+    // The split fixture: non-layer tensors first (llama-quantize's order),
+    // layers 2 and 5 cut across shards.
+    for (const char* s : kShards) fs::copy_file(test::data_path(s), src_dir_->path() / s);
+    const auto j = hub_->publish_json("org/tiny-split-GGUF", src_dir_->path());
+    commit_ = new std::string(j["commit"].get<std::string>());
+    shard_sha_ = new std::map<std::string, std::string>();
+    for (const auto& f : j["files"]) (*shard_sha_)[f["path"].get<std::string>()] = f["sha256"].get<std::string>();
+    // The same files split locally, with the provenance the Hub gives.
+    local_ = new TempDir();
+    const auto r = test::run_cli({"write-package", (src_dir_->path() / kShards[0]).string(), "--out-dir",
+                                  (local_->path() / "pkg").string(), "--model-id", "org/tiny-split-GGUF:Q4_0",
+                                  "--source-revision", *commit_, "--source-file", kShards[0], "--json"},
+                                 {kStreamEpoch});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    local_manifest_sha_ = new std::string(json::parse(r.out)["manifest_sha256"].get<std::string>());
+  }
+  static void TearDownTestSuite() {
+    delete hub_;
+    delete src_dir_;
+    delete local_;
+    delete commit_;
+    delete shard_sha_;
+    delete local_manifest_sha_;
+  }
+  void SetUp() override {
+    hub_->clear_faults();
+    hub_->clear_log();
+  }
+
+  std::vector<std::string> env() const {
+    return {"HF_ENDPOINT=" + hub_->endpoint(),  "HF_HUB_CACHE=" + (tmp_.path() / "hf").string(),
+            "HF_HOME=" + (tmp_.path() / "hfhome").string(), "SKIPPY_CACHE_DIR=" + (tmp_.path() / "skippy").string(),
+            "SKIPPY_HF_BACKOFF_MS=20",  "HF_TOKEN=hf_test",
+            // Small ranges over several connections, so even this model arrives as many ranges.
+            "SKIPPY_HF_CONNECTIONS=4", kStreamEpoch, "HF_HUB_OFFLINE="};
+  }
+  CliResult cli(const std::vector<std::string>& args) const { return test::run_cli(args, env()); }
+
+  static std::map<std::string, std::vector<uint8_t>> files_of(const fs::path& dir) {
+    std::map<std::string, std::vector<uint8_t>> out;
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+      const auto rel = e.path().lexically_relative(dir).generic_string();
+      if (!e.is_regular_file() || rel.starts_with(".") || rel.find("/.") != std::string::npos) continue;
+      out[rel] = test::read_file(e.path());
+    }
+    return out;
+  }
+  // Bytes in regular files under `dirs` (what a run holds on disk).
+  static uint64_t bytes_under(const std::vector<fs::path>& dirs) {
+    uint64_t n = 0;
+    for (const auto& d : dirs) {
+      std::error_code ec;
+      for (auto it = fs::recursive_directory_iterator(d, ec); !ec && it != fs::recursive_directory_iterator();
+           it.increment(ec)) {
+        std::error_code ec2;
+        if (!it->is_regular_file(ec2)) continue;
+        // The source placeholders are holes past their headers: what they
+        // hold is their blocks, not their apparent size.
+        struct stat st {};
+        if (::stat(it->path().c_str(), &st) == 0) {
+          n += std::min<uint64_t>(static_cast<uint64_t>(st.st_size), static_cast<uint64_t>(st.st_blocks) * 512);
+        }
+      }
+    }
+    return n;
+  }
+  bool committed_anything() const {
+    for (const auto& e : hub_->log()) {
+      if (e.path.find("/commit/") != std::string::npos) return true;
+    }
+    return false;
+  }
+
+  static HubStandin* hub_;
+  static TempDir *src_dir_, *local_;
+  static std::string *commit_, *local_manifest_sha_;
+  static std::map<std::string, std::string>* shard_sha_;
+  TempDir tmp_;
+};
+HubStandin* HubStream::hub_ = nullptr;
+TempDir* HubStream::src_dir_ = nullptr;
+TempDir* HubStream::local_ = nullptr;
+std::string* HubStream::commit_ = nullptr;
+std::string* HubStream::local_manifest_sha_ = nullptr;
+std::map<std::string, std::string>* HubStream::shard_sha_ = nullptr;
+
+TEST_F(HubStream, StreamedSplitIsByteIdenticalToWritePackageFromTheSameFilesAndStoresNoSource) {
+  const fs::path out = tmp_.path() / "streamed";
+  const auto r = cli({"write-package", "org/tiny-split-GGUF:Q4_0", "--stream", "--out-dir", out.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(json::parse(r.out)["manifest_sha256"], *local_manifest_sha_);
+  const auto streamed = files_of(out), local = files_of(local_->path() / "pkg");
+  ASSERT_EQ(streamed.size(), local.size());
+  for (const auto& [rel, bytes] : local) EXPECT_TRUE(streamed.at(rel) == bytes) << rel << " differs";
+  // Nothing of the source stayed: no cache blob, no placeholder.
+  EXPECT_FALSE(fs::exists(tmp_.path() / "hf")) << "the source went through the Hugging Face cache";
+  EXPECT_FALSE(fs::exists(tmp_.path() / ".streamed.stream-headers"));
+  // The bytes came as ranges, several of them per shard 1 (over 2.9 MB), each asked for once.
+  size_t ranged = 0;
+  for (const auto& e : hub_->log()) {
+    if (e.listener == "storage" && e.method == "GET" && e.range) ++ranged;
+  }
+  EXPECT_GE(ranged, 3u);
+}
+
+TEST_F(HubStream, PushUnderASmallMaxDiskNeverHoldsMoreThanItAndPublishesTheSamePackage) {
+  const fs::path out = tmp_.path() / "pushed";
+  // Learn the least budget the layout allows: a smaller one is refused up front.
+  const auto refused = cli({"write-package", "org/tiny-split-GGUF:Q4_0", "--stream", "--out-dir", out.string(), "--push",
+                            "hf://org/stream-budget", "--create", "--max-disk", "1M", "--json"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  test::expect_json_error(refused, "usage", "cannot hold this source's layout");
+  EXPECT_FALSE(committed_anything());
+  for (const auto& e : hub_->log()) {
+    EXPECT_FALSE(e.listener == "storage" && e.method == "PUT") << "nothing uploaded before the refusal";
+  }
+  EXPECT_FALSE(fs::exists(out / "layers")) << "refused before the output directory was touched";
+  std::smatch m;
+  const std::string msg = json::parse(refused.out)["error"]["message"];
+  ASSERT_TRUE(std::regex_search(msg, m, std::regex("give at least ([0-9]+) bytes"))) << msg;
+  const uint64_t limit = std::stoull(m[1]) + 4096;  // the least the layout needs (headers included), a page to spare
+
+  // Uploads throttled so the writer must wait for them.
+  hub_->fault({{"listener", "storage"}, {"method", "PUT"}, {"kind", "slow"}, {"bytes_per_sec", 4 << 20}, {"times", -1}});
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> peak{0}, samples{0};
+  const std::vector<fs::path> watched = {out, tmp_.path() / ".pushed.stream-headers", tmp_.path() / "hf"};
+  std::thread sampler([&] {
+    while (!done) {
+      peak = std::max<uint64_t>(peak, bytes_under(watched));
+      ++samples;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  const auto r = cli({"write-package", "org/tiny-split-GGUF:Q4_0", "--stream", "--out-dir", out.string(), "--push",
+                      "hf://org/stream-budget", "--create", "--max-disk", std::to_string(limit), "--json"});
+  done = true;
+  sampler.join();
+  hub_->clear_faults();
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto j = json::parse(r.out);
+  EXPECT_EQ(j["publish"]["committed"], true);
+  EXPECT_EQ(j["manifest_sha256"], *local_manifest_sha_);
+  EXPECT_GT(samples.load(), 10u);
+  EXPECT_LE(peak.load(), limit) << "sampled peak " << peak.load();
+  EXPECT_LE(j["disk_peak"].get<uint64_t>(), limit);
+  EXPECT_FALSE(fs::exists(out / "layers" / "layer-00000.gguf")) << "uploaded fragments leave the disk";
+  // What the Hub holds fetches back to the same package.
+  const auto f = cli({"fetch", "hf://org/stream-budget@" + j["publish"]["commit"].get<std::string>(), "--json"});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_EQ(json::parse(f.out)["manifest_sha256"], *local_manifest_sha_);
+}
+
+TEST_F(HubStream, ACorruptedSourceByteStopsTheRunBeforeAnyCommit) {
+  // Shard 3's storage answers carry one flipped byte (in its tensor data).
+  const std::string sha = shard_sha_->at(kShards[2]);
+  hub_->fault({{"listener", "storage"}, {"match", sha}, {"kind", "corrupt"}, {"offset", 30000}, {"times", -1}});
+  const fs::path out = tmp_.path() / "corrupt";
+  const auto r = cli({"write-package", "org/tiny-split-GGUF:Q4_0", "--stream", "--out-dir", out.string(), "--push",
+                      "hf://org/stream-corrupt", "--create", "--max-disk", "8M", "--json"});
+  hub_->clear_faults();
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  test::expect_json_error(r, "integrity", "the Hub declares (LFS oid)");
+  EXPECT_FALSE(committed_anything()) << "no commit after a source that does not match its digest";
+  EXPECT_FALSE(fs::exists(out / "model-package.json"));
+}
+
+TEST_F(HubStream, StreamNeedsAHubSource) {
+  const auto r = cli({"write-package", test::data_path(kShards[0]).string(), "--stream", "--out-dir",
+                      (tmp_.path() / "x").string(), "--model-id", "org/x:Q4_0", "--source-revision", "0123abc",
+                      "--source-file", kShards[0], "--json"});
+  EXPECT_EQ(r.exit_code, 2);
+  test::expect_json_error(r, "usage", "--stream reads a Hub source");
+}
+
+}  // namespace
+}  // namespace skippy
