@@ -39,7 +39,9 @@ struct StreamSourceOptions {
   // Where the placeholders go: created empty (an earlier run's are
   // replaced), removed by the destructor.
   std::filesystem::path header_dir;
-  uint64_t range_bytes = uint64_t{8} << 20;  // one request's share of a shard
+  // One request's share of a shard; 0: as fetch sizes them (about four
+  // ranges per connection, at least HubConfig::min_range_bytes, at most 64 MiB).
+  uint64_t range_bytes = 0;
   // Bytes held in memory ahead of the reader; 0: two ranges per connection.
   uint64_t window_bytes = 0;
   // Bytes received so far (headers included), from the download threads.

@@ -225,13 +225,18 @@ struct StreamedHubSource::State {
           s = shards.back().get();
           cv.notify_all();
         }
-        detail::fetch_hub_ranges(hub, repo, commit, files[i], *s, pool, opt.range_bytes);
+        detail::fetch_hub_ranges(hub, repo, commit, files[i], *s, pool, range_bytes(i));
       }
     } catch (...) {
       std::lock_guard g(mu);
       if (!error) error = std::current_exception();
       cv.notify_all();
     }
+  }
+
+  uint64_t range_bytes(size_t i) const {
+    return opt.range_bytes ? opt.range_bytes
+                           : detail::range_size_for(*files[i].size, connections(), std::max<uint64_t>(1, hub.min_range_bytes));
   }
 
   std::string what(size_t i) const { return "hf://" + repo + "@" + commit + ": " + files[i].path; }
@@ -302,7 +307,9 @@ StreamedHubSource::StreamedHubSource(const std::string& coordinate, const HubCon
     s.files.push_back({p, it->sha256, it->size, declared_by});
     s.total += it->size;
   }
-  s.window = s.opt.window_bytes ? s.opt.window_bytes : uint64_t{2} * s.connections() * std::max<uint64_t>(1, s.opt.range_bytes);
+  uint64_t widest = 1;
+  for (size_t i = 0; i < s.files.size(); ++i) widest = std::max(widest, s.range_bytes(i));
+  s.window = s.opt.window_bytes ? s.opt.window_bytes : uint64_t{2} * s.connections() * widest;
 
   // Placeholders: a fresh directory (an interrupted run's is replaced).
   std::error_code ec;
