@@ -190,6 +190,14 @@ TEST_F(HubStream, PushUnderASmallMaxDiskNeverHoldsMoreThanItAndPublishesTheSameP
   EXPECT_GT(samples.load(), 10u);
   EXPECT_LE(peak.load(), limit) << "sampled peak " << peak.load();
   EXPECT_LE(j["disk_peak"].get<uint64_t>(), limit);
+  // The summary: the whole source read once, both rates.
+  uint64_t source = 0;
+  for (const char* sh : kShards) source += fs::file_size(test::data_path(sh));
+  EXPECT_EQ(j["stream"]["source_bytes"].get<uint64_t>(), source);
+  EXPECT_EQ(j["stream"]["downloaded_bytes"].get<uint64_t>(), source);
+  EXPECT_GT(j["stream"]["download_bytes_per_sec"].get<double>(), 0);
+  EXPECT_EQ(j["stream"]["uploaded_bytes"], j["publish"]["bytes_uploaded"]);
+  EXPECT_GT(j["stream"]["upload_bytes_per_sec"].get<double>(), 0);
   EXPECT_FALSE(fs::exists(out / "layers" / "layer-00000.gguf")) << "uploaded fragments leave the disk";
   // What the Hub holds fetches back to the same package.
   const auto f = cli({"fetch", "hf://org/stream-budget@" + j["publish"]["commit"].get<std::string>(), "--json"});

@@ -248,7 +248,7 @@ Command register_write_package(CLI::App& app) {
               throw Error(ErrorKind::kUsage, "--hub-publisher-metadata goes with --schema 2");
             }
             std::unique_ptr<StreamedHubSource> streamed;
-            std::atomic<uint64_t> downloaded{0};
+            std::unique_ptr<StreamProgress> stream_progress;
             if (a->stream) {
               std::error_code ec;
               if (std::filesystem::exists(a->source, ec) || !looks_like_model_coordinate(a->source)) {
@@ -276,14 +276,13 @@ Command register_write_package(CLI::App& app) {
               // Beside the package directory (its own leftovers are never touched there).
               so.header_dir = out.parent_path() / ("." + out.filename().string() + ".stream-headers");
               streamed = std::make_unique<StreamedHubSource>(a->source, HubConfig::from_env(), so);
-              const uint64_t total = streamed->total_bytes();
-              // The source's bytes arrive while the writer runs (progress below).
-              (void)total;
+              stream_progress = std::make_unique<StreamProgress>(streamed->total_bytes());
               o.source = streamed->local();
               o.provenance = streamed->provenance();
-              o.stream_read = [s = streamed.get(), &downloaded](size_t shard, uint64_t offset, std::span<uint8_t> into) {
+              o.stream_read = [s = streamed.get(), p = stream_progress.get()](size_t shard, uint64_t offset,
+                                                                              std::span<uint8_t> into) {
                 s->read(shard, offset, into);
-                downloaded += into.size();
+                p->downloaded(into.size());
               };
             } else {
               ModelSourceRequest request{a->source, a->model_id, a->revision, a->source_file};
@@ -303,7 +302,8 @@ Command register_write_package(CLI::App& app) {
             o.threads = a->threads;
             o.validate = a->validate;
             Progress progress("write-package");
-            o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
+            // A streamed run has one line of its own (downloaded, uploaded, disk).
+            if (!stream_progress) o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
             Progress upload("upload");
             std::unique_ptr<HubPublisher> pub;
             if (target) {
@@ -320,6 +320,10 @@ Command register_write_package(CLI::App& app) {
               }
               // The token, the repository and the branch are checked before anything is written.
               auto settings = publish_settings_from_env(a->create, a->private_repo, upload);
+              if (stream_progress) {
+                settings.on_progress = [p = stream_progress.get()](uint64_t d, uint64_t t) { p->uploaded(d, t); };
+                if (budget) stream_progress->set_disk(budget->limit(), [budget] { return budget->used(); });
+              }
               settings.tag = a->tag;  // #25
               if (budget) {
                 // A failed upload never frees its bytes: wake a writer waiting for room.
@@ -385,7 +389,17 @@ Command register_write_package(CLI::App& app) {
               doc["signed_by"] = signature ? nlohmann::json(signature->owner_id) : nlohmann::json();
               if (o.disk_budget) {
                 doc["max_disk"] = o.disk_budget->limit();
-                doc["disk_peak"] = o.disk_budget->peak();
+                doc["disk_peak"] = o.disk_budget->peak();  // with --stream, the source headers included
+              }
+              if (stream_progress) {
+                const double secs = stream_progress->seconds();
+                const uint64_t up = pushed ? pushed->bytes_uploaded : 0;
+                doc["stream"] = {{"source_bytes", streamed->total_bytes()},
+                                 {"downloaded_bytes", stream_progress->downloaded_bytes()},
+                                 {"seconds", secs},
+                                 {"download_bytes_per_sec", stream_progress->download_rate()},
+                                 {"uploaded_bytes", up},
+                                 {"upload_bytes_per_sec", secs > 0 ? static_cast<double>(up) / secs : 0.0}};
               }
               // ---- package schema 2 (issue 22, write --schema 2) ----
               doc["schema_version"] = r.schema;
