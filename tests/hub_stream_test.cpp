@@ -299,6 +299,39 @@ TEST_F(HubStream, AKilledRunRerunFinishesWithoutUploadingAgainWhatTheHubHas) {
   }
 }
 
+TEST_F(HubStream, SignTagAndTheRepositorysProjectorGoWithAStreamedPush) {
+  // A repository with the split model and a projector beside it.
+  const fs::path repo = tmp_.path() / "mm-repo";
+  fs::create_directories(repo);
+  for (const char* sh : kShards) fs::copy_file(test::data_path(sh), repo / sh);
+  test::make_projector(repo / "mmproj-tiny-f16.gguf", 3);
+  const std::string commit = hub_->publish("org/tiny-mm-GGUF", repo);
+  ASSERT_EQ(test::run_cli({"identity", "init-owner", "--dir", (tmp_.path() / "owner").string()}).exit_code, 0);
+  // The same package from the same files, the projector named by hand.
+  const auto local = test::run_cli({"write-package", (repo / kShards[0]).string(), "--out-dir", (tmp_.path() / "local").string(),
+                                    "--model-id", "org/tiny-mm-GGUF:Q4_0", "--source-revision", commit, "--source-file",
+                                    kShards[0], "--projector", (repo / "mmproj-tiny-f16.gguf").string(), "--json"},
+                                   {kStreamEpoch});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const fs::path out = tmp_.path() / "mm";
+  const auto r = cli({"write-package", "org/tiny-mm-GGUF:Q4_0", "--stream", "--out-dir", out.string(), "--push",
+                      "hf://org/stream-mm", "--create", "--max-disk", "16M", "--sign", (tmp_.path() / "owner").string(),
+                      "--tag", "src-" + commit.substr(0, 12), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto j = json::parse(r.out);
+  EXPECT_EQ(j["manifest_sha256"], json::parse(local.out)["manifest_sha256"]) << "the projector came from the repository";
+  EXPECT_EQ(j["stream"]["projectors_from_source"], json::array({"mmproj-tiny-f16.gguf"}));
+  EXPECT_FALSE(j["publish"]["signed_by"].is_null());
+  EXPECT_EQ(j["publish"]["tag_ref"], "hf://org/stream-mm@src-" + commit.substr(0, 12));
+  const auto f = cli({"fetch", "hf://org/stream-mm@src-" + commit.substr(0, 12), "--json"});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  // --validate needs the source, which a streamed run never stores: it says what to run instead.
+  const auto v = cli({"write-package", "org/tiny-mm-GGUF:Q4_0", "--stream", "--validate", "--out-dir",
+                      (tmp_.path() / "v").string(), "--json"});
+  EXPECT_EQ(v.exit_code, 2);
+  test::expect_json_error(v, "usage", "validate-package");
+}
+
 TEST_F(HubStream, StreamNeedsAHubSource) {
   const auto r = cli({"write-package", test::data_path(kShards[0]).string(), "--stream", "--out-dir",
                       (tmp_.path() / "x").string(), "--model-id", "org/x:Q4_0", "--source-revision", "0123abc",

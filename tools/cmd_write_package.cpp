@@ -139,6 +139,7 @@ Command register_write_package(CLI::App& app) {
       "  Each shard's SHA-256 is checked against the Hub's as it ends (a mismatch stops before the commit); a\n"
       "  --max-disk the fragments open at once cannot fit is refused before anything moves. Not the default: without\n"
       "  --stream the source is kept in the Hugging Face cache (for --validate and for the next package from it).\n"
+      "  The repository's mmproj*.gguf files are included as projectors; --sign and --tag work as above.\n"
       "Signed packages and validation results:\n"
       "  --validate also leaves validation.json (the machine-readable result, bound to the manifest's SHA-256).\n"
       "  --sign OWNER_DIR signs the finished package (model-package.json.sig, covering validation.json too):\n"
@@ -249,6 +250,7 @@ Command register_write_package(CLI::App& app) {
             }
             std::unique_ptr<StreamedHubSource> streamed;
             std::unique_ptr<StreamProgress> stream_progress;
+            std::vector<std::filesystem::path> hub_projectors;
             if (a->stream) {
               std::error_code ec;
               if (std::filesystem::exists(a->source, ec) || !looks_like_model_coordinate(a->source)) {
@@ -260,8 +262,9 @@ Command register_write_package(CLI::App& app) {
                                                    a->source + ") takes them from the Hub");
               }
               if (a->validate) {
-                throw Error(ErrorKind::kUsage, "--validate reads the source again, which --stream never stores; "
-                                               "validate the published package with validate-package instead");
+                throw Error(ErrorKind::kUsage, "--validate reads the source again, which --stream never stores; after "
+                                               "the run, fetch the package and run validate-package with the source on "
+                                               "its snapshot directory");
               }
               if (a->hub_publisher_metadata) {
                 throw Error(ErrorKind::kUsage, "--hub-publisher-metadata does not go with --stream yet; fetch those files "
@@ -279,6 +282,14 @@ Command register_write_package(CLI::App& app) {
               stream_progress = std::make_unique<StreamProgress>(streamed->total_bytes());
               o.source = streamed->local();
               o.provenance = streamed->provenance();
+              // The repository's mmproj*.gguf go in as projectors (mesh-llm's jobs do the same), unless a
+              // --projector of the same name was given.
+              for (const auto& p : streamed->fetch_projectors()) {
+                const bool named = std::any_of(a->projectors.begin(), a->projectors.end(), [&](const std::string& q) {
+                  return std::filesystem::path(q).filename() == p.filename();
+                });
+                if (!named) hub_projectors.push_back(p);
+              }
               o.stream_read = [s = streamed.get(), p = stream_progress.get()](size_t shard, uint64_t offset,
                                                                               std::span<uint8_t> into) {
                 s->read(shard, offset, into);
@@ -298,6 +309,7 @@ Command register_write_package(CLI::App& app) {
               o.provenance = src.provenance;
             }
             for (const auto& p : a->projectors) o.projectors.emplace_back(p);
+            for (const auto& p : hub_projectors) o.projectors.push_back(p);
             o.force = a->force;
             o.threads = a->threads;
             o.validate = a->validate;
@@ -310,11 +322,11 @@ Command register_write_package(CLI::App& app) {
               if (max_disk) o.disk_budget = std::make_shared<DiskBudget>(max_disk);
               auto budget = o.disk_budget;
               if (budget && streamed) {
-                // The placeholders' headers are on disk too.
-                const uint64_t headers = streamed->placeholder_disk_bytes();
+                // The placeholders' headers (and the repository's projectors, downloaded) are on disk too.
+                const uint64_t headers = streamed->placeholder_disk_bytes() + streamed->projector_bytes();
                 if (headers > max_disk) {
-                  throw Error(ErrorKind::kUsage, "--max-disk " + a->max_disk + " cannot hold even the source's GGUF headers (" +
-                                                     std::to_string(headers) + " bytes)");
+                  throw Error(ErrorKind::kUsage, "--max-disk " + a->max_disk + " cannot hold even the source's GGUF headers "
+                                                 "and projectors (" + std::to_string(headers) + " bytes)");
                 }
                 budget->acquire(headers);
               }
@@ -399,7 +411,8 @@ Command register_write_package(CLI::App& app) {
                                  {"seconds", secs},
                                  {"download_bytes_per_sec", stream_progress->download_rate()},
                                  {"uploaded_bytes", up},
-                                 {"upload_bytes_per_sec", secs > 0 ? static_cast<double>(up) / secs : 0.0}};
+                                 {"upload_bytes_per_sec", secs > 0 ? static_cast<double>(up) / secs : 0.0},
+                                 {"projectors_from_source", streamed->projector_paths()}};
               }
               // ---- package schema 2 (issue 22, write --schema 2) ----
               doc["schema_version"] = r.schema;

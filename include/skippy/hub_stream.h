@@ -65,8 +65,15 @@ class StreamedHubSource {
   const SourceProvenance& provenance() const;
   uint64_t total_bytes() const;          // every shard's size
   uint64_t placeholder_disk_bytes() const;  // what the placeholders hold on disk (their headers)
-  // The repository's projector GGUFs (mmproj*) at the same commit.
+  // The repository's projector GGUFs (mmproj*.gguf) at the same commit,
+  // as mesh-llm's packaging jobs discover them.
   const std::vector<std::string>& projector_paths() const;
+  uint64_t projector_bytes() const;  // their sizes, summed
+  // Downloads the projectors (small beside the model) whole into
+  // header_dir/projectors/, each checked against its LFS SHA-256; returns
+  // their paths, in projector_paths() order. Their bytes are on disk until
+  // the destructor.
+  std::vector<std::filesystem::path> fetch_projectors();
   // Fills `into` with shard `shard`'s bytes at `offset`, waiting for them:
   // reads go in file order (shards one after the other, each from byte 0,
   // each read where the last ended). Throws the download's Error.

@@ -69,6 +69,31 @@ class PrefixTarget final : public detail::RangeTarget {
   bool woken_ = false;
 };
 
+// A whole (small) file to disk, ranges written in place.
+class FileTarget final : public detail::RangeTarget {
+ public:
+  FileTarget(std::string what, uint64_t size, const fs::path& path) : file(path), what_(std::move(what)), size_(size) {
+    file.preallocate(size);
+  }
+  const std::string& what() const override { return what_; }
+  uint64_t size() const override { return size_; }
+  std::vector<Range> missing() const override { return size_ ? std::vector<Range>{{0, size_}} : std::vector<Range>{}; }
+  uint64_t received() const override { return got_; }
+  void write_at(uint64_t offset, std::span<const uint8_t> data) override {
+    if (offset + data.size() > size_) throw_integrity(what_ + ": more bytes arrived than the file has");
+    file.pwrite_all(offset, data);
+    got_ += data.size();
+  }
+  void pump(std::chrono::milliseconds wait) override { std::this_thread::sleep_for(wait); }
+  void notify() override {}
+  AtomicFile file;
+
+ private:
+  std::string what_;
+  uint64_t size_;
+  std::atomic<uint64_t> got_{0};
+};
+
 }  // namespace
 
 // Everything the source shares between the reader and the download threads
@@ -81,6 +106,7 @@ struct StreamedHubSource::State {
   std::vector<RemoteFile> files;             // shards, in order
   std::vector<std::vector<uint8_t>> prefixes;  // each shard's first bytes (its header), handed to its stream
   std::vector<std::string> projectors;
+  std::vector<RemoteFile> projector_files;
   fs::path local;
   uint64_t total = 0, placeholder_bytes = 0, window = 0;
 
@@ -294,7 +320,10 @@ StreamedHubSource::StreamedHubSource(const std::string& coordinate, const HubCon
     paths.push_back(f.path);
     std::string name = fs::path(f.path).filename().string();
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (name.starts_with("mmproj") && name.ends_with(".gguf")) s.projectors.push_back(f.path);
+    if (name.starts_with("mmproj") && name.ends_with(".gguf") && f.sha256 && is_sha256_hex(*f.sha256)) {
+      s.projectors.push_back(f.path);
+      s.projector_files.push_back({f.path, f.sha256, f.size, "the Hub's listing"});
+    }
   }
   const auto files = match_distribution(paths, coord);
   const std::string declared_by = "the Hub's listing";
@@ -349,6 +378,41 @@ const SourceProvenance& StreamedHubSource::provenance() const { return s_->prove
 uint64_t StreamedHubSource::total_bytes() const { return s_->total; }
 uint64_t StreamedHubSource::placeholder_disk_bytes() const { return s_->placeholder_bytes; }
 const std::vector<std::string>& StreamedHubSource::projector_paths() const { return s_->projectors; }
+
+uint64_t StreamedHubSource::projector_bytes() const {
+  uint64_t n = 0;
+  for (const auto& f : s_->projector_files) n += f.size.value_or(0);
+  return n;
+}
+
+std::vector<fs::path> StreamedHubSource::fetch_projectors() {
+  auto& s = *s_;
+  std::vector<fs::path> out;
+  if (s.projector_files.empty()) return out;
+  const fs::path dir = s.opt.header_dir / "projectors";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(ErrorKind::kIo, dir.string() + ": cannot create: " + ec.message());
+  detail::ConnectionPool pool(s.connections());
+  for (const auto& f : s.projector_files) {
+    const std::string what = "hf://" + s.repo + "@" + s.commit + ": " + f.path;
+    const uint64_t size = f.size.value_or(0);
+    const fs::path place = dir / fs::path(f.path).filename();
+    {
+      FileTarget t(what, size, place);
+      detail::fetch_hub_ranges(s.hub, s.repo, s.commit, f, t, pool,
+                               detail::range_size_for(size, s.connections(), std::max<uint64_t>(1, s.hub.min_range_bytes)));
+      t.file.commit(/*sync_directory=*/false);
+    }
+    // Checked before the writer copies it into the package.
+    const std::string sha = sha256_file(place);
+    if (!sha256_equal(sha, *f.sha256)) {
+      throw_integrity(what + ": the bytes received have SHA-256 " + sha + ", not the " + *f.sha256 + " the Hub declares");
+    }
+    out.push_back(place);
+  }
+  return out;
+}
 
 void StreamedHubSource::read(size_t shard, uint64_t offset, std::span<uint8_t> into) {
   auto& s = *s_;
