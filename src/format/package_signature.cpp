@@ -30,6 +30,7 @@ namespace fs = std::filesystem;
 
 using detail::BioPtr;
 using detail::MdCtxPtr;
+using detail::base64;
 using detail::PkeyPtr;
 using detail::X509Ptr;
 using detail::openssl_errors;
@@ -62,14 +63,6 @@ std::string subject_of(const X509* cert) {
   char buf[256];
   X509_NAME_oneline(X509_get_subject_name(cert), buf, sizeof buf);
   return buf;
-}
-
-std::string base64(const std::string& raw) {
-  std::string out(4 * ((raw.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(raw.data()), static_cast<int>(raw.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
 }
 
 // The canonical base64 of exactly 64 bytes (an Ed25519 signature); nullopt

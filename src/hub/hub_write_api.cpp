@@ -10,30 +10,6 @@ namespace skippy::detail {
 
 using nlohmann::json;
 
-std::string base64(std::string_view in) {
-  static const char* tbl = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    const uint32_t v = (uint32_t{static_cast<uint8_t>(in[i])} << 16) | (uint32_t{static_cast<uint8_t>(in[i + 1])} << 8) |
-                       uint32_t{static_cast<uint8_t>(in[i + 2])};
-    out += tbl[(v >> 18) & 63];
-    out += tbl[(v >> 12) & 63];
-    out += tbl[(v >> 6) & 63];
-    out += tbl[v & 63];
-  }
-  if (i < in.size()) {
-    uint32_t v = uint32_t{static_cast<uint8_t>(in[i])} << 16;
-    if (i + 1 < in.size()) v |= uint32_t{static_cast<uint8_t>(in[i + 1])} << 8;
-    out += tbl[(v >> 18) & 63];
-    out += tbl[(v >> 12) & 63];
-    out += i + 1 < in.size() ? tbl[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
 std::string check_write_token(const json& j, const std::string& repo, const std::string& where, const std::string& endpoint,
                               const std::string& what) {
   std::string user;

@@ -1,7 +1,7 @@
 // What publish sends to and reads from the Hub's write API, as plain
 // functions (hub_publish.cpp does the requests): the NDJSON body of
-// POST /api/models/{repo}/commit/{branch}, base64 for it and for preupload
-// samples, the verdict on a GET /api/whoami-v2 answer, the files of a
+// POST /api/models/{repo}/commit/{branch} (base64 from util/openssl_handles.h),
+// the verdict on a GET /api/whoami-v2 answer, the files of a
 // GET revision answer, and the error a refused write call becomes. Internal.
 #pragma once
 
@@ -13,10 +13,9 @@
 #include <vector>
 
 #include "hub/http.h"
+#include "util/openssl_handles.h"  // base64
 
 namespace skippy::detail {
-
-std::string base64(std::string_view in);
 
 // The whoami answer `j` says whether the token may write to `repo`
 // ("ns/name"): Error(kUnauthorized) naming `where` for a read-only token or

@@ -1,6 +1,6 @@
-// Owning handles for OpenSSL objects and its error queue as text: the one
-// copy the signature code (src/format) and the peer identities (src/peer)
-// share. Internal to the library.
+// Owning handles for OpenSSL objects, its error queue as text, and base64:
+// the one copy the signature code (src/format), the peer identities
+// (src/peer) and the Hub client (src/hub) share. Internal to the library.
 #pragma once
 
 #include <openssl/bio.h>
@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace skippy::detail {
 
@@ -32,5 +33,8 @@ using MdCtxPtr = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
 // The OpenSSL error queue's entries as text, "; "-separated (and clears
 // the queue); "unknown OpenSSL error" when it is empty.
 std::string openssl_errors();
+
+// Standard base64 (RFC 4648, with padding) of any bytes, by OpenSSL's encoder.
+std::string base64(std::string_view raw);
 
 }  // namespace skippy::detail
