@@ -332,6 +332,17 @@ TEST_F(HubStream, SignTagAndTheRepositorysProjectorGoWithAStreamedPush) {
   test::expect_json_error(v, "usage", "validate-package");
 }
 
+TEST_F(HubStream, StorageThatIgnoresRangeIsAClearErrorBeforeAnythingIsWritten) {
+  hub_->configure({{"storage_ignore_range", true}});
+  const fs::path out = tmp_.path() / "norange";
+  const auto r = cli({"write-package", "org/tiny-split-GGUF:Q4_0", "--stream", "--out-dir", out.string(), "--json"});
+  hub_->configure({{"storage_ignore_range", false}});
+  EXPECT_NE(r.exit_code, 0);
+  test::expect_json_error(r, "transport", "ignores Range requests");
+  EXPECT_FALSE(fs::exists(out / "model-package.json"));
+  EXPECT_FALSE(fs::exists(tmp_.path() / ".norange.stream-headers")) << "the placeholders are removed";
+}
+
 TEST_F(HubStream, StreamNeedsAHubSource) {
   const auto r = cli({"write-package", test::data_path(kShards[0]).string(), "--stream", "--out-dir",
                       (tmp_.path() / "x").string(), "--model-id", "org/x:Q4_0", "--source-revision", "0123abc",

@@ -346,9 +346,12 @@ StreamedHubSource::StreamedHubSource(const std::string& coordinate, const HubCon
   fs::create_directories(s.opt.header_dir, ec);
   if (ec) throw Error(ErrorKind::kIo, s.opt.header_dir.string() + ": cannot create: " + ec.message());
   s.prefixes.resize(s.files.size());
-  {
+  try {
     detail::ConnectionPool pool(1);
     for (size_t i = 0; i < s.files.size(); ++i) s.fetch_header(i, pool);
+  } catch (...) {
+    fs::remove_all(s.opt.header_dir, ec);  // the destructor does not run for a constructor that throws
+    throw;
   }
 
   auto& p = s.provenance;
