@@ -18,6 +18,7 @@
 #
 # Environment: SKIPPY_STREAM_BENCH_SIZE (default 4GiB), _SHARDS (4), _LAYERS
 # (64: a fragment about 1.5% of the model, as a 61-layer model's),
+# _BUDGET_PCT (--max-disk as a percentage of the model, default 5),
 # _CONN_RATE (per storage connection, bytes/s, default 33554432),
 # _CONNECTIONS (8), _DIR (default /tmp/skippy-stream-bench, under /tmp),
 # SKIPPY_CLI / SKIPPY_MAKE_MODEL (default build/bin/...).
@@ -46,7 +47,8 @@ elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 "$MAKE" "$WORK/model/model-Q8_0" --size "$SIZE" --split "$SHARDS" --layers "$LAYERS" --reuse -q >/dev/null
 MODEL_FILES=("$WORK"/model/model-Q8_0-*-of-*.gguf)
 MODEL_BYTES=$(stat -c %s "${MODEL_FILES[@]}" | awk '{ s += $1 } END { printf "%.0f", s }')
-BUDGET=$((MODEL_BYTES / 20))
+PCT=${SKIPPY_STREAM_BENCH_BUDGET_PCT:-5}
+BUDGET=$((MODEL_BYTES * PCT / 100))
 
 # The stand-in, its uploads under $WORK (not the tests' tmpfs).
 mkdir -p "$WORK/hub"
@@ -67,7 +69,7 @@ export HF_ENDPOINT=$EP HF_TOKEN=hf_test SKIPPY_HF_CONNECTIONS=$CONNS HF_HUB_CACH
 
 say "== write-package --stream against the local Hub stand-in"
 say "   model: $(gib "$MODEL_BYTES") in $SHARDS shards; storage throttled to $(mib "$RATE")/s per connection, $CONNS connections;"
-say "   --max-disk $BUDGET bytes ($(mib "$BUDGET"), 5% of the model); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+say "   --max-disk $BUDGET bytes ($(mib "$BUDGET"), $PCT% of the model); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # Runs "$@" in the background, sampling the bytes held under the watched
 # directories every 50 ms (a placeholder's blocks, not its apparent size).
