@@ -158,20 +158,21 @@ struct StreamedHubSource::State {
         std::lock_guard g(st_.mu);
         b->filled = std::max<uint64_t>(b->filled, offset - first + data.size());
         received_ += data.size();
-        st_.cv.notify_all();
+        // Wake the reader only when it waits (curl hands over 16 KiB at a time).
+        if (st_.reader_waiting) st_.cv.notify_all();
       }
       if (st_.opt.on_bytes) st_.opt.on_bytes(data.size());
     }
 
     void pump(std::chrono::milliseconds wait) override {
       std::unique_lock g(st_.mu);
-      st_.cv.wait_for(g, wait, [&] { return woken_; });
+      pump_cv_.wait_for(g, wait, [&] { return woken_; });
       woken_ = false;
     }
     void notify() override {
       std::lock_guard g(st_.mu);
       woken_ = true;
-      st_.cv.notify_all();
+      pump_cv_.notify_all();
     }
 
     // The reader (holding st_.mu through g): [offset, offset + into.size()).
@@ -185,7 +186,7 @@ struct StreamedHubSource::State {
         st_.check(g);
         auto it = bufs_.upper_bound(offset);
         if (it == bufs_.begin() || std::prev(it)->second.end <= offset) {
-          st_.cv.wait_for(g, std::chrono::milliseconds(100));  // not asked for yet
+          st_.wait_for_bytes(g);  // not asked for yet
           continue;
         }
         --it;
@@ -193,7 +194,7 @@ struct StreamedHubSource::State {
         Buf& b = it->second;
         const uint64_t avail = first + b.filled > offset ? first + b.filled - offset : 0;
         if (avail == 0) {
-          st_.cv.wait_for(g, std::chrono::milliseconds(100));
+          st_.wait_for_bytes(g);
           continue;
         }
         const size_t n = static_cast<size_t>(std::min<uint64_t>(avail, into.size() - done));
@@ -221,6 +222,7 @@ struct StreamedHubSource::State {
     uint64_t consumed_ = 0;         // the reader's position (st_.mu)
     uint64_t received_ = 0;
     bool woken_ = false;
+    std::condition_variable pump_cv_;  // fetch_ranges' waiting thread (st_.mu)
   };
 
   std::mutex mu;
@@ -228,6 +230,14 @@ struct StreamedHubSource::State {
   std::vector<std::unique_ptr<Shard>> shards;  // created in order by the download thread (mu)
   std::exception_ptr error;                    // the download's failure (mu)
   bool cancelled = false;                      // (mu)
+  bool reader_waiting = false;                 // the reader waits for bytes (mu)
+
+  // The reader (holding mu through g) waits for more bytes to arrive.
+  void wait_for_bytes(std::unique_lock<std::mutex>& g) {
+    reader_waiting = true;
+    cv.wait_for(g, std::chrono::milliseconds(100));
+    reader_waiting = false;
+  }
   std::once_flag started;
   std::thread downloader;
 
