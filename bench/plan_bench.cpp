@@ -77,7 +77,7 @@ void plan(benchmark::State& state) {
   for (auto _ : state) {
     const auto f = GgufFile::parse(bytes, "metadata.gguf");
     const auto shape = read_cache_shape(f, KvCacheType::kF16);
-    benchmark::DoNotOptimize(plan_memory(m, shape, o));
+    benchmark::DoNotOptimize(plan_memory(catalog_artifacts_v1(m), shape, o));
   }
 }
 BENCHMARK(plan)->ArgName("bandwidth")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
@@ -114,7 +114,7 @@ void plan_time_per_token(benchmark::State& state) {
   for (auto _ : state) {
     const auto f = GgufFile::parse(bytes, "metadata.gguf");
     const auto shape = read_cache_shape(f, KvCacheType::kF16);
-    benchmark::DoNotOptimize(plan_time(m, shape, cost, o));
+    benchmark::DoNotOptimize(plan_time(catalog_artifacts_v1(m), shape, cost, o));
   }
 }
 BENCHMARK(plan_time_per_token)->ArgNames({"auto", "lanes"})->Args({0, 1})->Args({1, 1})->Args({1, 4})

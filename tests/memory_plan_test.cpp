@@ -203,7 +203,7 @@ TEST(MemoryPlan, StageMemoryIsWeightsPlusChargedCachePlusHeadroom) {
   MemoryPlanOptions o;
   o.context = 1000;
   o.budgets = {3 * kGiB, 20 * kGiB};
-  const auto p = plan_memory(m, shape, o);
+  const auto p = plan_memory(catalog_artifacts_v1(m), shape, o);
   ASSERT_EQ(p.stages.size(), 2u);
   for (const auto& s : p.stages) {
     const uint64_t kv = 64ull * 1000 * s.range.size();
@@ -228,7 +228,7 @@ TEST(MemoryPlan, SlidingWindowAndTiedOutputCountOnTheRightStages) {
   o.context = 8192;
   o.stages = 2;
   o.final_stage_needs_embeddings = true;  // tied output
-  const auto p = plan_memory(m, shape, o);
+  const auto p = plan_memory(catalog_artifacts_v1(m), shape, o);
   const uint64_t row = 64 * 2;  // (32 + 32) values x 2 bytes
   for (const auto& s : p.stages) {
     uint64_t kv = 0;
@@ -279,7 +279,7 @@ TEST(MemoryPlan, BandwidthSplitMatchesBruteForce) {
       if (!best || slowest < *best) best = slowest;
     });
     try {
-      const auto p = plan_memory(m, shape, o);
+      const auto p = plan_memory(catalog_artifacts_v1(m), shape, o);
       ASSERT_TRUE(best.has_value()) << "planned a split the brute force says cannot fit";
       ++fitted;
       EXPECT_NEAR(*p.bottleneck_time_us, *best, *best * 1e-9);
@@ -305,7 +305,7 @@ TEST(MemoryPlan, FasterNodesTakeMoreLayers) {
   o.context = 1;
   o.stages = 2;
   o.bandwidth = {100, 300};  // the second node is three times as fast
-  const auto p = plan_memory(m, uniform_shape(12, 1), o);
+  const auto p = plan_memory(catalog_artifacts_v1(m), uniform_shape(12, 1), o);
   EXPECT_EQ(p.stages[0].range, (LayerRange{0, 3}));
   EXPECT_EQ(p.stages[1].range, (LayerRange{3, 12}));
 }
@@ -318,7 +318,7 @@ TEST(MemoryPlan, RefusalSaysHowShortAndWhatWouldFit) {
   o.budgets = {16 << 20, 16 << 20};  // headroom 8 MiB each (budget / 2)
   std::string message;
   try {
-    (void)plan_memory(m, shape, o);
+    (void)plan_memory(catalog_artifacts_v1(m), shape, o);
     FAIL() << "fitted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
@@ -331,21 +331,21 @@ TEST(MemoryPlan, RefusalSaysHowShortAndWhatWouldFit) {
   ASSERT_NE(at, std::string::npos) << message;
   const uint64_t ctx = std::stoull(message.substr(at + 8));
   o.context = ctx;
-  EXPECT_NO_THROW((void)plan_memory(m, shape, o)) << ctx;
+  EXPECT_NO_THROW((void)plan_memory(catalog_artifacts_v1(m), shape, o)) << ctx;
   o.context = ctx + 1;
-  EXPECT_THROW((void)plan_memory(m, shape, o), Error);
+  EXPECT_THROW((void)plan_memory(catalog_artifacts_v1(m), shape, o), Error);
   // The budget it names for the tightest stage fits that stage at the original context.
   o.context = 4096;
   const auto b = message.find("budget of ");
   const uint64_t need_budget = std::stoull(message.substr(b + 10));
   o.budgets = {need_budget, need_budget};
-  EXPECT_NO_THROW((void)plan_memory(m, shape, o)) << message;
+  EXPECT_NO_THROW((void)plan_memory(catalog_artifacts_v1(m), shape, o)) << message;
   o.budgets = {need_budget - 1, need_budget - 1};
-  EXPECT_THROW((void)plan_memory(m, shape, o), Error);
+  EXPECT_THROW((void)plan_memory(catalog_artifacts_v1(m), shape, o), Error);
   // Weights alone too large: said so.
   o.budgets = {1 << 20, 1 << 20};
   try {
-    (void)plan_memory(m, shape, o);
+    (void)plan_memory(catalog_artifacts_v1(m), shape, o);
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("weights alone"), std::string::npos) << e.what();
   }

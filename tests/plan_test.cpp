@@ -66,7 +66,7 @@ void expect_contiguous(const Plan& p, uint32_t L, uint32_t n) {
 TEST(Plan, BalancesUnevenLayersOptimally) {
   // Layer 2 is huge: the best 3-stage plan isolates it.
   const auto m = make_manifest(10, 100, 100, {50, 50, 400, 50, 50, 50, 50, 50});
-  const auto p = plan_stages(m, stages(3));
+  const auto p = plan_stages(catalog_artifacts_v1(m), stages(3));
   expect_contiguous(p, 8, 3);
   EXPECT_EQ(p.stages[1].range, (LayerRange{2, 3}));
   EXPECT_EQ(p.max_stage_bytes, 410u);
@@ -84,7 +84,7 @@ TEST(Plan, MatchesBruteForceOnRandomSmallCases) {
       SCOPED_TRACE("iter " + std::to_string(iter) + ", L=" + std::to_string(L) + ", n=" + std::to_string(n));
       auto o = stages(n);
       o.final_stage_needs_embeddings = tied;
-      const auto p = plan_stages(m, o);
+      const auto p = plan_stages(catalog_artifacts_v1(m), o);
       expect_contiguous(p, L, n);
       uint64_t total = 0;
       for (const auto& s : p.stages) {
@@ -101,7 +101,7 @@ TEST(Plan, MatchesBruteForceOnRandomSmallCases) {
       });
       EXPECT_EQ(p.max_stage_bytes, brute);
       // Deterministic.
-      EXPECT_EQ(plan_stages(m, o).stages, p.stages);
+      EXPECT_EQ(plan_stages(catalog_artifacts_v1(m), o).stages, p.stages);
     }
   }
 }
@@ -126,7 +126,7 @@ TEST(Plan, NodeBudgetsAgreeWithBruteForceFeasibility) {
     SCOPED_TRACE("iter " + std::to_string(iter));
     if (feasible) {
       ++fits;
-      const auto p = plan_stages(m, o);
+      const auto p = plan_stages(catalog_artifacts_v1(m), o);
       expect_contiguous(p, L, n);
       for (const auto& s : p.stages) {
         ASSERT_TRUE(s.budget.has_value());
@@ -136,7 +136,7 @@ TEST(Plan, NodeBudgetsAgreeWithBruteForceFeasibility) {
     } else {
       ++refused;
       try {
-        plan_stages(m, o);
+        plan_stages(catalog_artifacts_v1(m), o);
         ADD_FAILURE() << "an infeasible plan was accepted";
       } catch (const Error& e) {
         EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
@@ -151,14 +151,14 @@ TEST(Plan, NodeBudgetsAgreeWithBruteForceFeasibility) {
 TEST(Plan, RefusesMoreStagesThanLayers) {
   const auto m = make_manifest(1, 1, 1, {5, 5, 5});
   try {
-    plan_stages(m, stages(4));
+    plan_stages(catalog_artifacts_v1(m), stages(4));
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
     EXPECT_NE(std::string(e.what()).find("cannot split 3 layers into 4 stages"), std::string::npos) << e.what();
   }
   try {
-    plan_stages(m, stages(0));
+    plan_stages(catalog_artifacts_v1(m), stages(0));
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
@@ -167,7 +167,7 @@ TEST(Plan, RefusesMoreStagesThanLayers) {
 
 TEST(Plan, OneLayerPerStageWhenStagesEqualLayers) {
   const auto m = make_manifest(3, 70, 90, {10, 20, 30, 40, 50});
-  const auto p = plan_stages(m, stages(5));
+  const auto p = plan_stages(catalog_artifacts_v1(m), stages(5));
   expect_contiguous(p, 5, 5);
   for (uint32_t i = 0; i < 5; ++i) EXPECT_EQ(p.stages[i].range, (LayerRange{i, i + 1}));
 }
@@ -175,7 +175,7 @@ TEST(Plan, OneLayerPerStageWhenStagesEqualLayers) {
 TEST(Plan, StageBytesAddSharedPartsCorrectly) {
   const auto m = make_manifest(7, 1000, 2000, {100, 100, 100, 100}, 4096);
   auto o = stages(2);
-  auto p = plan_stages(m, o);
+  auto p = plan_stages(catalog_artifacts_v1(m), o);
   ASSERT_EQ(p.stages.size(), 2u);
   const auto& s0 = p.stages[0];
   const auto& s1 = p.stages[1];
@@ -195,20 +195,20 @@ TEST(Plan, StageBytesAddSharedPartsCorrectly) {
   EXPECT_EQ(s0.activation_out_bytes_per_token, 8192u);
   EXPECT_FALSE(s1.activation_out_bytes_per_token.has_value());
   o.activation_bytes_per_value = 4;
-  EXPECT_EQ(plan_stages(m, o).activation_frame_bytes_per_token, 16384u);
+  EXPECT_EQ(plan_stages(catalog_artifacts_v1(m), o).activation_frame_bytes_per_token, 16384u);
   o.activation_bytes_per_value = 3;
-  EXPECT_THROW(plan_stages(m, o), Error);
+  EXPECT_THROW(plan_stages(catalog_artifacts_v1(m), o), Error);
 
   // Tied output: the final stage loads the embeddings too.
   o = stages(2);
   o.final_stage_needs_embeddings = true;
-  p = plan_stages(m, o);
+  p = plan_stages(catalog_artifacts_v1(m), o);
   EXPECT_TRUE(p.stages[1].embeddings);
   EXPECT_EQ(p.stages[1].shared_bytes, 7u + 2000u + 1000u);
   EXPECT_TRUE(p.output_tied_to_embeddings);
   // A single stage loads them once.
   o.stages = 1;
-  p = plan_stages(m, o);
+  p = plan_stages(catalog_artifacts_v1(m), o);
   EXPECT_EQ(p.stages[0].bytes, 7u + 1000u + 2000u + 400u);
   EXPECT_TRUE(p.stages[0].embeddings && p.stages[0].output);
 
@@ -220,16 +220,16 @@ TEST(Plan, StageBytesAddSharedPartsCorrectly) {
   proj.artifact_bytes = 555;
   mp.projectors.push_back(proj);
   o = stages(2);
-  EXPECT_EQ(plan_stages(mp, o).stages[0].shared_bytes, 1007u);
+  EXPECT_EQ(plan_stages(catalog_artifacts_v1(mp), o).stages[0].shared_bytes, 1007u);
   o.include_projector = true;
-  p = plan_stages(mp, o);
+  p = plan_stages(catalog_artifacts_v1(mp), o);
   EXPECT_TRUE(p.stages[0].projector);
   EXPECT_EQ(p.stages[0].shared_bytes, 1007u + 555u);
 }
 
 TEST(Plan, UnknownActivationWidthIsNotedNotGuessed) {
   const auto m = make_manifest(1, 1, 1, {1, 1}, std::nullopt);
-  const auto p = plan_stages(m, stages(2));
+  const auto p = plan_stages(catalog_artifacts_v1(m), stages(2));
   EXPECT_FALSE(p.activation_frame_bytes_per_token.has_value());
   EXPECT_FALSE(p.stages[0].activation_out_bytes_per_token.has_value());
   ASSERT_FALSE(p.notes.empty());
@@ -238,7 +238,7 @@ TEST(Plan, UnknownActivationWidthIsNotedNotGuessed) {
 
 std::string plan_error(const PackageManifest& m, const PlanOptions& o) {
   try {
-    plan_stages(m, o);
+    plan_stages(catalog_artifacts_v1(m), o);
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
     return e.what();
@@ -272,7 +272,7 @@ TEST(Plan, BudgetsThatCannotFitNameTheStage) {
   // A uniform budget.
   o.node_budgets.clear();
   o.max_bytes_per_stage = 700;
-  const auto p = plan_stages(m, o);
+  const auto p = plan_stages(catalog_artifacts_v1(m), o);
   EXPECT_LE(p.max_stage_bytes, 700u);
   o.max_bytes_per_stage = 600;
   msg = plan_error(m, o);
@@ -280,11 +280,11 @@ TEST(Plan, BudgetsThatCannotFitNameTheStage) {
 
   // Usage errors.
   o.node_budgets = {1, 2};
-  EXPECT_THROW(plan_stages(m, o), Error);  // both kinds
+  EXPECT_THROW(plan_stages(catalog_artifacts_v1(m), o), Error);  // both kinds
   o.max_bytes_per_stage.reset();
   o.node_budgets = {1, 2, 3};
   try {
-    plan_stages(m, o);
+    plan_stages(catalog_artifacts_v1(m), o);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
@@ -295,7 +295,7 @@ TEST(Plan, HeterogeneousBudgetsShiftLayersToTheBiggerNode) {
   const auto m = make_manifest(0, 1, 1, std::vector<uint64_t>(10, 100));
   auto o = stages(2);
   o.node_budgets = {300, 1000};
-  const auto p = plan_stages(m, o);
+  const auto p = plan_stages(catalog_artifacts_v1(m), o);
   EXPECT_LE(p.stages[0].bytes, 300u);
   EXPECT_LE(p.stages[1].bytes, 1000u);
   // Minimizing the fullest node: 2 layers (201/300 = 0.67) and 8 (801/1000 = 0.80)
@@ -305,7 +305,7 @@ TEST(Plan, HeterogeneousBudgetsShiftLayersToTheBiggerNode) {
 
 TEST(Plan, RefusesOverflowingByteCounts) {
   const auto m = make_manifest(1, 1, 1, {~uint64_t{0} - 1, 5});
-  EXPECT_THROW(plan_stages(m, stages(2)), Error);
+  EXPECT_THROW(plan_stages(catalog_artifacts_v1(m), stages(2)), Error);
 }
 
 TEST(PlanByteSize, ParsesUnits) {
@@ -443,8 +443,8 @@ namespace skippy {
 namespace {
 
 // Issue #30: the library's plan of a package is the CLI's, tied output
-// included, without the caller setting final_stage_needs_embeddings; the
-// manifest alone refuses to guess.
+// included, without the caller setting final_stage_needs_embeddings; a
+// catalog of the manifest alone refuses to guess.
 TEST(PlanLibrary, PlanningThePackageMatchesTheCliWithoutAskingAboutTheTie) {
   test::TempDir tmp;
   for (const char* model : {"llama-tiny-q8_0.gguf", "qwen3moe-tiny.gguf"}) {
@@ -455,7 +455,7 @@ TEST(PlanLibrary, PlanningThePackageMatchesTheCliWithoutAskingAboutTheTie) {
     for (uint32_t n = 1; n <= std::min(4u, pkg.manifest.layer_count); ++n) {
       PlanOptions o;
       o.stages = n;
-      const Plan p = plan_stages(pkg, o);
+      const Plan p = plan_stages(plan_package(pkg, PlanReads{.stages = n}), o);
       const auto r = test::run_cli({"plan", dir.string(), "--stages", std::to_string(n), "--json"});
       ASSERT_EQ(r.exit_code, 0) << r.err;
       const auto j = nlohmann::json::parse(r.out);
@@ -468,16 +468,92 @@ TEST(PlanLibrary, PlanningThePackageMatchesTheCliWithoutAskingAboutTheTie) {
       }
       if (n >= 2) {
         try {
-          (void)plan_stages(pkg.manifest, o);
+          (void)plan_stages(catalog_artifacts_v1(pkg.manifest), o);
           ADD_FAILURE() << "a manifest alone cannot say whether the output is tied";
         } catch (const Error& e) {
           EXPECT_EQ(e.kind(), ErrorKind::kUsage);
           EXPECT_NE(std::string(e.what()).find("plan_stages(package, options)"), std::string::npos) << e.what();
         }
         o.final_stage_needs_embeddings = false;  // a deliberate override is honoured
-        EXPECT_FALSE(plan_stages(pkg, o).output_tied_to_embeddings);
+        EXPECT_FALSE(plan_stages(plan_package(pkg, PlanReads{.stages = n}), o).output_tied_to_embeddings);
       }
     }
+  }
+}
+
+}  // namespace
+}  // namespace skippy
+
+namespace skippy {
+namespace {
+
+// One rule for both schemas, the difference being catalog data: a part read
+// whole counts its artifact bytes, a part read by extents its tensors' bytes.
+TEST(PlanCatalog, APartReadByExtentsCountsItsTensorsNotItsFile) {
+  PackageManifest m = test::plan_manifest(10, 100, 100, {50, 50, 50, 50});
+  m.activation_width = 64;
+  PackageCatalog cat = catalog_artifacts_v1(m);
+  PlanOptions o;
+  o.stages = 1;
+  EXPECT_EQ(plan_stages(cat, o).stages[0].layer_bytes, 200u);
+  const auto layer1 = cat.artifact_index.at(m.layers[1].path);
+  for (const auto& [name, bytes] : std::vector<std::pair<std::string, uint64_t>>{{"blk.1.attn_q.weight", 7}, {"blk.1.ffn_up.weight", 9}}) {
+    CatalogTensor t;
+    t.name = name;
+    t.artifact = layer1;
+    t.stored_bytes = bytes;
+    t.layer = 1;
+    t.role = TensorRole::kLayer;
+    cat.tensors.push_back(t);
+  }
+  EXPECT_EQ(plan_stages(cat, o).stages[0].layer_bytes, 200u) << "listed tensors of a part read whole change nothing";
+  cat.artifacts[layer1].read_whole = false;
+  const auto p = plan_stages(cat, o);
+  EXPECT_EQ(p.stages[0].layer_bytes, 150u + 7u + 9u);
+  EXPECT_NE(testing::PrintToString(p.notes).find("tensor bytes a stage reads"), std::string::npos) << testing::PrintToString(p.notes);
+}
+
+// Both schemas take the same path: the same notes (the NextN one included),
+// the tied output said at most once, on stdout; nothing on stderr.
+TEST(PlanCatalog, BothSchemasSayTheSameOnStdoutOnly) {
+  test::TempDir tmp;
+  const auto v1 = tmp / "v1", v2 = tmp / "v2";
+  ASSERT_EQ(test::write_pkg(test::data_path("glm4moe-mtp-tiny.gguf"), v1).exit_code, 0);
+  const auto c = run_cli({"convert-package", v1.string(), "--to", "2", "--out-dir", v2.string(), "--uncertified"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  // The byte and the time plan say the output is tied (the memory plan's table does not).
+  const std::vector<std::pair<std::vector<std::string>, size_t>> modes = {
+      {{"--stages", "2"}, 1}, {{"--stages", "2", "--context", "512"}, 0}, {{"--context", "512", "--bandwidth", "1GB/s,1GB/s"}, 1}};
+  for (const auto& [mode, tied_notes] : modes) {
+    std::vector<nlohmann::json> notes;
+    for (const auto& pkg : {v1, v2}) {
+      std::vector<std::string> args = {"plan", pkg.string()};
+      args.insert(args.end(), mode.begin(), mode.end());
+      SCOPED_TRACE(testing::PrintToString(args));
+      const auto h = run_cli(args);
+      ASSERT_EQ(h.exit_code, 0) << h.err;
+      EXPECT_EQ(h.err, "");
+      EXPECT_NE(h.out.find("the native MTP (NextN) block: legal"), std::string::npos) << h.out;
+      size_t tied = 0;
+      for (size_t at = h.out.find("tied"); at != std::string::npos; at = h.out.find("tied", at + 1)) ++tied;
+      EXPECT_EQ(tied, tied_notes) << h.out;
+      args.push_back("--json");
+      const auto j = run_cli(args);
+      ASSERT_EQ(j.exit_code, 0) << j.err;
+      EXPECT_EQ(j.err, "");
+      notes.push_back(nlohmann::json::parse(j.out)["notes"]);
+    }
+    // Schema 2 says where its width and its bytes come from, and names its
+    // embeddings by tensor rather than by file; the rest is the same.
+    auto same = [](const nlohmann::json& n) {
+      std::vector<std::string> out;
+      for (const auto& j : n) {
+        const auto s = j.get<std::string>();
+        if (!s.starts_with("package schema 2")) out.push_back(s.substr(0, s.find(" also loads ")));
+      }
+      return out;
+    };
+    EXPECT_EQ(same(notes[0]), same(notes[1])) << notes[0] << "\n" << notes[1];
   }
 }
 

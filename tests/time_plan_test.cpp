@@ -164,7 +164,7 @@ TEST(TimePlan, StageAndHopCostsByHand) {
   o.bandwidth = {100000000000, 100000000000};
   o.links = {parse_node_link("2ms@1GB/s")};
   o.activation_bytes_per_token = 8192;
-  const auto p = plan_time(m, shape, cost, o);
+  const auto p = plan_time(catalog_artifacts_v1(m), shape, cost, o);
   ASSERT_EQ(p.stages.size(), 2u);
   EXPECT_EQ(p.stages[0].range, (LayerRange{0, 2}));
   const uint64_t kv = 2 * 1000 * 1000;
@@ -183,13 +183,13 @@ TEST(TimePlan, StageAndHopCostsByHand) {
   EXPECT_NEAR(p.tokens_per_second, 1e9 / static_cast<double>(p.serial_time_ns), 1e-6);
   // One node: no hop at all.
   o.bandwidth = {100000000000};
-  const auto one = plan_time(m, shape, cost, o);
+  const auto one = plan_time(catalog_artifacts_v1(m), shape, cost, o);
   EXPECT_EQ(one.stages[0].hop_time_ns, 0u);
   EXPECT_EQ(one.serial_time_ns, ceil_ns(4000000000ull + 4096 + 50000000 + 1000 + 2 * kv, 100000000000) + 1300000);
   // Lanes: each lane's token waits max(serial, lanes x period).
   o.bandwidth = {100000000000, 100000000000};
   o.lanes = 4;
-  const auto four = plan_time(m, shape, cost, o);
+  const auto four = plan_time(catalog_artifacts_v1(m), shape, cost, o);
   EXPECT_EQ(four.time_per_token_ns, std::max(four.serial_time_ns, 4 * four.period_ns));
   EXPECT_NEAR(four.tokens_per_second, 4e9 / static_cast<double>(four.time_per_token_ns), 1e-6);
 }
@@ -202,7 +202,7 @@ TEST(TimePlan, SlidingWindowLayersReadTheirWindow) {
   TimePlanOptions o;
   o.context = 8192;
   o.bandwidth = {1000000000};
-  const auto p = plan_time(m, shape, tp_cost({0, 0, 0, 0}, 0, 0, 0), o);
+  const auto p = plan_time(catalog_artifacts_v1(m), shape, tp_cost({0, 0, 0, 0}, 0, 0, 0), o);
   EXPECT_EQ(p.stages[0].kv_read_bytes, 2 * 100 * 256 + 2 * 100 * 8192u);
 }
 
@@ -282,7 +282,7 @@ TEST(TimePlan, MatchesBruteForceForBothObjectivesWithAndWithoutChoosingNodes) {
     SCOPED_TRACE("iter " + std::to_string(iter));
     const Brute best = brute_force(m, shape, c, o);
     try {
-      const auto p = plan_time(m, shape, c, o);
+      const auto p = plan_time(catalog_artifacts_v1(m), shape, c, o);
       ASSERT_NE(best.value, UINT64_MAX) << "planned a split the brute force says cannot fit";
       EXPECT_EQ(o.lanes > 1 ? p.period_ns : p.serial_time_ns, best.value);
       EXPECT_EQ(p.serial_time_ns, best.serial);
@@ -315,7 +315,7 @@ TEST(TimePlan, AutoLeavesOutANodeWhoseHopCostsMoreThanItSaves) {
   o.bandwidth = {400000000000, 400000000000, 50000000000};
   o.budgets = {6ull << 30, 6ull << 30, 40ull << 30};  // 5 GiB usable: 4 layers each
   o.auto_stages = true;
-  const auto p = plan_time(m, tp_shape(std::vector<uint64_t>(8, 1)), c, o);
+  const auto p = plan_time(catalog_artifacts_v1(m), tp_shape(std::vector<uint64_t>(8, 1)), c, o);
   ASSERT_EQ(p.stages.size(), 2u);
   EXPECT_EQ(p.stages[0].node, 0u);
   EXPECT_EQ(p.stages[1].node, 1u);
@@ -324,7 +324,7 @@ TEST(TimePlan, AutoLeavesOutANodeWhoseHopCostsMoreThanItSaves) {
   EXPECT_NE(p.left_out[0].reason.find("hop"), std::string::npos) << p.left_out[0].reason;
   // Without auto every node is used, and the plan is slower.
   o.auto_stages = false;
-  const auto all = plan_time(m, tp_shape(std::vector<uint64_t>(8, 1)), c, o);
+  const auto all = plan_time(catalog_artifacts_v1(m), tp_shape(std::vector<uint64_t>(8, 1)), c, o);
   EXPECT_EQ(all.stages.size(), 3u);
   EXPECT_GT(all.time_per_token_ns, p.time_per_token_ns);
 }
@@ -338,7 +338,7 @@ TEST(TimePlan, AMissedTargetNamesWhatWouldMeetIt) {
   o.bandwidth = {100000000000, 10000000000};  // node 1 is slow
   o.links = {NodeLink{1000000, 0}};           // 1 ms hops
   o.target_ns = 20000000;                     // 20 ms
-  const auto p = plan_time(m, shape, c, o);
+  const auto p = plan_time(catalog_artifacts_v1(m), shape, c, o);
   ASSERT_TRUE(p.target_met.has_value());
   EXPECT_FALSE(*p.target_met);
   const std::string all = testing::PrintToString(p.suggestions);
@@ -350,13 +350,13 @@ TEST(TimePlan, AMissedTargetNamesWhatWouldMeetIt) {
   // That context meets the target with these nodes; one token more does not.
   o.target_ns.reset();
   o.context = ctx;
-  EXPECT_LE(plan_time(m, shape, c, o).time_per_token_ns, 20000000u);
+  EXPECT_LE(plan_time(catalog_artifacts_v1(m), shape, c, o).time_per_token_ns, 20000000u);
   o.context = ctx + 1;
-  EXPECT_GT(plan_time(m, shape, c, o).time_per_token_ns, 20000000u);
+  EXPECT_GT(plan_time(catalog_artifacts_v1(m), shape, c, o).time_per_token_ns, 20000000u);
   // A target the overheads alone exceed says so.
   o.context = 1;
   o.target_ns = 4000000;
-  const auto q = plan_time(m, shape, c, o);
+  const auto q = plan_time(catalog_artifacts_v1(m), shape, c, o);
   EXPECT_NE(testing::PrintToString(q.suggestions).find("alone take"), std::string::npos);
 }
 

@@ -56,8 +56,7 @@ bool stderr_is_tty();
 // For an hf:// package, {"revision_kind", "moving", "pin": "hf://ns/repo@<commit>"}
 // (moving: a branch, or a name no remote could classify; production should
 // pin the commit); null for a local directory.
-nlohmann::json pin_json(const OpenedPackage& pkg);
-nlohmann::json pin_json(const OpenedCatalog& pkg);  // schema 2: the same
+nlohmann::json pin_json(const OpenedPlace& pkg);  // either schema
 // open_package_any for the commands, with default_sources() (the Hugging
 // Face cache, then the Hub) unless `sources` is given: a download progress
 // display (terminal only), and the package's warnings on stderr. Commands

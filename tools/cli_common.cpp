@@ -158,8 +158,7 @@ nlohmann::json pin_json(const std::string& ref, const std::optional<std::string>
           {"moving", moving},
           {"pin", "hf://" + parse_hf_ref(ref).repo_id + "@" + *commit}};
 }
-nlohmann::json pin_json(const OpenedPackage& pkg) { return pin_json(pkg.ref, pkg.commit, pkg.revision_kind); }
-nlohmann::json pin_json(const OpenedCatalog& pkg) { return pin_json(pkg.ref, pkg.commit, pkg.revision_kind); }
+nlohmann::json pin_json(const OpenedPlace& pkg) { return pin_json(pkg.ref, pkg.commit, pkg.revision_kind); }
 
 PartsToUse parts_for(const OpenedPackage& pkg, const std::optional<LayerRange>& range, const SelectOptions& options) {
   PartsToUse out;

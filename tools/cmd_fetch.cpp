@@ -84,14 +84,17 @@ Command register_fetch(CLI::App& app) {
       "against the manifest's size and SHA-256 before it gets its final name; cache hits are verified too.\n"
       "Without --layers, every artifact of the package is fetched.\n"
       "A package schema 2 brings model-package.json, its metadata carrier (checked before its locators are\n"
-      "trusted) and only the parts holding the stage's tensors (or those of --tensors NAME,...), from the same\n"
+      "trusted) and only the parts holding the stage's tensors (or those of --tensors NAME,...), and the stage's\n"
+      "mmproj sidecar (as a projector above; --admission FILE: the descriptor's sidecars), from the same\n"
       "sources (cache, --peer, Hub).\n"
       "Large parts come as byte ranges over several connections at once (--connections, default 8).\n"
       "With --peer, a worker of a split run asks the coordinator's serve-artifacts first (TLS 1.3, both sides\n"
       "authenticated) for the parts its stage may have, then the Hub for whatever the peer did not deliver:\n"
       "  skippy-model-package fetch hf://meshllm/Qwen3-8B-Q4_K_M-layers@$COMMIT --layers 2..4 --peer 10.0.0.5:7470 \\\n"
       "      --topology topology.json --stage s1 --identity ~/.skippy/node\n"
-      "--layers defaults to the stage's range then. The server must be of our owner or of a --trust-owner\n"
+      "--layers defaults to the stage's range then; a schema 2 stage that serve-artifacts binds to a stage admission\n"
+      "descriptor (--admission STAGE_ID=FILE) is fetched with the same file: --admission FILE instead of --layers.\n"
+      "The server must be of our owner or of a --trust-owner\n"
       "(MESH_LLM_ARTIFACT_TRANSFER=open: any node). Every part is verified the same way whoever sent it.\n"
       "A peer slower than --peer-min-rate (default 1M bytes/s, or SKIPPY_PEER_MIN_RATE) averaged over\n"
       "--peer-rate-window seconds (default 10, or SKIPPY_PEER_RATE_WINDOW), or than the deadline that gives a\n"
@@ -158,24 +161,35 @@ Command register_fetch(CLI::App& app) {
             std::optional<LayerRange> range;
             if (!a->layers.empty()) range = parse_layer_range(a->layers);
             check_tensor_choice(a->tensors, range.has_value(), true);
-            if (a->tensors.given() && !a->peer.peer.empty()) {
-              throw Error(ErrorKind::kUsage, "--tensors / --tensors-file and --peer: a peer serves a stage by its layers");
+            if ((!a->tensors.names.empty() || !a->tensors.file.empty()) && !a->peer.peer.empty()) {
+              throw Error(ErrorKind::kUsage,
+                          "--tensors / --tensors-file and --peer: a peer serves a stage by its layers or by its "
+                          "admission descriptor (--admission FILE)");
             }
             HubConfig hub = HubConfig::from_env();
             if (a->connections) hub.connections = a->connections;
             std::optional<Sources> chosen;
             if (a->connections) chosen = default_sources(hub);
             if (!a->peer.peer.empty()) {
-              const auto topology = peer::load_topology(a->peer.topology);
-              const auto* stage = topology.find_stage(a->peer.stage);
+              auto topology = peer::load_topology(a->peer.topology);
+              peer::TopologyStage* stage = nullptr;
+              for (auto& st : topology.stages) {
+                if (st.stage_id == a->peer.stage) stage = &st;
+              }
               if (!stage) {
                 std::string ids;
                 for (const auto& st : topology.stages) ids += (ids.empty() ? "" : ", ") + st.stage_id;
                 throw Error(ErrorKind::kUsage, "--stage " + a->peer.stage + ": not a stage of " + a->peer.topology +
                                                    " (its stages: " + ids + ")");
               }
+              // --admission: the stage is its descriptor's, on both sides
+              // (serve-artifacts --admission STAGE_ID=FILE binds the same).
+              if (!a->tensors.admission.empty()) stage->admission = read_admission_file(a->tensors.admission);
               chosen = peer_sources(a->peer, parse_hf_ref(a->ref), topology, hub);
-              if (!range) {
+              if (stage->admission) {
+                std::cerr << "note: stage " << stage->stage_id << " is the one --admission " << a->tensors.admission
+                          << " defines (not its layer range)\n";
+              } else if (!range) {
                 range = stage->layers;
                 std::cerr << "note: --layers " << format_layer_range(*range) << ", stage " << stage->stage_id
                           << "'s range in the topology\n";
@@ -192,12 +206,12 @@ Command register_fetch(CLI::App& app) {
             check_runtime_abi_for_cli(any);  // before any payload is brought
             check_tensor_choice(a->tensors, range.has_value(), any.v2.has_value());
             if (any.v2) {
-              if (!a->projector.empty() || a->single_stage) {
-                throw Error(ErrorKind::kUsage, "fetch: --projector and --single-stage are not supported for package schema 2 yet");
-              }
+              ProjectorChoice projector;
+              if (!a->projector.empty()) projector.path = a->projector;
+              projector.single_stage = a->single_stage;
               nlohmann::json peer;
               if (!a->peer.peer.empty()) peer = {{"endpoint", a->peer.peer}, {"stage", a->peer.stage}};
-              return fetch_schema_v2(*any.v2, range, a->tensors, a->json, peer);
+              return fetch_schema_v2(*any.v2, range, a->tensors, a->json, peer, projector);
             }
             const OpenedPackage& pkg = *any.v1;
             SelectOptions so;

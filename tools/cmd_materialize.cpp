@@ -139,8 +139,10 @@ Command register_materialize(CLI::App& app) {
             const auto any = open_any_for_cli(a->ref);  // a local directory or hf://, either schema
             check_runtime_abi_for_cli(any);
             if (any.v2) {
-              if (!a->admission.empty()) a->tensors = admission_tensors(*any.v2, a->admission);
-              return materialize_schema_v2(*any.v2, by_names ? std::nullopt : std::optional(range), a->tensors, o, a->json);
+              std::vector<CatalogPart> sidecars;
+              if (!a->admission.empty()) a->tensors = admission_tensors(*any.v2, a->admission, &sidecars);
+              return materialize_schema_v2(*any.v2, by_names ? std::nullopt : std::optional(range), a->tensors, o, a->json,
+                                           sidecars);
             }
             if (by_names) {
               throw Error(ErrorKind::kUsage, "--tensors / --admission select tensors of a package schema 2; " + a->ref +

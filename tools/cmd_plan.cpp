@@ -5,39 +5,29 @@
 #include "cli.h"
 #include "cmd_plan_memory.h"
 #include "cmd_plan_time.h"
-#include "schema_v2_cli.h"
-#include "schema_v2_consume.h"
+#include "plan_report.h"
 #include "skippy/error.h"
 #include "skippy/plan.h"
-#include "skippy/stage.h"
-#include "skippy/verify.h"
 
 namespace skippy::cli {
 namespace {
 
-nlohmann::json opt_json(const std::optional<uint64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
-
-nlohmann::json plan_json(const OpenedPackage& pkg, const Plan& p) {
+nlohmann::json plan_json(const Plan& p) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : p.stages) {
-    stages.push_back({{"stage_index", s.index},
-                      {"layer_start", s.range.start},
-                      {"layer_end", s.range.end},
-                      {"layers", format_layer_range(s.range)},
-                      {"layer_count", s.range.size()},
-                      {"bytes", s.bytes},
-                      {"layer_bytes", s.layer_bytes},
-                      {"shared_bytes", s.shared_bytes},
-                      {"embeddings", s.embeddings},
-                      {"output", s.output},
-                      {"projector", s.projector},
-                      {"budget_bytes", opt_json(s.budget)},
-                      {"activation_out_bytes_per_token", opt_json(s.activation_out_bytes_per_token)}});
+    auto j = plan_stage_json(s.index, s.range);
+    j.update({{"layer_count", s.range.size()},
+              {"bytes", s.bytes},
+              {"layer_bytes", s.layer_bytes},
+              {"shared_bytes", s.shared_bytes},
+              {"embeddings", s.embeddings},
+              {"output", s.output},
+              {"projector", s.projector},
+              {"budget_bytes", opt_json(s.budget)},
+              {"activation_out_bytes_per_token", opt_json(s.activation_out_bytes_per_token)}});
+    stages.push_back(std::move(j));
   }
-  return {{"package", pkg.ref},
-          {"model_id", pkg.manifest.model_id},
-          {"manifest_sha256", pkg.manifest_sha256},
-          {"layer_count", p.layer_count},
+  return {{"layer_count", p.layer_count},
           {"stage_count", p.stages.size()},
           {"total_bytes", p.total_bytes},
           {"max_stage_bytes", p.max_stage_bytes},
@@ -46,13 +36,12 @@ nlohmann::json plan_json(const OpenedPackage& pkg, const Plan& p) {
           {"activation_bytes_per_value", p.activation_bytes_per_value},
           {"activation_frame_bytes_per_token", opt_json(p.activation_frame_bytes_per_token)},
           {"stages", stages},
-          {"notes", p.notes},
-          {"warnings", pkg.warnings}};
+          {"notes", p.notes}};
 }
 
-void print_human(const OpenedPackage& pkg, const Plan& p) {
+void print_human(const PlanPackage& pkg, const Plan& p) {
   auto& o = std::cout;
-  o << pkg.manifest.model_id << " (" << pkg.ref << "): " << p.layer_count << " layers in " << counted(p.stages.size(), "stage")
+  o << plan_headline(pkg) << ": " << p.layer_count << " layers in " << counted(p.stages.size(), "stage")
     << ", balanced by bytes\n";
   const bool budgets = !p.stages.empty() && p.stages.front().budget.has_value();
   char buf[256];
@@ -81,26 +70,17 @@ void print_human(const OpenedPackage& pkg, const Plan& p) {
   for (const auto& n : p.notes) o << "  note: " << n << "\n";
 }
 
-}  // namespace
-
-void print_byte_plan(const OpenedPackage& pkg, const Plan& plan, bool json, const nlohmann::json& extra,
-                     const PlanTopologyRequest* topology) {
-  nlohmann::json written;
-  if (topology) {
-    std::vector<LayerRange> ranges;
-    for (const auto& s : plan.stages) ranges.push_back(s.range);
-    written = write_plan_topology(*topology, pkg, ranges, {});
-  }
-  if (json) {
-    auto doc = plan_json(pkg, plan);
-    doc.update(extra);
-    if (topology) doc["topology"] = written;
-    print_json(doc);
-  } else {
-    print_human(pkg, plan);
-    if (topology) print_topology_line(written);
-  }
+// Plans with plan_stages() and prints the plan (JSON or a table); `topology`
+// (plan --topology-out) is written from the plan before it is printed.
+int run_byte_plan(const PlanPackage& pkg, const PlanOptions& options, bool json, const PlanTopologyRequest* topology) {
+  const auto plan = plan_stages(pkg, options);  // the tied output and the width from the package
+  std::vector<LayerRange> ranges;
+  for (const auto& s : plan.stages) ranges.push_back(s.range);
+  print_plan_report(pkg, ranges, {}, topology, json, plan_json(plan), [&] { print_human(pkg, plan); });
+  return kExitOk;
 }
+
+}  // namespace
 
 Command register_plan(CLI::App& app) {
   auto* cmd = app.add_subcommand("plan", "Layer ranges for N stages, balanced by bytes");
@@ -297,27 +277,18 @@ Command register_plan(CLI::App& app) {
               timed = std::move(t);
             }
             const auto any = open_any_for_cli(a->ref);  // a local directory or hf://, either schema
-            if (timed) return any.v2 ? run_time_plan(*any.v2, *timed) : run_time_plan(*any.v1, *timed);
-            if (any.v2) {
-              return plan_schema_v2(*any.v2, o, context_opt->count() > 0 ? std::optional(mo) : std::nullopt, kv_type,
-                                    a->json, topo);
-            }
-            const OpenedPackage& pkg = *any.v1;
+            PlanReads reads;
+            reads.stages = o.stages;
+            reads.metadata = context_opt->count() > 0;
+            reads.tensors = timed.has_value();
+            const PlanPackage pkg = any.v2 ? plan_package(*any.v2, reads) : plan_package(*any.v1, reads);
+            if (timed) return run_time_plan(pkg, *timed);
             if (context_opt->count() > 0) {
-              // Tied output: the final stage loads what `select` would.
-              mo.final_stage_needs_embeddings = final_stage_needs_embeddings(pkg, o.stages);
+              mo.final_stage_needs_embeddings = pkg.final_stage_loads_embeddings(o.stages);
               mo.include_projector = o.include_projector;
               return run_memory_plan(pkg, mo, kv_type, a->json, topo);
             }
-            const auto width = activation_width_of(pkg);
-            if (width.derived) o.activation_width = width.width;
-            auto plan = plan_stages(pkg, o);  // the tied output derived from the package
-            if (!width.note.empty()) {  // say how a missing width was found (or why not) in its own words
-              std::erase_if(plan.notes, [](const std::string& n) { return n.starts_with("the manifest has no activation_width"); });
-              plan.notes.insert(plan.notes.begin(), width.note);
-            }
-            print_byte_plan(pkg, plan, a->json, nlohmann::json::object(), topo);
-            return kExitOk;
+            return run_byte_plan(pkg, o, a->json, topo);
           }};
 }
 

@@ -4,40 +4,20 @@
 #include <cstdio>
 #include <iostream>
 
-#include "skippy/gguf.h"
-#include "skippy/verify.h"
+#include "plan_report.h"
 
 namespace skippy::cli {
 namespace {
 
-nlohmann::json opt_value(const std::optional<uint64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
-nlohmann::json opt_value(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
-
-nlohmann::json memory_plan_json(const OpenedPackage& pkg, const CacheShape& shape, const MemoryPlan& p) {
+nlohmann::json memory_plan_json(const CacheShape& shape, const MemoryPlan& p) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : p.stages) {
-    stages.push_back({{"stage_index", s.index},
-                      {"layer_start", s.range.start},
-                      {"layer_end", s.range.end},
-                      {"layers", format_layer_range(s.range)},
-                      {"bytes", s.weight_bytes},
-                      {"weight_bytes", s.weight_bytes},
-                      {"kv_cache_bytes", s.kv_cache_bytes},
-                      {"state_bytes", s.state_bytes},
-                      {"charged_cache_bytes", s.charged_cache_bytes},
-                      {"headroom_bytes", s.headroom_bytes},
-                      {"memory_bytes", s.memory_bytes},
-                      {"budget_bytes", opt_value(s.budget)},
-                      {"bandwidth_bytes_per_second", opt_value(s.bandwidth)},
-                      {"decode_time_us", opt_value(s.decode_time_us)},
-                      {"embeddings", s.embeddings},
-                      {"output", s.output}});
+    auto j = memory_stage_json(s);
+    j.update({{"bandwidth_bytes_per_second", opt_json(s.bandwidth)}, {"decode_time_us", opt_json(s.decode_time_us)}});
+    stages.push_back(std::move(j));
   }
   const auto& r = p.reserves;
-  return {{"package", pkg.ref},
-          {"model_id", pkg.manifest.model_id},
-          {"manifest_sha256", pkg.manifest_sha256},
-          {"architecture", shape.architecture},
+  return {{"architecture", shape.architecture},
           {"layer_count", p.layer_count},
           {"stage_count", p.stages.size()},
           {"context_tokens", p.context},
@@ -49,17 +29,16 @@ nlohmann::json memory_plan_json(const OpenedPackage& pkg, const CacheShape& shap
             {"rule", "memory = weights + (KV + state) x 100/" + std::to_string(100 - r.compute_reserve_percent) +
                          " + headroom; headroom = max(" + std::to_string(r.headroom_percent) + "% of the budget, min(" +
                          std::to_string(r.headroom_cap_bytes) + " bytes, budget / 2))"}}},
-          {"bottleneck_time_us", opt_value(p.bottleneck_time_us)},
-          {"decode_time_per_token_us", opt_value(p.decode_time_per_token_us)},
+          {"bottleneck_time_us", opt_json(p.bottleneck_time_us)},
+          {"decode_time_per_token_us", opt_json(p.decode_time_per_token_us)},
           {"stages", stages},
           {"cache_layers", cache_layers_json(shape, p.context)},
-          {"notes", p.notes},
-          {"warnings", pkg.warnings}};
+          {"notes", p.notes}};
 }
 
-void print_memory_plan(const OpenedPackage& pkg, const MemoryPlan& p) {
+void print_memory_plan(const PlanPackage& pkg, const MemoryPlan& p) {
   auto& o = std::cout;
-  o << pkg.manifest.model_id << " (" << pkg.ref << "): " << p.layer_count << " layers in " << counted(p.stages.size(), "stage")
+  o << plan_headline(pkg) << ": " << p.layer_count << " layers in " << counted(p.stages.size(), "stage")
     << " at a context of " << p.context << " tokens, " << kv_cache_type_name(p.kv_type) << " KV cache\n";
   const bool budgets = !p.stages.empty() && p.stages.front().budget.has_value();
   const bool timed = p.decode_time_per_token_us.has_value();
@@ -110,32 +89,13 @@ nlohmann::json cache_layers_json(const CacheShape& shape, uint64_t context) {
   return layers;
 }
 
-int run_memory_plan(const OpenedPackage& pkg, const MemoryPlanOptions& options, KvCacheType kv_type, bool json,
+int run_memory_plan(const PlanPackage& pkg, const MemoryPlanOptions& options, KvCacheType kv_type, bool json,
                     const PlanTopologyRequest* topology) {
-  const auto meta = check_metadata_only(pkg);
-  (void)verify_if_required(pkg, {meta});  // hf://: trust nothing unverified
-  return run_memory_plan_on(pkg, GgufFile::open(meta.path), options, kv_type, json, nlohmann::json::object(), topology);
-}
-
-int run_memory_plan_on(const OpenedPackage& pkg, const GgufFile& metadata, const MemoryPlanOptions& options,
-                       KvCacheType kv_type, bool json, const nlohmann::json& extra, const PlanTopologyRequest* topology) {
-  const auto shape = read_cache_shape(metadata, kv_type);
-  const auto plan = plan_memory(pkg.manifest, shape, options);
-  nlohmann::json written;
-  if (topology) {
-    std::vector<LayerRange> ranges;
-    for (const auto& s : plan.stages) ranges.push_back(s.range);
-    written = write_plan_topology(*topology, pkg, ranges, {});
-  }
-  if (json) {
-    auto doc = memory_plan_json(pkg, shape, plan);
-    doc.update(extra);
-    if (topology) doc["topology"] = written;
-    print_json(doc);
-  } else {
-    print_memory_plan(pkg, plan);
-    if (topology) print_topology_line(written);
-  }
+  const auto shape = read_cache_shape(*pkg.metadata, kv_type);
+  const auto plan = plan_memory(pkg.catalog, shape, options);
+  std::vector<LayerRange> ranges;
+  for (const auto& s : plan.stages) ranges.push_back(s.range);
+  print_plan_report(pkg, ranges, {}, topology, json, memory_plan_json(shape, plan), [&] { print_memory_plan(pkg, plan); });
   return kExitOk;
 }
 

@@ -4,53 +4,33 @@
 #include "cmd_plan_memory.h"
 
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 
-#include "schema_v2_consume.h"
-#include "skippy/error.h"
-#include "skippy/gguf.h"
-#include "skippy/plan.h"
-#include "skippy/verify.h"
+#include "plan_report.h"
 
 namespace skippy::cli {
 namespace {
 
 double us(uint64_t ns) { return static_cast<double>(ns) / 1e3; }
 
-nlohmann::json time_plan_json(const OpenedPackage& pkg, const CacheShape& shape, const DecodeCost& cost,
-                              const TimePlanRequest& r, const TimePlan& p) {
+nlohmann::json time_plan_json(const CacheShape& shape, const DecodeCost& cost, const TimePlanRequest& r,
+                              const TimePlan& p) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : p.stages) {
-    stages.push_back({{"stage_index", s.index},
-                      {"node", s.node},
-                      {"layer_start", s.range.start},
-                      {"layer_end", s.range.end},
-                      {"layers", format_layer_range(s.range)},
-                      {"bytes", s.weight_bytes},
-                      {"weight_bytes", s.weight_bytes},
-                      {"active_weight_bytes", s.active_weight_bytes},
-                      {"kv_read_bytes", s.kv_read_bytes},
-                      {"kv_cache_bytes", s.kv_cache_bytes},
-                      {"state_bytes", s.state_bytes},
-                      {"charged_cache_bytes", s.charged_cache_bytes},
-                      {"headroom_bytes", s.headroom_bytes},
-                      {"memory_bytes", s.memory_bytes},
-                      {"budget_bytes", s.budget ? nlohmann::json(*s.budget) : nlohmann::json(nullptr)},
-                      {"bandwidth_bytes_per_second", s.bandwidth},
-                      {"stage_time_us", us(s.stage_time_ns)},
-                      {"hop_time_us", us(s.hop_time_ns)},
-                      {"decode_time_us", us(s.stage_time_ns)},
-                      {"embeddings", s.embeddings},
-                      {"output", s.output}});
+    auto j = memory_stage_json(s);
+    j.update({{"node", s.node},
+              {"active_weight_bytes", s.active_weight_bytes},
+              {"kv_read_bytes", s.kv_read_bytes},
+              {"bandwidth_bytes_per_second", s.bandwidth},
+              {"stage_time_us", us(s.stage_time_ns)},
+              {"hop_time_us", us(s.hop_time_ns)},
+              {"decode_time_us", us(s.stage_time_ns)}});
+    stages.push_back(std::move(j));
   }
   nlohmann::json left = nlohmann::json::array();
   for (const auto& n : p.left_out) left.push_back({{"node", n.node}, {"reason", n.reason}});
   const auto& o = r.options;
-  return {{"package", pkg.ref},
-          {"model_id", pkg.manifest.model_id},
-          {"manifest_sha256", pkg.manifest_sha256},
-          {"architecture", shape.architecture},
+  return {{"architecture", shape.architecture},
           {"layer_count", p.layer_count},
           {"stage_count", p.stages.size()},
           {"node_count", o.bandwidth.size()},
@@ -78,13 +58,12 @@ nlohmann::json time_plan_json(const OpenedPackage& pkg, const CacheShape& shape,
           {"nodes_left_out", left},
           {"stages", stages},
           {"cache_layers", cache_layers_json(shape, p.context)},
-          {"notes", p.notes},
-          {"warnings", pkg.warnings}};
+          {"notes", p.notes}};
 }
 
-void print_time_plan(const OpenedPackage& pkg, const DecodeCost& cost, const TimePlan& p) {
+void print_time_plan(const PlanPackage& pkg, const DecodeCost& cost, const TimePlan& p) {
   auto& o = std::cout;
-  o << pkg.manifest.model_id << " (" << pkg.ref << "): " << p.layer_count << " layers in " << counted(p.stages.size(), "stage")
+  o << plan_headline(pkg) << ": " << p.layer_count << " layers in " << counted(p.stages.size(), "stage")
     << " at a context of " << p.context << " tokens, "
     << (p.lanes > 1 ? "pipelined over " + std::to_string(p.lanes) + " lanes" : std::string("one lane")) << "\n";
   o << "  model " << human_bytes(cost.total_bytes()) << ", read per token " << human_bytes(cost.active_bytes_per_token())
@@ -114,77 +93,26 @@ void print_time_plan(const OpenedPackage& pkg, const DecodeCost& cost, const Tim
   for (const auto& n : p.notes) o << "  note: " << n << "\n";
 }
 
-int finish(const OpenedPackage& shown, const GgufFile& metadata, const std::vector<DecodeTensor>& tensors,
-           TimePlanRequest r, std::optional<uint64_t> width, const nlohmann::json& extra) {
-  const auto shape = read_cache_shape(metadata, r.kv_type);
-  const auto cost = read_decode_cost(metadata, tensors, shown.manifest.layer_count, shown.ref);
-  r.options.activation_bytes_per_token = width ? *width * r.activation_bytes_per_value : 0;
-  const auto plan = plan_time(shown.manifest, shape, cost, r.options);
-  nlohmann::json written;
-  if (r.topology) {
-    std::vector<LayerRange> ranges;
-    std::vector<uint32_t> nodes;
-    for (const auto& s : plan.stages) {
-      ranges.push_back(s.range);
-      nodes.push_back(s.node);
-    }
-    written = write_plan_topology(*r.topology, shown, ranges, nodes);
-  }
-  if (r.json) {
-    auto doc = time_plan_json(shown, shape, cost, r, plan);
-    doc.update(extra);
-    if (r.topology) doc["topology"] = written;
-    print_json(doc);
-  } else {
-    print_time_plan(shown, cost, plan);
-    if (r.topology) print_topology_line(written);
-  }
-  return plan.target_met.value_or(true) ? kExitOk : 1;
-}
-
 }  // namespace
 
-int run_time_plan(const OpenedPackage& pkg, TimePlanRequest r) {
-  // The tensor table lives in the fragments' headers: every one is needed.
-  // An hf:// package brings none for a plan (that would be the whole model).
-  if (pkg.source) {
-    size_t missing = 0;
-    std::vector<const ArtifactEntry*> entries = {&pkg.manifest.shared.embeddings, &pkg.manifest.shared.output};
-    for (const auto& l : pkg.manifest.layers) entries.push_back(&l);
-    for (const auto* e : entries) missing += std::filesystem::exists(pkg.root / e->path) ? 0 : 1;
-    if (missing > 0) {
-      throw Error(ErrorKind::kNotFound,
-                  pkg.ref + ": planning for time per token reads every fragment's tensor table, and " +
-                      std::to_string(missing) + " of " + std::to_string(entries.size()) +
-                      " fragments are not in the cache: `skippy-model-package fetch " + pkg.ref +
-                      "` brings them (or plan a package schema 2, whose carrier holds the table)");
-    }
-  }
-  const auto parts = all_parts(pkg);
-  (void)verify_if_required(pkg, parts);  // hf://: trust nothing unverified
-  std::optional<GgufFile> metadata;
-  std::vector<DecodeTensor> tensors;
-  for (const auto& part : parts) {
-    if (part.role == PartRole::kProjector) continue;
-    auto file = GgufFile::open(part.path);
-    auto t = decode_tensors_of(file);
-    tensors.insert(tensors.end(), std::make_move_iterator(t.begin()), std::make_move_iterator(t.end()));
-    if (part.role == PartRole::kMetadata) metadata.emplace(std::move(file));
-  }
-  r.options.final_stage_needs_embeddings = output_tie(pkg).tied;
-  const auto width = pkg.manifest.activation_width ? pkg.manifest.activation_width : activation_width_of(pkg).width;
-  return finish(pkg, *metadata, tensors, r, width, nlohmann::json::object());
-}
-
-int run_time_plan(const OpenedCatalog& pkg, TimePlanRequest r) {
-  const auto in = plan_input_from_catalog(pkg.catalog);
+int run_time_plan(const PlanPackage& pkg, TimePlanRequest r) {
   std::vector<DecodeTensor> tensors;
   tensors.reserve(pkg.catalog.tensors.size());
   for (const auto& t : pkg.catalog.tensors) tensors.push_back({t.name, t.dims, t.stored_bytes});
-  r.options.final_stage_needs_embeddings = in.output_tied;
-  // The carrier was checked against the catalog (size, SHA-256) when opened.
-  return finish(v2consume_detail::printable(pkg, in.manifest), *pkg.catalog.carrier_file, tensors, r,
-                in.activation_width, v2consume_detail::identity(pkg));
+  const auto shape = read_cache_shape(*pkg.metadata, r.kv_type);
+  const auto cost = read_decode_cost(*pkg.metadata, tensors, pkg.catalog.layer_count, pkg.ref);
+  r.options.final_stage_needs_embeddings = pkg.output_tied.value_or(false);
+  r.options.activation_bytes_per_token = pkg.activation_width ? *pkg.activation_width * r.activation_bytes_per_value : 0;
+  const auto plan = plan_time(pkg.catalog, shape, cost, r.options);
+  std::vector<LayerRange> ranges;
+  std::vector<uint32_t> nodes;
+  for (const auto& s : plan.stages) {
+    ranges.push_back(s.range);
+    nodes.push_back(s.node);
+  }
+  print_plan_report(pkg, ranges, nodes, r.topology, r.json, time_plan_json(shape, cost, r, plan),
+                    [&] { print_time_plan(pkg, cost, plan); });
+  return plan.target_met.value_or(true) ? kExitOk : 1;
 }
 
 }  // namespace skippy::cli

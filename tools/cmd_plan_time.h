@@ -3,8 +3,8 @@
 
 #include "cli.h"
 #include "plan_topology.h"
-#include "skippy/catalog_stage.h"
 #include "skippy/memory_plan.h"
+#include "skippy/plan.h"
 #include "skippy/time_plan.h"
 
 namespace skippy::cli {
@@ -17,12 +17,9 @@ struct TimePlanRequest {
   const PlanTopologyRequest* topology = nullptr;  // plan --topology-out
 };
 
-// Reads the tensor table (each fragment's header; an hf:// package needs its
-// fragments in the cache) and the metadata (verified first for hf://), plans
-// with plan_time() and prints the plan. Returns 0, or 1 when a target time per
-// token is missed (the plan is printed with what would meet it).
-int run_time_plan(const OpenedPackage& pkg, TimePlanRequest request);
-// The same for a schema 2 package: its carrier holds the whole table.
-int run_time_plan(const OpenedCatalog& pkg, TimePlanRequest request);
+// Plans with plan_time() on the package's tensors and metadata
+// (PlanReads::tensors) and prints the plan. Returns 0, or 1 when a target
+// time per token is missed (the plan is printed with what would meet it).
+int run_time_plan(const PlanPackage& pkg, TimePlanRequest request);
 
 }  // namespace skippy::cli

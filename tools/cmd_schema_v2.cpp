@@ -35,12 +35,9 @@ nlohmann::json v2_part_json(const CatalogPart& p, const std::filesystem::path& p
 }  // namespace
 
 int select_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
-                     bool json, bool projector_options) {
-  if (projector_options) {
-    throw Error(ErrorKind::kUsage, "select: --projector and --single-stage are not supported for package schema 2 yet");
-  }
+                     bool json, const ProjectorChoice& projector) {
   const auto& cat = pkg.catalog;
-  const auto s = catalog_stage_for(pkg, range, tensors);
+  const auto s = catalog_stage_for(pkg, range, tensors, projector);
   // Consumer validation of each file (brought first through the package's
   // source, for hf://); SHA-256 too when the package demands it (hf://) or
   // SKIPPY_VERIFY_PACKAGE_SHA asks, through the verification cache.

@@ -54,7 +54,12 @@ Command register_select(CLI::App& app) {
             const auto any = open_any_for_cli(a->ref);  // prints the package's warnings
             check_runtime_abi_for_cli(any);
             check_tensor_choice(a->tensors, chosen.has_value(), any.v2.has_value());
-            if (any.v2) return select_schema_v2(*any.v2, chosen, a->tensors, a->json, !a->projector.empty() || a->single_stage);
+            if (any.v2) {
+              ProjectorChoice projector;
+              if (!a->projector.empty()) projector.path = a->projector;
+              projector.single_stage = a->single_stage;
+              return select_schema_v2(*any.v2, chosen, a->tensors, a->json, projector);
+            }
             const auto range = *chosen;
             const OpenedPackage& pkg = *any.v1;
             const auto generation = generation_warnings(pkg.manifest.generation);

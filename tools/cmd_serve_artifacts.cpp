@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli.h"
+#include "schema_v2_cli.h"
 #include "util/env.h"
 #include "skippy/error.h"
 #include "skippy/hf_cache.h"
@@ -37,10 +38,16 @@ Command register_serve_artifacts(CLI::App& app) {
       "by one of them: serve-artifacts does not start when the cached package is missing, unsigned, signed by\n"
       "another owner, expired or tampered with (the error says which), and refuses every request if its manifest\n"
       "or signature changes into one that fails. It serves model-package.json.sig and validation.json to every\n"
-      "stage, like the manifest. (--trust-owner is a different question: whose NODES may talk to this one.)");
+      "stage, like the manifest. (--trust-owner is a different question: whose NODES may talk to this one.)\n"
+      "--admission STAGE_ID=FILE (repeatable, one per stage; package schema 2) makes the stage admission descriptor\n"
+      "in FILE (as `select --json` prints under stage_admission) that stage's definition: it is served exactly the\n"
+      "carrier, the parts holding the descriptor's tensors and its sidecars, whatever its layer range says; other\n"
+      "stages keep their ranges. The package must be in the cache: each descriptor is checked against it (its\n"
+      "package_id, tensors and sidecars) before anything is served, and serve-artifacts does not start otherwise.\n"
+      "The worker fetches with the same descriptor: fetch hf://... --peer HOST:PORT --stage STAGE_ID --admission FILE.");
   struct Args {
     std::string listen, topology, identity;
-    std::vector<std::string> trust_owner;
+    std::vector<std::string> trust_owner, admission;
     unsigned max_connections = 64, max_per_peer = 16, max_unauth = 32, max_unauth_per_address = 8, threads = 0;
     double idle = 30, handshake = 3, request = 10, total = 3600;
     bool no_preverify = false, json = false;
@@ -70,6 +77,9 @@ Command register_serve_artifacts(CLI::App& app) {
       ->check(CLI::Range(0.01, 86400.0));
   cmd->add_option("--total-timeout", a->total, "Seconds a connection may last (default 3600)")->check(CLI::Range(0.01, 604800.0));
   cmd->add_option("--threads", a->threads, "I/O threads (default: the number of cores, at least 2)")->check(CLI::Range(0u, 256u));
+  cmd->add_option("--admission", a->admission,
+                  "STAGE_ID=FILE: package schema 2: that stage is the one this stage admission descriptor defines "
+                  "(repeatable, one per stage)");
   cmd->add_flag("--no-preverify", a->no_preverify, "Do not verify the cached artifacts at start");
   cmd->add_flag("--json", a->json, "Print one JSON line on stdout once listening");
   add_trust_signer_option(cmd);  // #25
@@ -77,6 +87,24 @@ Command register_serve_artifacts(CLI::App& app) {
             peer::ServerOptions o;
             o.listen = a->listen;
             o.topology = peer::load_topology(a->topology);
+            for (const auto& binding : a->admission) {
+              const auto eq = binding.find('=');
+              if (eq == std::string::npos || eq == 0 || eq + 1 == binding.size()) {
+                throw Error(ErrorKind::kUsage, "--admission " + binding + ": expected STAGE_ID=FILE");
+              }
+              const std::string stage_id = binding.substr(0, eq);
+              peer::TopologyStage* stage = nullptr;
+              for (auto& st : o.topology.stages) {
+                if (st.stage_id == stage_id) stage = &st;
+              }
+              if (!stage) {
+                throw Error(ErrorKind::kUsage, "--admission " + binding + ": no stage \"" + stage_id + "\" in " + a->topology);
+              }
+              if (stage->admission) {
+                throw Error(ErrorKind::kUsage, "--admission: stage \"" + stage_id + "\" is given two descriptors");
+              }
+              stage->admission = read_admission_file(binding.substr(eq + 1));
+            }
             o.mode = peer::transfer_mode_from_env();
             for (const auto& cert : a->trust_owner) o.trusted_owner_ids.push_back(peer::owner_id_of_certificate(cert));
             o.hf_cache = env::hf_hub_cache_dir();

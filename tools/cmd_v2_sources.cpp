@@ -46,9 +46,17 @@ StageAdmission read_admission(const std::string& file) {
 
 }  // namespace v2src_detail
 
-std::vector<std::string> admission_tensors(const OpenedCatalog& pkg, const std::string& file) {
+StageAdmission read_admission_file(const std::string& file) { return v2src_detail::read_admission(file); }
+
+std::vector<std::string> admission_tensors(const OpenedCatalog& pkg, const std::string& file,
+                                           std::vector<CatalogPart>* sidecars) {
   const StageAdmission a = v2src_detail::read_admission(file);
-  check_stage_admission(a, pkg.catalog, "--admission " + file);
+  const CatalogStage s = select_catalog_admission(pkg.catalog, a, "--admission " + file);  // checks it
+  if (sidecars) {
+    for (const auto& p : s.parts) {
+      if (p.kind == CatalogArtifactKind::kSidecar) sidecars->push_back(p);
+    }
+  }
   return a.resident_tensor_ids;
 }
 
@@ -83,8 +91,19 @@ void check_tensor_choice(const TensorChoice& choice, bool has_range, bool schema
 }
 
 CatalogStage catalog_stage_for(const OpenedCatalog& pkg, const std::optional<LayerRange>& range,
-                               const TensorChoice& tensors) {
-  if (range) return select_catalog_range(pkg.catalog, *range);
+                               const TensorChoice& tensors, const ProjectorChoice& projector) {
+  if (projector.given() && !range) {
+    throw Error(ErrorKind::kUsage, "--projector and --single-stage need --layers (an --admission descriptor names its "
+                                   "sidecars itself)");
+  }
+  if (range) {
+    CatalogStage s = select_catalog_range(pkg.catalog, *range);
+    // The sidecar the stage loads, as schema 1's projector: select_catalog_projector's
+    // default applies to a stage starting at layer 0, which --single-stage makes this one.
+    const LayerRange rule{projector.single_stage ? 0 : range->start, range->end};
+    if (auto part = select_catalog_projector(pkg, rule, projector.path)) s.parts.push_back(std::move(*part));
+    return s;
+  }
   if (!tensors.admission.empty()) {
     return select_catalog_admission(pkg.catalog, v2src_detail::read_admission(tensors.admission), "--admission " + tensors.admission);
   }
@@ -97,7 +116,7 @@ CatalogStage catalog_stage_for(const OpenedCatalog& pkg, const std::optional<Lay
 int verify_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
                      const VerifyV2Args& a) {
   const auto& cat = pkg.catalog;
-  const auto s = catalog_stage_for(pkg, range, tensors);
+  const auto s = catalog_stage_for(pkg, range, tensors, a.projector);
   // A repository package brings what the stage lacks first; on disk, every
   // file rule is a problem of the report.
   if (pkg.source) (void)provide_catalog_parts(pkg, s.parts);
@@ -133,9 +152,9 @@ int verify_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& 
 }
 
 int fetch_schema_v2(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
-                    bool json, const nlohmann::json& peer) {
+                    bool json, const nlohmann::json& peer, const ProjectorChoice& projector) {
   const auto& cat = pkg.catalog;
-  const auto s = catalog_stage_for(pkg, range, tensors);
+  const auto s = catalog_stage_for(pkg, range, tensors, projector);
   (void)provide_catalog_parts(pkg, s.parts);
   const auto report = verify_catalog_if_required(pkg, s.parts);
   const auto downloaded = pkg.source ? pkg.source->fetched() : std::vector<std::string>{};

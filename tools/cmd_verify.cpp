@@ -49,10 +49,9 @@ Command register_verify(CLI::App& app) {
             const auto any = open_any_for_cli(a->ref);
             check_tensor_choice(a->tensors, range.has_value(), any.v2.has_value());
             if (any.v2) {
-              if (!a->projector.empty()) {
-                throw skippy::Error(ErrorKind::kUsage, "verify: --projector is not supported for package schema 2 yet");
-              }
-              return verify_schema_v2(*any.v2, range, a->tensors, {a->threads, a->no_cache, a->json});
+              VerifyV2Args v2{a->threads, a->no_cache, a->json, {}};
+              if (!a->projector.empty()) v2.projector.path = a->projector;
+              return verify_schema_v2(*any.v2, range, a->tensors, v2);
             }
             const OpenedPackage& pkg = *any.v1;
             if (!range && !a->projector.empty()) {

@@ -71,7 +71,7 @@ std::optional<PlanTopologyRequest> plan_topology_request(const PlanTopologyFlags
   return r;
 }
 
-nlohmann::json write_plan_topology(const PlanTopologyRequest& request, const OpenedPackage& pkg,
+nlohmann::json write_plan_topology(const PlanTopologyRequest& request, const OpenedPlace& pkg,
                                    const std::vector<LayerRange>& ranges, const std::vector<uint32_t>& nodes) {
   peer::Topology t;
   t.package_ref = request.package_ref;

@@ -43,7 +43,7 @@ std::optional<PlanTopologyRequest> plan_topology_request(const PlanTopologyFlags
 // Writes the topology of `ranges` (stage i runs on node_ids[nodes[i]]) for
 // `pkg` atomically to request.out; returns what to report under "topology"
 // in --json ({"path", "topology_id", "run_id", "package_ref", "stages"}).
-nlohmann::json write_plan_topology(const PlanTopologyRequest& request, const OpenedPackage& pkg,
+nlohmann::json write_plan_topology(const PlanTopologyRequest& request, const OpenedPlace& pkg,
                                    const std::vector<LayerRange>& ranges, const std::vector<uint32_t>& nodes);
 
 // The one line human output adds: "topology: wrote FILE (N stages, REF)".

@@ -1,38 +1,34 @@
-// materialize / plan for package schema 2 (see schema_v2_consume.h).
+// materialize for package schema 2 (see schema_v2_consume.h).
 #include "schema_v2_consume.h"
 
 #include <iostream>
 
 #include "cli.h"
-#include "cmd_plan_memory.h"
 #include "progress.h"
 #include "skippy/error.h"
 
 namespace skippy::cli {
 namespace v2consume_detail {
 
-// What the schema 1 printers read of a package, for a schema 2 one.
-OpenedPackage printable(const OpenedCatalog& pkg, const PackageManifest& manifest) {
-  OpenedPackage p;
-  p.ref = pkg.ref;
-  p.root = pkg.root;
-  p.boundary = pkg.boundary;
-  p.manifest = manifest;
-  p.manifest_sha256 = pkg.manifest_sha256;
-  p.commit = pkg.commit;  // hf://: what pin_json reports (and plan --topology-out pins)
-  p.revision_kind = pkg.revision_kind;
-  return p;
+nlohmann::json identity(const PackageCatalog& catalog) {
+  return {{"schema_version", catalog.schema_version}, {"package_id", catalog.package_id}};
 }
 
-nlohmann::json identity(const OpenedCatalog& pkg) {
-  return {{"schema_version", pkg.catalog.schema_version}, {"package_id", pkg.catalog.package_id}};
-}
+nlohmann::json identity(const OpenedCatalog& pkg) { return identity(pkg.catalog); }
 
 }  // namespace v2consume_detail
 
 int materialize_schema_v2(const OpenedCatalog& pkg, std::optional<LayerRange> range, const std::vector<std::string>& tensors,
-                          const MaterializeOptions& options, bool json) {
+                          const MaterializeOptions& options, bool json, std::vector<CatalogPart> sidecars) {
   const auto stage = range ? select_catalog_range(pkg.catalog, *range) : select_catalog_tensors(pkg.catalog, tensors);
+  if (range) {
+    if (auto p = select_catalog_projector(pkg, *range, std::nullopt)) sidecars.push_back(std::move(*p));
+  }
+  // Brought and checked (size; SHA-256 when the package demands it) like the stage's parts.
+  const auto sidecar_paths = provide_catalog_parts(pkg, sidecars);
+  (void)verify_catalog_if_required(pkg, sidecars);
+  nlohmann::json sidecar_json = nlohmann::json::array();
+  for (const auto& p : sidecar_paths) sidecar_json.push_back(p.string());
   MaterializeOptions o = options;
   Progress progress("materialize");
   o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
@@ -48,7 +44,8 @@ int materialize_schema_v2(const OpenedCatalog& pkg, std::optional<LayerRange> ra
                 {"layer_start", range ? nlohmann::json(range->start) : nlohmann::json(nullptr)},
                 {"layer_end", range ? nlohmann::json(range->end) : nlohmann::json(nullptr)},
                 {"manifest_sha256", pkg.manifest_sha256},
-                {"projector", nullptr},
+                {"projector", sidecar_paths.empty() ? nlohmann::json(nullptr) : nlohmann::json(sidecar_paths.front().string())},
+                {"sidecars", sidecar_json},
                 {"warnings", nlohmann::json::array()},
                 {"notes", stage.notes}});
     print_json(doc);
@@ -57,33 +54,9 @@ int materialize_schema_v2(const OpenedCatalog& pkg, std::optional<LayerRange> ra
     std::cerr << (r.reused ? "reused " : "materialized ")
               << (range ? "layers " + format_layer_range(*range) : std::to_string(tensors.size()) + " named tensors")
               << " (package schema 2): " << r.tensor_count << " tensors, " << human_bytes(r.bytes) << "\n";
+    for (const auto& p : sidecars) std::cerr << "note: the sidecar " << p.rel_path << " is not merged; load it from the package\n";
     for (const auto& n : stage.notes) std::cerr << "note: " << n << "\n";
   }
-  return kExitOk;
-}
-
-int plan_schema_v2(const OpenedCatalog& pkg, PlanOptions o, std::optional<MemoryPlanOptions> memory, KvCacheType kv_type,
-                   bool json, const PlanTopologyRequest* topology) {
-  const auto in = plan_input_from_catalog(pkg.catalog);
-  const auto shown = v2consume_detail::printable(pkg, in.manifest);
-  o.final_stage_needs_embeddings = in.output_tied && o.stages >= 2;
-  if (memory) {
-    memory->final_stage_needs_embeddings = o.final_stage_needs_embeddings.value_or(false);
-    memory->include_projector = o.include_projector;
-    // The carrier was checked against the catalog (size, SHA-256) when opened.
-    return run_memory_plan_on(shown, *pkg.catalog.carrier_file, *memory, kv_type, json, v2consume_detail::identity(pkg),
-                              topology);
-  }
-  o.activation_width = in.activation_width;
-  auto plan = plan_stages(in.manifest, o);
-  if (in.activation_width) {
-    std::erase_if(plan.notes, [](const std::string& n) { return n.starts_with("the manifest has no activation_width"); });
-    plan.notes.insert(plan.notes.begin(), "package schema 2: the activation width " + std::to_string(*in.activation_width) +
-                                              " is the element count of blk.0's attn_norm in the carrier's directory");
-  }
-  plan.notes.push_back("package schema 2: stage bytes are the tensor bytes a stage reads (carrier, its layers' "
-                       "tensors, the boundary tensors), not whole artifacts");
-  print_byte_plan(shown, plan, json, v2consume_detail::identity(pkg), topology);
   return kExitOk;
 }
 

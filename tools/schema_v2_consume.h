@@ -1,6 +1,6 @@
-// The CLI's schema 2 consumer paths that materialize and plan take
-// (`materialize` and `plan` dispatch here when open_any_for_cli found a
-// schema 2 package: a local directory or hf://).
+// The CLI's schema 2 consumer path that materialize takes (`materialize`
+// dispatches here when open_any_for_cli found a schema 2 package: a local
+// directory or hf://), and the identity fields a schema 2 report adds.
 #pragma once
 
 #include <optional>
@@ -9,29 +9,24 @@
 
 #include "skippy/catalog_stage.h"
 #include "skippy/materialize.h"
-#include "skippy/memory_plan.h"
-#include "skippy/plan.h"
 #include "cli.h"
-#include "plan_topology.h"
 
 namespace skippy::cli {
 
 namespace v2consume_detail {
-// What the schema 1 printers read of a package, for a schema 2 one.
-OpenedPackage printable(const OpenedCatalog& pkg, const PackageManifest& manifest);
 // schema_version and package_id, added to a command's JSON document.
+nlohmann::json identity(const PackageCatalog& catalog);
 nlohmann::json identity(const OpenedCatalog& pkg);
 }  // namespace v2consume_detail
 
 // materialize REF --layers A..B (or --tensors N,N,... with `range` nullopt):
 // the stage through materialize_catalog_stage, printed as the schema 1
-// command prints it (plus schema_version, package_id).
+// command prints it (plus schema_version, package_id). The sidecars the
+// stage loads (`sidecars`: an --admission descriptor's; for a range, the
+// default projector of a stage starting at layer 0) are not merged: they are
+// brought (hf://), checked, and their paths reported (`projector`, the
+// first; `sidecars`, all).
 int materialize_schema_v2(const OpenedCatalog& pkg, std::optional<LayerRange> range, const std::vector<std::string>& tensors,
-                          const MaterializeOptions& options, bool json);
-
-// plan REF: the byte plan (memory == nullopt) or the memory plan, on
-// plan_input_from_catalog's tables and the carrier's KVs.
-int plan_schema_v2(const OpenedCatalog& pkg, PlanOptions options, std::optional<MemoryPlanOptions> memory,
-                   KvCacheType kv_type, bool json, const PlanTopologyRequest* topology = nullptr);
+                          const MaterializeOptions& options, bool json, std::vector<CatalogPart> sidecars = {});
 
 }  // namespace skippy::cli

@@ -151,7 +151,8 @@ CatalogStage select_catalog_tensors(const PackageCatalog& catalog, const std::ve
 // artifacts: exactly stage_admission_artifacts.
 CatalogStage select_catalog_admission(const PackageCatalog& catalog, const StageAdmission& admission,
                                       std::string_view origin);
-// The descriptor of a selected stage: its tensors, no sidecars.
+// The descriptor of a selected stage: its tensors, and the sidecars among
+// its parts (a projector select_catalog_projector added), sorted.
 StageAdmission catalog_stage_admission(const PackageCatalog& catalog, const CatalogStage& stage);
 
 // Every artifact of the package as parts: the carrier, the payload parts

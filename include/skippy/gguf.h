@@ -34,6 +34,11 @@ class MappedFile;  // the mapped bytes (internal: src/util/file.h)
 inline constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF" little-endian
 inline constexpr uint32_t kGgufDefaultAlignment = 32;
 inline constexpr size_t kGgufMaxDims = 4;
+// A tensor directory read with GgufLimits::directory_only (a package schema 2
+// metadata carrier) may describe tensors of up to 8 dimensions, as the
+// reference's catalog reader allows; ggml (and so any GGUF llama.cpp loads)
+// has 4.
+inline constexpr size_t kGgufDirectoryMaxDims = 8;
 inline constexpr size_t kGgufMaxTensorName = 63;  // ggml: GGML_MAX_NAME - 1
 
 enum class GgufType : uint32_t {
@@ -97,7 +102,7 @@ struct GgufKv {
 struct GgufTensorInfo {
   std::string_view name;
   uint32_t type = 0;                // ggml type id
-  std::vector<int64_t> ne;          // dims, ne[0] fastest; 1..4 of them
+  std::vector<int64_t> ne;          // dims, ne[0] fastest; 1..4 of them (directory_only: 1..8)
   uint64_t offset = 0;              // relative to the data section
   uint64_t bytes = 0;               // payload bytes
   uint64_t file_offset = 0;         // absolute: data_offset + offset
@@ -115,7 +120,10 @@ struct GgufLimits {
   // The file holds a tensor directory without the tensors' bytes (a package
   // schema 2 metadata carrier): tensor offsets are checked for alignment
   // only, not against the file, nor against each other. The caller decides
-  // what the file's payload must be (a carrier's: none).
+  // what the file's payload must be (a carrier's: none). Tensors may have up
+  // to kGgufDirectoryMaxDims dimensions, and a tensor with a zero dimension
+  // (no bytes: a placeholder the reference's catalog skips) needs no aligned
+  // offset.
   bool directory_only = false;
 };
 

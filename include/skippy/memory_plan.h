@@ -1,9 +1,9 @@
 // Memory-aware planning: where the layers go on nodes of given memory (and,
 // optionally, bandwidth) at a target context, and whether they fit at all.
 //
-// A stage's memory is its weights (the artifact bytes plan_stages() counts:
-// metadata, its layers, embeddings on the first stage — and the last when the
-// output is tied — output on the last) plus its layers' cache at the context:
+// A stage's memory is its weights (the bytes plan_stages() counts from the
+// package catalog: metadata, its layers, embeddings on the first stage — and
+// the last when the output is tied — output on the last) plus its layers' cache at the context:
 // per layer, as llama.cpp allocates it (read_cache_shape), KV rows for every
 // token an attention layer holds, or a recurrent layer's fixed state. On top
 // come the reserves mesh-llm's coordinator uses: the cache is charged at
@@ -11,7 +11,8 @@
 // max(10% of its budget, min(1 GiB, budget / 2)).
 //
 // Reading the cache shape touches the metadata GGUF's KVs only (no weight
-// bytes); planning is pure arithmetic on the manifest and that shape.
+// bytes: a PlanPackage's metadata, skippy/plan.h); planning is pure
+// arithmetic on the catalog and that shape.
 //
 // Thread-safety: plain values and pure functions, safe from any thread.
 #pragma once
@@ -23,8 +24,8 @@
 #include <vector>
 
 #include "skippy/gguf.h"
-#include "skippy/manifest.h"
-#include "skippy/stage.h"
+#include "skippy/package_catalog.h"
+#include "skippy/package_layout.h"
 
 namespace skippy {
 
@@ -99,7 +100,7 @@ struct MemoryPlanOptions {
   std::vector<uint64_t> budgets;        // memory per node, stage order; empty = no fit check
   std::vector<uint64_t> bandwidth;      // bytes/s per node, stage order; empty = balance memory
   MemoryReserves reserves;
-  bool final_stage_needs_embeddings = false;  // tied output (see PlanOptions)
+  bool final_stage_needs_embeddings = false;  // tied output (PlanPackage::final_stage_loads_embeddings)
   bool include_projector = false;             // count the first mmproj on stage 0
 };
 
@@ -139,10 +140,10 @@ struct MemoryPlan {
 // (weight bytes / bandwidth) is fastest, ties to the smaller pipeline time.
 // Throws Error(kUsage) for inconsistent options (no context, counts that do
 // not match, a zero bandwidth), Error(kInvalidInput) when `shape` does not
-// match the manifest's layers, and when nothing fits: the message names the
+// match the catalog's layers, and when nothing fits: the message names the
 // tightest stage of the best split, how many bytes it is short, the budget it
 // would need, and the largest context at which these budgets fit.
-MemoryPlan plan_memory(const PackageManifest& manifest, const CacheShape& shape, const MemoryPlanOptions& options);
+MemoryPlan plan_memory(const PackageCatalog& catalog, const CacheShape& shape, const MemoryPlanOptions& options);
 
 // A bandwidth as written on the command line: a size (parse_byte_size) per
 // second, "/s" optional: "400GB/s", "25GiB/s", "1e9" is not accepted.

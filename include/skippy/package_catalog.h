@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -85,6 +86,11 @@ struct CatalogArtifact {
   bool tensors_listed = true;
   // Publisher metadata only: its role (model_config, ...).
   std::string publisher_role;
+  // How a stage reads it. True: whole (schema 1's fragments, each a GGUF a
+  // runtime loads whole; the carrier; sidecars): a stage that reads any of
+  // it reads all its bytes. False: by extents (schema 2's payload parts): a
+  // stage reads only its tensors' bytes.
+  bool read_whole = true;
 };
 
 struct CatalogTensor {
@@ -115,6 +121,14 @@ struct PackageCatalog {
   // The carrier itself (its KVs, the source's; its directory), for a
   // writer or a stage view that needs more than the tables.
   std::shared_ptr<const GgufFile> carrier_file;
+  // The width a stage boundary carries, when the package declares it
+  // (schema 1's activation_width; schema 2 declares none, a reader derives
+  // it from the directory: skippy/stage.h activation_width_tensor).
+  std::optional<uint64_t> activation_width;
+  // The layers the package's generation defaults name as its native MTP
+  // (NextN) block: every native-mtp proposer's and strategy's
+  // layer_indices, ascending, each once.
+  std::vector<uint32_t> native_mtp_layers;
   std::optional<PackageRootV2> root_v2;  // schema 2: the root as parsed
   std::optional<PackageManifest> manifest_v1;  // schema 1: the manifest as parsed
   // Schema 1: each artifact's fragment as add_fragment_v1 read it (null
@@ -134,6 +148,13 @@ struct PackageCatalog {
   std::unordered_map<std::string, size_t> artifact_index;
 };
 
+// The reference's catalog skips a tensor with a zero dimension (no elements,
+// no bytes: a converter's placeholder such as `__index_timestep_zero__` with
+// dims [0]): it is not catalogued, so it is in no payload part, no carrier
+// directory the writers make, no locator array, and certification does not
+// expect it. True for such dims.
+bool catalog_skips_tensor(std::span<const int64_t> ne) noexcept;
+
 // "blk.N." at the start of a tensor name -> N (decimal, no sign, no leading
 // zeros but "0"); nullopt otherwise.
 std::optional<uint32_t> tensor_name_layer(std::string_view name) noexcept;
@@ -150,9 +171,12 @@ std::optional<uint32_t> artifact_path_layer(std::string_view path) noexcept;
 //   - skippy.package.metadata_only is bool true, locator_schema is 1 and
 //     part_count equals the number of payload parts (catalog artifacts that
 //     are neither the carrier nor a sidecar; there is at least one);
+//   - the directory's tensors with a zero dimension are skipped
+//     (catalog_skips_tensor), as the reference's catalog reader skips them;
+//     tensors of up to 8 dimensions are read (kGgufDirectoryMaxDims);
 //   - the four locator arrays have the contract's types (tensor_part and
 //     tensor_alignment u32[], tensor_offset and tensor_size u64[]), one entry
-//     per tensor;
+//     per catalogued tensor, in directory order;
 //   - per tensor: the part index names a payload part; the alignment is a
 //     power of two and divides the offset; the stored size is > 0 and equals
 //     the bytes its ggml type and dims take; offset + size lies inside the

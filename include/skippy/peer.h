@@ -225,8 +225,10 @@ struct PeerRemoteOptions {
 //   - model-package.json: asked for with the topology's SHA-256 (at most
 //     kManifestMaxBytes, held in memory, then written through the blob
 //     writer);
-//   - every other file: only one in stage_artifacts() of our stage,
-//     computed from the snapshot's manifest, which must hash to the
+//   - every other file: only one in stage_artifacts() of our stage (with
+//     the stage's admission descriptor when the topology's stage has one,
+//     as the server binds it), computed from the snapshot's manifest, which
+//     must hash to the
 //     topology's manifest_sha256; asked for with the manifest's size and
 //     SHA-256, several at once;
 //   - bytes enter the cache through the source layer's blob writer (the
@@ -336,7 +338,8 @@ struct ServerOptions {
 //   4. the path is model-package.json (at most 16 MiB, hashing to the
 //      topology's SHA-256), its signature sidecar model-package.json.sig or
 //      validation.json (served from the snapshot like the manifest, to
-//      every stage; at most 4 MiB), or in stage_artifacts() of that stage, with the
+//      every stage; at most 4 MiB), or in stage_artifacts() of that stage
+//      (for a stage with an admission descriptor: what it requires), with the
 //      request's expected size and SHA-256 (if any) equal to the manifest's;
 //   5. the file resolves (symlinks included) inside the repo folder of the
 //      Hugging Face cache, is a regular file of the declared size, and its
@@ -349,6 +352,13 @@ class ArtifactServer {
   // Binds the listening socket (so port() is known) and checks the
   // options: throws Error(kInvalidInput) for a topology whose package_ref
   // does not pin a commit, Error(kIo) when the address cannot be bound.
+  // A topology stage with an admission descriptor (TopologyStage::admission)
+  // needs the package schema 2 in the cache now: the descriptor is checked
+  // against it (check_stage_admission, on the catalog of the verified
+  // carrier) before anything is served, and the constructor throws
+  // Error(kNotFound) without the package, Error(kInvalidInput) for a
+  // schema 1 package or a descriptor of another package_id, naming a tensor
+  // or sidecar the package lacks.
   ArtifactServer(NodeIdentity identity, ServerOptions options);
   ~ArtifactServer();
   ArtifactServer(const ArtifactServer&) = delete;

@@ -25,6 +25,7 @@
 #include "skippy/package_catalog.h"
 #include "skippy/package_layout.h"
 #include "skippy/stage.h"
+#include "skippy/stage_admission.h"
 
 namespace skippy::peer {
 
@@ -33,6 +34,12 @@ struct TopologyStage {
   uint32_t stage_index = 0;
   std::string node_id;   // lowercase 64-hex node id (peer_identity.h)
   LayerRange layers;     // half-open, non-empty
+  // Package schema 2: the stage admission descriptor that defines this
+  // stage (serve-artifacts --admission STAGE_ID=FILE, fetch --peer
+  // --admission FILE). Not part of the topology file: each side binds it to
+  // the stage by its id. When set, a schema 2 stage's artifacts are the
+  // descriptor's (below), whatever `layers` says.
+  std::optional<StageAdmission> admission = std::nullopt;
   bool operator==(const TopologyStage&) const = default;
 };
 
@@ -121,6 +128,13 @@ StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageManifest
 // Roles are descriptive: kMetadata for the carrier, kProjector for a
 // sidecar, kLayer for a payload part (layer_index: a layer artifact's
 // layer). Entries: the carrier, the payload parts by part index, the sidecars.
+// A stage with an admission descriptor may fetch exactly what the
+// descriptor requires (stage_admission_artifacts: the carrier, the
+// artifacts holding its resident tensors, its sidecars' artifacts) and
+// nothing else (no publisher files; its layer range is not used); the
+// descriptor is checked against the catalog first (check_stage_admission:
+// Error(kInvalidInput) for another package_id, an unknown tensor or
+// sidecar).
 StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageCatalog& catalog);
 
 }  // namespace skippy::peer

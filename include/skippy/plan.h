@@ -1,18 +1,23 @@
 // Stage planning: split a package's layers into N contiguous stages balanced
 // by the bytes each stage loads, optionally under per-stage byte budgets.
 //
-// A stage loads exactly what select_stage() selects for its range (spec:
-// "Layer Selection"): shared/metadata.gguf (every stage), shared/embeddings
-// (the stage starting at layer 0, and the final stage too when the output
-// projection is tied to the embeddings), its layers, shared/output (the stage
-// ending at layer_count). Stage bytes are the sum of those artifact_bytes.
+// The planners read a package of either schema through its catalog
+// (skippy/package_catalog.h). A stage loads what the spec's layer-selection
+// rule selects for its range: the metadata part (every stage), the input
+// embeddings (the stage starting at layer 0, and the final stage too when
+// the output projection is tied to the embeddings), its layers, the output
+// (the stage ending at layer_count). Its bytes are what the catalog says a
+// stage reads of them: a whole artifact (schema 1's fragments, the schema 2
+// carrier), or the tensor extents of a part read by extents (schema 2).
 //
-// Planning works on the manifest alone; the one fact it cannot read there —
-// whether the output is tied to the embeddings (no output.weight in
-// shared/output.gguf) — is passed in PlanOptions by a caller that opened the
-// package (the CLI checks it through select_stage()).
+// What a catalog alone cannot say — whether the output is tied (a schema 1
+// catalog without its output fragment's header), the activation width the
+// package does not declare, the model's metadata — a reader of the package's
+// files adds: plan_package() gathers it into a PlanPackage.
 //
-// Thread-safety: plain values and pure functions, safe from any thread.
+// Thread-safety: plain values and pure functions, safe from any thread;
+// plan_package reads files (and brings them through the package's source)
+// and may run concurrently on different packages.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +26,8 @@
 #include <string_view>
 #include <vector>
 
-#include "skippy/manifest.h"
+#include "skippy/catalog_stage.h"
+#include "skippy/gguf.h"
 #include "skippy/package_catalog.h"
 #include "skippy/stage.h"
 
@@ -36,17 +42,17 @@ struct PlanOptions {
   // Activation wire dtype: 2 (f16) or 4 (f32).
   uint32_t activation_bytes_per_value = 2;
   // The output projection is tied to the token embeddings: the final stage
-  // loads shared/embeddings too (already counted once for a single stage).
-  // Unset (the default): plan_stages(package, ...) derives it from the
-  // package (output_tie, the rule select and the CLI use); the manifest-only
-  // plan_stages refuses a multi-stage plan without it, since a manifest
-  // alone cannot say. Set it only to override deliberately.
+  // loads the embeddings too (already counted once for a single stage).
+  // Unset (the default): plan_stages(PlanPackage, ...) takes the package's
+  // (PlanPackage::final_stage_loads_embeddings); the catalog-only
+  // plan_stages refuses a multi-stage plan without it, since a catalog may
+  // not say. Set it only to override deliberately.
   std::optional<bool> final_stage_needs_embeddings;
   // Count the first declared mmproj projector on stage 0 (multimodal serving).
   bool include_projector = false;
-  // The activation width when the manifest declares none (the reference
-  // runtime's fallback, skippy/stage.h activation_width_of); the manifest's
-  // own value always wins.
+  // The activation width when the package declares none (the reference
+  // runtime's fallback, skippy/stage.h activation_width_of); the catalog's
+  // declared value always wins.
   std::optional<uint64_t> activation_width;
 };
 
@@ -80,6 +86,57 @@ struct Plan {
   std::vector<std::string> notes;  // e.g. unknown activation width, tied output
 };
 
+// A package as the planners read it, for either schema: where it is (the
+// place it was opened from), its catalog, and the facts only a reader of
+// its files knows.
+struct PlanPackage : OpenedPlace {
+  // Schema 1: the manifest's artifacts (catalog_artifacts_v1), with every
+  // fragment's tensors when PlanReads::tensors asked for them; schema 2:
+  // the catalog as opened.
+  PackageCatalog catalog;
+  // No output.weight: the final stage also loads the embeddings. nullopt
+  // when it was not read (schema 1, a plan of one stage or more stages than
+  // layers: neither needs it).
+  std::optional<bool> output_tied;
+  // The width a stage boundary carries (declared, or the reference
+  // runtime's rule: skippy/stage.h activation_width_tensor) and how a width
+  // the package does not declare was found, or why it is unknown ("" when
+  // declared, or unknown with nothing more to say).
+  std::optional<uint64_t> activation_width;
+  std::string activation_width_note;
+  // The model's metadata (the source's KVs: shared/metadata.gguf, the
+  // schema 2 carrier), when PlanReads asked for it; verified first where
+  // the package requires it.
+  std::shared_ptr<const GgufFile> metadata;
+
+  // Whether the final stage of a `stages`-stage plan loads the embeddings
+  // (a tied output): for 2..layer_count stages, output_tied; else false.
+  // The one home of that rule for every planner.
+  bool final_stage_loads_embeddings(uint32_t stages) const;
+};
+
+// What a plan reads of a package beyond its manifest.
+struct PlanReads {
+  // The stage count, or the node count of a plan over nodes: the tie is
+  // read (schema 1: the output fragment, brought and verified) for 2 or
+  // more stages.
+  uint32_t stages = 1;
+  bool metadata = false;  // the model's metadata (memory and time plans)
+  // Every tensor (the time plan): schema 1 reads every fragment's header,
+  // which must all be on disk (an hf:// package brings none for a plan:
+  // Error(kNotFound) saying how to fetch them); verified first where the
+  // package requires it. Implies metadata and the tie.
+  bool tensors = false;
+};
+
+// The two readers' side of planning: a schema 1 package's facts come from
+// its fragments (skippy/stage.h output_tie, activation_width_of,
+// check_metadata_only; read_catalog_v1 for every tensor), a schema 2
+// package's from its catalog and carrier. Throws the source's and the
+// readers' errors.
+PlanPackage plan_package(const OpenedPackage& package, const PlanReads& reads);
+PlanPackage plan_package(const OpenedCatalog& package, const PlanReads& reads);
+
 // Balances contiguous ranges (every stage >= 1 layer):
 //   1. minimizes the largest stage — with node_budgets, the largest
 //      bytes/budget ratio — exactly (DP over prefix sums, O(N·L²));
@@ -89,44 +146,18 @@ struct Plan {
 //   Error(kUsage): stages == 0, node_budgets.size() != stages, both budget
 //     kinds given, activation_bytes_per_value not 2 or 4;
 //   Error(kInvalidInput): stages > layer_count ("cannot split 8 layers into 9
-//     stages ..."), a manifest whose layers are not 0..layer_count-1 or whose
+//     stages ..."), a catalog whose layers are past layer_count or whose
 //     byte counts overflow, and a plan that cannot fit its budgets — the
 //     message names the stage, its bytes, its budget and the excess.
 //   Error(kUsage) too: stages >= 2 with final_stage_needs_embeddings unset
 //     (only the package knows; use the overload below).
-Plan plan_stages(const PackageManifest& manifest, const PlanOptions& options);
+Plan plan_stages(const PackageCatalog& catalog, const PlanOptions& options);
 
-// The plan of an opened package, as the CLI's `plan` makes it: unless the
-// caller set them, whether the final stage loads the embeddings (tied
-// output) comes from the package's output fragment (verified first when
-// the package requires it) and the activation width from the reference
-// runtime's rule when the manifest declares none.
-Plan plan_stages(const OpenedPackage& package, PlanOptions options);
-// Whether the final stage of a `stages`-stage plan loads shared/embeddings
-// (a tied output): output_tie() for 2..layer_count stages, else false. The
-// one home of that rule for plan_stages and the memory plan.
-bool final_stage_needs_embeddings(const OpenedPackage& package, uint32_t stages);
-
-// The planner's input for a package schema 2 catalog: the tables
-// plan_stages and plan_memory read, counted from the catalog's tensors as
-// select_catalog_range selects them (one planner, a second input).
-//   layers[l]           bytes of the blk.l.* tensors;
-//   shared.metadata     the carrier's artifact bytes, plus the tensors
-//                       without a layer that every stage reads (rope_freqs);
-//   shared.embeddings   the input tensors (token_embd.*, ...), on stage 0 and,
-//                       with a tied output, on the last stage too (as schema 1
-//                       counts its embeddings artifact);
-//   shared.output       output and output_norm;
-//   projectors          the mmproj sidecars' artifact bytes.
-// Paths name what is counted (for the plan's notes). The model's own
-// activation width (the layer-0 attn_norm rule of activation_width_tensor)
-// and whether the output is tied come with it.
-struct CatalogPlanInput {
-  PackageManifest manifest;
-  bool output_tied = false;            // no output.weight
-  std::optional<uint64_t> activation_width;
-};
-CatalogPlanInput plan_input_from_catalog(const PackageCatalog& catalog);
+// The plan of a package, as the CLI's `plan` makes it: unless the caller
+// set them, whether the final stage loads the embeddings and the activation
+// width come from the package's facts; a note says how a width the package
+// does not declare was found (or why it is unknown).
+Plan plan_stages(const PlanPackage& package, PlanOptions options);
 
 // A byte size as written on the command line: a decimal number (a fraction
 // is allowed with a unit, rounded down to whole bytes) and an optional unit,

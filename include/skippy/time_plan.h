@@ -1,7 +1,7 @@
 // Planning for time per token: where the layers go so that a decoded token
-// takes the least time, from the package's tensor table (skippy/decode_cost.h),
-// its cache shape at a context (skippy/memory_plan.h) and each node's memory
-// bandwidth and link.
+// takes the least time, from the package's catalog (its tensor table,
+// skippy/decode_cost.h), its cache shape at a context (skippy/memory_plan.h)
+// and each node's memory bandwidth and link.
 //
 // The model, per decoded token:
 //   stage time = (active weight bytes + KV bytes read) / node bandwidth
@@ -30,9 +30,8 @@
 #include <vector>
 
 #include "skippy/decode_cost.h"
-#include "skippy/manifest.h"
 #include "skippy/memory_plan.h"
-#include "skippy/stage.h"
+#include "skippy/package_catalog.h"
 
 namespace skippy {
 
@@ -64,7 +63,7 @@ struct TimedStage {
   uint32_t index = 0;
   uint32_t node = 0;                  // which of the offered nodes runs it
   LayerRange range;
-  uint64_t weight_bytes = 0;          // artifacts it loads (plan_stages' bytes)
+  uint64_t weight_bytes = 0;          // what it loads (plan_stages' bytes)
   uint64_t active_weight_bytes = 0;   // weight bytes one token reads
   uint64_t kv_read_bytes = 0;         // cache bytes one token reads at the context
   uint64_t kv_cache_bytes = 0;        // KV held (memory), as plan_memory counts it
@@ -107,8 +106,8 @@ struct TimePlan {
 // token (one lane) or the smallest period (lanes > 1; ties to the smaller
 // serial time). Throws Error(kUsage) for inconsistent options, and
 // Error(kInvalidInput) when nothing fits (plan_memory's refusal, naming the
-// tightest stage) or the inputs disagree with the manifest.
-TimePlan plan_time(const PackageManifest& manifest, const CacheShape& shape, const DecodeCost& cost,
+// tightest stage) or the inputs disagree with the catalog.
+TimePlan plan_time(const PackageCatalog& catalog, const CacheShape& shape, const DecodeCost& cost,
                    const TimePlanOptions& options);
 
 // "13ms", "1.3ms", "250us", "2s", "500ns" (a bare number is refused: say the unit).

@@ -324,7 +324,15 @@ StageAdmission catalog_stage_admission(const PackageCatalog& cat, const CatalogS
   std::vector<std::string> names;
   names.reserve(stage.tensors.size());
   for (const auto& t : stage.tensors) names.push_back(t.name);
-  return make_stage_admission(cat, std::move(names));
+  // The sidecars the stage loads: those among its parts, as the root declares them.
+  std::vector<V2Sidecar> sidecars;
+  for (const auto& p : stage.parts) {
+    if (p.kind != CatalogArtifactKind::kSidecar || !cat.root_v2) continue;
+    for (const auto& s : cat.root_v2->sidecars) {
+      if (s.artifact_id == p.artifact_id) sidecars.push_back(s);
+    }
+  }
+  return make_stage_admission(cat, std::move(names), std::move(sidecars));
 }
 
 std::vector<CatalogPart> all_catalog_parts(const PackageCatalog& cat) {

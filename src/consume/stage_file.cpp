@@ -67,6 +67,12 @@ GgufWriter catalog_stage_writer(const PackageCatalog& cat, const std::vector<siz
     if (file == files.end()) {
       throw_invalid(who + ": tensor '" + t.name + "': artifact " + cat.artifact_of(t).id + " is not in the stage's parts");
     }
+    if (t.dims.size() > kGgufMaxDims) {
+      throw_invalid(who + ": tensor '" + t.name + "' has " + std::to_string(t.dims.size()) +
+                    " dimensions: a package schema 2 catalog may describe up to " + std::to_string(kGgufDirectoryMaxDims) +
+                    ", but a GGUF that ggml loads holds at most " + std::to_string(kGgufMaxDims) +
+                    " (the tensor can be selected, fetched and verified, not materialized)");
+    }
     std::vector<int64_t> ne;
     for (const uint64_t d : t.dims) ne.push_back(static_cast<int64_t>(d));
     w.add_tensor(t.name, t.ggml_type, std::move(ne), file->second, t.offset);

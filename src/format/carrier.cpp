@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 
 #include "skippy/error.h"
@@ -148,6 +149,10 @@ std::optional<std::string> non_finite_float_kv(const GgufFile& f) {
   return std::nullopt;
 }
 
+bool catalog_skips_tensor(std::span<const int64_t> ne) noexcept {
+  return std::find(ne.begin(), ne.end(), int64_t{0}) != ne.end();
+}
+
 PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const GgufFile> carrier_file,
                                 std::string_view origin) {
   const GgufFile& f = *carrier_file;
@@ -190,6 +195,7 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
       ca.publisher_role = pr->second;
     } else {
       ca.kind = CatalogArtifactKind::kPayload;
+      ca.read_whole = false;  // a stage reads its tensors' extents
       ca.layer = artifact_path_layer(a.path);
       if (ca.layer) ca.role = PartRole::kLayer;
       if (ca.layer && *ca.layer >= root.layer_count) {
@@ -234,7 +240,14 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
   cat.architecture = std::string(f.architecture());
   if (cat.architecture.empty()) carrier_fail(origin, cpath + ": the carrier has no general.architecture");
 
-  const size_t n = f.tensors().size();
+  // The directory's entries the catalog holds: a zero-dimension placeholder
+  // is skipped, and the locator arrays index the others (as the reference's
+  // resolve_package_carrier does after its reader skipped them).
+  std::vector<const GgufTensorInfo*> listed;
+  for (const auto& t : f.tensors()) {
+    if (!catalog_skips_tensor(t.ne)) listed.push_back(&t);
+  }
+  const size_t n = listed.size();
   const auto parts = carrier_locator_array(f, kCarrierTensorPartKey, GgufType::kUint32, n, origin);
   const auto offsets = carrier_locator_array(f, kCarrierTensorOffsetKey, GgufType::kUint64, n, origin);
   const auto sizes = carrier_locator_array(f, kCarrierTensorSizeKey, GgufType::kUint64, n, origin);
@@ -242,7 +255,7 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
 
   cat.tensors.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    const GgufTensorInfo& t = f.tensors()[i];
+    const GgufTensorInfo& t = *listed[i];
     const std::string tn = "tensor '" + std::string(t.name) + "'";
     if (parts[i] >= payload.size()) {
       carrier_fail(origin, tn + ": part index " + std::to_string(parts[i]) + " names no payload artifact (there are " +
@@ -317,6 +330,17 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
   }
 
   cat.carrier_file = std::move(carrier_file);
+  if (root.generation && root.generation->speculative_decoding) {
+    std::set<uint32_t> mtp;
+    const auto& sd = *root.generation->speculative_decoding;
+    for (const auto& [id, p] : sd.proposers) {
+      if (p.type == "native-mtp") mtp.insert(p.layer_indices.begin(), p.layer_indices.end());
+    }
+    for (const auto& [id, s] : sd.strategies) {
+      if (s.type == "native-mtp") mtp.insert(s.layer_indices.begin(), s.layer_indices.end());
+    }
+    cat.native_mtp_layers.assign(mtp.begin(), mtp.end());
+  }
   cat.root_v2 = root;
   return cat;
 }

@@ -2,6 +2,7 @@
 // PackageCatalog (see skippy/package_catalog.h). The one home of the rules a
 // loader relies on in a fragment (StageView reads through it).
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include "skippy/error.h"
@@ -83,6 +84,16 @@ PackageCatalog catalog_artifacts_v1(const PackageManifest& m) {
   for (size_t i = 0; i < cat.artifacts.size(); ++i) cat.artifact_index.emplace(cat.artifacts[i].id, i);
   cat.carrier = 0;
   cat.fragment_files.resize(cat.artifacts.size());
+  cat.activation_width = m.activation_width;
+  if (m.generation && m.generation->speculative_decoding) {
+    std::set<uint32_t> mtp;
+    auto take = [&](const std::string& type, const ProposerFields& f) {
+      if (type == "native-mtp" && f.layer_indices) mtp.insert(f.layer_indices->begin(), f.layer_indices->end());
+    };
+    for (const auto& [id, p] : m.generation->speculative_decoding->proposers) take(p.type, p);
+    for (const auto& [id, s] : m.generation->speculative_decoding->strategies) take(s.type, s);
+    cat.native_mtp_layers.assign(mtp.begin(), mtp.end());
+  }
   cat.manifest_v1 = m;
   return cat;
 }

@@ -409,8 +409,10 @@ void GgufFile::parse_all(const GgufLimits& limits) {
     t.name = name;
     const uint64_t nd_at = c.pos();
     const auto n_dims = c.read<uint32_t>("tensor dimension count");
-    if (n_dims == 0 || n_dims > kGgufMaxDims) {
-      c.fail(nd_at, "tensor '" + std::string(name) + "' has " + std::to_string(n_dims) + " dimensions (1..4 allowed)");
+    const size_t max_dims = limits.directory_only ? kGgufDirectoryMaxDims : kGgufMaxDims;
+    if (n_dims == 0 || n_dims > max_dims) {
+      c.fail(nd_at, "tensor '" + std::string(name) + "' has " + std::to_string(n_dims) + " dimensions (1.." +
+                        std::to_string(max_dims) + " allowed)");
     }
     t.ne.resize(n_dims);
     for (uint32_t d = 0; d < n_dims; ++d) {
@@ -439,7 +441,7 @@ void GgufFile::parse_all(const GgufLimits& limits) {
     t.bytes = *bytes;
     const uint64_t off_at = c.pos();
     t.offset = c.read<uint64_t>("tensor offset");
-    if (t.offset % alignment_ != 0) {
+    if (t.offset % alignment_ != 0 && !(limits.directory_only && t.bytes == 0)) {
       c.fail(off_at, "tensor '" + std::string(name) + "' offset " + std::to_string(t.offset) +
                          " is not a multiple of the alignment " + std::to_string(alignment_));
     }

@@ -432,6 +432,31 @@ void ArtifactStore::require_trusted() const {
   }
 }
 
+void ArtifactStore::require_admissions() {
+  std::vector<const TopologyStage*> admitted;
+  for (const auto& st : topology_.stages) {
+    if (st.admission) admitted.push_back(&st);
+  }
+  if (admitted.empty()) return;
+  const std::string who = topology_.package_ref + ": stage " + admitted.front()->stage_id + "'s admission descriptor";
+  std::string why;
+  const auto package = load_package(&why);
+  if (!package) {
+    throw_not_found(who + " is checked against the package before serving, and the package cannot be read: " + why +
+                    " (fetch it first)");
+  }
+  if (!package->root_v2) {
+    throw_invalid(who + ": a stage admission descriptor defines a stage of a package schema 2; this package is schema 1 "
+                        "(its stages are their layer ranges)");
+  }
+  const auto catalog = catalog_of(package, &why);
+  if (!catalog) throw_invalid(who + " cannot be checked: " + why);
+  for (const TopologyStage* st : admitted) {
+    check_stage_admission(*st->admission, *catalog,
+                          topology_.package_ref + ": stage " + st->stage_id + "'s admission descriptor");
+  }
+}
+
 Decision ArtifactStore::small_file(const wire::Request& req, const fs::path& boundary) {
   constexpr uint64_t kMaxSmallFile = 4u << 20;
   const fs::path path = snapshot_dir_ / req.rel_path;
@@ -534,12 +559,22 @@ Decision ArtifactStore::authorize_v2(const wire::Request& req, const TopologySta
     std::string why;
     const auto catalog = catalog_of(package, &why);
     if (!catalog) return refuse(Refusal::kUnavailable, what + ": " + why);
-    const StageArtifacts allowed = stage_artifacts(stage, *catalog);
+    StageArtifacts allowed;
+    try {
+      allowed = stage_artifacts(stage, *catalog);
+    } catch (const Error& e) {
+      return refuse(Refusal::kUnavailable, what + ": " + e.what());
+    }
     const PeerArtifact* a = allowed.find(req.rel_path);
     if (!a) {
-      return refuse(Refusal::kUnavailable, what + " is not part of stage " + stage.stage_id + " (layers " +
-                                               format_layer_range(stage.layers) + " of " +
-                                               std::to_string(catalog->layer_count) + ", package schema 2)");
+      const std::string defined = stage.admission ? std::string("its admission descriptor's ") +
+                                                        std::to_string(stage.admission->resident_tensor_ids.size()) +
+                                                        " tensor(s) and " +
+                                                        std::to_string(stage.admission->sidecars.size()) + " sidecar(s)"
+                                                  : "layers " + format_layer_range(stage.layers) + " of " +
+                                                        std::to_string(catalog->layer_count);
+      return refuse(Refusal::kUnavailable,
+                    what + " is not part of stage " + stage.stage_id + " (" + defined + ", package schema 2)");
     }
     role = a->role;
   }

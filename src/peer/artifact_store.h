@@ -56,6 +56,15 @@ class ArtifactStore {
   // package its anchors do not vouch for.
   void require_trusted() const;
 
+  // Package schema 2 stages defined by admission descriptors
+  // (TopologyStage::admission): throws unless the topology's package is in
+  // the cache (its manifest the topology's), is schema 2, and every
+  // descriptor passes check_stage_admission against its catalog (built from
+  // the verified carrier): another package_id, an unknown tensor or sidecar
+  // is refused naming the stage. serve-artifacts calls it before listening.
+  // Nothing when no stage has a descriptor.
+  void require_admissions();
+
   // `peer_node_id` is the authenticated requester (the caller has checked
   // that the request names it).
   Decision authorize(const wire::Request& request, const std::string& peer_node_id);

@@ -140,6 +140,7 @@ struct ArtifactServer::Impl {
         preauth(opts.log ? opts.log : default_log) {
     if (!opts.log) opts.log = default_log;
     store.require_trusted();  // #25: no start on a package the trusted signers do not vouch for
+    store.require_admissions();  // descriptors of another package (or tensors it lacks) refused before serving
   }
 
   void log(const std::string& line) const { opts.log(line); }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "format/manifest_json.h"
@@ -203,7 +204,51 @@ StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageManifest
   return s;
 }
 
+namespace {
+
+// A schema 2 stage defined by its admission descriptor: exactly the
+// descriptor's required artifacts (stage_admission_artifacts), in
+// stage_artifacts' entry order (the carrier, the payload parts by part
+// index, the sidecars). owns_output: it names output_norm; owns_input: it
+// names token_embd for the input.
+StageArtifacts admitted_stage_artifacts(const TopologyStage& stage, const PackageCatalog& catalog) {
+  const StageAdmission& admission = *stage.admission;
+  check_stage_admission(admission, catalog, "stage " + stage.stage_id + "'s admission descriptor");
+  StageArtifacts s;
+  s.range = stage.layers;
+  const auto& ids = admission.resident_tensor_ids;
+  auto names = [&](std::string_view n) { return std::binary_search(ids.begin(), ids.end(), n); };
+  s.owns_output = names("output_norm.weight");
+  s.output_tied = s.owns_output && catalog.find_tensor("output.weight") == nullptr;
+  // (a tied final stage names token_embd for its output: then the range says)
+  s.owns_input = names("token_embd.weight") && (!s.output_tied || stage.layers.start == 0);
+  std::vector<size_t> required = stage_admission_artifacts(admission, catalog);
+  auto rank = [&](size_t i) {
+    const CatalogArtifact& a = catalog.artifacts[i];
+    const int kind = a.kind == CatalogArtifactKind::kCarrier ? 0 : a.kind == CatalogArtifactKind::kPayload ? 1 : 2;
+    return std::tuple(kind, a.part_index.value_or(0), a.id);
+  };
+  std::sort(required.begin(), required.end(), [&](size_t x, size_t y) { return rank(x) < rank(y); });
+  for (const size_t i : required) {
+    const CatalogArtifact& a = catalog.artifacts[i];
+    PartRole role = PartRole::kLayer;
+    std::string reason = "holds tensors the stage's admission descriptor names";
+    if (a.kind == CatalogArtifactKind::kCarrier) {
+      role = PartRole::kMetadata;
+      reason = "every stage reads the metadata carrier";
+    } else if (a.kind == CatalogArtifactKind::kSidecar) {
+      role = PartRole::kProjector;
+      reason = "a sidecar the stage's admission descriptor names";
+    }
+    s.artifacts.push_back({a.path, role, a.layer, a.bytes, a.sha256, std::move(reason)});
+  }
+  return s;
+}
+
+}  // namespace
+
 StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageCatalog& catalog) {
+  if (stage.admission) return admitted_stage_artifacts(stage, catalog);
   StageArtifacts s;
   s.range = stage.layers;
   s.owns_input = stage.layers.start == 0;

@@ -43,25 +43,25 @@ struct Planner {
   uint32_t N;
   std::vector<uint64_t> usable;  // budget - headroom, per stage (with budgets)
 
-  uint64_t need(const CacheAt& c, uint32_t i, uint32_t a, uint32_t b) const {
+  uint64_t need(const CacheAt& c, uint32_t a, uint32_t b) const {
     const uint64_t cache = checked_add(c.kv[b] - c.kv[a], c.state[b] - c.state[a]);
-    return checked_add(w.bytes(i, a, b), charged_cache_bytes(o.reserves, cache));
+    return checked_add(w.bytes(a, b), charged_cache_bytes(o.reserves, cache));
   }
   // The fill-balanced split: the smallest largest need / usable budget.
   std::vector<uint32_t> fill_cuts(const CacheAt& c) const {
     plan_detail::CutObjective obj;
     obj.score = [&](uint32_t i, uint32_t a, uint32_t b) {
-      return std::optional<Ratio>(Ratio{need(c, i, a, b), o.budgets.empty() ? 1 : usable[i]});
+      return std::optional<Ratio>(Ratio{need(c, a, b), o.budgets.empty() ? 1 : usable[i]});
     };
-    obj.tiebreak = [&](uint32_t i, uint32_t a, uint32_t b) {
-      const uint64_t x = need(c, i, a, b);
+    obj.tiebreak = [&](uint32_t, uint32_t a, uint32_t b) {
+      const uint64_t x = need(c, a, b);
       return u128{x} * x;
     };
     return *plan_detail::best_cuts(N, w.layers, obj);
   }
   bool fits(const CacheAt& c, const std::vector<uint32_t>& cuts) const {
     for (uint32_t i = 0; i < N; ++i) {
-      if (need(c, i, cuts[i], cuts[i + 1]) > usable[i]) return false;
+      if (need(c, cuts[i], cuts[i + 1]) > usable[i]) return false;
     }
     return true;
   }
@@ -70,11 +70,11 @@ struct Planner {
   std::vector<uint32_t> bandwidth_cuts(const CacheAt& c) const {
     plan_detail::CutObjective obj;
     obj.score = [&](uint32_t i, uint32_t a, uint32_t b) -> std::optional<Ratio> {
-      if (!o.budgets.empty() && need(c, i, a, b) > usable[i]) return std::nullopt;
-      return Ratio{w.bytes(i, a, b), o.bandwidth[i]};
+      if (!o.budgets.empty() && need(c, a, b) > usable[i]) return std::nullopt;
+      return Ratio{w.bytes(a, b), o.bandwidth[i]};
     };
     obj.tiebreak = [&](uint32_t i, uint32_t a, uint32_t b) {
-      return u128{w.bytes(i, a, b)} * 1000000000000ull / o.bandwidth[i];  // picoseconds
+      return u128{w.bytes(a, b)} * 1000000000000ull / o.bandwidth[i];  // picoseconds
     };
     return *plan_detail::best_cuts(N, w.layers, obj);
   }
@@ -119,7 +119,7 @@ uint64_t parse_bandwidth(std::string_view text) {
   return v;
 }
 
-MemoryPlan plan_memory(const PackageManifest& m, const CacheShape& shape, const MemoryPlanOptions& o) {
+MemoryPlan plan_memory(const PackageCatalog& cat, const CacheShape& shape, const MemoryPlanOptions& o) {
   if (o.context == 0) usage_error("plan: the context must be at least 1 token");
   if (o.reserves.compute_reserve_percent >= 100) usage_error("plan: the compute reserve must be below 100%");
   if (o.reserves.headroom_percent > 100) usage_error("plan: the headroom cannot exceed 100% of a budget");
@@ -136,18 +136,19 @@ MemoryPlan plan_memory(const PackageManifest& m, const CacheShape& shape, const 
   if (std::find(o.bandwidth.begin(), o.bandwidth.end(), uint64_t{0}) != o.bandwidth.end()) {
     usage_error("plan: a bandwidth must be more than 0 bytes per second");
   }
-  if (shape.layers.size() != m.layer_count) {
+  if (shape.layers.size() != cat.layer_count) {
     throw_invalid("plan: the model metadata describes " + std::to_string(shape.layers.size()) +
-                  " layers but the manifest declares " + std::to_string(m.layer_count));
+                  " layers but the manifest declares " + std::to_string(cat.layer_count));
   }
-  const auto w = plan_detail::stage_weights(m, N, o.final_stage_needs_embeddings, o.include_projector);
+  plan_detail::check_stage_count(cat.layer_count, N);
+  const auto w = plan_detail::stage_weights(cat, o.final_stage_needs_embeddings, o.include_projector);
   Planner p{w, o, N, std::vector<uint64_t>(N, std::numeric_limits<uint64_t>::max())};
   for (uint32_t i = 0; i < o.budgets.size(); ++i) p.usable[i] = o.budgets[i] - headroom_bytes(o.reserves, o.budgets[i]);
 
   const CacheAt cache(shape, o.context);
   auto cuts = p.fill_cuts(cache);
   MemoryPlan plan;
-  plan.layer_count = m.layer_count;
+  plan.layer_count = cat.layer_count;
   plan.context = o.context;
   plan.kv_type = shape.kv_type;
   plan.reserves = o.reserves;
@@ -157,7 +158,7 @@ MemoryPlan plan_memory(const PackageManifest& m, const CacheShape& shape, const 
     MemoryPlannedStage s;
     s.index = i;
     s.range = {a, b};
-    s.weight_bytes = w.bytes(i, a, b);
+    s.weight_bytes = w.bytes(a, b);
     s.kv_cache_bytes = c.kv[b] - c.kv[a];
     s.state_bytes = c.state[b] - c.state[a];
     s.charged_cache_bytes = charged_cache_bytes(o.reserves, checked_add(s.kv_cache_bytes, s.state_bytes));
@@ -166,8 +167,8 @@ MemoryPlan plan_memory(const PackageManifest& m, const CacheShape& shape, const 
       s.headroom_bytes = headroom_bytes(o.reserves, o.budgets[i]);
     }
     s.memory_bytes = checked_add(checked_add(s.weight_bytes, s.charged_cache_bytes), s.headroom_bytes);
-    s.embeddings = w.embeddings(i);
-    s.output = w.output(i);
+    s.embeddings = w.embeddings_on(a, b);
+    s.output = w.output_on(b);
     if (!o.bandwidth.empty()) {
       s.bandwidth = o.bandwidth[i];
       s.decode_time_us = static_cast<double>(s.weight_bytes) / static_cast<double>(o.bandwidth[i]) * 1e6;
@@ -234,7 +235,7 @@ MemoryPlan plan_memory(const PackageManifest& m, const CacheShape& shape, const 
     plan.bottleneck_time_us = slowest;
     plan.decode_time_per_token_us = sum;
   }
-  if (auto n = plan_detail::nextn_only_note(m, plan.stages.back().range.start, m.layer_count); !n.empty()) {
+  if (auto n = plan_detail::nextn_only_note(cat, plan.stages.back().range.start, cat.layer_count); !n.empty()) {
     plan.notes.push_back(n);
   }
   if (std::any_of(shape.layers.begin(), shape.layers.end(), [](const auto& l) { return l.kind == LayerCacheKind::kSlidingWindow; })) {

@@ -6,7 +6,6 @@
 
 #include "cut_search.h"
 #include "skippy/error.h"
-#include "skippy/verify.h"
 #include "stage_weights.h"
 #include "util/text.h"
 
@@ -33,8 +32,8 @@ std::string composition(const PlannedStage& s) {
 
 }  // namespace
 
-Plan plan_stages(const PackageManifest& m, const PlanOptions& o) {
-  const uint32_t L = m.layer_count;
+Plan plan_stages(const PackageCatalog& cat, const PlanOptions& o) {
+  const uint32_t L = cat.layer_count;
   const uint32_t N = o.stages;
   if (N == 0) usage("plan: the number of stages must be at least 1");
   if (o.activation_bytes_per_value != 2 && o.activation_bytes_per_value != 4) {
@@ -49,13 +48,15 @@ Plan plan_stages(const PackageManifest& m, const PlanOptions& o) {
           " stages: give one budget per stage, in stage order");
   }
   if (N >= 2 && N <= L && !o.final_stage_needs_embeddings) {
-    usage("plan: whether the final stage loads the embeddings (a tied output) is not in the manifest: plan the "
-          "opened package (plan_stages(package, options)), or set final_stage_needs_embeddings");
+    usage("plan: whether the final stage loads the embeddings (a tied output) is not in the catalog: plan the "
+          "opened package (plan_stages(package, options) on plan_package's PlanPackage), or set "
+          "final_stage_needs_embeddings");
   }
   const bool tied = o.final_stage_needs_embeddings.value_or(false);
-  const auto md = plan_detail::stage_weights(m, N, tied, o.include_projector);
-  const ProjectorEntry* projector = md.projector;
-  const uint64_t total = md.total;
+  plan_detail::check_stage_count(L, N);
+  const auto md = plan_detail::stage_weights(cat, tied, o.include_projector);
+  const CatalogArtifact* projector = md.projector_artifact;
+  const uint64_t total = plan_detail::total_bytes(md, N);
   std::vector<uint64_t> cap(N, 1);  // the ratio denominators (1 without node budgets)
   std::vector<std::optional<uint64_t>> budget(N);
   for (uint32_t i = 0; i < N; ++i) {
@@ -69,7 +70,7 @@ Plan plan_stages(const PackageManifest& m, const PlanOptions& o) {
 
   Plan plan;
   plan.layer_count = L;
-  plan.activation_width = m.activation_width ? m.activation_width : o.activation_width;
+  plan.activation_width = cat.activation_width ? cat.activation_width : o.activation_width;
   plan.activation_bytes_per_value = o.activation_bytes_per_value;
   plan.output_tied_to_embeddings = tied;
   if (plan.activation_width) {
@@ -79,12 +80,12 @@ Plan plan_stages(const PackageManifest& m, const PlanOptions& o) {
   }
   if (tied && N > 1) {
     plan.notes.push_back("the output projection is tied to the token embeddings: the final stage also loads " +
-                         m.shared.embeddings.path);
+                         md.embeddings_label);
   }
   if (projector) {
-    plan.notes.push_back("stage 0 counts projector " + projector->path + " (" +
-                         std::to_string(projector->artifact_bytes) + " bytes)");
-  } else if (!m.projectors.empty() && !o.include_projector) {
+    plan.notes.push_back("stage 0 counts projector " + projector->path + " (" + std::to_string(projector->bytes) +
+                         " bytes)");
+  } else if (md.has_projectors && !o.include_projector) {
     plan.notes.push_back("projectors are not counted (stage 0 loads one for multimodal serving)");
   } else if (o.include_projector) {
     plan.notes.push_back("the package declares no mmproj projector: none counted");
@@ -95,10 +96,10 @@ Plan plan_stages(const PackageManifest& m, const PlanOptions& o) {
     s.index = i;
     s.range = {a, b};
     s.layer_bytes = md.layer_bytes(a, b);
-    s.shared_bytes = md.fixed[i];
-    s.bytes = md.bytes(i, a, b);
-    s.embeddings = md.embeddings(i);
-    s.output = md.output(i);
+    s.shared_bytes = md.shared_bytes(a, b);
+    s.bytes = md.bytes(a, b);
+    s.embeddings = md.embeddings_on(a, b);
+    s.output = md.output_on(b);
     s.projector = i == 0 && projector != nullptr;
     s.budget = budget[i];
     return s;
@@ -115,7 +116,7 @@ Plan plan_stages(const PackageManifest& m, const PlanOptions& o) {
       } else if (N > 1) {  // a middle stage: its lightest possible single layer
         a = i;
         for (uint32_t l = i; l < L - (N - 1 - i); ++l) {
-          if (m.layers[l].artifact_bytes < m.layers[a].artifact_bytes) a = l;
+          if (md.layer_bytes(l, l + 1) < md.layer_bytes(a, a + 1)) a = l;
         }
         b = a + 1;
       }
@@ -140,9 +141,9 @@ Plan plan_stages(const PackageManifest& m, const PlanOptions& o) {
   }
 
   plan_detail::CutObjective objective;
-  objective.score = [&](uint32_t i, uint32_t a, uint32_t b) { return std::optional<Ratio>(Ratio{md.bytes(i, a, b), cap[i]}); };
-  objective.tiebreak = [&](uint32_t i, uint32_t a, uint32_t b) {
-    const uint64_t x = md.bytes(i, a, b);
+  objective.score = [&](uint32_t i, uint32_t a, uint32_t b) { return std::optional<Ratio>(Ratio{md.bytes(a, b), cap[i]}); };
+  objective.tiebreak = [&](uint32_t, uint32_t a, uint32_t b) {
+    const uint64_t x = md.bytes(a, b);
     return u128{x} * x;  // spreads the rest evenly
   };
   const auto cuts = *plan_detail::best_cuts(N, L, objective);
@@ -154,7 +155,7 @@ Plan plan_stages(const PackageManifest& m, const PlanOptions& o) {
     plan.stages.push_back(s);
   }
 
-  if (auto n = plan_detail::nextn_only_note(m, plan.stages.back().range.start, L); !n.empty()) plan.notes.push_back(n);
+  if (auto n = plan_detail::nextn_only_note(cat, plan.stages.back().range.start, L); !n.empty()) plan.notes.push_back(n);
 
   // The best plan still over budget: name its worst stage.
   const PlannedStage* worst = nullptr;
@@ -173,6 +174,10 @@ Plan plan_stages(const PackageManifest& m, const PlanOptions& o) {
                   ") needs " + detail::bytes_and_human(worst->bytes) + " > budget " +
                   detail::bytes_and_human(*worst->budget) + " (over by " +
                   detail::bytes_and_human(worst->bytes - *worst->budget) + ")");
+  }
+  if (md.extents) {
+    plan.notes.push_back("package schema 2: stage bytes are the tensor bytes a stage reads (carrier, its layers' "
+                         "tensors, the boundary tensors), not whole artifacts");
   }
   return plan;
 }
@@ -227,22 +232,6 @@ uint64_t parse_byte_size(std::string_view text) {
   const auto extra = static_cast<uint64_t>(u128{frac} * mult / frac_scale);
   if (base_bytes > kMax - extra) return bad("too large");
   return base_bytes + extra;
-}
-
-bool final_stage_needs_embeddings(const OpenedPackage& pkg, uint32_t stages) {
-  if (stages < 2 || stages > pkg.manifest.layer_count) return false;
-  const auto tie = output_tie(pkg);
-  (void)verify_if_required(pkg, {tie.output});  // hf://: trust nothing unverified
-  return tie.tied;
-}
-
-Plan plan_stages(const OpenedPackage& pkg, PlanOptions o) {
-  if (!o.final_stage_needs_embeddings) o.final_stage_needs_embeddings = final_stage_needs_embeddings(pkg, o.stages);
-  if (!o.activation_width) {
-    const auto width = activation_width_of(pkg);
-    if (width.derived) o.activation_width = width.width;
-  }
-  return plan_stages(pkg.manifest, o);
 }
 
 }  // namespace skippy

@@ -69,13 +69,15 @@ struct Assignment {
 
 class Model {
  public:
-  Model(const PackageManifest& m, const CacheShape& shape, const DecodeCost& cost, const TimePlanOptions& o)
-      : m_(m), o_(o), L_(m.layer_count), K_(static_cast<uint32_t>(o.bandwidth.size())) {
+  Model(const PackageCatalog& cat, const CacheShape& shape, const DecodeCost& cost, const TimePlanOptions& o)
+      : w_(plan_detail::stage_weights(cat, o.final_stage_needs_embeddings, o.include_projector)),
+        o_(o),
+        L_(cat.layer_count),
+        K_(static_cast<uint32_t>(o.bandwidth.size())) {
     active_.assign(size_t{L_} + 1, 0);
     kv_read_.assign(size_t{L_} + 1, 0);
     kv_.assign(size_t{L_} + 1, 0);
     state_.assign(size_t{L_} + 1, 0);
-    weights_.assign(size_t{L_} + 1, 0);
     for (uint32_t l = 0; l < L_; ++l) {
       const auto& s = shape.layers[l];
       const uint64_t cache = layer_cache_bytes(s, o.context);
@@ -84,13 +86,6 @@ class Model {
       state_[l + 1] = checked_add(state_[l], recurrent ? cache : 0);
       kv_read_[l + 1] = checked_add(kv_read_[l], cost.layers[l].nextn ? 0 : cache);
       active_[l + 1] = checked_add(active_[l], cost.layers[l].active_bytes);
-      weights_[l + 1] = checked_add(weights_[l], m.layers[l].artifact_bytes);
-    }
-    for (const auto& p : m.projectors) {
-      if (o.include_projector && p.kind == kProjectorKindMmproj) {
-        projector_ = p.artifact_bytes;
-        break;
-      }
     }
     global_ = cost.global_bytes;
     embd_row_ = cost.embedding_bytes_per_token;
@@ -108,15 +103,7 @@ class Model {
   uint32_t nodes() const { return K_; }
   uint64_t hop(uint32_t node) const { return hop_[node]; }
 
-  uint64_t weight_bytes(uint32_t a, uint32_t b) const {
-    uint64_t w = checked_add(m_.shared.metadata.artifact_bytes, weights_[b] - weights_[a]);
-    if (a == 0) w = checked_add(checked_add(w, m_.shared.embeddings.artifact_bytes), projector_);
-    if (b == L_) {
-      w = checked_add(w, m_.shared.output.artifact_bytes);
-      if (o_.final_stage_needs_embeddings && a != 0) w = checked_add(w, m_.shared.embeddings.artifact_bytes);
-    }
-    return w;
-  }
+  uint64_t weight_bytes(uint32_t a, uint32_t b) const { return w_.bytes(a, b); }
   uint64_t active_bytes(uint32_t a, uint32_t b) const {
     uint64_t n = checked_add(global_, active_[b] - active_[a]);
     if (a == 0) n = checked_add(n, embd_row_);
@@ -206,11 +193,11 @@ class Model {
   }
 
  private:
-  const PackageManifest& m_;
+  plan_detail::StageWeights w_;  // what a stage loads (plan_stages' bytes)
   const TimePlanOptions& o_;
   uint32_t L_, K_;
-  std::vector<uint64_t> active_, kv_read_, kv_, state_, weights_, usable_, hop_;
-  uint64_t projector_ = 0, global_ = 0, embd_row_ = 0, head_ = 0;
+  std::vector<uint64_t> active_, kv_read_, kv_, state_, usable_, hop_;
+  uint64_t global_ = 0, embd_row_ = 0, head_ = 0;
 };
 
 void describe(const Model& model, const TimePlanOptions& o, const Assignment& a, TimePlan& plan) {
@@ -247,7 +234,7 @@ void describe(const Model& model, const TimePlanOptions& o, const Assignment& a,
   plan.tokens_per_second = plan.time_per_token_ns == 0 ? 0 : 1e9 * o.lanes / static_cast<double>(plan.time_per_token_ns);
 }
 
-void check_options(const PackageManifest& m, const CacheShape& shape, const DecodeCost& cost, const TimePlanOptions& o) {
+void check_options(const PackageCatalog& m, const CacheShape& shape, const DecodeCost& cost, const TimePlanOptions& o) {
   if (o.context == 0) plan_usage("plan: the context must be at least 1 token");
   if (o.bandwidth.empty()) plan_usage("plan: give one bandwidth per node");
   const size_t K = o.bandwidth.size();
@@ -269,7 +256,7 @@ void check_options(const PackageManifest& m, const CacheShape& shape, const Deco
     throw_invalid("plan: cannot split " + std::to_string(m.layer_count) + " layers over " + std::to_string(K) +
                   " nodes: every stage needs at least one layer (use --stages auto, or fewer nodes)");
   }
-  if (shape.layers.size() != m.layer_count || cost.layers.size() != m.layer_count || m.layers.size() != m.layer_count) {
+  if (shape.layers.size() != m.layer_count || cost.layers.size() != m.layer_count) {
     throw_invalid("plan: the model metadata describes " + std::to_string(shape.layers.size()) +
                   " layers and its tensors " + std::to_string(cost.layers.size()) + ", but the manifest declares " +
                   std::to_string(m.layer_count));
@@ -305,7 +292,7 @@ NodeLink parse_node_link(std::string_view text) {
   return link;
 }
 
-TimePlan plan_time(const PackageManifest& m, const CacheShape& shape, const DecodeCost& cost, const TimePlanOptions& o) {
+TimePlan plan_time(const PackageCatalog& m, const CacheShape& shape, const DecodeCost& cost, const TimePlanOptions& o) {
   check_options(m, shape, cost, o);
   const Model model(m, shape, cost, o);
   const Objective obj = o.lanes > 1 ? Objective::kPeriod : Objective::kSerial;

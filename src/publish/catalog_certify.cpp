@@ -62,8 +62,14 @@ CertOutput certify(const CertInput& in, const std::filesystem::path& source, uns
       throw_integrity("tensor '" + in.tensors[i].name + "' appears more than once in the package");
     }
   }
-  std::vector<size_t> match(model.tensors().size());
+  // The source tensors a catalog holds: all but zero-dimension placeholders
+  // (catalog_skips_tensor), as the reference's source inventory skips them.
+  std::vector<size_t> catalogued;
   for (size_t i = 0; i < model.tensors().size(); ++i) {
+    if (!catalog_skips_tensor(model.tensors()[i].info->ne)) catalogued.push_back(i);
+  }
+  std::vector<size_t> match(model.tensors().size());
+  for (const size_t i : catalogued) {
     const auto& st = model.tensors()[i];
     const std::string name(st.info->name);
     const auto it = by_name.find(name);
@@ -84,9 +90,9 @@ CertOutput certify(const CertInput& in, const std::filesystem::path& source, uns
     }
     match[i] = it->second;
   }
-  if (model.tensors().size() != in.tensors.size()) {
+  if (catalogued.size() != in.tensors.size()) {
     std::vector<char> used(in.tensors.size(), 0);
-    for (const size_t m : match) used[m] = 1;
+    for (const size_t i : catalogued) used[match[i]] = 1;
     for (size_t i = 0; i < used.size(); ++i) {
       if (!used[i]) throw_integrity("tensor '" + in.tensors[i].name + "' of the package is not in the source " + src_name);
     }
@@ -133,7 +139,7 @@ CertOutput certify(const CertInput& in, const std::filesystem::path& source, uns
   }
   const size_t n_shards = model.shards().size();
   std::vector<std::vector<size_t>> per_shard(n_shards);  // source tensor indexes by offset
-  for (size_t i = 0; i < model.tensors().size(); ++i) per_shard[model.tensors()[i].shard].push_back(i);
+  for (const size_t i : catalogued) per_shard[model.tensors()[i].shard].push_back(i);
   for (auto& v : per_shard) {
     std::sort(v.begin(), v.end(), [&](size_t a, size_t b) {
       return model.tensors()[a].info->file_offset < model.tensors()[b].info->file_offset;

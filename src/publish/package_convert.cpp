@@ -310,6 +310,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     for (const auto& t : p.gguf->tensors()) ts.push_back(&t);
     std::sort(ts.begin(), ts.end(), [](auto* a, auto* b) { return a->file_offset < b->file_offset; });
     for (const auto* t : ts) {
+      if (catalog_skips_tensor(t->ne)) continue;  // a zero-dimension placeholder: not catalogued
       const std::string name(t->name);
       if (!names.insert(name).second) throw_invalid(mpath.string() + ": tensor '" + name + "' is in more than one fragment");
       if (p.layer && tensor_name_layer(name) != p.layer) {

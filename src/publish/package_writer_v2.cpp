@@ -61,6 +61,7 @@ std::vector<Part> plan_parts(const ModelSource& model, uint32_t layer_count, uin
   std::vector<const SourceTensor*> common;
   std::vector<std::vector<const SourceTensor*>> layers(layer_count);
   for (const auto& t : model.tensors()) {
+    if (catalog_skips_tensor(t.info->ne)) continue;  // a zero-dimension placeholder: not catalogued
     if (t.placement.role == TensorRole::kLayer) {
       layers.at(t.placement.layer).push_back(&t);
     } else {
@@ -203,7 +204,9 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
     }
   }
   std::vector<CarrierTensor> dir;  // the source's order
-  for (const auto& t : model.tensors()) dir.push_back(where.at(t.info->name));
+  for (const auto& t : model.tensors()) {
+    if (!catalog_skips_tensor(t.info->ne)) dir.push_back(where.at(t.info->name));
+  }
   const auto carrier = carrier_bytes(primary, static_cast<uint32_t>(parts.size()), dir);
 
   std::vector<PlannedProjector> projectors;
