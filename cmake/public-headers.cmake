@@ -15,6 +15,7 @@ set(SKIPPY_PUBLIC_HEADERS
   hf_ref.h
   hub.h
   hub_publish.h
+  hub_stream.h
   manifest.h
   manifest_v2.h
   materialize.h

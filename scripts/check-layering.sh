@@ -38,7 +38,7 @@ declare -A owner=(
   [plan.h]=plan [memory_plan.h]=plan [decode_cost.h]=plan [time_plan.h]=plan
   [policy.h]=generation [speculative.h]=generation [ngram.h]=generation [package_generation.h]=generation
   [source.h]=source [hf_ref.h]=source [hf_cache.h]=source
-  [hub.h]=hub [hub_publish.h]=hub
+  [hub.h]=hub [hub_publish.h]=hub [hub_stream.h]=hub
   [peer.h]=peer [peer_identity.h]=peer [peer_topology.h]=peer
   [skippy.h]=capi
   [manifest_v2.h]=format [package_catalog.h]=format [package_signature.h]=format [stage_admission.h]=format

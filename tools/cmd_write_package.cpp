@@ -2,11 +2,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <span>
 
 #include "cli.h"
 #include "progress.h"
@@ -14,6 +16,8 @@
 #include "util/env.h"
 #include "skippy/hub.h"
 #include "skippy/hub_publish.h"
+#include "skippy/hub_stream.h"
+#include "skippy/hf_ref.h"
 #include "skippy/package_signature.h"
 #include "util/sha256.h"
 #include "skippy/source.h"
@@ -129,6 +133,13 @@ Command register_write_package(CLI::App& app) {
       "  With --max-disk each fragment is deleted once the Hub holds it, and the writer waits for uploads\n"
       "  whenever the next fragment would not fit: the directory never holds more than SIZE (or one fragment, if\n"
       "  larger); model-package.json and README.md stay.\n"
+      "Split a Hub model without a copy of it on disk (read once over HTTP ranges as it is split):\n"
+      "  HF_TOKEN=hf_... skippy-model-package write-package org/Model-GGUF:Q4_K_M --stream --out-dir pkg/ \\\n"
+      "      --push hf://meshllm/Model-Q4_K_M-layers --create --max-disk 40G\n"
+      "  Each shard's SHA-256 is checked against the Hub's as it ends (a mismatch stops before the commit); a\n"
+      "  --max-disk the fragments open at once cannot fit is refused before anything moves. Not the default: without\n"
+      "  --stream the source is kept in the Hugging Face cache (for --validate and for the next package from it).\n"
+      "  The repository's mmproj*.gguf files are included as projectors; --sign and --tag work as above.\n"
       "Signed packages and validation results:\n"
       "  --validate also leaves validation.json (the machine-readable result, bound to the manifest's SHA-256).\n"
       "  --sign OWNER_DIR signs the finished package (model-package.json.sig, covering validation.json too):\n"
@@ -138,7 +149,7 @@ Command register_write_package(CLI::App& app) {
   struct Args {
     std::string source, out_dir, model_id, revision, source_file;
     std::vector<std::string> projectors;
-    bool force = false, json = false, validate = false, verbose = false;
+    bool force = false, json = false, validate = false, verbose = false, stream = false;
     unsigned threads = 2;
     std::string push, max_disk, message;
     bool create = false, private_repo = false;
@@ -169,6 +180,8 @@ Command register_write_package(CLI::App& app) {
   cmd->add_flag("--private", a->private_repo, "With --push --create: make it private");
   cmd->add_option("--max-disk", a->max_disk, "With --push: the most the output directory may hold (K/M/G/T suffixes)");
   cmd->add_option("--message", a->message, "With --push: the commit summary");
+  cmd->add_flag("--stream", a->stream,
+                "With an org/repo:DIST source: read it once over HTTP as it is split, never storing it (no cache copy)");
   // ---- #25 (signed packages, immutable refs) ----
   path_option(cmd->add_option("--sign", a->sign,
                   "Sign the finished package with this owner directory (owner.key, owner.crt): model-package.json.sig"));
@@ -235,30 +248,94 @@ Command register_write_package(CLI::App& app) {
             if (a->hub_publisher_metadata && a->schema != 2) {
               throw Error(ErrorKind::kUsage, "--hub-publisher-metadata goes with --schema 2");
             }
-            ModelSourceRequest request{a->source, a->model_id, a->revision, a->source_file};
-            request.publisher_files = a->hub_publisher_metadata;
-            const auto src = open_model_source(request, default_sources(),
-                                               [&](uint64_t d, uint64_t t) { download.update(d, t); });
-            if (a->hub_publisher_metadata && !src.from_hub) {
-              throw Error(ErrorKind::kUsage, "--hub-publisher-metadata needs an org/repo:DIST source (for a local "
-                                             "source, name the files with --publisher-metadata)");
+            std::unique_ptr<StreamedHubSource> streamed;
+            std::unique_ptr<StreamProgress> stream_progress;
+            std::vector<std::filesystem::path> hub_projectors;
+            if (a->stream) {
+              std::error_code ec;
+              if (std::filesystem::exists(a->source, ec) || !looks_like_model_coordinate(a->source)) {
+                throw Error(ErrorKind::kUsage, "--stream reads a Hub source, ORG/REPO:DIST (" + a->source +
+                                                   " is not one); a local file is read in place already");
+              }
+              if (!a->model_id.empty() || !a->source_file.empty()) {
+                throw Error(ErrorKind::kUsage, "--model-id and --source-file are for local sources; a Hub source (" +
+                                                   a->source + ") takes them from the Hub");
+              }
+              if (a->validate) {
+                throw Error(ErrorKind::kUsage, "--validate reads the source again, which --stream never stores; after "
+                                               "the run, fetch the package and run validate-package with the source on "
+                                               "its snapshot directory");
+              }
+              if (a->hub_publisher_metadata) {
+                throw Error(ErrorKind::kUsage, "--hub-publisher-metadata does not go with --stream yet; fetch those files "
+                                               "and name them with --publisher-metadata");
+              }
+              if (env::hf_hub_offline()) {
+                throw Error(ErrorKind::kOffline, "--stream reads the source from the Hub, and HF_HUB_OFFLINE=1 is set");
+              }
+              StreamSourceOptions so;
+              so.revision = a->revision;
+              const std::filesystem::path out(a->out_dir);
+              // Beside the package directory (its own leftovers are never touched there).
+              so.header_dir = out.parent_path() / ("." + out.filename().string() + ".stream-headers");
+              streamed = std::make_unique<StreamedHubSource>(a->source, HubConfig::from_env(), so);
+              stream_progress = std::make_unique<StreamProgress>(streamed->total_bytes());
+              o.source = streamed->local();
+              o.provenance = streamed->provenance();
+              // The repository's mmproj*.gguf go in as projectors (mesh-llm's jobs do the same), unless a
+              // --projector of the same name was given.
+              for (const auto& p : streamed->fetch_projectors()) {
+                const bool named = std::any_of(a->projectors.begin(), a->projectors.end(), [&](const std::string& q) {
+                  return std::filesystem::path(q).filename() == p.filename();
+                });
+                if (!named) hub_projectors.push_back(p);
+              }
+              o.stream_read = [s = streamed.get(), p = stream_progress.get()](size_t shard, uint64_t offset,
+                                                                              std::span<uint8_t> into) {
+                s->read(shard, offset, into);
+                p->downloaded(into.size());
+              };
+            } else {
+              ModelSourceRequest request{a->source, a->model_id, a->revision, a->source_file};
+              request.publisher_files = a->hub_publisher_metadata;
+              const auto src = open_model_source(request, default_sources(),
+                                                 [&](uint64_t d, uint64_t t) { download.update(d, t); });
+              if (a->hub_publisher_metadata && !src.from_hub) {
+                throw Error(ErrorKind::kUsage, "--hub-publisher-metadata needs an org/repo:DIST source (for a local "
+                                               "source, name the files with --publisher-metadata)");
+              }
+              for (const auto& f : src.publisher_files) o.publisher_metadata.push_back(f);
+              o.source = src.local;
+              o.provenance = src.provenance;
             }
-            for (const auto& f : src.publisher_files) o.publisher_metadata.push_back(f);
-            o.source = src.local;
-            o.provenance = src.provenance;
             for (const auto& p : a->projectors) o.projectors.emplace_back(p);
+            for (const auto& p : hub_projectors) o.projectors.push_back(p);
             o.force = a->force;
             o.threads = a->threads;
             o.validate = a->validate;
             Progress progress("write-package");
-            o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
+            // A streamed run has one line of its own (downloaded, uploaded, disk).
+            if (!stream_progress) o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
             Progress upload("upload");
             std::unique_ptr<HubPublisher> pub;
             if (target) {
               if (max_disk) o.disk_budget = std::make_shared<DiskBudget>(max_disk);
               auto budget = o.disk_budget;
+              if (budget && streamed) {
+                // The placeholders' headers (and the repository's projectors, downloaded) are on disk too.
+                const uint64_t headers = streamed->placeholder_disk_bytes() + streamed->projector_bytes();
+                if (headers > max_disk) {
+                  throw Error(ErrorKind::kUsage, "--max-disk " + a->max_disk + " cannot hold even the source's GGUF headers "
+                                                 "and projectors (" + std::to_string(headers) + " bytes)");
+                }
+                budget->acquire(headers);
+              }
               // The token, the repository and the branch are checked before anything is written.
               auto settings = publish_settings_from_env(a->create, a->private_repo, upload);
+              if (stream_progress) {
+                settings.on_progress = [p = stream_progress.get()](uint64_t d, uint64_t t) { p->uploaded(d, t); };
+                if (budget) stream_progress->set_disk(budget->limit(), [budget] { return budget->used(); });
+              }
               settings.tag = a->tag;  // #25
               if (budget) {
                 // A failed upload never frees its bytes: wake a writer waiting for room.
@@ -324,7 +401,18 @@ Command register_write_package(CLI::App& app) {
               doc["signed_by"] = signature ? nlohmann::json(signature->owner_id) : nlohmann::json();
               if (o.disk_budget) {
                 doc["max_disk"] = o.disk_budget->limit();
-                doc["disk_peak"] = o.disk_budget->peak();
+                doc["disk_peak"] = o.disk_budget->peak();  // with --stream, the source headers included
+              }
+              if (stream_progress) {
+                const double secs = stream_progress->seconds();
+                const uint64_t up = pushed ? pushed->bytes_uploaded : 0;
+                doc["stream"] = {{"source_bytes", streamed->total_bytes()},
+                                 {"downloaded_bytes", stream_progress->downloaded_bytes()},
+                                 {"seconds", secs},
+                                 {"download_bytes_per_sec", stream_progress->download_rate()},
+                                 {"uploaded_bytes", up},
+                                 {"upload_bytes_per_sec", secs > 0 ? static_cast<double>(up) / secs : 0.0},
+                                 {"projectors_from_source", streamed->projector_paths()}};
               }
               // ---- package schema 2 (issue 22, write --schema 2) ----
               doc["schema_version"] = r.schema;

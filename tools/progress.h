@@ -2,7 +2,9 @@
 // stderr is a terminal and the work takes long enough to matter.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -23,6 +25,36 @@ class Progress {
   bool drawn_ = false;
   std::mutex mu_;
   std::chrono::steady_clock::time_point start_, last_;
+};
+
+// write-package --stream's one line: the source downloaded against its
+// size, the package uploaded, the disk held against --max-disk, both
+// rates and the ETA (from the download, which paces the run). Counters are
+// thread-safe; drawn only on a terminal. The rates also go into --json.
+class StreamProgress {
+ public:
+  explicit StreamProgress(uint64_t source_total);
+  // With --max-disk: the limit, and what reads the bytes held now.
+  void set_disk(uint64_t limit, std::function<uint64_t()> used);
+  ~StreamProgress();
+  void downloaded(uint64_t bytes);                 // more bytes of the source arrived
+  void uploaded(uint64_t done, uint64_t total);    // the publisher's progress
+  uint64_t downloaded_bytes() const { return down_; }
+  double seconds() const;
+  double download_rate() const;  // bytes/s since the start
+  double upload_rate() const;
+
+ private:
+  void draw();
+  const uint64_t total_;
+  uint64_t limit_ = 0;
+  std::function<uint64_t()> disk_;
+  const bool enabled_;
+  std::atomic<uint64_t> down_{0}, up_{0}, up_total_{0};
+  std::mutex mu_;
+  bool drawn_ = false;
+  const std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_;
 };
 
 }  // namespace skippy::cli

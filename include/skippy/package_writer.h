@@ -19,6 +19,7 @@
 #include <mutex>
 #include <condition_variable>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,7 @@ class DiskBudget {
   void cancel(const std::string& why);
   uint64_t limit() const noexcept { return limit_; }
   uint64_t peak() const;
+  uint64_t used() const;  // bytes held now
 
  private:
   const uint64_t limit_;
@@ -129,6 +131,17 @@ struct WritePackageOptions {
   // budget's limit (or one fragment, when a fragment is larger), as long as
   // the receiver of on_artifact deletes and releases what it is done with.
   std::shared_ptr<DiskBudget> disk_budget;
+  // A streamed source (write-package --stream, skippy/hub_stream.h): when
+  // set, `source` names placeholder shards that hold only their GGUF
+  // headers, and the tensor bytes come through this, in file order (every
+  // shard from byte 0 to its end, one shard after the other). Every shard
+  // is hashed from these bytes and must match provenance.expected_sha256
+  // (checked as each shard ends: a mismatch stops the run before the
+  // manifest). With disk_budget, a layout whose open fragments cannot fit
+  // in the limit (less what the budget holds already) is refused before
+  // the output directory is touched. validate is refused (the source is
+  // not on disk to validate against).
+  std::function<void(size_t shard, uint64_t offset, std::span<uint8_t> into)> stream_read;
 };
 
 struct WritePackageResult {

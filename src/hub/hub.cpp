@@ -10,6 +10,7 @@
 
 #include "hub/http.h"
 #include "hub/hub_status.h"
+#include "hub/hub_stream.h"
 #include "hub/ranged_fetch.h"
 #include "hub/retry.h"
 #include "util/env.h"
@@ -306,23 +307,8 @@ class HubRepo {
   RemoteOutcome fetch_one(detail::ConnectionPool& pool, const HfRepoCache& cache, const std::string& commit,
                           const RemoteFile& want, const std::function<void(uint64_t)>& on_bytes,
                           const std::function<void(const std::string&)>& on_note) {
-    FileMeta meta = head_cached(commit, want.path);
     const std::string what = "hf://" + repo + "@" + commit + ": " + want.path;
-    if (meta.commit != commit) {
-      throw_invalid(what + ": the Hub answered for commit " + meta.commit + " (asked for " + commit + ")");
-    }
-    if (want.max_size && meta.size > *want.max_size) {
-      // Before a byte: a file read whole into memory has a cap (issue #29).
-      throw_invalid(what + ": the Hub advertises " + std::to_string(meta.size) + " bytes, over the " +
-                    std::to_string(*want.max_size) + "-byte cap for this file (refused before downloading it)");
-    }
-    if (want.size && meta.size != *want.size) {
-      throw_integrity(what + ": the Hub serves " + std::to_string(meta.size) + " bytes, " + want.declared_by + " says " +
-                      std::to_string(*want.size));
-    }
-    if (want.sha256 && meta.etag.size() == 64 && !sha256_equal(meta.etag, *want.sha256)) {
-      throw_integrity(what + ": the Hub serves SHA-256 " + meta.etag + ", " + want.declared_by + " says " + *want.sha256);
-    }
+    FileMeta meta = checked_head(commit, want, what);
     detail::BlobSpec spec;
     spec.etag = meta.etag;
     spec.size = meta.size;
@@ -339,24 +325,8 @@ class HubRepo {
       const auto got = detail::receive_blob(cache, commit, want.path, spec, on_bytes, one_stream);
       return RemoteOutcome{true, got.received, got.received && got.verified, std::nullopt};
     }
-    detail::RangedFetchOptions o;
-    o.pool = &pool;
-    o.connections = connections;
-    o.range_bytes = detail::range_size_for(meta.size, connections, min_range);
-    o.retry = policy();
-    o.min_rate_bytes_per_sec = cfg.min_rate_bytes_per_sec;
-    o.min_rate_secs = cfg.min_rate_secs;
-    o.headers = headers(false);
-    if (cfg.token) o.token_header = "Authorization: Bearer " + *cfg.token;
-    o.refresh = [&]() {
-      const FileMeta fresh = head(commit, want.path);
-      if (fresh.etag != meta.etag || fresh.size != meta.size || fresh.commit != meta.commit) {
-        throw_integrity(what + ": the Hub changed its answer during the download (etag " + meta.etag + " -> " +
-                        fresh.etag + ", " + std::to_string(meta.size) + " -> " + std::to_string(fresh.size) + " bytes)");
-      }
-      return detail::DownloadLocation{fresh.download_url, fresh.token_allowed};
-    };
-    o.refused = [&](const HttpResponse& r, const std::string& url) { fail_status(r, url, commit, want.path); };
+    const auto o = ranged_options(pool, meta, commit, want.path, what,
+                                  detail::range_size_for(meta.size, connections, min_range));
     const auto got = detail::receive_blob_ranged(
         cache, commit, want.path, spec, on_bytes,
         [&](detail::RangedBlobWriter& w) {
@@ -364,6 +334,69 @@ class HubRepo {
         },
         one_stream);
     return RemoteOutcome{true, got.received, got.received && got.verified, std::nullopt};
+  }
+
+  // The ranges target.missing() lists of one file, over `pool` in ranges of
+  // range_bytes (a streamed write-package's source). The storage must
+  // honour Range.
+  void fetch_into(detail::ConnectionPool& pool, const std::string& commit, const RemoteFile& want,
+                  detail::RangeTarget& target, uint64_t range_bytes) {
+    const std::string& what = target.what();
+    const FileMeta meta = checked_head(commit, want, what);
+    if (meta.size != target.size()) {
+      throw_integrity(what + ": the Hub serves " + std::to_string(meta.size) + " bytes, the listing said " +
+                      std::to_string(target.size()));
+    }
+    const auto o = ranged_options(pool, meta, commit, want.path, what, range_bytes);
+    if (!detail::fetch_ranges(target, {meta.download_url, meta.token_allowed}, o)) {
+      throw Error(ErrorKind::kTransport, what + ": the storage host " + detail::url_origin(meta.download_url) +
+                                             " ignores Range requests, which streaming needs (run without --stream)");
+    }
+  }
+
+  // The options fetch_ranges needs for one file the Hub described as `meta`.
+  detail::RangedFetchOptions ranged_options(detail::ConnectionPool& pool, const FileMeta& meta, const std::string& commit,
+                                            const std::string& path, const std::string& what, uint64_t range_bytes) {
+    detail::RangedFetchOptions o;
+    o.pool = &pool;
+    o.connections = pool.size();
+    o.range_bytes = range_bytes;
+    o.retry = policy();
+    o.min_rate_bytes_per_sec = cfg.min_rate_bytes_per_sec;
+    o.min_rate_secs = cfg.min_rate_secs;
+    o.headers = headers(false);
+    if (cfg.token) o.token_header = "Authorization: Bearer " + *cfg.token;
+    o.refresh = [this, meta, commit, path, what]() {
+      const FileMeta fresh = head(commit, path);
+      if (fresh.etag != meta.etag || fresh.size != meta.size || fresh.commit != meta.commit) {
+        throw_integrity(what + ": the Hub changed its answer during the download (etag " + meta.etag + " -> " +
+                        fresh.etag + ", " + std::to_string(meta.size) + " -> " + std::to_string(fresh.size) + " bytes)");
+      }
+      return detail::DownloadLocation{fresh.download_url, fresh.token_allowed};
+    };
+    o.refused = [this, commit, path](const HttpResponse& r, const std::string& url) { fail_status(r, url, commit, path); };
+    return o;
+  }
+
+  // HEAD for one file, which must agree with what `want` declares.
+  FileMeta checked_head(const std::string& commit, const RemoteFile& want, const std::string& what) {
+    FileMeta meta = head_cached(commit, want.path);
+    if (meta.commit != commit) {
+      throw_invalid(what + ": the Hub answered for commit " + meta.commit + " (asked for " + commit + ")");
+    }
+    if (want.max_size && meta.size > *want.max_size) {
+      // Before a byte: a file read whole into memory has a cap (issue #29).
+      throw_invalid(what + ": the Hub advertises " + std::to_string(meta.size) + " bytes, over the " +
+                    std::to_string(*want.max_size) + "-byte cap for this file (refused before downloading it)");
+    }
+    if (want.size && meta.size != *want.size) {
+      throw_integrity(what + ": the Hub serves " + std::to_string(meta.size) + " bytes, " + want.declared_by + " says " +
+                      std::to_string(*want.size));
+    }
+    if (want.sha256 && meta.etag.size() == 64 && !sha256_equal(meta.etag, *want.sha256)) {
+      throw_integrity(what + ": the Hub serves SHA-256 " + meta.etag + ", " + want.declared_by + " says " + *want.sha256);
+    }
+    return meta;
   }
 
   // #25: GET /api/models/{repo}/refs: whether `revision` is one of its tags
@@ -508,6 +541,21 @@ class HubRemote final : public Remote {
 };
 
 }  // namespace
+
+namespace detail {
+
+RemoteListing list_hub_repo(const HubConfig& config, const std::string& repo, const std::string& revision) {
+  HubRepo r(config, repo);
+  return r.list(revision);
+}
+
+void fetch_hub_ranges(const HubConfig& config, const std::string& repo, const std::string& commit, const RemoteFile& want,
+                      RangeTarget& target, ConnectionPool& pool, uint64_t range_bytes) {
+  HubRepo r(config, repo);
+  r.fetch_into(pool, commit, want, target, range_bytes);
+}
+
+}  // namespace detail
 
 HubConfig HubConfig::from_env() {
   HubConfig c;

@@ -67,7 +67,7 @@ struct Shared {
 
 class RangeWorker {
  public:
-  RangeWorker(RangedBlobWriter& w, Shared& sh, const RangedFetchOptions& o) : w_(w), sh_(sh), o_(o) {}
+  RangeWorker(RangeTarget& w, Shared& sh, const RangedFetchOptions& o) : w_(w), sh_(sh), o_(o) {}
 
   void run(HttpConnection& conn) {
     for (;;) {
@@ -78,12 +78,16 @@ class RangeWorker {
         r = sh_.pending.front();
         sh_.pending.pop_front();
       }
+      if (!w_.admit(r.first, r.second, sh_.stop)) {
+        if (!sh_.stop) sh_.fail(Error(ErrorKind::kTransport, what() + ": the reader of the stream stopped"));
+        return;
+      }
       if (!fetch(conn, r.first, r.second)) return;
     }
   }
 
  private:
-  const std::string& what() const { return w_.spec().what; }
+  const std::string& what() const { return w_.what(); }
 
   // [pos, end), with retries; false when the file must stop.
   bool fetch(HttpConnection& conn, uint64_t pos, const uint64_t end) {
@@ -128,7 +132,7 @@ class RangeWorker {
           return false;
         }
         const auto it = h.find("content-range");
-        if (it == h.end() || !content_range_is(it->second, asked, end, w_.spec().size)) {
+        if (it == h.end() || !content_range_is(it->second, asked, end, w_.size())) {
           bad_range = "the server answered another range (" + (it == h.end() ? std::string("none") : it->second) +
                       ") for bytes=" + std::to_string(asked) + "-" + std::to_string(end - 1);
           return false;
@@ -192,7 +196,7 @@ class RangeWorker {
           sh_.fail(Error(ErrorKind::kInvalidInput,
                          what() + ": the storage host answered HTTP 416 for bytes " + std::to_string(asked) + "-" +
                              std::to_string(end - 1) + " of a file the Hub says has " +
-                             std::to_string(w_.spec().size) + " bytes"));
+                             std::to_string(w_.size()) + " bytes"));
           return false;
         } else if (retry_status(r.status)) {
           failure = "HTTP " + std::to_string(r.status) + reason_tail(r);
@@ -206,7 +210,7 @@ class RangeWorker {
         sh_.fail(Error(ErrorKind::kTransport, what() + ": download failed after " + std::to_string(failures) +
                                                   " attempts at bytes " + std::to_string(pos) + "-" +
                                                   std::to_string(end - 1) + ": " + failure + " (" + std::to_string(kept) +
-                                                  " of " + std::to_string(w_.spec().size) +
+                                                  " of " + std::to_string(w_.size()) +
                                                   " bytes kept; the next run resumes)"));
         return false;
       }
@@ -290,7 +294,7 @@ class RangeWorker {
     }
   }
 
-  RangedBlobWriter& w_;
+  RangeTarget& w_;
   Shared& sh_;
   const RangedFetchOptions& o_;
 };
@@ -366,7 +370,32 @@ uint64_t range_size_for(uint64_t size, unsigned connections, uint64_t min_range)
   return (r + kRangeAlign - 1) / kRangeAlign * kRangeAlign;
 }
 
+namespace {
+
+// A cache blob as a RangeTarget.
+class BlobTarget final : public RangeTarget {
+ public:
+  explicit BlobTarget(RangedBlobWriter& w) : w_(w) {}
+  const std::string& what() const override { return w_.spec().what; }
+  uint64_t size() const override { return w_.spec().size; }
+  std::vector<ByteRanges::Range> missing() const override { return w_.missing(); }
+  uint64_t received() const override { return w_.received(); }
+  void write_at(uint64_t offset, std::span<const uint8_t> data) override { w_.write_at(offset, data); }
+  void pump(std::chrono::milliseconds wait) override { w_.pump(wait); }
+  void notify() override { w_.notify(); }
+
+ private:
+  RangedBlobWriter& w_;
+};
+
+}  // namespace
+
 bool fetch_ranges(RangedBlobWriter& writer, const DownloadLocation& start, const RangedFetchOptions& options) {
+  BlobTarget target(writer);
+  return fetch_ranges(target, start, options);
+}
+
+bool fetch_ranges(RangeTarget& writer, const DownloadLocation& start, const RangedFetchOptions& options) {
   Shared sh;
   sh.where = start;
   const uint64_t step = std::max<uint64_t>(options.range_bytes, 1);
@@ -385,7 +414,7 @@ bool fetch_ranges(RangedBlobWriter& writer, const DownloadLocation& start, const
       } catch (const Error& e) {
         sh.fail(e);
       } catch (const std::exception& e) {
-        sh.fail(Error(ErrorKind::kIo, writer.spec().what + ": " + e.what()));
+        sh.fail(Error(ErrorKind::kIo, writer.what() + ": " + e.what()));
       }
       // Wake the hashing thread while still holding sh.mu: it reads
       // `running` under sh.mu, so it cannot see 0, return, and let the

@@ -10,12 +10,15 @@
 // file in one stream instead.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -75,12 +78,42 @@ struct RangedFetchOptions {
   std::function<void(const HttpResponse&, const std::string& url)> refused;
 };
 
-// Brings every range writer.missing() lists, over up to options.connections
-// pooled connections at once, hashing the prefix as it grows while it
-// waits. Returns true when the writer is complete; false when the server
-// ignored Range (nothing more was written then: receive the file in one
-// stream). Throws Error when a range cannot be had (its retries used up, a
-// refusal, the disk): the writer keeps every byte that did arrive.
+// Where fetch_ranges puts one file's bytes: a blob of the Hugging Face cache
+// (RangedBlobWriter), or the in-order stream a streamed write-package reads
+// (hub/hub_stream.h). write_at is called from the connections' threads at
+// once (each byte offset by one thread at a time); pump and notify from the
+// one thread that waits for them.
+class RangeTarget {
+ public:
+  virtual ~RangeTarget() = default;
+  virtual const std::string& what() const = 0;  // prefixes every message
+  virtual uint64_t size() const = 0;            // the file's size
+  virtual std::vector<ByteRanges::Range> missing() const = 0;
+  virtual uint64_t received() const = 0;
+  virtual void write_at(uint64_t offset, std::span<const uint8_t> data) = 0;
+  virtual void pump(std::chrono::milliseconds wait) = 0;
+  virtual void notify() = 0;
+  // Called before a connection asks for [first, end) (in the order the
+  // ranges are taken): may block until the target has room for them
+  // (back-pressure), returning false when it never will (the reader
+  // stopped). `stop` turns true when the fetch is stopping anyway.
+  virtual bool admit(uint64_t first, uint64_t end, const std::atomic<bool>& stop) {
+    (void)first;
+    (void)end;
+    (void)stop;
+    return true;
+  }
+};
+
+// Brings every range target.missing() lists, over up to options.connections
+// pooled connections at once, pumping the target (a blob hashes its prefix
+// as it grows) while it waits. Returns true when the target is complete;
+// false when the server ignored Range (nothing more was written then:
+// receive the file in one stream). Throws Error when a range cannot be had
+// (its retries used up, a refusal, the disk, the target refusing to admit
+// it): the target keeps every byte that did arrive.
+bool fetch_ranges(RangeTarget& target, const DownloadLocation& start, const RangedFetchOptions& options);
+// The same into a blob of the cache.
 bool fetch_ranges(RangedBlobWriter& writer, const DownloadLocation& start, const RangedFetchOptions& options);
 
 // The range size for a file of `size` bytes over `connections`: about four

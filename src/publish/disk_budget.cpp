@@ -28,4 +28,9 @@ uint64_t DiskBudget::peak() const {
   return peak_;
 }
 
+uint64_t DiskBudget::used() const {
+  std::lock_guard g(mu_);
+  return used_;
+}
+
 }  // namespace skippy

@@ -236,6 +236,42 @@ SourceModel source_identity(const WritePackageOptions& opt, const ModelSource& m
   return s;
 }
 
+void check_streamed_write(const WritePackageOptions& opt, const std::vector<StreamOutput>& outputs) {
+  if (!opt.stream_read) return;
+  if (opt.validate) {
+    throw Error(ErrorKind::kUsage, "--validate reads the source again, which a streamed write never stores; validate "
+                                   "the published package with validate-package and the source instead");
+  }
+  if (!opt.disk_budget) return;
+  const uint64_t need = peak_open_bytes(outputs);
+  const uint64_t held = opt.disk_budget->used();
+  if (need + held > opt.disk_budget->limit()) {
+    throw Error(ErrorKind::kUsage,
+                "--max-disk " + std::to_string(opt.disk_budget->limit()) + " bytes cannot hold this source's layout: " +
+                    std::to_string(need) + " bytes of fragments are open at once at its worst point (tensors of a "
+                    "fragment spread through the source)" + (held ? " besides " + std::to_string(held) +
+                    " bytes of source headers" : std::string()) + "; give at least " + std::to_string(need + held) +
+                    " bytes (refused before writing or uploading anything)");
+  }
+}
+
+void read_from_stream(const WritePackageOptions& opt, const ModelSource& model, StreamOptions& so) {
+  if (!opt.stream_read) return;
+  so.read_source = opt.stream_read;
+  so.known_shard_sha256.clear();  // every byte arrives now: every shard is hashed
+  so.on_shard_hashed = [&opt, &model](size_t shard, const std::string& sha) {
+    const auto& expected = opt.provenance.expected_sha256;
+    if (shard >= expected.size() || !is_sha256_hex(expected[shard])) {
+      throw_integrity(model.shards()[shard].name() + ": the Hub declares no SHA-256 for this shard, so the streamed "
+                      "bytes cannot be checked");
+    }
+    if (!sha256_equal(expected[shard], sha)) {
+      throw_integrity(model.shards()[shard].name() + ": the streamed bytes have SHA-256 " + sha + ", not the " +
+                      expected[shard] + " the Hub declares (LFS oid): stopped before the commit");
+    }
+  };
+}
+
 }  // namespace detail
 
 WritePackageResult write_package(const WritePackageOptions& opt) {
@@ -308,6 +344,11 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   }
   (void)serialize_manifest(m);  // throws naming the field that breaks a rule
 
+  std::vector<detail::StreamOutput> outputs;
+  outputs.reserve(frags.size());
+  for (size_t i = 0; i < frags.size(); ++i) outputs.push_back(stream_output(frags[i], writers[i], opt.out_dir));
+  check_streamed_write(opt, outputs);
+
   prepare_out_dir(opt.out_dir, opt.force);
 
   uint64_t total = 0, done = 0;
@@ -318,9 +359,6 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
     if (opt.on_progress) opt.on_progress(done, total);
   };
 
-  std::vector<detail::StreamOutput> outputs;
-  outputs.reserve(frags.size());
-  for (size_t i = 0; i < frags.size(); ++i) outputs.push_back(stream_output(frags[i], writers[i], opt.out_dir));
   for (const auto& s : model.shards()) s.file()->advise_sequential();
   detail::StreamOptions so;
   so.threads = opt.threads;
@@ -339,6 +377,7 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
       }
     }
   };
+  read_from_stream(opt, model, so);
   if (opt.on_artifact) {
     so.on_output_complete = [&](size_t i, const std::string& sha) {
       opt.on_artifact({frags[i].rel_path, outputs[i].final_path, outputs[i].total_size, sha});

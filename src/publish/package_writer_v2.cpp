@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "publish/carrier_writer.h"
@@ -266,14 +267,6 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   fill(s1, std::vector<std::string>(parts.size(), placeholder), carrier_sha,
        std::vector<std::string>(projectors.size(), placeholder));
 
-  prepare_out_dir(opt.out_dir, opt.force);
-  uint64_t total = 0, done = 0;
-  for (const auto& s : model.shards()) total += s.file_size();
-  for (const auto& p : projectors) total += p.entry.artifact_bytes;
-  auto on_bytes = [&](uint64_t n) {
-    done += n;
-    if (opt.on_progress) opt.on_progress(done, total);
-  };
   // One streaming pass: the parts, and the carrier as an output without pieces.
   std::vector<StreamOutput> outputs;
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -287,6 +280,16 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
     c.total_size = carrier.size();
     outputs.push_back(std::move(c));
   }
+  check_streamed_write(opt, outputs);
+
+  prepare_out_dir(opt.out_dir, opt.force);
+  uint64_t total = 0, done = 0;
+  for (const auto& s : model.shards()) total += s.file_size();
+  for (const auto& p : projectors) total += p.entry.artifact_bytes;
+  auto on_bytes = [&](uint64_t n) {
+    done += n;
+    if (opt.on_progress) opt.on_progress(done, total);
+  };
   for (const auto& s : model.shards()) s.file()->advise_sequential();
   StreamOptions so;
   so.threads = opt.threads;
@@ -305,10 +308,20 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
       }
     }
   };
+  read_from_stream(opt, model, so);
   auto rel_of = [&](size_t i) { return i < parts.size() ? parts[i].path : std::string(kMetadataPath); };
+  // A streamed write announces the carrier last (after the projectors and
+  // publisher files): the package's root artifact leaves only once every
+  // part it locates is complete and its source checked.
+  std::optional<WrittenArtifact> carrier_last;
   if (opt.on_artifact) {
     so.on_output_complete = [&](size_t i, const std::string& sha) {
-      opt.on_artifact({rel_of(i), outputs[i].final_path, outputs[i].total_size, sha});
+      WrittenArtifact w{rel_of(i), outputs[i].final_path, outputs[i].total_size, sha};
+      if (opt.stream_read && i == parts.size()) {
+        carrier_last = std::move(w);  // (announced from the finisher thread; read after the pass)
+        return;
+      }
+      opt.on_artifact(w);
     };
     if (opt.disk_budget) {
       so.threads = std::max(2u, so.threads);
@@ -334,6 +347,7 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
     write_file_atomic(file, f.contents);
     if (opt.on_artifact) opt.on_artifact({f.artifact.path, file, f.artifact.byte_size, f.artifact.sha256});
   }
+  if (carrier_last) opt.on_artifact(*carrier_last);
   fill(source_identity(opt, model, hashes.shard_sha256),
        std::vector<std::string>(hashes.output_sha256.begin(), hashes.output_sha256.end() - 1), carrier_sha, projector_sha);
 

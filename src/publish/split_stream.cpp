@@ -11,6 +11,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "skippy/error.h"
@@ -37,7 +38,8 @@ struct Chunk {
   uint64_t offset = 0;
   size_t len = 0;
   bool last_of_shard = false;
-  const uint8_t* buf = nullptr;  // into the shard's mapping
+  const uint8_t* buf = nullptr;  // into the shard's mapping, or `owned`
+  std::vector<uint8_t> owned;    // read_source: the chunk's bytes
   bool live = false;             // defined and not yet finished by every job
   std::vector<Segment> segments;
   bool src_hashed = false, out_hashed = false, written = false;
@@ -83,6 +85,7 @@ class Pipeline {
     pos_ = lane_.begin.second;
     while (shard_ < shards_.size() && shards_[shard_]->size() == 0) ++shard_;  // empty files yield no chunk
     shard_sha_.resize(shards.size());
+    shard_hex_.resize(shards.size());
     out_sha_.resize(outputs.size());
     files_.resize(outputs.size());
     streaming_ = static_cast<bool>(opt.on_output_complete);
@@ -155,7 +158,11 @@ class Pipeline {
     // A shard of zero bytes never produced a chunk; its hash is of nothing.
     r.shard_sha256.clear();
     for (size_t i = 0; i < shard_sha_.size(); ++i) {
-      r.shard_sha256.push_back(known(i) ? *opt_.known_shard_sha256[i] : shard_sha_[i].hex_digest());
+      if (known(i)) {
+        r.shard_sha256.push_back(*opt_.known_shard_sha256[i]);
+      } else {
+        r.shard_sha256.push_back(shard_hex_[i] ? *shard_hex_[i] : shard_sha_[i].hex_digest());
+      }
     }
     for (const size_t o : lane_.outputs) {
       if (streaming_) {
@@ -323,6 +330,10 @@ class Pipeline {
       case Job::kSrcHash:
         if (known(c->shard)) break;  // verified before: not hashed again
         if (!detail::guarded([&] { shard_sha_[c->shard].update({c->buf, c->len}); })) shrank(c->shard);
+        if (c->last_of_shard && opt_.on_shard_hashed) {
+          shard_hex_[c->shard] = shard_sha_[c->shard].hex_digest();
+          opt_.on_shard_hashed(c->shard, *shard_hex_[c->shard]);
+        }
         break;
       case Job::kOutHash: {
         static const std::vector<uint8_t> kZeros(4096, 0);
@@ -340,6 +351,11 @@ class Pipeline {
       }
       case Job::kWrite:
         for (const auto& s : c->segments) {
+          if (opt_.read_source) {  // bytes that arrived: from the chunk's own buffer
+            files_[s.output]->pwrite_all(s.dst, {c->buf + s.in_chunk, s.len});
+            files_[s.output]->start_writeback(s.dst, s.len);
+            continue;
+          }
           // The in-kernel copy reads the shard itself; the bytes view is only
           // for a pwrite fallback (EFAULT, not SIGBUS, if the file shrank).
           files_[s.output]->copy_range(*shards_[c->shard], c->offset + s.in_chunk, s.dst,
@@ -376,8 +392,15 @@ class Pipeline {
         c->len = static_cast<size_t>(ends_[end_cursor_].second - pos_);
       }
     }
-    detail::prefetch_mapped(bytes, pos_ + c->len, opt_.chunk_bytes);
-    const uint8_t* view = bytes.data() + pos_;
+    const uint8_t* view = nullptr;
+    if (opt_.read_source) {
+      c->owned.resize(c->len);
+      opt_.read_source(shard_, pos_, c->owned);
+      view = c->owned.data();
+    } else {
+      detail::prefetch_mapped(bytes, pos_ + c->len, opt_.chunk_bytes);
+      view = bytes.data() + pos_;
+    }
     const uint64_t end = pos_ + c->len;
     // Skip pieces that ended before this chunk (none should: pieces are
     // consumed in order), then collect overlaps.
@@ -437,7 +460,11 @@ class Pipeline {
     if (c && c->src_hashed && c->out_hashed && c->written && c->live) {
       // Done with these pages: out of our page tables (resident memory stays
       // flat), still in the page cache.
-      detail::release_mapped(shards_[c->shard]->bytes(), c->offset, c->len);
+      if (opt_.read_source) {
+        c->owned = {};
+      } else {
+        detail::release_mapped(shards_[c->shard]->bytes(), c->offset, c->len);
+      }
       ++slots_;
       c->live = false;
       c->buf = nullptr;
@@ -453,7 +480,7 @@ class Pipeline {
   }
 
   bool known(size_t shard) const {
-    return shard < opt_.known_shard_sha256.size() && opt_.known_shard_sha256[shard].has_value();
+    return !opt_.read_source && shard < opt_.known_shard_sha256.size() && opt_.known_shard_sha256[shard].has_value();
   }
 
   [[noreturn]] void shrank(size_t shard) const {
@@ -469,6 +496,7 @@ class Pipeline {
   std::vector<PieceRef> refs_;
   std::vector<std::unique_ptr<AtomicFile>> files_;
   std::vector<Sha256> shard_sha_, out_sha_;
+  std::vector<std::optional<std::string>> shard_hex_;  // on_shard_hashed: digests taken already
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -508,7 +536,7 @@ std::vector<Lane> plan_lanes(const std::vector<std::shared_ptr<const MappedFile>
   const size_t want = std::min<size_t>(opt.lanes, std::max(1u, opt.threads));
   bool known = opt.known_shard_sha256.size() >= shards.size();
   for (size_t i = 0; known && i < shards.size(); ++i) known = opt.known_shard_sha256[i].has_value();
-  if (want < 2 || !known || opt.before_create) return {all};
+  if (want < 2 || !known || opt.before_create || opt.read_source) return {all};
 
   struct Span {
     Position first, end;
@@ -577,6 +605,48 @@ std::vector<Lane> plan_lanes(const std::vector<std::shared_ptr<const MappedFile>
 }
 
 }  // namespace
+
+uint64_t peak_open_bytes(const std::vector<StreamOutput>& outputs) {
+  // Each output with pieces is open over [its first piece, the end of its
+  // last): +size where it opens, -size where it closes (closings first at
+  // one position: the reader cuts its reads at an output's end).
+  struct Event {
+    Position at;
+    int kind;  // 0: close, 1: open
+    uint64_t bytes;
+  };
+  std::vector<Event> events;
+  uint64_t base = 0;
+  for (const auto& o : outputs) {
+    Position first{SIZE_MAX, 0}, end{0, 0};
+    bool any = false;
+    for (const auto& pc : o.pieces) {
+      if (pc.bytes == 0) continue;
+      any = true;
+      first = std::min(first, Position{pc.shard, pc.src_offset});
+      end = std::max(end, Position{pc.shard, pc.src_offset + pc.bytes});
+    }
+    if (!any) {
+      base += o.total_size;  // created at the start; counted as held throughout
+      continue;
+    }
+    events.push_back({first, 1, o.total_size});
+    events.push_back({end, 0, o.total_size});
+  }
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    return a.at != b.at ? a.at < b.at : a.kind < b.kind;
+  });
+  uint64_t open = base, peak = base;
+  for (const auto& e : events) {
+    if (e.kind == 1) {
+      open += e.bytes;
+      peak = std::max(peak, open);
+    } else {
+      open -= e.bytes;
+    }
+  }
+  return peak;
+}
 
 size_t stream_lanes(const std::vector<std::shared_ptr<const MappedFile>>& shards,
                     const std::vector<StreamOutput>& outputs, const StreamOptions& options) {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -72,7 +73,28 @@ struct StreamOptions {
   // spans two), so an output is finished before the next one starts
   // whenever the budget asks to wait.
   std::function<void(uint64_t bytes, uint64_t stuck_bytes)> before_create;
+
+  // ---- A second kind of source: bytes that arrive (write-package --stream) ----
+  // When set, the pass reads the source through this instead of the
+  // mappings, in file order (every shard from byte 0 to its end, one shard
+  // after the other, each call continuing where the last ended), into
+  // buffers of its own, and writes the fragments from those buffers. The
+  // mappings then need hold only the GGUF headers (a placeholder file of
+  // the shard's size): their tensor bytes are never touched. One lane;
+  // every shard is hashed (known_shard_sha256 is ignored).
+  std::function<void(size_t shard, uint64_t offset, std::span<uint8_t> into)> read_source;
+  // Called (from a worker) with a shard's SHA-256 as soon as its last byte
+  // is hashed, before later shards' outputs complete; throwing stops the
+  // pass (a source that does not match its declared digest).
+  std::function<void(size_t shard, const std::string& sha256)> on_shard_hashed;
 };
+
+// The least room a pass with before_create needs on disk: the most bytes
+// of outputs open at once when each output is created at its first piece
+// and could leave the disk at its last (outputs without pieces count as
+// held throughout: a schema 2 carrier announced last).
+// A --max-disk below this cannot be kept whatever the upload speed.
+uint64_t peak_open_bytes(const std::vector<StreamOutput>& outputs);
 
 // Writes every output under a hidden temporary name, checks its size, and
 // renames it into place only after every output is complete (fsynced), or

@@ -88,6 +88,16 @@ class ConvertStaging {
 // larger than the budget stays whole, alone). One group when it fits.
 std::vector<std::vector<const SourceTensor*>> split_v2_group(std::vector<const SourceTensor*> group, uint64_t budget);
 
+// A streamed source (opt.stream_read): refuses, before anything is written,
+// --validate and a disk budget the layout cannot keep (peak_open_bytes plus
+// what the budget holds already, the placeholders' headers, over its limit).
+// Nothing without stream_read.
+void check_streamed_write(const WritePackageOptions& opt, const std::vector<StreamOutput>& outputs);
+// Points the pass at the streamed source: every shard hashed from the
+// arriving bytes and checked against provenance.expected_sha256 as soon as
+// it ends. Nothing without stream_read.
+void read_from_stream(const WritePackageOptions& opt, const ModelSource& model, StreamOptions& so);
+
 // write-package --schema 2 (package_writer_v2.cpp).
 WritePackageResult write_package_v2(const WritePackageOptions& opt);
 

@@ -1,0 +1,442 @@
+#include "skippy/hub_stream.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "hub/hub_stream.h"
+#include "skippy/error.h"
+#include "skippy/gguf.h"
+#include "skippy/hf_ref.h"
+#include "util/file.h"
+#include "util/sha256.h"
+
+namespace skippy {
+namespace {
+
+namespace fs = std::filesystem;
+using Range = detail::ByteRanges::Range;
+
+// The header is looked for in the first 1 MiB, then 4 MiB, 16 MiB... up to
+// this (a tokenizer of a million tokens is well under it).
+constexpr uint64_t kFirstHeaderBytes = uint64_t{1} << 20;
+constexpr uint64_t kMaxHeaderBytes = uint64_t{1} << 30;
+
+// [first, end) of a file of `size` bytes into memory (a header prefix).
+class PrefixTarget final : public detail::RangeTarget {
+ public:
+  PrefixTarget(std::string what, uint64_t size, uint64_t first, uint64_t end)
+      : what_(std::move(what)), size_(size), first_(first), buf_(end - first) {}
+  const std::string& what() const override { return what_; }
+  uint64_t size() const override { return size_; }
+  std::vector<Range> missing() const override {
+    return got_ < buf_.size() ? std::vector<Range>{{first_ + got_, first_ + buf_.size()}} : std::vector<Range>{};
+  }
+  uint64_t received() const override { return got_; }
+  void write_at(uint64_t offset, std::span<const uint8_t> data) override {
+    if (offset < first_ || offset - first_ + data.size() > buf_.size()) {
+      throw_integrity(what_ + ": bytes arrived outside the range asked for");
+    }
+    std::memcpy(buf_.data() + (offset - first_), data.data(), data.size());
+    got_ = std::max<uint64_t>(got_, offset - first_ + data.size());
+  }
+  void pump(std::chrono::milliseconds wait) override {
+    std::unique_lock g(mu_);
+    cv_.wait_for(g, wait, [&] { return woken_; });
+    woken_ = false;
+  }
+  void notify() override {
+    std::lock_guard g(mu_);
+    woken_ = true;
+    cv_.notify_all();
+  }
+  std::vector<uint8_t>& bytes() { return buf_; }
+
+ private:
+  std::string what_;
+  uint64_t size_, first_;
+  std::vector<uint8_t> buf_;
+  std::atomic<uint64_t> got_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool woken_ = false;
+};
+
+// A whole (small) file to disk, ranges written in place.
+class FileTarget final : public detail::RangeTarget {
+ public:
+  FileTarget(std::string what, uint64_t size, const fs::path& path) : file(path), what_(std::move(what)), size_(size) {
+    file.preallocate(size);
+  }
+  const std::string& what() const override { return what_; }
+  uint64_t size() const override { return size_; }
+  std::vector<Range> missing() const override { return size_ ? std::vector<Range>{{0, size_}} : std::vector<Range>{}; }
+  uint64_t received() const override { return got_; }
+  void write_at(uint64_t offset, std::span<const uint8_t> data) override {
+    if (offset + data.size() > size_) throw_integrity(what_ + ": more bytes arrived than the file has");
+    file.pwrite_all(offset, data);
+    got_ += data.size();
+  }
+  void pump(std::chrono::milliseconds wait) override { std::this_thread::sleep_for(wait); }
+  void notify() override {}
+  AtomicFile file;
+
+ private:
+  std::string what_;
+  uint64_t size_;
+  std::atomic<uint64_t> got_{0};
+};
+
+}  // namespace
+
+// Everything the source shares between the reader and the download threads
+// (under mu: the per-shard streams, the error, the cancel flag).
+struct StreamedHubSource::State {
+  HubConfig hub;
+  StreamSourceOptions opt;
+  std::string repo, commit;
+  SourceProvenance provenance;
+  std::vector<RemoteFile> files;             // shards, in order
+  std::vector<std::vector<uint8_t>> prefixes;  // each shard's first bytes (its header), handed to its stream
+  std::vector<std::string> projectors;
+  std::vector<RemoteFile> projector_files;
+  fs::path local;
+  uint64_t total = 0, placeholder_bytes = 0, window = 0;
+
+  // One shard's bytes as they arrive: ranges are admitted while they fit
+  // in the window ahead of the reader, held in memory until read.
+  class Shard final : public detail::RangeTarget {
+   public:
+    Shard(State& st, std::string what, uint64_t size, std::vector<uint8_t> prefix)
+        : st_(st), what_(std::move(what)), size_(size), prefix_(prefix.size()) {
+      if (prefix_ > 0) bufs_.emplace(0, Buf{prefix_, std::move(prefix), prefix_});
+    }
+    const std::string& what() const override { return what_; }
+    uint64_t size() const override { return size_; }
+    std::vector<Range> missing() const override {
+      return prefix_ < size_ ? std::vector<Range>{{prefix_, size_}} : std::vector<Range>{};
+    }
+    uint64_t received() const override { return received_; }
+
+    bool admit(uint64_t first, uint64_t end, const std::atomic<bool>& stop) override {
+      std::unique_lock g(st_.mu);
+      for (;;) {
+        if (st_.cancelled || stop) return false;
+        if (first <= consumed_ || end <= consumed_ + st_.window) break;
+        st_.cv.wait_for(g, std::chrono::milliseconds(100));
+      }
+      bufs_.emplace(first, Buf{end, std::vector<uint8_t>(end - first), 0});
+      return true;
+    }
+
+    void write_at(uint64_t offset, std::span<const uint8_t> data) override {
+      Buf* b = nullptr;
+      uint64_t first = 0;
+      {
+        std::lock_guard g(st_.mu);
+        auto it = bufs_.upper_bound(offset);
+        if (it != bufs_.begin()) {
+          --it;
+          if (offset + data.size() <= it->second.end) {
+            b = &it->second;
+            first = it->first;
+          }
+        }
+      }
+      if (!b) throw_integrity(what_ + ": bytes arrived outside every range asked for");
+      // One thread per byte offset; the buffer stays until the reader has
+      // taken what `filled` covers, so the copy needs no lock.
+      std::memcpy(b->data.data() + (offset - first), data.data(), data.size());
+      {
+        std::lock_guard g(st_.mu);
+        b->filled = std::max<uint64_t>(b->filled, offset - first + data.size());
+        received_ += data.size();
+        // Wake the reader only when it waits (curl hands over 16 KiB at a time).
+        if (st_.reader_waiting) st_.cv.notify_all();
+      }
+      if (st_.opt.on_bytes) st_.opt.on_bytes(data.size());
+    }
+
+    void pump(std::chrono::milliseconds wait) override {
+      std::unique_lock g(st_.mu);
+      pump_cv_.wait_for(g, wait, [&] { return woken_; });
+      woken_ = false;
+    }
+    void notify() override {
+      std::lock_guard g(st_.mu);
+      woken_ = true;
+      pump_cv_.notify_all();
+    }
+
+    // The reader (holding st_.mu through g): [offset, offset + into.size()).
+    void read(std::unique_lock<std::mutex>& g, uint64_t offset, std::span<uint8_t> into) {
+      if (offset != consumed_ || offset + into.size() > size_) {
+        throw Error(ErrorKind::kInvalidInput, what_ + ": read out of order (at " + std::to_string(offset) + ", expected " +
+                                                  std::to_string(consumed_) + ")");
+      }
+      size_t done = 0;
+      while (done < into.size()) {
+        st_.check(g);
+        auto it = bufs_.upper_bound(offset);
+        if (it == bufs_.begin() || std::prev(it)->second.end <= offset) {
+          st_.wait_for_bytes(g);  // not asked for yet
+          continue;
+        }
+        --it;
+        const uint64_t first = it->first;
+        Buf& b = it->second;
+        const uint64_t avail = first + b.filled > offset ? first + b.filled - offset : 0;
+        if (avail == 0) {
+          st_.wait_for_bytes(g);
+          continue;
+        }
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(avail, into.size() - done));
+        std::memcpy(into.data() + done, b.data.data() + (offset - first), n);
+        done += n;
+        offset += n;
+        consumed_ = offset;
+        if (offset >= b.end) {
+          bufs_.erase(it);  // taken whole: room for the next range
+          st_.cv.notify_all();
+        }
+      }
+    }
+
+   private:
+    struct Buf {
+      uint64_t end;
+      std::vector<uint8_t> data;
+      uint64_t filled;  // bytes from the range's start that arrived
+    };
+    State& st_;
+    std::string what_;
+    uint64_t size_, prefix_;
+    std::map<uint64_t, Buf> bufs_;  // by first byte (st_.mu)
+    uint64_t consumed_ = 0;         // the reader's position (st_.mu)
+    uint64_t received_ = 0;
+    bool woken_ = false;
+    std::condition_variable pump_cv_;  // fetch_ranges' waiting thread (st_.mu)
+  };
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::unique_ptr<Shard>> shards;  // created in order by the download thread (mu)
+  std::exception_ptr error;                    // the download's failure (mu)
+  bool cancelled = false;                      // (mu)
+  bool reader_waiting = false;                 // the reader waits for bytes (mu)
+
+  // The reader (holding mu through g) waits for more bytes to arrive.
+  void wait_for_bytes(std::unique_lock<std::mutex>& g) {
+    reader_waiting = true;
+    cv.wait_for(g, std::chrono::milliseconds(100));
+    reader_waiting = false;
+  }
+  std::once_flag started;
+  std::thread downloader;
+
+  // Throws the download's failure (the reader holds mu).
+  void check(std::unique_lock<std::mutex>&) const {
+    if (error) std::rethrow_exception(error);
+    if (cancelled) throw Error(ErrorKind::kTransport, "the streamed source was stopped");
+  }
+
+  unsigned connections() const { return std::max(1u, hub.connections); }
+
+  void download() {
+    try {
+      detail::ConnectionPool pool(connections());
+      for (size_t i = 0; i < files.size(); ++i) {
+        Shard* s = nullptr;
+        {
+          std::lock_guard g(mu);
+          if (cancelled) return;
+          shards.push_back(std::make_unique<Shard>(*this, what(i), *files[i].size, std::move(prefixes[i])));
+          s = shards.back().get();
+          cv.notify_all();
+        }
+        detail::fetch_hub_ranges(hub, repo, commit, files[i], *s, pool, range_bytes(i));
+      }
+    } catch (...) {
+      std::lock_guard g(mu);
+      if (!error) error = std::current_exception();
+      cv.notify_all();
+    }
+  }
+
+  uint64_t range_bytes(size_t i) const {
+    return opt.range_bytes ? opt.range_bytes
+                           : detail::range_size_for(*files[i].size, connections(), std::max<uint64_t>(1, hub.min_range_bytes));
+  }
+
+  std::string what(size_t i) const { return "hf://" + repo + "@" + commit + ": " + files[i].path; }
+
+  // Shard i's first bytes, grown until its GGUF header parses; writes the
+  // placeholder (the header, then a hole to the shard's size).
+  void fetch_header(size_t i, detail::ConnectionPool& pool) {
+    const uint64_t size = *files[i].size;
+    std::vector<uint8_t> prefix;
+    uint64_t want = std::min(size, kFirstHeaderBytes);
+    uint64_t header_end = 0;
+    for (;;) {
+      PrefixTarget t(what(i), size, prefix.size(), want);
+      detail::fetch_hub_ranges(hub, repo, commit, files[i], t, pool, want - prefix.size());
+      prefix.insert(prefix.end(), t.bytes().begin(), t.bytes().end());
+      if (opt.on_bytes) opt.on_bytes(t.bytes().size());
+      try {
+        GgufLimits lim;
+        lim.directory_only = true;  // the tensors' bytes are not here: offsets checked for alignment only
+        header_end = GgufFile::parse(prefix, files[i].path, lim).header_end();
+        break;
+      } catch (const Error& e) {
+        if (want >= size || want >= kMaxHeaderBytes) {
+          throw Error(ErrorKind::kInvalidInput, what(i) + ": no readable GGUF header in its first " +
+                                                    std::to_string(want) + " bytes: " + e.what());
+        }
+        want = std::min({size, want * 4, kMaxHeaderBytes});
+      }
+    }
+    const fs::path place = opt.header_dir / fs::path(files[i].path).filename();
+    write_file_atomic(place, std::string_view(reinterpret_cast<const char*>(prefix.data()), static_cast<size_t>(header_end)),
+                      Durability::kRenameOnly);
+    std::error_code ec;
+    fs::resize_file(place, size, ec);  // a hole: no blocks for the tensors' bytes
+    if (ec) throw Error(ErrorKind::kIo, place.string() + ": cannot extend the placeholder: " + ec.message());
+    placeholder_bytes += (header_end + 4095) / 4096 * 4096;
+    if (i == 0) local = place;
+    prefixes[i] = std::move(prefix);
+  }
+};
+
+StreamedHubSource::StreamedHubSource(const std::string& coordinate, const HubConfig& hub, StreamSourceOptions options)
+    : s_(std::make_unique<State>()) {
+  auto& s = *s_;
+  s.hub = hub;
+  s.opt = std::move(options);
+  if (s.opt.header_dir.empty()) throw Error(ErrorKind::kUsage, "a streamed source needs a directory for its headers");
+  auto coord = parse_model_coordinate(coordinate);
+  if (!s.opt.revision.empty()) coord.revision = s.opt.revision;
+  s.repo = coord.repo_id;
+  const RemoteListing listing = detail::list_hub_repo(hub, coord.repo_id, coord.revision);
+  s.commit = listing.commit;
+  std::vector<std::string> paths;
+  for (const auto& f : listing.files) {
+    paths.push_back(f.path);
+    std::string name = fs::path(f.path).filename().string();
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (name.starts_with("mmproj") && name.ends_with(".gguf") && f.sha256 && is_sha256_hex(*f.sha256)) {
+      s.projectors.push_back(f.path);
+      s.projector_files.push_back({f.path, f.sha256, f.size, "the Hub's listing"});
+    }
+  }
+  const auto files = match_distribution(paths, coord);
+  const std::string declared_by = "the Hub's listing";
+  for (const auto& p : files) {
+    const auto it = std::find_if(listing.files.begin(), listing.files.end(), [&](const auto& f) { return f.path == p; });
+    if (!it->sha256 || !is_sha256_hex(*it->sha256)) {
+      throw_invalid("hf://" + s.repo + "@" + s.commit + ": " + p + " has no LFS SHA-256 in the Hub's listing, so its "
+                    "streamed bytes could not be checked (run without --stream)");
+    }
+    s.files.push_back({p, it->sha256, it->size, declared_by});
+    s.total += it->size;
+  }
+  uint64_t widest = 1;
+  for (size_t i = 0; i < s.files.size(); ++i) widest = std::max(widest, s.range_bytes(i));
+  s.window = s.opt.window_bytes ? s.opt.window_bytes : uint64_t{2} * s.connections() * widest;
+
+  // Placeholders: a fresh directory (an interrupted run's is replaced).
+  std::error_code ec;
+  fs::remove_all(s.opt.header_dir, ec);
+  fs::create_directories(s.opt.header_dir, ec);
+  if (ec) throw Error(ErrorKind::kIo, s.opt.header_dir.string() + ": cannot create: " + ec.message());
+  s.prefixes.resize(s.files.size());
+  try {
+    detail::ConnectionPool pool(1);
+    for (size_t i = 0; i < s.files.size(); ++i) s.fetch_header(i, pool);
+  } catch (...) {
+    fs::remove_all(s.opt.header_dir, ec);  // the destructor does not run for a constructor that throws
+    throw;
+  }
+
+  auto& p = s.provenance;
+  p.model_id = coord.text();
+  p.repo = coord.repo_id;
+  p.distribution_id = coord.distribution;
+  p.revision = s.commit;
+  p.primary_file = files.front();
+  p.file_paths = files;
+  for (const auto& f : s.files) p.expected_sha256.push_back(*f.sha256);
+  p.shard_verified.assign(files.size(), false);
+}
+
+StreamedHubSource::~StreamedHubSource() {
+  {
+    std::lock_guard g(s_->mu);
+    s_->cancelled = true;
+    s_->cv.notify_all();
+  }
+  if (s_->downloader.joinable()) s_->downloader.join();
+  std::error_code ec;
+  fs::remove_all(s_->opt.header_dir, ec);
+}
+
+const fs::path& StreamedHubSource::local() const { return s_->local; }
+const SourceProvenance& StreamedHubSource::provenance() const { return s_->provenance; }
+uint64_t StreamedHubSource::total_bytes() const { return s_->total; }
+uint64_t StreamedHubSource::placeholder_disk_bytes() const { return s_->placeholder_bytes; }
+const std::vector<std::string>& StreamedHubSource::projector_paths() const { return s_->projectors; }
+
+uint64_t StreamedHubSource::projector_bytes() const {
+  uint64_t n = 0;
+  for (const auto& f : s_->projector_files) n += f.size.value_or(0);
+  return n;
+}
+
+std::vector<fs::path> StreamedHubSource::fetch_projectors() {
+  auto& s = *s_;
+  std::vector<fs::path> out;
+  if (s.projector_files.empty()) return out;
+  const fs::path dir = s.opt.header_dir / "projectors";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(ErrorKind::kIo, dir.string() + ": cannot create: " + ec.message());
+  detail::ConnectionPool pool(s.connections());
+  for (const auto& f : s.projector_files) {
+    const std::string what = "hf://" + s.repo + "@" + s.commit + ": " + f.path;
+    const uint64_t size = f.size.value_or(0);
+    const fs::path place = dir / fs::path(f.path).filename();
+    {
+      FileTarget t(what, size, place);
+      detail::fetch_hub_ranges(s.hub, s.repo, s.commit, f, t, pool,
+                               detail::range_size_for(size, s.connections(), std::max<uint64_t>(1, s.hub.min_range_bytes)));
+      t.file.commit(/*sync_directory=*/false);
+    }
+    // Checked before the writer copies it into the package.
+    const std::string sha = sha256_file(place);
+    if (!sha256_equal(sha, *f.sha256)) {
+      throw_integrity(what + ": the bytes received have SHA-256 " + sha + ", not the " + *f.sha256 + " the Hub declares");
+    }
+    out.push_back(place);
+  }
+  return out;
+}
+
+void StreamedHubSource::read(size_t shard, uint64_t offset, std::span<uint8_t> into) {
+  auto& s = *s_;
+  std::call_once(s.started, [&] { s.downloader = std::thread([&s] { s.download(); }); });
+  std::unique_lock g(s.mu);
+  for (;;) {
+    s.check(g);
+    if (shard < s.shards.size()) break;
+    s.cv.wait_for(g, std::chrono::milliseconds(100));
+  }
+  s.shards[shard]->read(g, offset, into);
+}
+
+}  // namespace skippy
