@@ -1,14 +1,10 @@
 // The stage a command works on, for either schema: --layers, --tensors,
 // --tensors-file, --admission, or every artifact (see schema_v2_cli.h).
-#include <iostream>
-#include <map>
-#include <set>
+#include <filesystem>
 
-#include "progress.h"
 #include "schema_v2_cli.h"
 #include "skippy/error.h"
 #include "util/file.h"
-#include "skippy/verify.h"
 
 namespace skippy::cli {
 namespace v2src_detail {

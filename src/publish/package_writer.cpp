@@ -255,8 +255,40 @@ void check_streamed_write(const WritePackageOptions& opt, const std::vector<Stre
   }
 }
 
-void read_from_stream(const WritePackageOptions& opt, const ModelSource& model, StreamOptions& so) {
-  if (!opt.stream_read) return;
+StreamOptions source_pass_options(const WritePackageOptions& opt, const ModelSource& model, uint64_t projector_bytes) {
+  StreamOptions so;
+  so.threads = opt.threads;
+  // Progress over the source's bytes and the projectors' copies.
+  struct Counter {
+    uint64_t done = 0, total = 0;
+  };
+  auto counter = std::make_shared<Counter>();
+  for (const auto& s : model.shards()) counter->total += s.file_size();
+  counter->total += projector_bytes;
+  so.on_bytes = [counter, &opt](uint64_t n) {
+    counter->done += n;
+    if (opt.on_progress) opt.on_progress(counter->done, counter->total);
+  };
+  for (const auto& s : model.shards()) s.file()->advise_sequential();
+  for (size_t i = 0; i < opt.provenance.shard_verified.size() && i < opt.provenance.expected_sha256.size(); ++i) {
+    so.known_shard_sha256.push_back(opt.provenance.shard_verified[i] && is_sha256_hex(opt.provenance.expected_sha256[i])
+                                        ? std::optional<std::string>(opt.provenance.expected_sha256[i])
+                                        : std::nullopt);
+  }
+  so.before_commit = [&opt, &model](const StreamResult& r) {
+    const auto& expected = opt.provenance.expected_sha256;
+    for (size_t i = 0; i < expected.size() && i < r.shard_sha256.size(); ++i) {
+      if (!expected[i].empty() && !sha256_equal(expected[i], r.shard_sha256[i])) {
+        throw_integrity(model.shards()[i].name() + ": SHA-256 " + r.shard_sha256[i] + " does not match the " +
+                        expected[i] + " the source declared");
+      }
+    }
+  };
+  if (opt.on_artifact && opt.disk_budget) {
+    so.threads = std::max(2u, so.threads);  // the reader may wait while another thread finishes a fragment
+    so.before_create = [&opt](uint64_t bytes, uint64_t stuck) { opt.disk_budget->acquire(bytes, stuck); };
+  }
+  if (!opt.stream_read) return so;
   so.read_source = opt.stream_read;
   so.known_shard_sha256.clear();  // every byte arrives now: every shard is hashed
   so.on_shard_hashed = [&opt, &model](size_t shard, const std::string& sha) {
@@ -270,6 +302,7 @@ void read_from_stream(const WritePackageOptions& opt, const ModelSource& model, 
                       expected[shard] + " the Hub declares (LFS oid): stopped before the commit");
     }
   };
+  return so;
 }
 
 }  // namespace detail
@@ -351,41 +384,14 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
 
   prepare_out_dir(opt.out_dir, opt.force);
 
-  uint64_t total = 0, done = 0;
-  for (const auto& s : model.shards()) total += s.file_size();
-  for (const auto& p : projectors) total += p.entry.artifact_bytes;
-  auto on_bytes = [&](uint64_t n) {
-    done += n;
-    if (opt.on_progress) opt.on_progress(done, total);
-  };
-
-  for (const auto& s : model.shards()) s.file()->advise_sequential();
-  detail::StreamOptions so;
-  so.threads = opt.threads;
-  so.on_bytes = on_bytes;
-  for (size_t i = 0; i < opt.provenance.shard_verified.size() && i < opt.provenance.expected_sha256.size(); ++i) {
-    so.known_shard_sha256.push_back(opt.provenance.shard_verified[i] && is_sha256_hex(opt.provenance.expected_sha256[i])
-                                        ? std::optional<std::string>(opt.provenance.expected_sha256[i])
-                                        : std::nullopt);
-  }
-  so.before_commit = [&](const detail::StreamResult& r) {
-    const auto& expected = opt.provenance.expected_sha256;
-    for (size_t i = 0; i < expected.size() && i < r.shard_sha256.size(); ++i) {
-      if (!expected[i].empty() && !sha256_equal(expected[i], r.shard_sha256[i])) {
-        throw_integrity(model.shards()[i].name() + ": SHA-256 " + r.shard_sha256[i] + " does not match the " +
-                        expected[i] + " the source declared");
-      }
-    }
-  };
-  read_from_stream(opt, model, so);
+  uint64_t projector_bytes = 0;
+  for (const auto& p : projectors) projector_bytes += p.entry.artifact_bytes;
+  auto so = source_pass_options(opt, model, projector_bytes);
+  const auto on_bytes = so.on_bytes;
   if (opt.on_artifact) {
     so.on_output_complete = [&](size_t i, const std::string& sha) {
       opt.on_artifact({frags[i].rel_path, outputs[i].final_path, outputs[i].total_size, sha});
     };
-    if (opt.disk_budget) {
-      so.threads = std::max(2u, so.threads);  // the reader may wait while another thread finishes a fragment
-      so.before_create = [&](uint64_t bytes, uint64_t stuck) { opt.disk_budget->acquire(bytes, stuck); };
-    }
   }
   const auto hashes = detail::stream_split(shard_files, outputs, so);
   uint64_t source_hashed = 0;
@@ -409,7 +415,8 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
     ValidateOptions vo;
     vo.threads = opt.threads;
     vo.manifest = m;
-    const uint64_t written = done;
+    uint64_t written = projector_bytes;  // what the pass and the copies reported: every byte by now
+    for (const auto& sh : model.shards()) written += sh.file_size();
     vo.on_progress = [&](uint64_t d, uint64_t t) {
       if (opt.on_progress) opt.on_progress(written + d, written + t);
     };

@@ -283,32 +283,10 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   check_streamed_write(opt, outputs);
 
   prepare_out_dir(opt.out_dir, opt.force);
-  uint64_t total = 0, done = 0;
-  for (const auto& s : model.shards()) total += s.file_size();
-  for (const auto& p : projectors) total += p.entry.artifact_bytes;
-  auto on_bytes = [&](uint64_t n) {
-    done += n;
-    if (opt.on_progress) opt.on_progress(done, total);
-  };
-  for (const auto& s : model.shards()) s.file()->advise_sequential();
-  StreamOptions so;
-  so.threads = opt.threads;
-  so.on_bytes = on_bytes;
-  for (size_t i = 0; i < opt.provenance.shard_verified.size() && i < opt.provenance.expected_sha256.size(); ++i) {
-    so.known_shard_sha256.push_back(opt.provenance.shard_verified[i] && is_sha256_hex(opt.provenance.expected_sha256[i])
-                                        ? std::optional<std::string>(opt.provenance.expected_sha256[i])
-                                        : std::nullopt);
-  }
-  so.before_commit = [&](const StreamResult& r) {
-    const auto& expected = opt.provenance.expected_sha256;
-    for (size_t i = 0; i < expected.size() && i < r.shard_sha256.size(); ++i) {
-      if (!expected[i].empty() && !sha256_equal(expected[i], r.shard_sha256[i])) {
-        throw_integrity(model.shards()[i].name() + ": SHA-256 " + r.shard_sha256[i] + " does not match the " +
-                        expected[i] + " the source declared");
-      }
-    }
-  };
-  read_from_stream(opt, model, so);
+  uint64_t projector_bytes = 0;
+  for (const auto& p : projectors) projector_bytes += p.entry.artifact_bytes;
+  auto so = source_pass_options(opt, model, projector_bytes);
+  const auto on_bytes = so.on_bytes;
   auto rel_of = [&](size_t i) { return i < parts.size() ? parts[i].path : std::string(kMetadataPath); };
   // A streamed write announces the carrier last (after the projectors and
   // publisher files): the package's root artifact leaves only once every
@@ -323,10 +301,6 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
       }
       opt.on_artifact(w);
     };
-    if (opt.disk_budget) {
-      so.threads = std::max(2u, so.threads);
-      so.before_create = [&](uint64_t bytes, uint64_t stuck) { opt.disk_budget->acquire(bytes, stuck); };
-    }
   }
   const auto hashes = stream_split(shard_files, outputs, so);
   uint64_t source_hashed = 0;
