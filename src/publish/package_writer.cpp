@@ -255,7 +255,12 @@ void check_streamed_write(const WritePackageOptions& opt, const std::vector<Stre
   }
 }
 
-StreamOptions source_pass_options(const WritePackageOptions& opt, const ModelSource& model, uint64_t projector_bytes) {
+StreamOptions begin_source_pass(const WritePackageOptions& opt, const ModelSource& model,
+                                const std::vector<StreamOutput>& outputs, const std::vector<PlannedProjector>& projectors) {
+  check_streamed_write(opt, outputs);
+  prepare_out_dir(opt.out_dir, opt.force);
+  uint64_t projector_bytes = 0;
+  for (const auto& p : projectors) projector_bytes += p.entry.artifact_bytes;
   StreamOptions so;
   so.threads = opt.threads;
   // Progress over the source's bytes and the projectors' copies.
@@ -380,13 +385,7 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   std::vector<detail::StreamOutput> outputs;
   outputs.reserve(frags.size());
   for (size_t i = 0; i < frags.size(); ++i) outputs.push_back(stream_output(frags[i], writers[i], opt.out_dir));
-  check_streamed_write(opt, outputs);
-
-  prepare_out_dir(opt.out_dir, opt.force);
-
-  uint64_t projector_bytes = 0;
-  for (const auto& p : projectors) projector_bytes += p.entry.artifact_bytes;
-  auto so = source_pass_options(opt, model, projector_bytes);
+  auto so = begin_source_pass(opt, model, outputs, projectors);
   const auto on_bytes = so.on_bytes;
   if (opt.on_artifact) {
     so.on_output_complete = [&](size_t i, const std::string& sha) {
@@ -415,8 +414,9 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
     ValidateOptions vo;
     vo.threads = opt.threads;
     vo.manifest = m;
-    uint64_t written = projector_bytes;  // what the pass and the copies reported: every byte by now
+    uint64_t written = 0;  // what the pass and the copies reported: every byte by now
     for (const auto& sh : model.shards()) written += sh.file_size();
+    for (const auto& p : projectors) written += p.entry.artifact_bytes;
     vo.on_progress = [&](uint64_t d, uint64_t t) {
       if (opt.on_progress) opt.on_progress(written + d, written + t);
     };

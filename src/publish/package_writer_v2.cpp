@@ -280,12 +280,7 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
     c.total_size = carrier.size();
     outputs.push_back(std::move(c));
   }
-  check_streamed_write(opt, outputs);
-
-  prepare_out_dir(opt.out_dir, opt.force);
-  uint64_t projector_bytes = 0;
-  for (const auto& p : projectors) projector_bytes += p.entry.artifact_bytes;
-  auto so = source_pass_options(opt, model, projector_bytes);
+  auto so = begin_source_pass(opt, model, outputs, projectors);
   const auto on_bytes = so.on_bytes;
   auto rel_of = [&](size_t i) { return i < parts.size() ? parts[i].path : std::string(kMetadataPath); };
   // A streamed write announces the carrier last (after the projectors and

@@ -93,15 +93,18 @@ std::vector<std::vector<const SourceTensor*>> split_v2_group(std::vector<const S
 // what the budget holds already, the placeholders' headers, over its limit).
 // Nothing without stream_read.
 void check_streamed_write(const WritePackageOptions& opt, const std::vector<StreamOutput>& outputs);
-// The source pass's options both writers share: progress (on_bytes) over
-// the source's bytes and `projector_bytes` of projector copies, the shards'
+// Where both writers start their source pass, once the outputs are
+// planned: check_streamed_write, the output directory prepared
+// (prepare_out_dir), and the pass's options: progress (on_bytes) over the
+// source's bytes and the projectors' copies, the shards'
 // digests verified before (not hashed again), the source's declared
 // SHA-256s checked before any output is renamed, with opt.on_artifact the
 // disk budget's wait before each output; with opt.stream_read the pass
 // reads the streamed source, every shard hashed from the arriving bytes
 // and checked against provenance.expected_sha256 as soon as it ends. The
 // caller adds on_output_complete. `opt` and `model` must outlive the pass.
-StreamOptions source_pass_options(const WritePackageOptions& opt, const ModelSource& model, uint64_t projector_bytes);
+StreamOptions begin_source_pass(const WritePackageOptions& opt, const ModelSource& model,
+                                const std::vector<StreamOutput>& outputs, const std::vector<PlannedProjector>& projectors);
 
 // write-package --schema 2 (package_writer_v2.cpp).
 WritePackageResult write_package_v2(const WritePackageOptions& opt);
