@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "hub/hub_stream.h"
+#include "source/hub_provenance.h"
 #include "skippy/error.h"
 #include "skippy/gguf.h"
 #include "skippy/hf_ref.h"
@@ -364,15 +365,9 @@ StreamedHubSource::StreamedHubSource(const std::string& coordinate, const HubCon
     throw;
   }
 
-  auto& p = s.provenance;
-  p.model_id = coord.text();
-  p.repo = coord.repo_id;
-  p.distribution_id = coord.distribution;
-  p.revision = s.commit;
-  p.primary_file = files.front();
-  p.file_paths = files;
-  for (const auto& f : s.files) p.expected_sha256.push_back(*f.sha256);
-  p.shard_verified.assign(files.size(), false);
+  std::vector<std::string> expected;
+  for (const auto& f : s.files) expected.push_back(*f.sha256);
+  s.provenance = detail::hub_source_provenance(coord, s.commit, files, std::move(expected));
 }
 
 StreamedHubSource::~StreamedHubSource() {

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 
+#include "source/hub_provenance.h"
 #include "skippy/error.h"
 #include "skippy/gguf.h"
 #include "skippy/hf_ref.h"
@@ -182,15 +183,10 @@ ResolvedModelSource open_model_source(const ModelSourceRequest& req, const Sourc
   const auto vouched = cached_verifications(scope, claims);
   out.local = local.front();
   out.from_hub = true;
+  std::vector<std::string> expected;
+  for (const auto& w : want) expected.push_back(w.sha256.value_or(""));
+  out.provenance = detail::hub_source_provenance(coord, listing.commit, files, std::move(expected));
   auto& p = out.provenance;
-  p.model_id = coord.text();
-  p.repo = coord.repo_id;
-  p.distribution_id = coord.distribution;
-  p.revision = listing.commit;
-  p.primary_file = files.front();
-  p.file_paths = files;
-  for (const auto& w : want) p.expected_sha256.push_back(w.sha256.value_or(""));
-  p.shard_verified.assign(files.size(), false);
   for (size_t i = 0, k = 0; i < files.size(); ++i) {
     if (!want[i].sha256 || !want[i].size) continue;
     p.shard_verified[i] = vouched[k++];
@@ -199,3 +195,21 @@ ResolvedModelSource open_model_source(const ModelSourceRequest& req, const Sourc
 }
 
 }  // namespace skippy
+
+namespace skippy::detail {
+
+SourceProvenance hub_source_provenance(const ModelCoordinate& coord, const std::string& commit,
+                                       const std::vector<std::string>& files, std::vector<std::string> expected_sha256) {
+  SourceProvenance p;
+  p.model_id = coord.text();
+  p.repo = coord.repo_id;
+  p.distribution_id = coord.distribution;
+  p.revision = commit;
+  p.primary_file = files.front();
+  p.file_paths = files;
+  p.expected_sha256 = std::move(expected_sha256);
+  p.shard_verified.assign(files.size(), false);
+  return p;
+}
+
+}  // namespace skippy::detail

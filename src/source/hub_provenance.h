@@ -1,0 +1,20 @@
+// The provenance of a model read from the Hub (ORG/REPO:DIST at a commit):
+// what write-package records for a cached source (model_source_ref.cpp)
+// and for a streamed one (hub/hub_stream.cpp) alike. Internal.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "skippy/hf_ref.h"
+#include "skippy/package_writer.h"
+
+namespace skippy::detail {
+
+// `files`: the distribution's shards in order (the first is the primary);
+// `expected_sha256`: the Hub's SHA-256 of each ("" when it declares none).
+// No shard counts as verified yet.
+SourceProvenance hub_source_provenance(const ModelCoordinate& coord, const std::string& commit,
+                                       const std::vector<std::string>& files, std::vector<std::string> expected_sha256);
+
+}  // namespace skippy::detail
