@@ -188,6 +188,9 @@ TEST(SplitStream, ALaneThatFailsStopsTheOtherAndNothingGetsItsName) {
   LaneCase c(t.path());
   c.place(t.path());
   auto o = c.options;
+  // Two buffers per lane: the second lane cannot have read its whole range
+  // (five chunks) ahead before the first chunk anywhere is done.
+  o.buffers = 4;
   bool cut = false;
   o.on_bytes = [&](uint64_t) {
     if (!cut) {

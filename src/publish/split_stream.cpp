@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <set>
 #include <condition_variable>
@@ -17,7 +18,6 @@
 
 #include "skippy/error.h"
 #include "util/sha256.h"
-#include "util/mapped_read.h"
 
 namespace skippy::detail {
 namespace {
@@ -39,8 +39,7 @@ struct Chunk {
   uint64_t offset = 0;
   size_t len = 0;
   bool last_of_shard = false;
-  const uint8_t* buf = nullptr;  // into the shard's mapping, or `owned`
-  std::vector<uint8_t> owned;    // read_source: the chunk's bytes
+  uint8_t* buf = nullptr;        // one of the pipeline's buffers: the chunk's bytes
   bool live = false;             // defined and not yet finished by every job
   std::vector<Segment> segments;
   bool src_hashed = false, out_hashed = false, written = false;
@@ -319,7 +318,7 @@ class Pipeline {
       case Job::kRead: read_next(); break;
       case Job::kSrcHash:
         if (known(c->shard)) break;  // verified before: not hashed again
-        if (!detail::guarded([&] { shard_sha_[c->shard].update({c->buf, c->len}); })) shrank(c->shard);
+        shard_sha_[c->shard].update({c->buf, c->len});
         if (c->last_of_shard && opt_.on_shard_hashed) {
           shard_hex_[c->shard] = shard_sha_[c->shard].hex_digest();
           opt_.on_shard_hashed(c->shard, *shard_hex_[c->shard]);
@@ -328,7 +327,7 @@ class Pipeline {
       case Job::kOutHash: {
         static const std::vector<uint8_t> kZeros(4096, 0);
         for (const auto& s : c->segments) {
-          if (!detail::guarded([&] { out_sha_[s.output].update({c->buf + s.in_chunk, s.len}); })) shrank(c->shard);
+          out_sha_[s.output].update({c->buf + s.in_chunk, s.len});
           if (s.ends_piece) {
             for (uint64_t pad = outputs_[s.output].pieces[s.piece].pad_after; pad != 0;) {
               const size_t n = static_cast<size_t>(std::min<uint64_t>(pad, kZeros.size()));
@@ -341,15 +340,7 @@ class Pipeline {
       }
       case Job::kWrite:
         for (const auto& s : c->segments) {
-          if (opt_.read_source) {  // bytes that arrived: from the chunk's own buffer
-            files_[s.output]->pwrite_all(s.dst, {c->buf + s.in_chunk, s.len});
-            files_[s.output]->start_writeback(s.dst, s.len);
-            continue;
-          }
-          // The in-kernel copy reads the shard itself; the bytes view is only
-          // for a pwrite fallback (EFAULT, not SIGBUS, if the file shrank).
-          files_[s.output]->copy_range(*shards_[c->shard], c->offset + s.in_chunk, s.dst,
-                                       {c->buf + s.in_chunk, s.len});
+          files_[s.output]->pwrite_all(s.dst, {c->buf + s.in_chunk, s.len});
           // Writeback starts now, overlapping the rest of the stream, rather
           // than all at the fsync before the renames.
           files_[s.output]->start_writeback(s.dst, s.len);
@@ -359,18 +350,32 @@ class Pipeline {
     }
   }
 
-  // Takes the next chunk of the current shard (a view into its mapping,
-  // with read-ahead asked for the one after) and maps the piece segments it
-  // holds. Runs outside the lock; only the reader touches
-  // shard_/pos_/ref_cursor_.
+  // Reads the next chunk of the current shard into a free buffer and maps
+  // the piece segments it holds. Runs outside the lock; only the reader
+  // touches shard_/pos_/ref_cursor_.
+  //
+  // Why buffers and not views of the shard's mapping: SHA-256 is most of
+  // the pass's CPU, and hashing straight from a mapping costs about 1.5 x
+  // the user time of hashing the same bytes from a buffer that pread
+  // filled (measured on 1.5 GiB: 1.35 s vs 0.87 s user + 0.27 s system;
+  // the hardware prefetcher stops at every 4 KiB page of the mapping).
+  // A chunk that fits in the L2 cache is then hashed twice (shard and
+  // fragment) and written with pwrite from cache: one copy in, one out,
+  // no page faults, and a short read is simply an error.
   void read_next() {
+    uint8_t* buf = nullptr;
     {
       std::lock_guard g(mu_);
       --slots_;
+      if (free_.empty()) {
+        pool_.push_back(std::make_unique_for_overwrite<uint8_t[]>(opt_.chunk_bytes));
+        free_.push_back(pool_.back().get());
+      }
+      buf = free_.back();
+      free_.pop_back();
     }
     auto c = std::make_unique<Chunk>();
     const auto& f = *shards_[shard_];
-    const auto bytes = f.bytes();
     c->shard = shard_;
     c->offset = pos_;
     c->len = static_cast<size_t>(std::min<uint64_t>(opt_.chunk_bytes, f.size() - pos_));
@@ -382,14 +387,22 @@ class Pipeline {
         c->len = static_cast<size_t>(ends_[end_cursor_].second - pos_);
       }
     }
-    const uint8_t* view = nullptr;
-    if (opt_.read_source) {
-      c->owned.resize(c->len);
-      opt_.read_source(shard_, pos_, c->owned);
-      view = c->owned.data();
-    } else {
-      detail::prefetch_mapped(bytes, pos_ + c->len, opt_.chunk_bytes);
-      view = bytes.data() + pos_;
+    {
+      const std::span<uint8_t> into{buf, c->len};
+      // (Until the chunk is live the buffer is the reader's alone; should
+      // the read throw, it goes back to the pool.)
+      try {
+        if (opt_.read_source) {
+          opt_.read_source(shard_, pos_, into);
+        } else {
+          read_shard(f, pos_, into);
+        }
+      } catch (...) {
+        std::lock_guard g(mu_);
+        free_.push_back(buf);
+        ++slots_;
+        throw;
+      }
     }
     const uint64_t end = pos_ + c->len;
     // Skip pieces that ended before this chunk (none should: pieces are
@@ -421,7 +434,7 @@ class Pipeline {
       while (shard_ < shards_.size() && shards_[shard_]->size() == 0) ++shard_;  // empty files
     }
     std::lock_guard g(mu_);
-    c->buf = view;
+    c->buf = buf;
     c->live = true;
     chunks_.push_back(std::move(c));
   }
@@ -448,13 +461,7 @@ class Pipeline {
       case Job::kNone: break;
     }
     if (c && c->src_hashed && c->out_hashed && c->written && c->live) {
-      // Done with these pages: out of our page tables (resident memory stays
-      // flat), still in the page cache.
-      if (opt_.read_source) {
-        c->owned = {};
-      } else {
-        detail::release_mapped(shards_[c->shard]->bytes(), c->offset, c->len);
-      }
+      free_.push_back(c->buf);  // the buffer serves the next read
       ++slots_;
       c->live = false;
       c->buf = nullptr;
@@ -473,9 +480,20 @@ class Pipeline {
     return !opt_.read_source && shard < opt_.known_shard_sha256.size() && opt_.known_shard_sha256[shard].has_value();
   }
 
-  [[noreturn]] void shrank(size_t shard) const {
-    throw_invalid(shards_[shard]->path().string() +
-                  ": the file shrank while it was being read (changed by another process?)");
+  // pread of exactly into.size() bytes; a short read means the shard shrank.
+  static void read_shard(const MappedFile& f, uint64_t at, std::span<uint8_t> into) {
+    size_t done = 0;
+    while (done < into.size()) {
+      const ssize_t n = ::pread(f.fd(), into.data() + done, into.size() - done, static_cast<off_t>(at + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw_io(f.path().string() + ": read failed at byte " + std::to_string(at + done));
+      }
+      if (n == 0) {
+        throw_invalid(f.path().string() + ": the file shrank while it was being read (changed by another process?)");
+      }
+      done += static_cast<size_t>(n);
+    }
   }
 
   const std::vector<std::shared_ptr<const MappedFile>>& shards_;
@@ -492,6 +510,8 @@ class Pipeline {
   std::condition_variable cv_;
   std::exception_ptr error_;
   size_t slots_ = 0;  // chunks that may still be in flight
+  std::vector<std::unique_ptr<uint8_t[]>> pool_;  // the chunk buffers, made as first needed (under mu_)
+  std::vector<uint8_t*> free_;                     // those not holding a live chunk (under mu_)
   std::deque<std::unique_ptr<Chunk>> chunks_;
   size_t first_live_ = 0;
   size_t src_next_ = 0, out_next_ = 0;

@@ -1,7 +1,8 @@
 // One sequential pass over a source model that hashes every shard and, from
 // the same bytes, writes and hashes every package fragment. Each source byte
-// is read once; the work (reading, the shard hash chain, the fragment hash
-// chain, writes) is spread over worker threads so both cores stay busy.
+// is read once, into a small buffer that is hashed and written from cache;
+// the work (reading, the shard hash chain, the fragment hash chain, writes)
+// is spread over worker threads so both cores stay busy.
 // When no shard needs hashing (its digest was verified before), the pass
 // runs as several lanes over disjoint source ranges instead (StreamOptions::lanes).
 // Internal to the package writer.
@@ -43,8 +44,13 @@ struct StreamResult {
 
 struct StreamOptions {
   unsigned threads = 2;
-  size_t chunk_bytes = 8u << 20;
-  size_t buffers = 6;
+  // The source is read in chunks of this size into `buffers` buffers of
+  // the pipeline's own (pread, or read_source), each hashed twice and
+  // written while it is still in the core's L2 cache: half a MiB, with
+  // 8 MiB in flight, measured fastest on 1.5 GiB (256 KiB to 1 MiB within
+  // noise; 8 MiB chunks cost twice the system time).
+  size_t chunk_bytes = 512u << 10;
+  size_t buffers = 16;
   std::function<void(uint64_t)> on_bytes;  // source bytes fully processed
   // Per shard (may be shorter than the shard list): a SHA-256 already
   // verified on exactly these bytes. Such a shard is not hashed again and
@@ -75,8 +81,8 @@ struct StreamOptions {
   std::function<void(uint64_t bytes, uint64_t stuck_bytes)> before_create;
 
   // ---- A second kind of source: bytes that arrive (write-package --stream) ----
-  // When set, the pass reads the source through this instead of the
-  // mappings, in file order (every shard from byte 0 to its end, one shard
+  // When set, the pass reads the source through this instead of pread on
+  // the shards' files, in file order (every shard from byte 0 to its end, one shard
   // after the other, each call continuing where the last ended), into
   // buffers of its own, and writes the fragments from those buffers. The
   // mappings then need hold only the GGUF headers (a placeholder file of
