@@ -118,6 +118,28 @@ RawTensor* find_raw(std::vector<RawTensor>& d, std::string_view name) {
 
 constexpr const char* kPlaceholder = "__index_timestep_zero__";
 
+// Schema 1 keeps a zero-dimension tensor in its fragment, but a fragment
+// holding nothing else would declare tensor_count 1 with tensor_bytes 0,
+// which the spec forbids: the writer refuses before writing, naming the
+// tensor and the fix, instead of writing a package its own reader refuses.
+TEST(V2CatalogRules, ASchema1FragmentOfOnlyZeroDimensionTensorsIsRefusedUpFront) {
+  TempDir t;
+  const fs::path src = test::with_extra_tensors(test::data_path("llama-tiny-q8_0.gguf"), t.path(), {{kPlaceholder, 0}});
+  const auto w = test::write_pkg(src, t / "pkg");
+  EXPECT_NE(w.exit_code, 0) << w.out;
+  EXPECT_NE(w.err.find("shared/metadata.gguf would hold only tensors without bytes"), std::string::npos) << w.err;
+  EXPECT_NE(w.err.find(kPlaceholder), std::string::npos) << w.err;
+  EXPECT_NE(w.err.find("--schema 2"), std::string::npos) << w.err;
+  EXPECT_FALSE(fs::exists(t / "pkg" / "model-package.json"));
+  // Beside a tensor with bytes the placeholder is kept (schema 1 as always).
+  TempDir t1;
+  const fs::path src1 =
+      test::with_extra_tensors(test::data_path("llama-tiny-q8_0.gguf"), t1.path(), {{"blk.0.placeholder_zero", 0}});
+  const auto w1 = test::write_pkg(src1, t1 / "pkg");
+  ASSERT_EQ(w1.exit_code, 0) << w1.err;
+  EXPECT_EQ(run_cli({"validate-package", src1.string(), (t1 / "pkg").string()}).exit_code, 0);
+}
+
 TEST(V2CatalogRules, AZeroDimensionTensorIsNotCataloguedByTheWriters) {
   TempDir t;
   const fs::path src = test::with_extra_tensors(test::data_path("llama-tiny-q8_0.gguf"), t.path(), {{kPlaceholder, 0}});

@@ -113,6 +113,26 @@ std::vector<Fragment> plan_fragments(const std::string& source_name, const std::
                     " has no tensors (block_count disagrees with the blk.N tensors)");
     }
   }
+  // The spec: a fragment with tensors declares tensor_bytes greater than
+  // zero. A fragment whose only tensors have a zero dimension (a converter's
+  // placeholder such as __index_timestep_zero__, no bytes) cannot be
+  // described: refuse before anything is written. (Schema 2 leaves such
+  // placeholders out of the package, as the reference does.)
+  for (const auto& f : frags) {
+    if (f.tensors.empty()) continue;
+    uint64_t bytes = 0;
+    std::string names;
+    for (const SourceTensor* t : f.tensors) {
+      bytes += t->info->bytes;
+      names += (names.empty() ? "" : ", ") + std::string(t->info->name);
+    }
+    if (bytes == 0) {
+      throw_invalid(source_name + ": " + f.rel_path + " would hold only tensors without bytes (" + names +
+                    ": a zero dimension), which a schema 1 manifest cannot declare (tensor_bytes must be greater "
+                    "than zero when tensor_count is not); write it with --schema 2, which leaves such "
+                    "placeholders out as the reference writer does");
+    }
+  }
   // Source order inside each fragment: the single pass fills it front to back.
   for (auto& f : frags) {
     std::sort(f.tensors.begin(), f.tensors.end(), [](const SourceTensor* a, const SourceTensor* b) {
