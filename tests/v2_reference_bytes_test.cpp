@@ -14,6 +14,9 @@
 #include <algorithm>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
+#include "hub_standin.h"
 #include "skippy/catalog_stage.h"
 #include "skippy/gguf.h"
 #include "test_util.h"
@@ -43,8 +46,18 @@ struct RefPart {
   std::map<std::string, uint64_t> tensor_offset;    // absolute, per tensor
 };
 
-// part_writer.rs's write_part, for the named tensors of a single-file source.
-RefPart reference_part(const GgufFile& src, std::vector<std::string> names) {
+// part_writer.rs's write_part, for the named tensors of a source given as
+// its shards (the first one's KVs and alignment; each tensor from the shard
+// that holds it).
+RefPart reference_part(const std::vector<const GgufFile*>& shards, std::vector<std::string> names) {
+  const GgufFile& src = *shards.front();
+  auto find = [&](const std::string& n) -> std::pair<const GgufFile*, const GgufTensorInfo*> {
+    for (const auto* f : shards) {
+      if (const auto* t = f->find_tensor(n)) return {f, t};
+    }
+    ADD_FAILURE() << n << " is in no shard";
+    return {nullptr, nullptr};
+  };
   std::sort(names.begin(), names.end());
   RefPart r;
   auto& b = r.bytes;
@@ -77,10 +90,10 @@ RefPart reference_part(const GgufFile& src, std::vector<std::string> names) {
   uint64_t offset = 0;
   for (const auto& n : names) {
     offsets.push_back(offset);
-    offset = align_to(offset + src.find_tensor(n)->bytes, alignment);
+    offset = align_to(offset + find(n).second->bytes, alignment);
   }
   for (size_t i = 0; i < names.size(); ++i) {
-    const GgufTensorInfo& t = *src.find_tensor(names[i]);
+    const GgufTensorInfo& t = *find(names[i]).second;
     put_string(b, t.name);
     put32(b, static_cast<uint32_t>(t.ne.size()));
     for (const int64_t d : t.ne) put64(b, static_cast<uint64_t>(d));
@@ -90,14 +103,15 @@ RefPart reference_part(const GgufFile& src, std::vector<std::string> names) {
   const uint64_t data_start = align_to(b.size(), alignment);
   b.resize(data_start, 0);
   for (size_t i = 0; i < names.size(); ++i) {
-    const GgufTensorInfo& t = *src.find_tensor(names[i]);
+    const auto [file, t] = find(names[i]);
     b.resize(data_start + offsets[i], 0);  // the zero gap up to the aligned offset
-    const auto data = src.tensor_data(t);
+    const auto data = file->tensor_data(*t);
     b.insert(b.end(), data.begin(), data.end());
     r.tensor_offset[names[i]] = data_start + offsets[i];
   }
   return r;  // nothing after the last tensor
 }
+RefPart reference_part(const GgufFile& src, std::vector<std::string> names) { return reference_part({&src}, std::move(names)); }
 
 // Each payload part of the package in `pkg`: its path and its tensors in our
 // part's order (by offset).
@@ -179,6 +193,128 @@ TEST(V2ReferenceBytes, AManyTensorPartHasTheSameKvSectionAndTensorBytesInAnother
     }
   }
   EXPECT_GT(reordered, 0u) << "a layer's tensors in source order are not in name order (the one layout difference)";
+}
+
+// ---- write-package --schema 2 --layout reference: the reference's parts, byte for byte ----
+
+const std::vector<std::string> kRefLayout = {"--schema", "2", "--layout", "reference"};
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Every payload part of `pkg` is exactly reference_part(shards, its tensors);
+// returns how many parts hold several tensors.
+size_t expect_parts_are_the_references(const fs::path& pkg, const std::vector<const GgufFile*>& shards,
+                                       size_t* unaligned_inside = nullptr) {
+  size_t several = 0;
+  for (const auto& [path, names] : parts_of(pkg)) {
+    SCOPED_TRACE(path.string());
+    std::vector<std::string> sorted = names;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(names, sorted) << "the part's tensors lie in name order";
+    const auto ours = test::read_file(path);
+    const auto ref = reference_part(shards, names).bytes;
+    EXPECT_EQ(ours.size(), ref.size());
+    EXPECT_TRUE(ours == ref) << "differs from the reference's part_writer bytes";
+    several += names.size() > 1;
+    if (unaligned_inside) {
+      for (size_t i = 0; i + 1 < names.size(); ++i) {  // a gap of zeros follows it
+        for (const auto* f : shards) {
+          const auto* t = f->find_tensor(names[i]);
+          if (t && t->bytes % f->alignment() != 0) ++*unaligned_inside;
+        }
+      }
+    }
+  }
+  return several;
+}
+
+TEST(V2ReferenceBytes, TheReferenceLayoutWritesEveryPartAsThePartWriterDoes) {
+  TempDir t;
+  // Tensors whose bytes are not a multiple of the alignment (12, 20 and 28
+  // bytes), written before the fixture's own, so source order is not name
+  // order: one among the layerless tensors, two inside layers (one sorts
+  // first in its layer, one last).
+  const fs::path src_path = test::with_extra_tensors(
+      test::data_path("llama-tiny-q8_0.gguf"), t.path(),
+      {{"rope_freqs.weight", 3}, {"blk.0.attn_aaa.weight", 5}, {"blk.3.zzz.weight", 7}});
+  const auto src = GgufFile::open(src_path);
+  // The default budget (whole layers), and one that cuts every layer into
+  // -partMM parts of several tensors each.
+  for (const std::vector<std::string>& budget : {std::vector<std::string>{}, {"--max-artifact-bytes", "15000"}}) {
+    SCOPED_TRACE(budget.empty() ? "whole layers" : "a 15000-byte budget");
+    const fs::path out = t / (budget.empty() ? "whole" : "parts");
+    const auto w = test::write_pkg(src_path, out, with(with(kRefLayout, budget), {"--validate"}));
+    ASSERT_EQ(w.exit_code, 0) << w.err;
+    size_t unaligned_inside = 0;
+    const size_t several = expect_parts_are_the_references(out, {&src}, &unaligned_inside);
+    const auto parts = parts_of(out);
+    EXPECT_GT(several, parts.size() / 2) << "most parts hold several tensors";
+    EXPECT_GT(unaligned_inside, 0u) << "a tensor off the alignment is followed by a zero gap";
+    const bool split = std::any_of(parts.begin(), parts.end(), [](const auto& p) {
+      return p.first.filename().string().find("-part") != std::string::npos;
+    });
+    EXPECT_EQ(split, !budget.empty());
+    // The default layout of the same source differs (source order, padding): not the reference's.
+    if (budget.empty()) {
+      const auto d = test::write_pkg(src_path, t / "default", {"--schema", "2"});
+      ASSERT_EQ(d.exit_code, 0) << d.err;
+      EXPECT_NE(nlohmann::json::parse(d.out)["package_id"], nlohmann::json::parse(w.out)["package_id"]);
+    }
+  }
+}
+
+TEST(V2ReferenceBytes, ASplitSourcesReferencePartsTakeTheFirstShardsKvsAndEveryShardsTensors) {
+  TempDir t;
+  const auto s1 = GgufFile::open(test::data_path("llama-tiny-q4_0-00001-of-00003.gguf"));
+  const auto s2 = GgufFile::open(test::data_path("llama-tiny-q4_0-00002-of-00003.gguf"));
+  const auto s3 = GgufFile::open(test::data_path("llama-tiny-q4_0-00003-of-00003.gguf"));
+  ASSERT_NE(s1.find_kv("split.count"), nullptr) << "the fixture's KVs hold the bookkeeping keys the part drops";
+  const auto w = test::write_pkg(test::data_path("llama-tiny-q4_0-00001-of-00003.gguf"), t / "pkg", kRefLayout);
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_GT(expect_parts_are_the_references(t / "pkg", {&s1, &s2, &s3}), 0u);
+}
+
+TEST(V2ReferenceBytes, AReferenceLayoutPackageVerifiesSelectsMaterializesAndFetches) {
+  TempDir t;
+  const fs::path src = test::data_path("llama-tiny-q8_0.gguf");
+  ASSERT_EQ(test::write_pkg(src, t / "ref", with(kRefLayout, {"--max-artifact-bytes", "15000"})).exit_code, 0);
+  ASSERT_EQ(test::write_pkg(src, t / "src", {"--schema", "2", "--max-artifact-bytes", "15000"}).exit_code, 0);
+  const std::vector<std::string> env = {"SKIPPY_CACHE_DIR=" + (t / "cache").string()};
+  auto ok = [](const test::CliResult& r) {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  };
+  const auto ref = (t / "ref").string();
+  EXPECT_EQ(ok(test::run_cli({"verify", ref, "--json"}, env))["verified"], true);
+  EXPECT_EQ(ok(test::run_cli({"validate-package", src.string(), ref, "--json"}))["valid"], true);
+  const auto sel = ok(test::run_cli({"select", ref, "--layers", "2..5", "--json"}, env));
+  EXPECT_FALSE(sel["parts"].empty());
+  // A stage materialized from either layout holds the same tensors, in the same order, with the same bytes.
+  for (const char* which : {"ref", "src"}) {
+    ok(test::run_cli({"materialize", (t / which).string(), "--layers", "2..5", "--verify", "--out",
+                      (t / (std::string(which) + ".gguf")).string(), "--json"},
+                     env));
+  }
+  const auto a = GgufFile::open(t / "ref.gguf");
+  const auto b = GgufFile::open(t / "src.gguf");
+  ASSERT_EQ(a.tensors().size(), b.tensors().size());
+  for (size_t i = 0; i < a.tensors().size(); ++i) {
+    EXPECT_EQ(a.tensors()[i].name, b.tensors()[i].name);
+    EXPECT_TRUE(std::ranges::equal(a.tensor_data(a.tensors()[i]), b.tensor_data(b.tensors()[i]))) << a.tensors()[i].name;
+  }
+  // Over the Hub: a stage's parts fetch and verify.
+  test::HubStandin hub;
+  const auto commit = hub.publish("org/ref-layout", t / "ref");
+  const std::vector<std::string> hub_env = {"HF_ENDPOINT=" + hub.endpoint(), "HF_HUB_CACHE=" + (t / "hf").string(),
+                                            "HF_HOME=" + (t / "hfhome").string(),
+                                            "SKIPPY_CACHE_DIR=" + (t / "skippy").string(), "HF_TOKEN=",
+                                            "HF_HUB_OFFLINE="};
+  const auto f = ok(test::run_cli({"fetch", "hf://org/ref-layout@" + commit, "--layers", "0..2", "--json"}, hub_env));
+  EXPECT_EQ(f["verified"], true) << f.dump(2);
+  EXPECT_EQ(f["schema_version"], 2);
 }
 
 }  // namespace v2refbytes_test

@@ -157,7 +157,7 @@ Command register_write_package(CLI::App& app) {
     std::string sign, tag;
     // ---- package schema 2 (issue 22, write --schema 2) ----
     unsigned schema = 1;
-    std::string max_artifact_bytes;
+    std::string max_artifact_bytes, layout;
     std::string native_abi, generation_defaults;
     std::vector<std::string> publisher_metadata;
     bool hub_publisher_metadata = false;
@@ -192,6 +192,11 @@ Command register_write_package(CLI::App& app) {
       ->check(number_in(1u, 2u));
   cmd->add_option("--max-artifact-bytes", a->max_artifact_bytes,
                   "With --schema 2: most payload bytes per part (default 8G); bigger layers become -partMM parts");
+  cmd->add_option("--layout", a->layout,
+                  "With --schema 2: payload part layout: source (default: source order, hashed as written) or "
+                  "reference (mesh-llm's writer byte for byte: name order, no trailing padding; each part read "
+                  "back once to hash it)")
+      ->check(CLI::IsMember({"source", "reference"}));
   add_native_abi_option(cmd, a->native_abi, "With --schema 2: ");
   add_generation_defaults_option(cmd, a->generation_defaults, "With --schema 2: ");
   add_publisher_metadata_option(cmd, a->publisher_metadata, "With --schema 2: ");
@@ -227,6 +232,10 @@ Command register_write_package(CLI::App& app) {
             if (!a->max_artifact_bytes.empty()) {
               if (a->schema != 2) throw Error(ErrorKind::kUsage, "--max-artifact-bytes goes with --schema 2");
               o.max_artifact_bytes = parse_size(a->max_artifact_bytes, "--max-artifact-bytes");
+            }
+            if (!a->layout.empty()) {
+              if (a->schema != 2) throw Error(ErrorKind::kUsage, "--layout goes with --schema 2");
+              o.layout = a->layout == "reference" ? V2PartLayout::kReference : V2PartLayout::kSource;
             }
             if (!a->native_abi.empty()) {
               if (a->schema != 2) throw Error(ErrorKind::kUsage, "--native-abi-version goes with --schema 2");
