@@ -317,5 +317,17 @@ TEST(V2ReferenceBytes, AReferenceLayoutPackageVerifiesSelectsMaterializesAndFetc
   EXPECT_EQ(f["schema_version"], 2);
 }
 
+TEST(V2ReferenceBytes, LayoutGoesWithSchema2AndIsSourceOrReference) {
+  TempDir t;
+  const fs::path src = test::data_path("llama-tiny-q8_0.gguf");
+  const auto v1 = test::write_pkg(src, t / "v1", {"--layout", "reference"});
+  EXPECT_EQ(v1.exit_code, 2);
+  test::expect_json_error(v1, "usage", "--layout goes with --schema 2");
+  const auto other = test::write_pkg(src, t / "other", {"--schema", "2", "--layout", "name"});
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.err.find("--layout"), std::string::npos) << other.err;
+  EXPECT_FALSE(fs::exists(t / "v1")) << "refused before anything is written";
+}
+
 }  // namespace v2refbytes_test
 }  // namespace skippy
