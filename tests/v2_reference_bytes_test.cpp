@@ -18,6 +18,7 @@
 
 #include "hub_standin.h"
 #include "skippy/catalog_stage.h"
+#include "skippy/package_catalog.h"
 #include "skippy/gguf.h"
 #include "test_util.h"
 #include "util/file.h"
@@ -292,7 +293,8 @@ TEST(V2ReferenceBytes, AReferenceLayoutPackageVerifiesSelectsMaterializesAndFetc
   EXPECT_EQ(ok(test::run_cli({"validate-package", src.string(), ref, "--json"}))["valid"], true);
   const auto sel = ok(test::run_cli({"select", ref, "--layers", "2..5", "--json"}, env));
   EXPECT_FALSE(sel["parts"].empty());
-  // A stage materialized from either layout holds the same tensors, in the same order, with the same bytes.
+  // A stage materialized from either layout holds the same tensors with the same bytes (in each
+  // carrier's directory order: the reference's lists the parts by id, each in name order).
   for (const char* which : {"ref", "src"}) {
     ok(test::run_cli({"materialize", (t / which).string(), "--layers", "2..5", "--verify", "--out",
                       (t / (std::string(which) + ".gguf")).string(), "--json"},
@@ -301,9 +303,11 @@ TEST(V2ReferenceBytes, AReferenceLayoutPackageVerifiesSelectsMaterializesAndFetc
   const auto a = GgufFile::open(t / "ref.gguf");
   const auto b = GgufFile::open(t / "src.gguf");
   ASSERT_EQ(a.tensors().size(), b.tensors().size());
-  for (size_t i = 0; i < a.tensors().size(); ++i) {
-    EXPECT_EQ(a.tensors()[i].name, b.tensors()[i].name);
-    EXPECT_TRUE(std::ranges::equal(a.tensor_data(a.tensors()[i]), b.tensor_data(b.tensors()[i]))) << a.tensors()[i].name;
+  for (const auto& ta : a.tensors()) {
+    const auto* tb = b.find_tensor(ta.name);
+    ASSERT_NE(tb, nullptr) << ta.name;
+    EXPECT_EQ(ta.ne, tb->ne) << ta.name;
+    EXPECT_TRUE(std::ranges::equal(a.tensor_data(ta), b.tensor_data(*tb))) << ta.name;
   }
   // Over the Hub: a stage's parts fetch and verify.
   test::HubStandin hub;
@@ -315,6 +319,133 @@ TEST(V2ReferenceBytes, AReferenceLayoutPackageVerifiesSelectsMaterializesAndFetc
   const auto f = ok(test::run_cli({"fetch", "hf://org/ref-layout@" + commit, "--layers", "0..2", "--json"}, hub_env));
   EXPECT_EQ(f["verified"], true) << f.dump(2);
   EXPECT_EQ(f["schema_version"], 2);
+}
+
+// The reference's carrier, computed from its parts' headers as its native
+// skippy_write_gguf_metadata_from_parts does (patched llama.cpp,
+// src/skippy/model_package.cpp) through ggml's GGUF writer (gguf.cpp):
+// gguf_set_kv from the first part (by id), split bookkeeping and
+// skippy.package.materialized removed, the carrier keys appended; the
+// directory part after part (ids in order), each part's directory in its
+// order, dimensions up to the last one not 1 (ggml_n_dims), offsets
+// consecutive at ggml's default alignment (32), the header padded to it;
+// locators: the part's rank, its data offset + the tensor's, the stored
+// bytes, the part's alignment.
+std::vector<uint8_t> reference_carrier(const fs::path& pkg) {
+  const auto cat = open_local_catalog_v2(pkg).catalog;
+  std::vector<const CatalogArtifact*> parts;
+  for (const auto& a : cat.artifacts) {
+    if (a.kind == CatalogArtifactKind::kPayload) parts.push_back(&a);
+  }
+  std::sort(parts.begin(), parts.end(), [](auto* a, auto* b) { return a->id < b->id; });
+  std::vector<GgufFile> files;
+  for (const auto* a : parts) files.push_back(GgufFile::open(pkg / a->path));
+  std::vector<uint8_t> kvs;
+  uint64_t n_kv = 0;
+  for (const auto& kv : files.front().kvs()) {
+    if (kv.key == "split.no" || kv.key == "split.count" || kv.key == "split.tensors.count" ||
+        kv.key == "skippy.package.materialized" || kv.key.starts_with("skippy.package.")) {
+      continue;  // (the carrier keys are set anew, at the end)
+    }
+    put_string(kvs, kv.key);
+    put32(kvs, static_cast<uint32_t>(kv.value.type()));
+    kvs.insert(kvs.end(), kv.value.encoded().begin(), kv.value.encoded().end());
+    ++n_kv;
+  }
+  std::vector<uint8_t> dir;
+  std::vector<uint64_t> part, offset, size, align;
+  uint64_t n_tensors = 0, at = 0, prev = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    for (const auto& t : files[i].tensors()) {
+      size_t n_dims = t.ne.size();
+      while (n_dims > 1 && t.ne[n_dims - 1] == 1) --n_dims;
+      put_string(dir, t.name);
+      put32(dir, static_cast<uint32_t>(n_dims));
+      for (size_t d = 0; d < n_dims; ++d) put64(dir, static_cast<uint64_t>(t.ne[d]));
+      put32(dir, t.type);
+      at = n_tensors == 0 ? 0 : at + align_to(prev, 32);
+      put64(dir, at);
+      prev = t.bytes;
+      ++n_tensors;
+      part.push_back(i);
+      offset.push_back(files[i].data_offset() + t.offset);
+      size.push_back(t.bytes);
+      align.push_back(files[i].alignment());
+    }
+  }
+  auto put_array = [&](std::string_view key, uint32_t type, const std::vector<uint64_t>& v) {
+    put_string(kvs, key);
+    put32(kvs, 9);  // array
+    put32(kvs, type);
+    put64(kvs, v.size());
+    for (const uint64_t x : v) type == 4 ? put32(kvs, static_cast<uint32_t>(x)) : put64(kvs, x);
+  };
+  put_string(kvs, "skippy.package.metadata_only");
+  put32(kvs, 7);
+  kvs.push_back(1);
+  put_string(kvs, "skippy.package.part_count");
+  put32(kvs, 4);
+  put32(kvs, static_cast<uint32_t>(files.size()));
+  put_string(kvs, "skippy.package.locator_schema");
+  put32(kvs, 4);
+  put32(kvs, 1);
+  put_array("skippy.package.tensor_part", 4, part);
+  put_array("skippy.package.tensor_offset", 10, offset);
+  put_array("skippy.package.tensor_size", 10, size);
+  put_array("skippy.package.tensor_alignment", 4, align);
+  n_kv += 7;
+  std::vector<uint8_t> b = {'G', 'G', 'U', 'F'};
+  put32(b, 3);
+  put64(b, n_tensors);
+  put64(b, n_kv);
+  b.insert(b.end(), kvs.begin(), kvs.end());
+  b.insert(b.end(), dir.begin(), dir.end());
+  b.resize(align_to(b.size(), 32), 0);
+  return b;
+}
+
+TEST(V2ReferenceBytes, TheReferenceLayoutsCarrierIsTheOneTheReferenceBuildsFromItsParts) {
+  TempDir t;
+  const fs::path llama = test::with_extra_tensors(test::data_path("llama-tiny-q8_0.gguf"), t.path(),
+                                                  {{"rope_freqs.weight", 3}, {"blk.0.attn_aaa.weight", 5}});
+  struct Case {
+    std::string name;
+    fs::path src;
+    std::vector<std::string> flags;
+    bool references = true;  // false: a source the reference's carrier writer cannot carry
+  };
+  const std::vector<Case> cases = {
+      {"llama, whole layers", llama, {}},
+      {"llama, -partMM parts", llama, {"--max-artifact-bytes", "15000"}},
+      {"three shards", test::data_path("llama-tiny-q4_0-00001-of-00003.gguf"), {}},
+      {"moe", test::data_path("glm4moe-mtp-tiny.gguf"), {}},
+      // general.alignment 128: ggml's writer would lay the directory out at 32 and pad to 32, a
+      // carrier whose data offset is not its length; so this tool's carrier, and a note.
+      {"alignment 128", test::data_path("qwen3moe-tiny.gguf"), {}, false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const fs::path out = t / ("pkg-" + std::to_string(&c - cases.data()));
+    const auto w = test::write_pkg(c.src, out, with(kRefLayout, c.flags));
+    ASSERT_EQ(w.exit_code, 0) << w.err;
+    const std::string notes = nlohmann::json::parse(w.out)["notes"].dump();
+    const auto ours = test::read_file(out / "shared" / "metadata.gguf");
+    const auto ref = reference_carrier(out);
+    if (c.references) {
+      EXPECT_EQ(notes.find("the carrier this tool's"), std::string::npos) << notes;
+      EXPECT_EQ(ours.size(), ref.size());
+      EXPECT_TRUE(ours == ref) << "differs from the reference's carrier";
+    } else {
+      EXPECT_NE(notes.find("the carrier this tool's: the source's alignment is 128"), std::string::npos) << notes;
+      EXPECT_NE(ours, ref);
+    }
+    // Still a carrier our reader takes, and the package verifies against its source.
+    const auto v = test::run_cli({"validate-package", c.src.string(), out.string(), "--json"});
+    EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  }
+  // The default layout's carrier is this tool's (source order, the source's alignment): not the reference's.
+  ASSERT_EQ(test::write_pkg(llama, t / "default", {"--schema", "2"}).exit_code, 0);
+  EXPECT_NE(test::read_file(t / "default" / "shared" / "metadata.gguf"), reference_carrier(t / "default"));
 }
 
 TEST(V2ReferenceBytes, LayoutGoesWithSchema2AndIsSourceOrReference) {

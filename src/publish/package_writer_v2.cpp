@@ -242,7 +242,18 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   for (const auto& t : model.tensors()) {
     if (!catalog_skips_tensor(t.info->ne)) dir.push_back(where.at(t.info->name));
   }
-  const auto carrier = carrier_bytes(primary, static_cast<uint32_t>(parts.size()), dir);
+  std::optional<std::string> own_carrier_why;  // the reference layout, but this tool's carrier: why
+  std::vector<uint8_t> carrier;
+  if (reference_layout) {
+    // The reference's directory order: the parts by id, each in its (name) order.
+    std::vector<CarrierTensor> ref_dir;
+    for (const size_t i : by_id) {
+      for (const auto* t : parts[i].tensors) ref_dir.push_back(where.at(t->info->name));
+    }
+    own_carrier_why = reference_carrier_refusal(primary, ref_dir);
+    if (!own_carrier_why) carrier = reference_carrier_bytes(primary, static_cast<uint32_t>(parts.size()), ref_dir);
+  }
+  if (carrier.empty()) carrier = carrier_bytes(primary, static_cast<uint32_t>(parts.size()), dir);
 
   std::vector<StreamOutput> outputs;
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -391,6 +402,10 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   r.artifact_count = root.artifacts.size();
   r.source_bytes_hashed = source_hashed;
   r.package_id = root.package_id;
+  if (own_carrier_why) {
+    r.notes.push_back("layout reference: the payload parts are the reference writer's, the carrier this tool's: " +
+                      *own_carrier_why);
+  }
   if (generation) r.notes.push_back("generation: native-mtp at layer " + std::to_string(layer_count - 1) +
                                     " (<arch>.nextn_predict_layers = 1 and the blk.N.nextn.* tensors agree)");
   r.root_v2 = std::move(root);

@@ -416,6 +416,9 @@ TEST_P(NodeLlamaCppV2, FullMaterializationOfAConvertedSchema1PackageGeneratesThe
 TEST_P(NodeLlamaCppV2, FullMaterializationOfAWrittenSchema2PackageGeneratesTheSourceTokens) {
   full_materialization(V2Origin::kWritten);
 }
+TEST_P(NodeLlamaCppV2, FullMaterializationOfAReferenceLayoutPackageGeneratesTheSourceTokens) {
+  full_materialization(V2Origin::kWrittenReference);
+}
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, NodeLlamaCppV2, ::testing::ValuesIn(kFixtures), fixture_name);
 
