@@ -249,6 +249,30 @@ TEST_F(HubStream, SchemaTwoStreamsTheSamePackageWithTheCarrierAnnouncedLast) {
   ASSERT_EQ(f.exit_code, 0) << f.err;
 }
 
+// --layout reference streams too: each part written at its name-ordered
+// offsets as the bytes arrive, read back once complete to hash it, then
+// uploaded: the same package as the local write of the same files.
+TEST_F(HubStream, SchemaTwoReferenceLayoutStreamsTheSamePackageAsTheLocalWrite) {
+  const auto local = test::run_cli({"write-package", (src_dir_->path() / kShards[0]).string(), "--schema", "2",
+                                    "--layout", "reference", "--out-dir", (tmp_.path() / "local-ref").string(),
+                                    "--model-id", "org/tiny-split-GGUF:Q4_0", "--source-revision", *commit_,
+                                    "--source-file", kShards[0], "--json"},
+                                   {kStreamEpoch});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const fs::path out = tmp_.path() / "pushed-ref";
+  const auto r = cli({"write-package", "org/tiny-split-GGUF:Q4_0", "--stream", "--schema", "2", "--layout", "reference",
+                      "--out-dir", out.string(), "--push", "hf://org/stream-v2-ref", "--create", "--max-disk", "16M",
+                      "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto j = json::parse(r.out);
+  EXPECT_EQ(j["manifest_sha256"], json::parse(local.out)["manifest_sha256"]);
+  EXPECT_EQ(j["package_id"], json::parse(local.out)["package_id"]);
+  EXPECT_LE(j["disk_peak"].get<uint64_t>(), 16u << 20);
+  const auto f = cli({"fetch", "hf://org/stream-v2-ref@" + j["publish"]["commit"].get<std::string>(), "--json"});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_EQ(json::parse(f.out)["package_id"], j["package_id"]);
+}
+
 TEST_F(HubStream, AKilledRunRerunFinishesWithoutUploadingAgainWhatTheHubHas) {
   // Shard 1 arrives slowly, so the run is killed mid-stream once the Hub
   // holds its first fragment.

@@ -43,6 +43,68 @@ TEST(SplitStream, AnEmptyFirstShardNeitherHangsNorBreaksTheHashes) {
   EXPECT_EQ(r.output_sha256[0], sha256_hex(std::span<const uint8_t>(expect)));
 }
 
+// An output hashed after it is written (a name-ordered part): its pieces
+// arrive in source order and land at decreasing offsets, with zero gaps
+// between them; its digest is that of the finished file, in one pass and
+// with on_output_complete (which sees it complete, under its final name).
+TEST(SplitStream, AnOutputHashedAfterItIsWrittenTakesPiecesAtAnyOffset) {
+  test::TempDir t;
+  std::vector<uint8_t> data(30u << 20);  // several chunks
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + (i >> 13));
+  test::write_file(t / "src.bin", data);
+  const std::vector<std::shared_ptr<const MappedFile>> shards = {MappedFile::open(t / "src.bin")};
+  // Source [0, 10 MiB) goes last in the output, [20 MiB, 30 MiB) first,
+  // [12 MiB + 5, 12 MiB + 5 + 1000) in the middle after a gap.
+  const uint64_t M = 1u << 20;
+  auto make = [&](const std::filesystem::path& p, bool after) {
+    detail::StreamOutput o;
+    o.final_path = p;
+    o.header = {'H', 'D', 'R'};
+    o.hash_after_write = after;
+    o.pieces.push_back({0, 0, 10 * M, 3 + 10 * M + 1000 + 29, 0});
+    o.pieces.push_back({0, 12 * M + 5, 1000, 3 + 10 * M + 13, 0});
+    o.pieces.push_back({0, 20 * M, 10 * M, 3, 0});
+    o.total_size = 3 + 20 * M + 1000 + 29;
+    return o;
+  };
+  std::vector<uint8_t> expect(3 + 20 * M + 1000 + 29, 0);
+  expect[0] = 'H', expect[1] = 'D', expect[2] = 'R';
+  std::copy(data.begin() + 20 * M, data.end(), expect.begin() + 3);
+  std::copy(data.begin() + 12 * M + 5, data.begin() + 12 * M + 1005, expect.begin() + 3 + 10 * M + 13);
+  std::copy(data.begin(), data.begin() + 10 * M, expect.begin() + 3 + 10 * M + 1000 + 29);
+  const std::string want = sha256_hex(std::span<const uint8_t>(expect));
+
+  // One pass, two outputs (one hashed as it streams, for contrast: its pieces
+  // in source order), renamed at the end.
+  detail::StreamOutput plain;
+  plain.final_path = t / "plain.bin";
+  plain.total_size = 4096;
+  plain.pieces.push_back({0, 11 * M, 4096, 0, 0});
+  const auto r = detail::stream_split(shards, {make(t / "a.bin", true), plain}, {});
+  EXPECT_EQ(test::read_file(t / "a.bin"), expect);
+  EXPECT_EQ(r.output_sha256[0], want);
+  EXPECT_EQ(r.output_sha256[1], sha256_hex(std::span<const uint8_t>(data.data() + 11 * M, 4096)));
+
+  // Streaming hand-off: announced once, complete and hashed, under its name.
+  detail::StreamOptions o;
+  std::vector<std::string> announced;
+  o.on_output_complete = [&](size_t i, const std::string& sha) {
+    EXPECT_EQ(i, 0u);
+    EXPECT_EQ(test::read_file(t / "b.bin"), expect) << "complete when announced";
+    announced.push_back(sha);
+  };
+  o.before_create = [](uint64_t, uint64_t) {};
+  const auto r2 = detail::stream_split(shards, {make(t / "b.bin", true)}, o);
+  ASSERT_EQ(announced.size(), 1u);
+  EXPECT_EQ(announced[0], want);
+  EXPECT_EQ(r2.output_sha256[0], want);
+
+  // Without hash_after_write the same layout would hash in arrival order: a different (wrong) digest.
+  const auto r3 = detail::stream_split(shards, {make(t / "c.bin", false)}, {});
+  EXPECT_EQ(test::read_file(t / "c.bin"), expect);
+  EXPECT_NE(r3.output_sha256[0], want);
+}
+
 TEST(SplitStream, ASourceTruncatedMidStreamIsAnErrorNotACrash) {
   // 96 MiB: more 8 MiB chunks than the pipeline keeps in flight, so the
   // chunks after the first ones are read only after the truncation below.

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -301,6 +302,73 @@ TEST_F(V2Publish, WritePackageSchema2PushPublishesThePackageItWrote) {
   EXPECT_EQ(jf["schema_version"], 2);
   EXPECT_EQ(jf["package_id"], j["package_id"]);
   EXPECT_EQ(jf["verified"], true);
+}
+
+// --layout reference with --push --max-disk: each part is hashed by reading
+// it back once written, and only then announced (uploaded, deleted): the
+// directory stays within the budget, the Hub holds complete parts whose
+// digests are the catalog's, and the package is the one written locally.
+TEST_F(V2Publish, AReferenceLayoutPushUnderMaxDiskKeepsTheBudgetAndUploadsCompleteHashedParts) {
+  hub_->fault({{"listener", "storage"}, {"method", "PUT"}, {"kind", "slow"}, {"bytes_per_sec", 2 << 20}, {"times", -1}});
+  const fs::path out = tmp_ / "pushed-ref";
+  const uint64_t limit = 1600000;  // two ~760 KB layer parts fit
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> peak{0}, samples{0};
+  std::thread sampler([&] {
+    while (!done) {
+      uint64_t n = 0;
+      std::error_code ec;
+      for (auto it = fs::recursive_directory_iterator(out, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        std::error_code ec2;
+        if (it->is_regular_file(ec2)) n += it->file_size(ec2);
+      }
+      peak = std::max<uint64_t>(peak, n);
+      ++samples;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  const std::vector<std::string> write = {"write-package", llama().string(), "--schema", "2", "--layout", "reference",
+                                          "--model-id", "org/tiny:Q8_0", "--source-revision", "0123abc",
+                                          "--source-file", "llama-tiny-q8_0.gguf", "--json", "--out-dir"};
+  auto args = write;
+  args.insert(args.end(), {out.string(), "--push", "hf://org/v2-ref-pushed", "--create", "--max-disk",
+                           std::to_string(limit)});
+  const auto r = cli(args, {kEpoch});
+  done = true;
+  sampler.join();
+  hub_->clear_faults();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = json::parse(r.out);
+  ASSERT_EQ(j["publish"]["committed"], true) << r.out;
+  EXPECT_GT(samples.load(), 20u);
+  // shared/common.gguf (2900416 bytes) is open from the source's first
+  // tensor (token_embd) to its last, so a layer part (764256) must go beside
+  // it (the budget's "stuck" rule): the least this layout can hold.
+  const uint64_t least = 2900416 + 764256;
+  EXPECT_LE(peak.load(), std::max(limit, least) + 64 * 1024) << "sampled peak " << peak.load();
+  EXPECT_LE(j["disk_peak"].get<uint64_t>(), std::max(limit, least));
+  EXPECT_FALSE(fs::exists(out / "layers" / "layer-00000.gguf")) << "uploaded parts leave the disk";
+
+  // The same package as write-package --layout reference alone: same package_id, same part digests on the Hub.
+  auto alone_args = write;
+  alone_args.push_back((tmp_ / "alone").string());
+  const auto alone = cli(alone_args, {kEpoch});
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_EQ(json::parse(alone.out)["package_id"], j["package_id"]);
+  EXPECT_EQ(json::parse(alone.out)["manifest_sha256"], j["manifest_sha256"]);
+  const auto pkg = open_local_catalog_v2(tmp_ / "alone");
+  const auto files = branch_files(*hub_, "org/v2-ref-pushed", j["publish"]["commit"].get<std::string>());
+  for (const auto& a : pkg.catalog.artifacts) {
+    ASSERT_TRUE(files.count(a.path)) << a.path;
+    EXPECT_EQ(files.at(a.path).lfs_sha256, a.sha256) << a.path;
+    EXPECT_EQ(a.sha256, sha256_file(tmp_ / "alone" / a.path)) << a.path << ": the catalog's digest is the file's";
+  }
+  // Every uploaded object is a complete part: fetched back, byte for byte.
+  const auto f = cli({"fetch", "hf://org/v2-ref-pushed@" + j["publish"]["commit"].get<std::string>(), "--json"});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  const auto jf = json::parse(f.out);
+  EXPECT_EQ(jf["verified"], true);
+  EXPECT_EQ(jf["package_id"], j["package_id"]);
 }
 
 // A schema 2 package this project did not write, put on the stand-in as is.

@@ -27,6 +27,8 @@ Command register_convert_package(CLI::App& app) {
       "Without --source the conversion refuses, unless --uncertified writes it without that check.\n"
       "What schema 1 held and schema 2 has no place for (generation.policy, thresholds, fragments without\n"
       "tensors) is listed under \"dropped\".\n"
+      "With --to 2 the parts keep schema 1's layout, never the reference writer's (write-package --schema 2 --layout\n"
+      "reference): for parts byte-identical to mesh-llm's own, write the package from the source instead.\n"
       "--to 1 rewrites fragments: every tensor is streamed from its payload part into the schema 1 layout\n"
       "(for a runtime that reads only schema 1); payload digests are checked on the way.\n"
       "The output directory appears complete or not at all (staged beside it, renamed into place).");

@@ -127,6 +127,10 @@ Command register_write_package(CLI::App& app) {
       "  skippy-model-package write-package ./model.gguf --schema 2 --out-dir pkg-v2/ --model-id org/repo:Q4_K_M \\\n"
       "      --source-revision 0123abc --source-file model.gguf --max-artifact-bytes 4G --native-abi-version 0.1.64\n"
       "  (a schema 2 package is admitted only by a runtime at exactly its native ABI: restamp-package moves it)\n"
+      "  --layout reference writes every payload part and the carrier byte for byte as mesh-llm's own writer\n"
+      "  does (tensors in name order, no padding after the last), at the cost of reading each part back once\n"
+      "  to hash it; the default, source, keeps the source's order and hashes as it writes. convert-package\n"
+      "  keeps schema 1's fragments as they are, so its parts are never in the reference layout.\n"
       "Write and publish in one run (fragments upload while later ones are written; one commit at the end):\n"
       "  HF_TOKEN=hf_... skippy-model-package write-package org/Model-GGUF:Q4_K_M --out-dir pkg/ \\\n"
       "      --push hf://meshllm/Model-Q4_K_M-layers --create --max-disk 40G\n"
@@ -157,7 +161,7 @@ Command register_write_package(CLI::App& app) {
     std::string sign, tag;
     // ---- package schema 2 (issue 22, write --schema 2) ----
     unsigned schema = 1;
-    std::string max_artifact_bytes;
+    std::string max_artifact_bytes, layout;
     std::string native_abi, generation_defaults;
     std::vector<std::string> publisher_metadata;
     bool hub_publisher_metadata = false;
@@ -192,6 +196,11 @@ Command register_write_package(CLI::App& app) {
       ->check(number_in(1u, 2u));
   cmd->add_option("--max-artifact-bytes", a->max_artifact_bytes,
                   "With --schema 2: most payload bytes per part (default 8G); bigger layers become -partMM parts");
+  cmd->add_option("--layout", a->layout,
+                  "With --schema 2: payload part layout: source (default: source order, hashed as written) or "
+                  "reference (mesh-llm's writer byte for byte, parts and carrier: name order, no trailing padding; "
+                  "each part read back once to hash it)")
+      ->check(CLI::IsMember({"source", "reference"}));
   add_native_abi_option(cmd, a->native_abi, "With --schema 2: ");
   add_generation_defaults_option(cmd, a->generation_defaults, "With --schema 2: ");
   add_publisher_metadata_option(cmd, a->publisher_metadata, "With --schema 2: ");
@@ -227,6 +236,10 @@ Command register_write_package(CLI::App& app) {
             if (!a->max_artifact_bytes.empty()) {
               if (a->schema != 2) throw Error(ErrorKind::kUsage, "--max-artifact-bytes goes with --schema 2");
               o.max_artifact_bytes = parse_size(a->max_artifact_bytes, "--max-artifact-bytes");
+            }
+            if (!a->layout.empty()) {
+              if (a->schema != 2) throw Error(ErrorKind::kUsage, "--layout goes with --schema 2");
+              o.layout = a->layout == "reference" ? V2PartLayout::kReference : V2PartLayout::kSource;
             }
             if (!a->native_abi.empty()) {
               if (a->schema != 2) throw Error(ErrorKind::kUsage, "--native-abi-version goes with --schema 2");

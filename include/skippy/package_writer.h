@@ -84,6 +84,18 @@ class DiskBudget {
   std::string cancelled_;
 };
 
+// Schema 2: how a payload part lays out its tensors.
+enum class V2PartLayout {
+  // The source's order, each tensor padded to the alignment (the last one
+  // too); only this one is hashed as it is written.
+  kSource,
+  // The reference writer's (mesh-llm's part_writer.rs): tensors in name
+  // order, nothing after the last one, the source KVs minus exactly
+  // split.no, split.count and split.tensors.count. Each part is then byte
+  // for byte the reference's; it is hashed by reading it back once written.
+  kReference,
+};
+
 struct WritePackageOptions {
   // Package schema: 1 (the spec's layer packages, the default) or 2
   // (mesh-llm's "package v2": shared/metadata.gguf carrier, shared/common.gguf
@@ -94,6 +106,8 @@ struct WritePackageOptions {
   // group) over it is split into -partMM parts (a single larger tensor stays
   // whole). The reference's default, 8 GiB.
   uint64_t max_artifact_bytes = uint64_t{8} << 30;
+  // Schema 2: the payload parts' layout (V2PartLayout above).
+  V2PartLayout layout = V2PartLayout::kSource;
   // Schema 2: the root's native_abi_version, the one runtime ABI that admits
   // the package (skippy/abi.h). Empty: kDefaultNativeAbiV2.
   std::string native_abi_version;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,22 @@ struct CarrierTensor {
 // tensor the GGUF writer refuses.
 std::vector<uint8_t> carrier_bytes(const GgufFile& kv_source, uint32_t part_count,
                                    const std::vector<CarrierTensor>& tensors);
+
+// The reference's own carrier (its native skippy_write_gguf_metadata_from_parts
+// over the parts' header stubs in id order, through ggml's GGUF writer), for
+// parts in the reference layout: the source's KVs minus split.no,
+// split.count, split.tensors.count, skippy.package.materialized and the
+// carrier keys, general.alignment appended when absent, the carrier keys as
+// carrier_bytes sets them; the directory in `tensors` order (the parts by
+// id, each part's tensors in its order) at offsets laid out at 32, the
+// header padded to 32. Byte for byte the reference's when
+// reference_carrier_refusal(src, tensors) is nullopt; otherwise that names
+// what the reference's writer cannot carry for this source (an alignment
+// other than 32, more than 4 dimensions, dimensions ending in 1 that ggml
+// drops, a name over 63 bytes, a string with a NUL byte).
+std::optional<std::string> reference_carrier_refusal(const GgufFile& kv_source, const std::vector<CarrierTensor>& tensors);
+std::vector<uint8_t> reference_carrier_bytes(const GgufFile& kv_source, uint32_t part_count,
+                                             const std::vector<CarrierTensor>& tensors);
 
 // The reference's names: "layers/layer-NNNNN.gguf", "-partMM" parts, ids
 // "layer-NNNNN[-partMM]".

@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 
 struct Part {
   std::string id, path;
-  std::vector<const SourceTensor*> tensors;  // source order
+  std::vector<const SourceTensor*> tensors;  // source order (name order in the reference layout)
 };
 
 // The reference's budget split (package_v2/layout.rs): names sorted, a new
@@ -143,6 +143,34 @@ std::optional<V2Generation> native_mtp_generation(const ModelSource& model, uint
   throw_invalid(model.primary().name() + ": .nextn. tensors are present but " + key + " is " + (kv ? "0" : "absent"));
 }
 
+// The reference's part_writer.rs drops exactly these from a part's KVs.
+bool is_split_bookkeeping_key(std::string_view key) {
+  return key == "split.no" || key == "split.count" || key == "split.tensors.count";
+}
+
+// A part in the reference's layout (V2PartLayout::kReference): `w` holds the
+// tensors in name order at its offsets; the pieces arrive in source order and
+// land at those offsets, the file ends right after the last tensor, and it
+// is hashed once written (it cannot be hashed front to back in the pass).
+StreamOutput reference_part_output(const Part& p, const GgufWriter& w, const fs::path& out_dir) {
+  StreamOutput o;
+  o.final_path = out_dir / p.path;
+  o.header = w.header_bytes();
+  o.hash_after_write = true;
+  const uint64_t data = w.data_offset();
+  o.total_size = data;
+  for (size_t k = 0; k < p.tensors.size(); ++k) {
+    const auto& wt = w.tensors()[k];
+    const auto* st = p.tensors[k];
+    o.pieces.push_back({st->shard, st->info->file_offset, wt.bytes, data + wt.offset, 0});
+    o.total_size = std::max(o.total_size, data + wt.offset + wt.bytes);
+  }
+  std::sort(o.pieces.begin(), o.pieces.end(), [](const auto& a, const auto& b) {
+    return a.shard != b.shard ? a.shard < b.shard : a.src_offset < b.src_offset;
+  });
+  return o;
+}
+
 // normalize_gguf_distribution_id: the file's stem without a shard suffix.
 std::optional<std::string> distribution_of(const std::string& file) {
   std::string stem = fs::path(file).filename().string();
@@ -168,6 +196,12 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   const uint32_t layer_count = model.layer_count();
   const auto generation = native_mtp_generation(model, layer_count);
   auto parts = plan_parts(model, layer_count, opt.max_artifact_bytes);
+  const bool reference_layout = opt.layout == V2PartLayout::kReference;
+  if (reference_layout) {  // part_writer.rs: a part's tensors in name order
+    for (auto& p : parts) {
+      std::sort(p.tensors.begin(), p.tensors.end(), [](auto* a, auto* b) { return a->info->name < b->info->name; });
+    }
+  }
   std::vector<std::shared_ptr<const MappedFile>> shard_files;
   for (const auto& s : model.shards()) shard_files.push_back(s.file());
 
@@ -181,7 +215,8 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   for (const auto& p : parts) {
     GgufWriter w(primary.alignment());
     for (const auto& kv : primary.kvs()) {
-      if (!kv.key.starts_with("split.")) w.add_kv_borrowed(std::string(kv.key), kv.value);
+      const bool drop = reference_layout ? is_split_bookkeeping_key(kv.key) : kv.key.starts_with("split.");
+      if (!drop) w.add_kv_borrowed(std::string(kv.key), kv.value);
     }
     if (!w.has_kv("general.alignment")) w.add_u32("general.alignment", primary.alignment());
     for (const auto* t : p.tensors) {
@@ -207,7 +242,28 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   for (const auto& t : model.tensors()) {
     if (!catalog_skips_tensor(t.info->ne)) dir.push_back(where.at(t.info->name));
   }
-  const auto carrier = carrier_bytes(primary, static_cast<uint32_t>(parts.size()), dir);
+  std::optional<std::string> own_carrier_why;  // the reference layout, but this tool's carrier: why
+  std::vector<uint8_t> carrier;
+  if (reference_layout) {
+    // The reference's directory order: the parts by id, each in its (name) order.
+    std::vector<CarrierTensor> ref_dir;
+    for (const size_t i : by_id) {
+      for (const auto* t : parts[i].tensors) ref_dir.push_back(where.at(t->info->name));
+    }
+    own_carrier_why = reference_carrier_refusal(primary, ref_dir);
+    if (!own_carrier_why) carrier = reference_carrier_bytes(primary, static_cast<uint32_t>(parts.size()), ref_dir);
+  }
+  if (carrier.empty()) carrier = carrier_bytes(primary, static_cast<uint32_t>(parts.size()), dir);
+
+  std::vector<StreamOutput> outputs;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (reference_layout) {
+      outputs.push_back(reference_part_output(parts[i], writers[i], opt.out_dir));
+    } else {
+      Fragment f{parts[i].path, PartRole::kLayer, 0, parts[i].tensors};
+      outputs.push_back(stream_output(f, writers[i], opt.out_dir));
+    }
+  }
 
   std::vector<PlannedProjector> projectors;
   for (size_t i = 0; i < opt.projectors.size(); ++i) {
@@ -249,7 +305,7 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
     root.artifacts.clear();
     root.sidecars.clear();
     root.artifacts.push_back({"metadata", std::string(kMetadataPath), carrier.size(), carrier_sha});
-    for (size_t i = 0; i < parts.size(); ++i) root.artifacts.push_back({parts[i].id, parts[i].path, writers[i].total_size(), part_sha[i]});
+    for (size_t i = 0; i < parts.size(); ++i) root.artifacts.push_back({parts[i].id, parts[i].path, outputs[i].total_size, part_sha[i]});
     for (size_t i = 0; i < projectors.size(); ++i) {
       const std::string id = fs::path(projectors[i].entry.path).stem().string();
       root.artifacts.push_back({id, projectors[i].entry.path, projectors[i].entry.artifact_bytes, projector_sha[i]});
@@ -267,12 +323,7 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   fill(s1, std::vector<std::string>(parts.size(), placeholder), carrier_sha,
        std::vector<std::string>(projectors.size(), placeholder));
 
-  // One streaming pass: the parts, and the carrier as an output without pieces.
-  std::vector<StreamOutput> outputs;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    Fragment f{parts[i].path, PartRole::kLayer, 0, parts[i].tensors};
-    outputs.push_back(stream_output(f, writers[i], opt.out_dir));
-  }
+  // One streaming pass: the parts (planned above), and the carrier as an output without pieces.
   {
     StreamOutput c;
     c.final_path = opt.out_dir / kMetadataPath;
@@ -351,6 +402,10 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   r.artifact_count = root.artifacts.size();
   r.source_bytes_hashed = source_hashed;
   r.package_id = root.package_id;
+  if (own_carrier_why) {
+    r.notes.push_back("layout reference: the payload parts are the reference writer's, the carrier this tool's: " +
+                      *own_carrier_why);
+  }
   if (generation) r.notes.push_back("generation: native-mtp at layer " + std::to_string(layer_count - 1) +
                                     " (<arch>.nextn_predict_layers = 1 and the blk.N.nextn.* tensors agree)");
   r.root_v2 = std::move(root);

@@ -1,5 +1,6 @@
 #include "publish/split_stream.h"
 #include "publish/split_lanes.h"
+#include "publish/output_readback.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -165,7 +166,8 @@ class Pipeline {
         throw_invalid(files_[o]->temp_path().string() + ": wrote " + std::to_string(st.st_size) + " bytes, expected " +
                       std::to_string(outputs_[o].total_size));
       }
-      r.output_sha256[o] = out_sha_[o].hex_digest();
+      // A hash_after_write output is read back by stream_split, all at once.
+      if (!outputs_[o].hash_after_write) r.output_sha256[o] = out_sha_[o].hex_digest();
     }
   }
 
@@ -208,7 +210,8 @@ class Pipeline {
       throw_invalid(f.temp_path().string() + ": wrote " + std::to_string(st.st_size) + " bytes, expected " +
                     std::to_string(outputs_[o].total_size));
     }
-    const std::string hex = out_sha_[o].hex_digest();
+    const std::string hex = outputs_[o].hash_after_write ? hash_written_output(f.temp_path(), outputs_[o].total_size)
+                                                         : out_sha_[o].hex_digest();
     f.commit(/*sync_directory=*/true);
     {
       std::lock_guard g(mu_);
@@ -327,6 +330,7 @@ class Pipeline {
       case Job::kOutHash: {
         static const std::vector<uint8_t> kZeros(4096, 0);
         for (const auto& s : c->segments) {
+          if (outputs_[s.output].hash_after_write) continue;  // hashed once written (finalize / stream_split)
           out_sha_[s.output].update({c->buf + s.in_chunk, s.len});
           if (s.ends_piece) {
             for (uint64_t pad = outputs_[s.output].pieces[s.piece].pad_after; pad != 0;) {
@@ -532,6 +536,23 @@ class Pipeline {
   size_t end_cursor_ = 0;
 };
 
+// The outputs of a pass without on_output_complete that are hashed after
+// they are written: read back now, on the pass's threads.
+void hash_after_write(std::vector<std::unique_ptr<Pipeline>>& pipes, const std::vector<StreamOutput>& outputs,
+                      unsigned threads, StreamResult& r) {
+  std::vector<std::pair<std::filesystem::path, uint64_t>> files;
+  std::vector<size_t> which;
+  for (auto& p : pipes) {
+    for (const size_t o : p->outputs()) {
+      if (!outputs[o].hash_after_write) continue;
+      files.emplace_back(p->files()[o]->temp_path(), outputs[o].total_size);
+      which.push_back(o);
+    }
+  }
+  const auto digests = hash_written_outputs(files, threads);
+  for (size_t i = 0; i < which.size(); ++i) r.output_sha256[which[i]] = digests[i];
+}
+
 }  // namespace
 
 StreamResult stream_split(const std::vector<std::shared_ptr<const MappedFile>>& shards,
@@ -586,6 +607,7 @@ StreamResult stream_split(const std::vector<std::shared_ptr<const MappedFile>>& 
     p->collect(r);
     walked += p->walked();
   }
+  if (!options.on_output_complete) hash_after_write(pipes, outputs, options.threads, r);
   // Lanes skip the source bytes outside every piece (the GGUF header):
   // progress still ends at the whole source.
   if (lanes.size() > 1 && options.on_bytes) {

@@ -33,8 +33,16 @@ struct StreamOutput {
     uint64_t dst_offset = 0;
     uint64_t pad_after = 0;     // zero bytes following the piece
   };
-  // Sorted by (shard, src_offset), with dst_offset increasing in that order.
+  // Sorted by (shard, src_offset), with dst_offset increasing in that order
+  // (unless hash_after_write).
   std::vector<Piece> pieces;
+  // Hashed after it is written instead of front to back in the pass: the
+  // pieces may land at any offsets (a part whose tensors are in name order,
+  // not source order; pad_after unused, gaps left as the preallocated
+  // zeros). Once its last byte is written the file is read back
+  // (hash_written_output) and only then is it complete: renamed and
+  // announced to on_output_complete, or its digest in StreamResult.
+  bool hash_after_write = false;
 };
 
 struct StreamResult {

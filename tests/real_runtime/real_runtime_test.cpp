@@ -22,7 +22,8 @@
 //   GGUF each) generates the unsplit tokens in the reference stage runtime.
 //   The same two checks for the schema 2 packages this project makes: a
 //   schema 1 package converted with convert-package --to 2 --source SRC
-//   (certified), and one written directly by write-package --schema 2.
+//   (certified), and one written directly by write-package --schema 2 (also
+//   with --layout reference: parts in the reference writer's name order).
 //
 // Tokens are compared within one runtime, never with a table made on another
 // build or CPU (a near-tie can flip). A runtime that is missing is a skip that
@@ -334,6 +335,7 @@ enum class V2Origin {
   kTestWriter,      // tests/schema_v2_package.h: the reference's layout, not our writer
   kConvertedFrom1,  // write-package (schema 1), then convert-package --to 2 --source SRC
   kWritten,         // write-package --schema 2
+  kWrittenReference,  // write-package --schema 2 --layout reference (parts in name order, no trailing padding)
 };
 
 std::string describe(V2Origin o) {
@@ -341,6 +343,7 @@ std::string describe(V2Origin o) {
     case V2Origin::kTestWriter: return "schema 2 (test-side writer)";
     case V2Origin::kConvertedFrom1: return "schema 1 -> 2 (convert-package --to 2)";
     case V2Origin::kWritten: return "schema 2 (write-package --schema 2)";
+    case V2Origin::kWrittenReference: return "schema 2 (write-package --schema 2 --layout reference)";
   }
   return "?";
 }
@@ -352,11 +355,12 @@ Package write_schema_v2(const TempDir& t, const Fixture& f, V2Origin origin = V2
     test::SchemaV2Options o;
     o.model_id = std::string("org/") + f.name;
     (void)test::write_schema_v2_package(src, p.dir, o);
-  } else if (origin == V2Origin::kWritten) {
-    const auto w = run_cli({"write-package", src.string(), "--schema", "2", "--out-dir", p.dir.string(), "--model-id",
-                            std::string("org/") + f.name, "--source-revision", "0123abc", "--source-file",
-                            src.filename().string(), "--json"},
-                           env_for(t));
+  } else if (origin == V2Origin::kWritten || origin == V2Origin::kWrittenReference) {
+    std::vector<std::string> args = {"write-package", src.string(), "--schema", "2", "--out-dir", p.dir.string(),
+                                     "--model-id", std::string("org/") + f.name, "--source-revision", "0123abc",
+                                     "--source-file", src.filename().string(), "--json"};
+    if (origin == V2Origin::kWrittenReference) args.insert(args.end(), {"--layout", "reference"});
+    const auto w = run_cli(args, env_for(t));
     EXPECT_EQ(w.exit_code, 0) << describe(w);
   } else {
     const auto v1 = write_package(t, f);  // at t/package
@@ -412,6 +416,9 @@ TEST_P(NodeLlamaCppV2, FullMaterializationOfAConvertedSchema1PackageGeneratesThe
 TEST_P(NodeLlamaCppV2, FullMaterializationOfAWrittenSchema2PackageGeneratesTheSourceTokens) {
   full_materialization(V2Origin::kWritten);
 }
+TEST_P(NodeLlamaCppV2, FullMaterializationOfAReferenceLayoutPackageGeneratesTheSourceTokens) {
+  full_materialization(V2Origin::kWrittenReference);
+}
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, NodeLlamaCppV2, ::testing::ValuesIn(kFixtures), fixture_name);
 
@@ -448,6 +455,9 @@ TEST_P(RefStageSplitV2, TwoMaterializedStagesOfAConvertedSchema1PackageGenerateT
 }
 TEST_P(RefStageSplitV2, TwoMaterializedStagesOfAWrittenSchema2PackageGenerateTheUnsplitTokens) {
   two_materialized_stages(V2Origin::kWritten);
+}
+TEST_P(RefStageSplitV2, TwoMaterializedStagesOfAReferenceLayoutPackageGenerateTheUnsplitTokens) {
+  two_materialized_stages(V2Origin::kWrittenReference);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, RefStageSplitV2, ::testing::ValuesIn(kSliceable), fixture_name);
