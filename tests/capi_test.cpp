@@ -165,10 +165,14 @@ TEST(CApi, GenerationDefaultsAreTheCommandsAnswers) {
     const auto policy = lines_starting(r.out, "policy ");
     ASSERT_EQ(policy.size(), 1u) << r.out;
     const auto c_policy = nlohmann::json::parse(policy[0]);
-    const auto cli_policy = test::run_cli({"policy", pkg, "--phase", "prefill", "--n-tokens", "4096", "--n-kv", "131072",
-                                           "--backend", "cpu", "--json"});
-    ASSERT_EQ(cli_policy.exit_code, 0) << cli_policy.err;
-    const auto want_policy = nlohmann::json::parse(cli_policy.out);
+    // The command's --json document.
+    auto command = [](const std::vector<std::string>& args) {
+      const auto c = test::run_cli(args);
+      EXPECT_EQ(c.exit_code, 0) << c.err;
+      return nlohmann::json::parse(c.out);
+    };
+    const auto want_policy = command({"policy", pkg, "--phase", "prefill", "--n-tokens", "4096", "--n-kv", "131072",
+                                      "--backend", "cpu", "--json"});
     EXPECT_EQ(c_policy["selected_path"], want_policy["selected_path"]);
     EXPECT_EQ(c_policy["telemetry"], want_policy["telemetry"]);
     EXPECT_EQ(c_policy["source"], want_policy["source"]);
@@ -179,9 +183,7 @@ TEST(CApi, GenerationDefaultsAreTheCommandsAnswers) {
     const auto spec = lines_starting(r.out, "speculative ok ");
     ASSERT_EQ(spec.size(), 1u) << r.out;
     const auto c_spec = nlohmann::json::parse(spec[0]);
-    const auto cli_spec = test::run_cli({"speculative", pkg, "--json"});
-    ASSERT_EQ(cli_spec.exit_code, 0) << cli_spec.err;
-    const auto want_spec = nlohmann::json::parse(cli_spec.out);
+    const auto want_spec = command({"speculative", pkg, "--json"});
     EXPECT_EQ(c_spec["strategy"], want_spec["strategy"]);
     EXPECT_EQ(c_spec["plan"], want_spec["plan"]);
     EXPECT_EQ(c_spec["model"], want_spec["model"]);

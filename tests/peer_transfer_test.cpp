@@ -429,25 +429,15 @@ TEST_F(PeerTransfer, AStagePastThePackagesLayersIsRefused) {
   test::peer::write_topology(topo, ref_at(kRepo, kCommit), w().manifest_sha,
                              {{"s0", 0, w().w0_id, 0, 4}, {"s1", 1, w().w1_id, 4, 9}});
   auto s = serve(ServerArgs().topology(topo));
-  auto req = [&](const std::string& stage, const std::string& rel) {
-    TransferRequest r;
-    r.topology_id = "t-1";
-    r.run_id = "r-1";
-    r.stage_id = stage;
-    r.package_ref = ref_at(kRepo, kCommit);
-    r.manifest_sha256 = w().manifest_sha;
-    r.rel_path = rel;
-    return r;
-  };
   const auto c1 = client(w().w1);
   for (const char* rel : {"shared/metadata.gguf", "layers/layer-00004.gguf", "shared/output.gguf"}) {
-    expect_refused(c1, *s, req("s1", rel), Refusal::kUnavailable,
+    expect_refused(c1, *s, request("s1", rel), Refusal::kUnavailable,
                    "stage s1: layer range 4..9 is outside the package's 8 layers (0..8)");
   }
   // The manifest is still served (it is what tells the stage what it is),
   // and so is the well-formed stage.
-  EXPECT_EQ(fetch(c1, s->endpoint(), req("s1", "model-package.json")).bytes, w().bytes_of("model-package.json"));
-  EXPECT_EQ(fetch(client(w().w0), s->endpoint(), req("s0", "layers/layer-00000.gguf")).bytes,
+  EXPECT_EQ(fetch(c1, s->endpoint(), request("s1", "model-package.json")).bytes, w().bytes_of("model-package.json"));
+  EXPECT_EQ(fetch(client(w().w0), s->endpoint(), request("s0", "layers/layer-00000.gguf")).bytes,
             w().bytes_of("layers/layer-00000.gguf"));
 }
 
