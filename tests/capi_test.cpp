@@ -149,33 +149,47 @@ TEST(CApi, EveryMisuseIsAStatusNeverACrash) {
 }
 
 // The generation resolvers through the C API answer what the CLI answers
-// (one library behind both), for a package with a native-MTP default.
+// (one library behind both), for a package with a native-MTP default, of
+// either schema (schema 2: its generation block read as schema 1's, no
+// generation.policy: the built-in policy).
 TEST(CApi, GenerationDefaultsAreTheCommandsAnswers) {
-  TempDir tmp;
-  ASSERT_EQ(test::write_pkg(test::data_path("glm4moe-mtp-tiny.gguf"), tmp / "pkg").exit_code, 0);
-  const auto pkg = (tmp / "pkg").string();
-  const auto r = run_c({pkg, "0", "1"});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const auto policy = lines_starting(r.out, "policy ");
-  ASSERT_EQ(policy.size(), 1u) << r.out;
-  const auto c_policy = nlohmann::json::parse(policy[0]);
-  const auto cli_policy = test::run_cli({"policy", pkg, "--phase", "prefill", "--n-tokens", "4096", "--n-kv", "131072",
-                                         "--backend", "cpu", "--json"});
-  ASSERT_EQ(cli_policy.exit_code, 0) << cli_policy.err;
-  const auto want_policy = nlohmann::json::parse(cli_policy.out);
-  EXPECT_EQ(c_policy["selected_path"], want_policy["selected_path"]);
-  EXPECT_EQ(c_policy["telemetry"], want_policy["telemetry"]);
-  EXPECT_EQ(c_policy["phase"], "long_prefill");
+  for (const std::string schema : {"1", "2"}) {
+    SCOPED_TRACE("schema " + schema);
+    TempDir tmp;
+    ASSERT_EQ(test::write_pkg(test::data_path("glm4moe-mtp-tiny.gguf"), tmp / "pkg", {"--schema", schema}).exit_code, 0);
+    const auto pkg = (tmp / "pkg").string();
+    const auto r = run_c({pkg, "0", "1"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(lines_starting(r.out, "schema ").at(0).substr(0, 2), schema + " ") << r.out;
+    EXPECT_EQ(r.out.find("error policy"), std::string::npos) << r.out;
+    const auto policy = lines_starting(r.out, "policy ");
+    ASSERT_EQ(policy.size(), 1u) << r.out;
+    const auto c_policy = nlohmann::json::parse(policy[0]);
+    // The command's --json document.
+    auto command = [](const std::vector<std::string>& args) {
+      const auto c = test::run_cli(args);
+      EXPECT_EQ(c.exit_code, 0) << c.err;
+      return nlohmann::json::parse(c.out);
+    };
+    const auto want_policy = command({"policy", pkg, "--phase", "prefill", "--n-tokens", "4096", "--n-kv", "131072",
+                                      "--backend", "cpu", "--json"});
+    EXPECT_EQ(c_policy["selected_path"], want_policy["selected_path"]);
+    EXPECT_EQ(c_policy["telemetry"], want_policy["telemetry"]);
+    EXPECT_EQ(c_policy["source"], want_policy["source"]);
+    EXPECT_EQ(c_policy["architecture"], want_policy["architecture"]);
+    EXPECT_EQ(c_policy["warnings"], want_policy["warnings"]);
+    EXPECT_EQ(c_policy["phase"], "long_prefill");
 
-  const auto spec = lines_starting(r.out, "speculative ok ");
-  ASSERT_EQ(spec.size(), 1u) << r.out;
-  const auto c_spec = nlohmann::json::parse(spec[0]);
-  const auto cli_spec = test::run_cli({"speculative", pkg, "--json"});
-  ASSERT_EQ(cli_spec.exit_code, 0) << cli_spec.err;
-  const auto want_spec = nlohmann::json::parse(cli_spec.out);
-  EXPECT_EQ(c_spec["strategy"], want_spec["strategy"]);
-  EXPECT_EQ(c_spec["plan"], want_spec["plan"]);
-  EXPECT_EQ(c_spec["strategy"], "mtp") << c_spec.dump();
+    const auto spec = lines_starting(r.out, "speculative ok ");
+    ASSERT_EQ(spec.size(), 1u) << r.out;
+    const auto c_spec = nlohmann::json::parse(spec[0]);
+    const auto want_spec = command({"speculative", pkg, "--json"});
+    EXPECT_EQ(c_spec["strategy"], want_spec["strategy"]);
+    EXPECT_EQ(c_spec["plan"], want_spec["plan"]);
+    EXPECT_EQ(c_spec["model"], want_spec["model"]);
+    EXPECT_EQ(c_spec["notes"], want_spec["notes"]);
+    EXPECT_EQ(c_spec["strategy"], "mtp") << c_spec.dump();
+  }
 }
 
 // #25: the C API takes trust anchors; the same refusals as the CLI, told apart by status.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "skippy/error.h"
+#include "skippy/package_catalog.h"
 #include "skippy/package_layout.h"
 #include "skippy/peer.h"
 #include "skippy/peer_topology.h"
@@ -143,6 +144,27 @@ PackageManifest manifest(uint32_t layers, bool projector) {
   return m;
 }
 
+// The catalog the peer computes a stage's set from: the manifest's artifacts
+// (schema 1's reader, catalog_artifacts_v1), and, when `tied` is given,
+// shared/output.gguf's tensors as the reader lists them once it has read that
+// header (output.weight unless the output is tied to the embeddings).
+PackageCatalog catalog(const PackageManifest& m, std::optional<bool> tied = std::nullopt) {
+  PackageCatalog c = catalog_artifacts_v1(m);
+  if (!tied) return c;
+  for (size_t i = 0; i < c.artifacts.size(); ++i) {
+    if (c.artifacts[i].role != PartRole::kOutput) continue;
+    c.artifacts[i].tensors_listed = true;
+    if (*tied) continue;
+    CatalogTensor t;
+    t.name = "output.weight";
+    t.artifact = i;
+    t.role = TensorRole::kOutput;
+    c.tensor_index.emplace(t.name, c.tensors.size());
+    c.tensors.push_back(t);
+  }
+  return c;
+}
+
 std::vector<std::string> paths(const StageArtifacts& s) {
   std::vector<std::string> out;
   for (const auto& a : s.artifacts) out.push_back(a.rel_path);
@@ -155,30 +177,44 @@ TEST(PeerTopology, StageArtifactsFollowLayerSelection) {
   const TopologyStage middle{"s1", 1, kNode, {2, 4}};
   const TopologyStage last{"s2", 2, kNode, {4, 6}};
   const TopologyStage whole{"s", 0, kNode, {0, 6}};
-  EXPECT_EQ(paths(stage_artifacts(first, m, false)),
+  EXPECT_EQ(paths(stage_artifacts(first, catalog(m))),
             (std::vector<std::string>{"shared/metadata.gguf", "shared/embeddings.gguf", "layers/layer-00000.gguf",
                                       "layers/layer-00001.gguf", "projectors/mmproj.gguf"}));
-  EXPECT_EQ(paths(stage_artifacts(middle, m, true)),
+  EXPECT_EQ(paths(stage_artifacts(middle, catalog(m))),
             (std::vector<std::string>{"shared/metadata.gguf", "layers/layer-00002.gguf", "layers/layer-00003.gguf"}));
-  EXPECT_EQ(paths(stage_artifacts(last, m, false)),
+  EXPECT_EQ(paths(stage_artifacts(last, catalog(m, false))),
             (std::vector<std::string>{"shared/metadata.gguf", "layers/layer-00004.gguf", "layers/layer-00005.gguf",
                                       "shared/output.gguf"}));
   // The reference's defect, fixed: a final stage whose output is tied to the
   // embeddings may fetch them.
-  const auto tied = stage_artifacts(last, m, true);
+  const auto tied = stage_artifacts(last, catalog(m, true));
   ASSERT_NE(tied.find("shared/embeddings.gguf"), nullptr);
   EXPECT_EQ(tied.find("shared/embeddings.gguf")->role, PartRole::kEmbeddings);
   EXPECT_EQ(tied.find("projectors/mmproj.gguf"), nullptr);
+  EXPECT_TRUE(tied.output_tie_known);
+  // Before the output's header is read, whether it is tied is not known: a
+  // final stage's set holds the embeddings (the client's superset) and says so.
+  const auto unknown = stage_artifacts(last, catalog(m));
+  EXPECT_EQ(paths(unknown), paths(tied));
+  EXPECT_FALSE(unknown.output_tie_known);
   // Single stage: everything, embeddings once.
-  const auto all = stage_artifacts(whole, m, true);
+  const auto all = stage_artifacts(whole, catalog(m));
   EXPECT_EQ(all.artifacts.size(), 1u + 1u + 6u + 1u + 1u);
   EXPECT_TRUE(all.owns_input && all.owns_output);
-  // Layers past the manifest are not invented.
+  // A stage naming layers past the package's is a mistake in the topology:
+  // refused naming both counts (the consumer's rule for a range).
   const TopologyStage beyond{"x", 3, kNode, {5, 9}};
-  EXPECT_EQ(paths(stage_artifacts(beyond, m, false)), (std::vector<std::string>{"shared/metadata.gguf", "layers/layer-00005.gguf"}));
+  try {
+    (void)stage_artifacts(beyond, catalog(m));
+    ADD_FAILURE() << "a stage past the package's layers was given a set";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_NE(std::string(e.what()).find("stage x: layer range 5..9 is outside the package's 6 layers"), std::string::npos)
+        << e.what();
+  }
   // Sizes and digests come from the manifest.
-  EXPECT_EQ(stage_artifacts(first, m, false).find("layers/layer-00001.gguf")->bytes, 10u);
-  EXPECT_EQ(stage_artifacts(first, m, false).find("layers/layer-00001.gguf")->layer_index, 1u);
+  EXPECT_EQ(stage_artifacts(first, catalog(m)).find("layers/layer-00001.gguf")->bytes, 10u);
+  EXPECT_EQ(stage_artifacts(first, catalog(m)).find("layers/layer-00001.gguf")->layer_index, 1u);
 }
 
 }  // namespace

@@ -196,8 +196,9 @@ TEST_F(PeerTransfer, ServerAndClientAgreeOnEachStagesSet) {
   for (const auto& l : m.layers) declared.push_back(&l);
   for (const auto& stage : topo.stages) {
     const auto c = client(stage.stage_id == "s0" ? w().w0 : w().w1);
-    // This model's output is tied to its embeddings (llama-tiny has no output.weight).
-    const auto allowed = peer::stage_artifacts(stage, m, true);
+    // This model's output is tied to its embeddings (llama-tiny has no
+    // output.weight): the set from the manifest's artifacts holds them.
+    const auto allowed = peer::stage_artifacts(stage, catalog_artifacts_v1(m));
     EXPECT_EQ(fetch(c, s->endpoint(), peer::manifest_request(topo, stage)).bytes, w().bytes_of("model-package.json"));
     size_t served = 0;
     for (const auto* e : declared) {
@@ -214,8 +215,8 @@ TEST_F(PeerTransfer, ServerAndClientAgreeOnEachStagesSet) {
     EXPECT_EQ(served, allowed.artifacts.size()) << stage.stage_id;
   }
   // s0: metadata, embeddings, 4 layers; s1: metadata, 4 layers, output, embeddings (tied).
-  EXPECT_EQ(peer::stage_artifacts(topo.stages[0], m, true).artifacts.size(), 6u);
-  EXPECT_EQ(peer::stage_artifacts(topo.stages[1], m, true).artifacts.size(), 7u);
+  EXPECT_EQ(peer::stage_artifacts(topo.stages[0], catalog_artifacts_v1(m)).artifacts.size(), 6u);
+  EXPECT_EQ(peer::stage_artifacts(topo.stages[1], catalog_artifacts_v1(m)).artifacts.size(), 7u);
 }
 
 TEST_F(PeerTransfer, ResumesFromAnOffset) {
@@ -418,6 +419,26 @@ TEST_F(PeerTransfer, DropsARequesterThatIsNotTheTlsPeer) {
   }
   EXPECT_EQ(delivered, 0u);
   EXPECT_TRUE(s->wait_for_log("dropped: the request names requester " + w().w0_id.substr(0, 16))) << s->log();
+}
+
+// A topology whose stage names layers the package does not have is a
+// mistake: nothing of that stage is served, not even the metadata, and the
+// log names both layer counts.
+TEST_F(PeerTransfer, AStagePastThePackagesLayersIsRefused) {
+  const fs::path topo = tmp_ / "past.json";
+  test::peer::write_topology(topo, ref_at(kRepo, kCommit), w().manifest_sha,
+                             {{"s0", 0, w().w0_id, 0, 4}, {"s1", 1, w().w1_id, 4, 9}});
+  auto s = serve(ServerArgs().topology(topo));
+  const auto c1 = client(w().w1);
+  for (const char* rel : {"shared/metadata.gguf", "layers/layer-00004.gguf", "shared/output.gguf"}) {
+    expect_refused(c1, *s, request("s1", rel), Refusal::kUnavailable,
+                   "stage s1: layer range 4..9 is outside the package's 8 layers (0..8)");
+  }
+  // The manifest is still served (it is what tells the stage what it is),
+  // and so is the well-formed stage.
+  EXPECT_EQ(fetch(c1, s->endpoint(), request("s1", "model-package.json")).bytes, w().bytes_of("model-package.json"));
+  EXPECT_EQ(fetch(client(w().w0), s->endpoint(), request("s0", "layers/layer-00000.gguf")).bytes,
+            w().bytes_of("layers/layer-00000.gguf"));
 }
 
 TEST_F(PeerTransfer, FinalStageOfAnUntiedModelDoesNotGetTheEmbeddings) {

@@ -192,8 +192,9 @@ TEST(ReferenceDialect, FullRangeMaterializationIsTheSourceModel) {
     const auto& p = ref_package(src);
     const auto model = ModelSource::open(src);
     const auto pkg = open_local_package(p.dir);
-    const auto sel = test::select_v1(pkg, {0, model.layer_count()});
-    const auto view = StageView::open(sel);
+    const auto cat = open_catalog_v1(pkg, LayerRange{0, model.layer_count()});
+    const auto sel = open_stage(cat, {0, model.layer_count()});
+    const auto view = StageView::open(cat.catalog, sel);
     EXPECT_EQ(view.merged_duplicates(), p.repeated);
     test::TempDir out;
     MaterializeOptions o;
@@ -266,7 +267,7 @@ TEST(ReferenceDialect, DifferingCopiesOfAnExtraAreRefusedNamingBoth) {
   std::ofstream(dir / "model-package.json") << m.dump(2) << "\n";
   const auto pkg = open_local_package(dir);
   try {
-    (void)StageView::open(test::select_v1(pkg, {0, 1}));
+    (void)test::view_v1(pkg, {0, 1});
     ADD_FAILURE() << "differing copies were accepted";
   } catch (const Error& e) {
     const std::string what = e.what();

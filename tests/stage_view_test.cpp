@@ -92,7 +92,7 @@ TEST(StageView, EveryRangeOfEveryFixtureIsOneTableOfExactlyItsTensors) {
     for (uint32_t a = 0; a < layers; ++a) {
       for (uint32_t b = a + 1; b <= layers; ++b) {
         SCOPED_TRACE(std::to_string(a) + ".." + std::to_string(b));
-        const auto view = StageView::open(test::select_v1(pkg, {a, b}));
+        const auto view = test::view_v1(pkg, {a, b});
         EXPECT_EQ(view.range(), (LayerRange{a, b}));
         std::set<std::string> names;
         uint64_t bytes = 0;
@@ -135,13 +135,13 @@ TEST(StageView, RefusesATensorThatAppearsInTwoParts) {
     w.add_tensor_from(l3, *l3.find_tensor("blk.3.attn_q.weight"));
   });
   const auto pkg = open_local_package(dir.string());
-  expect_refused([&] { (void)StageView::open(test::select_v1(pkg, {2, 4})); },
+  expect_refused([&] { (void)test::view_v1(pkg, {2, 4}); },
                  {"blk.3.attn_q.weight", "appears in both", "layers/layer-00002.gguf", "layers/layer-00003.gguf"});
   // Alone, layer 2's fragment still holds a tensor that is not its own.
-  expect_refused([&] { (void)StageView::open(test::select_v1(pkg, {2, 3})); },
+  expect_refused([&] { (void)test::view_v1(pkg, {2, 3}); },
                  {"layers/layer-00002.gguf", "blk.3.attn_q.weight", "does not belong to layer 2"});
   // Ranges that do not touch layer 2 load.
-  EXPECT_NO_THROW((void)StageView::open(test::select_v1(pkg, {3, 6})));
+  EXPECT_NO_THROW((void)test::view_v1(pkg, {3, 6}));
 }
 
 TEST(StageView, RefusesATensorRepeatedAcrossSharedParts) {
@@ -156,7 +156,7 @@ TEST(StageView, RefusesATensorRepeatedAcrossSharedParts) {
     w.add_tensor_from(emb, *emb.find_tensor("token_embd.weight"));
   });
   const auto pkg = open_local_package(dir.string());
-  expect_refused([&] { (void)StageView::open(test::select_v1(pkg, {0, 1})); },
+  expect_refused([&] { (void)test::view_v1(pkg, {0, 1}); },
                  {"token_embd.weight", "shared/metadata.gguf", "shared/embeddings.gguf"});
 }
 
@@ -167,9 +167,9 @@ TEST(StageView, RefusesALayerInRangeWithNoTensors) {
   const auto l1 = GgufFile::open(dir / "layers/layer-00001.gguf");
   replace_fragment(dir, "layers/layer-00001.gguf", [&](GgufWriter& w) { copy_kvs(w, l1, "layer", 1); });
   const auto pkg = open_local_package(dir.string());
-  expect_refused([&] { (void)StageView::open(test::select_v1(pkg, {0, 3})); },
+  expect_refused([&] { (void)test::view_v1(pkg, {0, 3}); },
                  {"layers/layer-00001.gguf", "layer 1 is in range 0..3", "no tensors"});
-  EXPECT_NO_THROW((void)StageView::open(test::select_v1(pkg, {2, 4})));
+  EXPECT_NO_THROW((void)test::view_v1(pkg, {2, 4}));
 }
 
 TEST(StageView, RefusesAFragmentWhoseRoleKeysDisagreeWithItsPart) {
@@ -189,12 +189,12 @@ TEST(StageView, RefusesAFragmentWhoseRoleKeysDisagreeWithItsPart) {
     for (const auto& t : out.tensors()) w.add_tensor_from(out, t);
   });
   const auto pkg = open_local_package(dir.string());
-  expect_refused([&] { (void)StageView::open(test::select_v1(pkg, {4, 5})); },
+  expect_refused([&] { (void)test::view_v1(pkg, {4, 5}); },
                  {"layers/layer-00004.gguf", "skippy.package.layer_start says layer 5, expected 4"});
   const uint32_t n = pkg.manifest.layer_count;
-  expect_refused([&] { (void)StageView::open(test::select_v1(pkg, {n - 1, n})); },
+  expect_refused([&] { (void)test::view_v1(pkg, {n - 1, n}); },
                  {"shared/output.gguf", "skippy.package.role says it is the embeddings", "output part"});
-  EXPECT_NO_THROW((void)StageView::open(test::select_v1(pkg, {0, 4})));
+  EXPECT_NO_THROW((void)test::view_v1(pkg, {0, 4}));
 }
 
 TEST(StageView, RefusesAFragmentWhoseTensorCountDisagreesWithTheManifest) {
@@ -205,7 +205,7 @@ TEST(StageView, RefusesAFragmentWhoseTensorCountDisagreesWithTheManifest) {
   m.layers[0].tensor_count += 1;
   write_file_atomic(dir / "model-package.json", serialize_manifest(m));
   const auto pkg = open_local_package(dir.string());
-  expect_refused([&] { (void)StageView::open(test::select_v1(pkg, {0, 1})); },
+  expect_refused([&] { (void)test::view_v1(pkg, {0, 1}); },
                  {"layers/layer-00000.gguf", "the manifest says tensor_count"});
 }
 
@@ -217,16 +217,17 @@ TEST(StageView, ProjectorIsNeverMergedIntoTheView) {
                 .exit_code,
             0);
   const auto pkg = open_local_package(dir.string());
-  const auto sel = test::select_v1(pkg, {0, pkg.manifest.layer_count});
+  const auto cat = open_catalog_v1(pkg, LayerRange{0, pkg.manifest.layer_count});
+  const auto sel = open_stage(cat, {0, pkg.manifest.layer_count});
   ASSERT_TRUE(sel.projector);
-  const auto view = StageView::open(sel);
+  const auto view = StageView::open(cat.catalog, sel);
   for (const auto& p : view.parts()) EXPECT_NE(p.role, PartRole::kProjector);
   EXPECT_EQ(view.tensors().size(), ModelSource::open(data_path("llama-tiny-q8_0.gguf")).tensors().size());
   // Handing it a projector as a part is a caller error.
   auto bad = sel;
   bad.parts.push_back(*sel.projector);
   try {
-    (void)StageView::open(bad);
+    (void)StageView::open(cat.catalog, bad);
     ADD_FAILURE() << "a projector part must be refused";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
@@ -238,7 +239,7 @@ TEST(StageView, MovesKeepTheTableValid) {
   ASSERT_EQ(write_pkg(data_path("glm4moe-mtp-tiny.gguf"), tmp / "p").exit_code, 0);
   const auto pkg = open_local_package((tmp / "p").string());
   std::vector<StageView> views;
-  for (uint32_t l = 0; l < pkg.manifest.layer_count; ++l) views.push_back(StageView::open(test::select_v1(pkg, {l, l + 1})));
+  for (uint32_t l = 0; l < pkg.manifest.layer_count; ++l) views.push_back(test::view_v1(pkg, {l, l + 1}));
   for (const auto& v : views) {
     for (const auto& t : v.tensors()) {
       EXPECT_EQ(v.find_tensor(t.info->name), &t);

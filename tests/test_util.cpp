@@ -31,6 +31,11 @@ StageSelection select_v1(const OpenedPackage& pkg, LayerRange range, const Selec
   return open_stage(open_catalog_v1(pkg, range), range, options);
 }
 
+StageView view_v1(const OpenedPackage& pkg, LayerRange range) {
+  const OpenedCatalog cat = open_catalog_v1(pkg, range);
+  return StageView::open(cat.catalog, open_stage(cat, range));
+}
+
 MaterializeResult materialize_v1(const OpenedPackage& pkg, const StageSelection& stage, const MaterializeOptions& options) {
   return materialize_stage(open_catalog_v1(pkg, stage.range), stage, options);
 }

@@ -14,6 +14,7 @@
 
 #include "skippy/catalog_stage.h"
 #include "skippy/materialize.h"
+#include "skippy/stage_view.h"
 
 namespace skippy {
 class ModelSource;
@@ -27,6 +28,9 @@ namespace skippy::test {
 // each with its path).
 StageSelection select_v1(const OpenedPackage& pkg, LayerRange range, const SelectOptions& options = {});
 // materialize_stage on the catalog of the stage's fragments.
+// The stage view of `range`: the reader's catalog of the stage's fragments
+// (open_catalog_v1) and the stage (open_stage).
+StageView view_v1(const OpenedPackage& pkg, LayerRange range);
 MaterializeResult materialize_v1(const OpenedPackage& pkg, const StageSelection& stage, const MaterializeOptions& options = {});
 // Every artifact of a schema 1 package, brought and checked (provide_parts).
 std::vector<StagePart> all_parts_v1(const OpenedPackage& pkg);

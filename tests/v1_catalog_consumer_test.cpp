@@ -61,7 +61,7 @@ void v1cons_expect_one_consumer(const fs::path& dir, const fs::path& scratch) {
     size_t listed = 0;
     for (const auto& a : lazy.catalog.artifacts) listed += a.tensors_listed && a.kind != CatalogArtifactKind::kSidecar;
     EXPECT_EQ(listed, stage.parts.size()) << "only the stage's fragments are read";
-    const auto view = StageView::open(sel);
+    const auto view = StageView::open(lazy.catalog, sel);
     ASSERT_EQ(stage.tensors.size(), view.tensors().size());
     for (size_t i = 0; i < stage.tensors.size(); ++i) {
       EXPECT_EQ(stage.tensors[i].name, std::string(view.tensors()[i].info->name));

@@ -1,6 +1,6 @@
 // What the commands share about stages (the --tensors / --admission choice
-// and the stage a command works on, for either schema), and the schema 2
-// printers that remain: `inspect` dispatches here for a schema 2 package.
+// and the stage a command works on, for either schema), and what the
+// commands show of a schema 2 root (its request defaults).
 #pragma once
 
 #include <optional>
@@ -50,10 +50,6 @@ std::vector<std::string> admission_tensors(const OpenedCatalog& pkg, const std::
 // The admission descriptor of that stage: --admission's own, or the stage's
 // tensors and the sidecars it loads.
 StageAdmission stage_admission_for(const OpenedCatalog& pkg, const StageSelection& stage, const TensorChoice& tensors);
-
-// inspect of a schema 2 package as open_package_any opened it (local or
-// hf://: the carrier brought and checked).
-int inspect_schema_v2(const OpenedCatalog& pkg, bool json);
 
 // generation.request_defaults as the root holds them (the root's own JSON
 // bytes, so floats read as the reference wrote them); null when absent.

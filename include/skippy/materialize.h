@@ -94,9 +94,10 @@ struct MaterializeResult {
 // Materializes the stage `stage` (select_stage or select_stage_tensors on
 // pkg.catalog; schema 1: open_catalog_v1 with the stage's range lists its
 // fragments). Its parts come through the package's source when missing,
-// and each passes check_part before it is read; schema 1's parts then pass
-// the StageView rules (fragment tensor counts and role keys, one
-// alignment, a layer fragment holding only its layer). Verification
+// and each passes check_part before it is read; schema 1's parts have
+// passed the reader's fragment rules (tensor counts and role keys, one
+// alignment, a layer fragment holding only its layer) and then pass the
+// StageView's (every layer in range present and holding tensors). Verification
 // (options.verify, or verify_required) hashes the parts (verify_stage,
 // with the verification cache). A selection by tensor names has no layer
 // range: it needs options.out (Error(kUsage) otherwise) and its file

@@ -194,6 +194,14 @@ std::optional<std::string> non_finite_float_kv(const GgufFile& f);
 
 PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const GgufFile> carrier,
                                 std::string_view origin);
+// The artifacts of a validated schema 2 root, before the carrier is read:
+// kinds, roles, path layers, part indexes (payload parts ranked by id),
+// sidecar kinds and publisher roles, root_v2 set; no tensors (every
+// artifact has tensors_listed false). build_catalog_v2 starts from it, with
+// the same refusals for the artifacts (a layer artifact past layer_count, no
+// payload part, a repeated id). Enough for what needs the package's files
+// and not their tensors (a peer serving the carrier, preverify).
+PackageCatalog catalog_artifacts_v2(const PackageRootV2& root, std::string_view origin);
 
 // ------------------------------------------------------- package schema 1
 

@@ -21,7 +21,6 @@
 #include <string_view>
 #include <vector>
 
-#include "skippy/manifest.h"
 #include "skippy/package_catalog.h"
 #include "skippy/package_layout.h"
 #include "skippy/stage.h"
@@ -91,50 +90,54 @@ struct PeerArtifact {
 };
 
 // What a stage may fetch besides model-package.json (always allowed, up to
-// kManifestMaxBytes, when its SHA-256 is the topology's):
-//   shared/metadata.gguf;
-//   shared/embeddings.gguf and every declared projector, when the stage's
-//     range starts at layer 0;
-//   shared/output.gguf, when the range ends at the manifest's layer_count;
-//   shared/embeddings.gguf also when the range ends at layer_count and the
-//     output projection is tied to the embeddings (`output_tied`; see
-//     output_tie() in stage.h) — the reference implementation never serves
-//     it to such a stage, which then always falls back to the Hub;
-//   layers/ entries for every layer in the range.
-// Entries are in the spec's load order (metadata, embeddings, layers,
-// output, projectors), each path once. Layers beyond the manifest's
-// layer_count are not listed (the stage cannot load them anyway).
-struct StageArtifacts {
-  LayerRange range;
-  bool owns_input = false;
-  bool owns_output = false;
-  bool output_tied = false;
-  std::vector<PeerArtifact> artifacts;
-  const PeerArtifact* find(std::string_view rel_path) const noexcept;
-};
-StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageManifest& manifest, bool output_tied);
-
-// The same for a package schema 2, from its catalog (built from the
-// verified carrier): what a stage may fetch besides model-package.json is
-//   the metadata carrier (every stage: it says where everything else is);
-//   the payload parts holding the stage's tensors, exactly as the consumer
-//     selects them (select_stage over the stage's range, its end
-//     clamped to layer_count: blk.N in range, the input embeddings from
-//     layer 0, output and output_norm for the final stage and then
-//     token_embd.weight when the output is tied to it, the tensors without a
-//     layer on every stage);
-//   every sidecar (mmproj) when the range starts at layer 0 (as schema 1's
-//     projectors).
-// Roles are descriptive: kMetadata for the carrier, kProjector for a
-// sidecar, kLayer for a payload part (layer_index: a layer artifact's
-// layer). Entries: the carrier, the payload parts by part index, the sidecars.
-// A stage with an admission descriptor may fetch exactly what the
-// descriptor requires (stage_admission_artifacts: the carrier, the
+// kManifestMaxBytes, when its SHA-256 is the topology's), for a package of
+// either schema, from its catalog (skippy/package_catalog.h: schema 1's
+// from its reader, catalog_artifacts_v1 or list_catalog_v1; schema 2's built
+// from the verified carrier):
+//   the metadata carrier (schema 1: shared/metadata.gguf): every stage;
+//   the parts holding the stage's tensors, exactly as the consumer selects
+//     them (select_stage over the stage's range: the layers in range, the
+//     input embeddings from layer 0, the output for the final stage and
+//     then the token embeddings when the output is tied to them, the
+//     tensors without a layer on every stage; schema 1 by whole parts);
+//   every projector (schema 1: projectors[]; schema 2: every sidecar) and
+//     publisher file when the range starts at layer 0.
+// Whether the output is tied is known once the output's tensors are in the
+// catalog (schema 2 always; schema 1 once shared/output.gguf's header is
+// read, list_catalog_v1 with a final range). A schema 1 catalog without them
+// gives a final stage the embeddings as if it were tied and says so
+// (output_tie_known false): a client asks for them only when its consumer
+// needs them, and the server reads the output before it serves them. (The
+// reference implementation never serves the embeddings to a tied final
+// stage, which then always falls back to the Hub.)
+// The stage's range must be within the package's layers (check_stage_layers).
+// Roles are the catalog's (a schema 2 payload part without a layer is listed
+// as kLayer); layer_index a layer artifact's layer. Entries in load order:
+// the carrier, the payload parts (schema 1: embeddings, layers, output), the
+// projectors or sidecars, the publisher files; each path once.
+// A stage with an admission descriptor (package schema 2) may fetch exactly
+// what the descriptor requires (stage_admission_artifacts: the carrier, the
 // artifacts holding its resident tensors, its sidecars' artifacts) and
 // nothing else (no publisher files; its layer range is not used); the
 // descriptor is checked against the catalog first (check_stage_admission:
 // Error(kInvalidInput) for another package_id, an unknown tensor or
 // sidecar).
+struct StageArtifacts {
+  LayerRange range;
+  bool owns_input = false;
+  bool owns_output = false;
+  bool output_tied = false;
+  bool output_tie_known = true;
+  std::vector<PeerArtifact> artifacts;
+  const PeerArtifact* find(std::string_view rel_path) const noexcept;
+};
 StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageCatalog& catalog);
+
+// A stage defined by its layer range must name only layers the package has
+// (a topology that names more is a mistake: its stages would not cover the
+// model the package holds). Error(kInvalidInput) "stage <id>: layer range
+// A..B is outside the package's N layers (0..N)" otherwise; nothing for a
+// stage an admission descriptor defines.
+void check_stage_layers(const TopologyStage& stage, uint32_t layer_count);
 
 }  // namespace skippy::peer

@@ -130,8 +130,9 @@ struct PlanReads {
 };
 
 // The two readers' side of planning: a schema 1 package's facts come from
-// its fragments (skippy/stage.h output_tie, activation_width_of,
-// check_metadata_only; read_catalog_v1 for every tensor), a schema 2
+// its reader (list_catalog_v1 with a final range for whether the output is
+// tied, read_catalog_v1 for every tensor; skippy/stage.h activation_width_of,
+// check_metadata_only), a schema 2
 // package's from its catalog and carrier. Throws the source's and the
 // readers' errors.
 PlanPackage plan_package(const OpenedPackage& package, const PlanReads& reads);

@@ -170,8 +170,10 @@ skippy_status skippy_stage_materialize(skippy_stage* stage, const char* out_path
 const char* skippy_stage_materialized_path(const skippy_stage* stage);
 
 /* ---- Generation defaults (spec: "Policy Resolution", "Speculative
- * Decoding"); schema 1 packages only for now (SKIPPY_ERR_USAGE for schema 2). Both answer with one JSON document, the one `policy --json`
- * and `speculative --json` print, in a string the caller frees with
+ * Decoding"), for either schema (schema 2: its generation block read as
+ * schema 1's; it carries no generation.policy, so the built-in policy
+ * applies, as the commands say). Both answer with one JSON document, the
+ * one `policy --json` and `speculative --json` print, in a string the caller frees with
  * skippy_string_free(). *json_out is NULL on failure. */
 
 /* The execution path for one request shape. phase: "decode", "prefill" or

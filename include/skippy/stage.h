@@ -147,15 +147,6 @@ struct StageSelection {
 // verify before trusting what it says: see verify_if_required).
 StagePart check_metadata_only(const OpenedPackage& pkg);
 
-// Whether the model's output projection is tied to its token embeddings
-// (shared/output.gguf has no output.weight), so a final stage also loads
-// shared/embeddings.gguf. Fetches and checks only the output artifact.
-struct OutputTie {
-  bool tied = false;
-  StagePart output;
-};
-OutputTie output_tie(const OpenedPackage& pkg);
-
 // The reference runtime's rule for a width the manifest does not declare,
 // applied to the fragment of layer `layer`: the element count of
 // blk.<layer>.hc_attn_norm.weight (hyper-connected models) if the fragment

@@ -3,9 +3,9 @@
 // parts of a stage, each mapped (header parsed, tensor data untouched), seen
 // as one tensor table and one metadata view.
 //
-// Opening reads the parts through the schema 1 catalog reader
-// (skippy/package_catalog.h: add_fragment_v1), which checks what a loader
-// relies on beyond select_stage()'s file checks:
+// The parts are the fragments the schema 1 catalog reader read
+// (skippy/catalog_stage.h: open_catalog_v1 with the stage's range), which
+// checked what a loader relies on beyond select_stage()'s file checks:
 //   - every part parses as GGUF and holds the tensor count its manifest entry
 //     declares;
 //   - a fragment's own role keys (skippy.package.role, .layer_start,
@@ -15,9 +15,10 @@
 //     "extra" (rope_freqs, ...) that the reference writer repeats in every
 //     fragment: identical copies are one tensor (the first copy wins),
 //     differing bytes are an error naming both fragments;
-//   - every layer in range has tensors, and a layer fragment holds only
-//     blk.N.* tensors of its own layer N;
+//   - a layer fragment holds only blk.N.* tensors of its own layer N;
 //   - all parts share one alignment.
+// The view adds the stage's own: every layer in range has a part, within
+// the range, holding tensors.
 // A projector is never merged into the view (spec: projectors are selected
 // independently; StageSelection::projector stays a separate file).
 //
@@ -46,10 +47,12 @@ struct StageTensor {
 
 class StageView {
  public:
-  // Maps every part of `selection` (in its load order) and builds the views.
-  // Throws Error(kInvalidInput) naming the part(s) and the rule broken;
-  // Error(kIo / kNotFound) when a part cannot be read.
-  static StageView open(const StageSelection& selection);
+  // The views of `selection`'s parts (in its load order) over the files the
+  // reader mapped into `catalog` (its fragment_files; the catalog must list
+  // every part's tensors). Throws Error(kInvalidInput) naming the part and
+  // the rule broken; Error(kUsage) for a projector part, a part listed
+  // twice, or one the catalog has not read.
+  static StageView open(const PackageCatalog& catalog, const StageSelection& selection);
 
   // Move-only: tensors() points into files().
   StageView(StageView&&) noexcept = default;
@@ -60,10 +63,6 @@ class StageView {
   LayerRange range() const noexcept { return range_; }
   const std::vector<StagePart>& parts() const noexcept { return parts_; }
   const std::vector<std::shared_ptr<const GgufFile>>& files() const noexcept { return files_; }  // parallel to parts()
-  // The parts as a schema 1 catalog (build_catalog_v1's reader): one
-  // artifact per part (in parts() order, the metadata part the carrier),
-  // the tensors in load order, each once. What materialize writes from.
-  const PackageCatalog& catalog() const noexcept { return catalog_; }
 
   // The metadata view: the KVs of the metadata part (shared/metadata.gguf),
   // in file order: the source's KVs (other fragments carry only what reading
@@ -91,7 +90,6 @@ class StageView {
   LayerRange range_;
   std::vector<StagePart> parts_;
   std::vector<std::shared_ptr<const GgufFile>> files_;
-  PackageCatalog catalog_;
   std::vector<StageTensor> tensors_;
   std::unordered_map<std::string_view, size_t> index_;  // names view the maps
   uint64_t tensor_bytes_ = 0;

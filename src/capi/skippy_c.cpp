@@ -330,9 +330,9 @@ skippy_status skippy_policy_resolve(skippy_package* package, const char* phase, 
   if (package == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_policy_resolve: package is NULL");
   const auto kind = phase ? skippy::parse_request_kind(phase) : std::nullopt;
   if (!kind) return fail(SKIPPY_ERR_USAGE, "skippy_policy_resolve: phase must be \"decode\", \"prefill\" or \"verify\"");
-  if (package->v2) return fail(SKIPPY_ERR_USAGE, "skippy_policy_resolve: not available for package schema 2 yet");
   return guarded([&] {
-    auto in = skippy::package_policy_inputs(package->pkg);
+    // As the policy command: schema 2 carries no generation.policy (the built-in one applies).
+    auto in = package->v2 ? skippy::package_policy_inputs(*package->v2) : skippy::package_policy_inputs(package->pkg);
     in.backend = skippy::backend_by_name_or_file(backend ? backend : "reference");
     in.request.kind = *kind;
     in.request.n_tokens = n_tokens;
@@ -341,7 +341,7 @@ skippy_status skippy_policy_resolve(skippy_package* package, const char* phase, 
     const auto d = skippy::resolve_policy(in, [&](const std::string& line) { log.push_back(line); });
     auto doc = skippy::policy_decision_json(d);
     doc["architecture"] = in.architecture;
-    doc["warnings"] = skippy::generation_warnings(package->pkg.manifest.generation);
+    doc["warnings"] = package->v2 ? std::vector<std::string>{} : skippy::generation_warnings(package->pkg.manifest.generation);
     doc["log"] = log;
     *json_out = new_c_string(doc.dump());
   });
@@ -351,16 +351,20 @@ skippy_status skippy_speculative_resolve(skippy_package* package, const char* st
   if (json_out == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_speculative_resolve: json_out is NULL");
   *json_out = nullptr;
   if (package == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_speculative_resolve: package is NULL");
-  if (package->v2) return fail(SKIPPY_ERR_USAGE, "skippy_speculative_resolve: not available for package schema 2 yet");
   std::optional<skippy::SpeculativeRefusal> refused;
   const auto st = guarded([&] {
     std::vector<std::string> notes;
-    const auto model = skippy::package_speculative_model(package->pkg, &notes);
+    // As the speculative command: schema 2's generation block read as
+    // schema 1's (package_generation; the model points into it).
+    std::optional<skippy::GenerationDefaults> generation_v2;
+    if (package->v2) generation_v2 = skippy::package_generation(*package->v2);
+    const auto model = package->v2 ? skippy::package_speculative_model(*package->v2, generation_v2)
+                                   : skippy::package_speculative_model(package->pkg, &notes);
     skippy::SpeculativeSettings flags;
     if (strategy) flags.strategy = strategy;
     const auto r = skippy::resolve_speculative(model, skippy::layer_settings(flags, nullptr, {}));
     auto doc = skippy::speculative_resolution_json(r);
-    doc["model"] = package->pkg.manifest.model_id;
+    doc["model"] = package->catalog->model_id;
     for (const auto& n : r.notes) notes.push_back(n);
     doc["notes"] = notes;
     if (r.refusal) {

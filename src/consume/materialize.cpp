@@ -26,9 +26,9 @@ MaterializeResult materialize_stage(const OpenedCatalog& pkg, const StageSelecti
   StageSelection resolved = stage;
   resolved.projector.reset();  // never merged, never verified here
   provide_parts(pkg, resolved.parts);
-  // Schema 1: the fragments' own rules (tensor counts, role keys, one
-  // alignment, a layer fragment holding only its layer, every layer present).
-  if (v1) (void)StageView::open(resolved);
+  // Schema 1: the stage's own rules over the fragments the reader read
+  // (every layer in range present and holding tensors).
+  if (v1) (void)StageView::open(cat, resolved);
   std::map<size_t, std::shared_ptr<const MappedFile>> files;
   for (const auto& p : resolved.parts) {
     if (p.kind == CatalogArtifactKind::kSidecar || p.tensors.empty()) continue;  // schema 1's carrier holds tensors

@@ -110,20 +110,6 @@ StagePart check_metadata_only(const OpenedPackage& pkg) {
   return part;
 }
 
-OutputTie output_tie(const OpenedPackage& pkg) {
-  const auto& m = pkg.manifest;
-  provide(pkg, {&m.shared.output});
-  OutputTie t{false, make_part(pkg, m.shared.output, PartRole::kOutput, std::nullopt,
-                               std::string(*stage_reads(TensorRole::kOutput, 0, {0, m.layer_count}, m.layer_count, false)))};
-  try {
-    // A tied output projection (no output.weight) reads the token embeddings.
-    t.tied = GgufFile::open(t.output.path).find_tensor("output.weight") == nullptr;
-  } catch (const Error& e) {
-    throw e.with_context(pkg.ref + ": " + m.shared.output.path);
-  }
-  return t;
-}
-
 std::optional<WidthTensor> activation_width_tensor(const GgufFile& layer_fragment, uint32_t layer) {
   const std::string blk = "blk." + std::to_string(layer) + ".";
   // Exact names: blk.N.cross_attn_norm.weight or blk.N.nextn.attn_norm.weight never count.

@@ -2,7 +2,7 @@
 // laid out by a GgufWriter whose tensors name (source file, offset) pieces,
 // streamed into --out or into the stage cache (sidecar, flock, reuse rules).
 // Both package schemas feed it the same way: a catalog (schema 1: the
-// StageView's, built by the schema 1 reader; schema 2: the package's) and
+// one the schema 1 reader built of the stage's fragments; schema 2: the package's) and
 // the stage's tensors in it (materialize.cpp). Internal to the library.
 #pragma once
 

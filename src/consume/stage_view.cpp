@@ -8,55 +8,53 @@
 
 namespace skippy {
 
-StageView StageView::open(const StageSelection& selection) {
+StageView StageView::open(const PackageCatalog& catalog, const StageSelection& selection) {
   if (selection.parts.empty() || selection.parts.front().role != PartRole::kMetadata) {
     throw Error(ErrorKind::kUsage, "stage selection must start with the metadata part");
   }
   if (!selection.range) throw Error(ErrorKind::kUsage, "a stage view needs a layer range");
+  if (!catalog.manifest_v1) throw Error(ErrorKind::kUsage, "a stage view is of a schema 1 package's fragments");
   StageView v;
   v.range_ = *selection.range;
   v.parts_ = selection.parts;
-  // The stage's parts as a schema 1 catalog (the reader holds the fragment
-  // rules: tensor counts, role keys, one alignment, each tensor once).
-  PackageCatalog& cat = v.catalog_;
-  cat.schema_version = kManifestSchemaVersion;
+  // The fragments as the schema 1 reader read them into the catalog (it
+  // applied the fragment rules: tensor counts, role keys, one alignment,
+  // each tensor once, a layer fragment holding only its layer).
+  auto& files = v.files_;
+  files.reserve(v.parts_.size());
   for (const auto& part : v.parts_) {
     if (part.role == PartRole::kProjector) {
       throw Error(ErrorKind::kUsage, part.rel_path + ": a projector is not a stage part (it is never merged)");
     }
-    CatalogArtifact a;
-    a.id = part.rel_path + "#" + std::to_string(cat.artifacts.size());  // a part may be listed twice
-    a.path = part.rel_path;
-    a.kind = cat.artifacts.empty() ? CatalogArtifactKind::kCarrier : CatalogArtifactKind::kPayload;
-    a.role = part.role.value_or(PartRole::kMetadata);
-    a.layer = part.layer_index;
-    a.tensor_count = part.tensor_count;
-    a.tensors_listed = false;
-    cat.artifacts.push_back(std::move(a));
+    const auto it = catalog.artifact_index.find(part.artifact_id);
+    if (it == catalog.artifact_index.end()) {
+      throw Error(ErrorKind::kUsage, part.rel_path + ": not an artifact of the catalog the stage view reads");
+    }
+    const auto file = it->second < catalog.fragment_files.size() ? catalog.fragment_files[it->second] : nullptr;
+    if (!file) {
+      throw Error(ErrorKind::kUsage, part.rel_path + ": its header is not in the catalog (open_catalog_v1 with the "
+                                     "stage's range reads it)");
+    }
+    for (const auto& f : files) {
+      if (f == file) throw Error(ErrorKind::kUsage, part.rel_path + ": listed twice in the stage");
+    }
+    files.push_back(file);
   }
-  auto& files = v.files_;
-  files.reserve(v.parts_.size());
-  for (const auto& part : v.parts_) {
-    try {
-      files.push_back(std::make_shared<const GgufFile>(GgufFile::open(part.path)));
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::kInvalidInput) throw;
-      throw_invalid(part.rel_path + ": not a valid GGUF: " + e.what());
+  // The tensor table in load order: each name once, the first copy (the
+  // reader checked that a repeated one is an identical global).
+  size_t copies = 0;
+  for (size_t p = 0; p < files.size(); ++p) {
+    for (const auto& t : files[p]->tensors()) {
+      ++copies;
+      if (!v.index_.emplace(t.name, v.tensors_.size()).second) continue;
+      v.tensors_.push_back({p, &t});
+      v.tensor_bytes_ += t.bytes;
     }
   }
-  for (size_t p = 0; p < files.size(); ++p) add_fragment_v1(cat, p, files[p]);
   v.alignment_ = files.front()->alignment();
-  v.merged_duplicates_ = cat.merged_duplicates;
-  v.tensors_.reserve(cat.tensors.size());
-  v.index_.reserve(cat.tensors.size());
-  for (const auto& t : cat.tensors) {
-    const GgufTensorInfo* info = files[t.artifact]->find_tensor(t.name);
-    v.index_.emplace(info->name, v.tensors_.size());
-    v.tensors_.push_back({t.artifact, info});
-    v.tensor_bytes_ += info->bytes;
-  }
+  v.merged_duplicates_ = copies - v.tensors_.size();
 
-  // Each layer in range: its fragment holds tensors, all of its own layer.
+  // Each layer in range: a part within the range, its fragment holding tensors.
   for (size_t p = 0; p < v.parts_.size(); ++p) {
     const auto& part = v.parts_[p];
     if (part.role != PartRole::kLayer) continue;
@@ -70,7 +68,6 @@ StageView StageView::open(const StageSelection& selection) {
       throw_invalid(part.rel_path + ": layer " + std::to_string(layer) + " is in range " +
                     format_layer_range(v.range_) + " but its fragment has no tensors");
     }
-    check_layer_fragment_v1(cat, p);
   }
   for (uint32_t l = v.range_.start; l < v.range_.end; ++l) {
     bool found = false;

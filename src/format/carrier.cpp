@@ -153,13 +153,7 @@ bool catalog_skips_tensor(std::span<const int64_t> ne) noexcept {
   return std::find(ne.begin(), ne.end(), int64_t{0}) != ne.end();
 }
 
-PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const GgufFile> carrier_file,
-                                std::string_view origin) {
-  const GgufFile& f = *carrier_file;
-  if (const auto bad = non_finite_float_kv(f)) {
-    carrier_fail(origin, "the metadata carrier " + root.source_model.metadata_artifact_id + ": " + *bad +
-                             "; package schema 2 metadata must be finite (its KVs have a JSON form)");
-  }
+PackageCatalog catalog_artifacts_v2(const PackageRootV2& root, std::string_view origin) {
   PackageCatalog cat;
   cat.schema_version = root.schema_version;
   cat.package_id = root.package_id;
@@ -214,6 +208,27 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
   std::sort(payload.begin(), payload.end(), [&](size_t a, size_t b) { return cat.artifacts[a].id < cat.artifacts[b].id; });
   if (payload.empty()) carrier_fail(origin, "the package has no payload artifacts (only the carrier and sidecars)");
   for (size_t p = 0; p < payload.size(); ++p) cat.artifacts[payload[p]].part_index = static_cast<uint32_t>(p);
+  for (auto& a : cat.artifacts) a.tensors_listed = false;
+  cat.root_v2 = root;
+  return cat;
+}
+
+PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const GgufFile> carrier_file,
+                                std::string_view origin) {
+  const GgufFile& f = *carrier_file;
+  if (const auto bad = non_finite_float_kv(f)) {
+    carrier_fail(origin, "the metadata carrier " + root.source_model.metadata_artifact_id + ": " + *bad +
+                             "; package schema 2 metadata must be finite (its KVs have a JSON form)");
+  }
+  PackageCatalog cat = catalog_artifacts_v2(root, origin);
+  for (auto& a : cat.artifacts) a.tensors_listed = true;
+  std::vector<size_t> payload;  // part index -> artifact index
+  for (size_t i = 0; i < cat.artifacts.size(); ++i) {
+    if (const auto& a = cat.artifacts[i]; a.kind == CatalogArtifactKind::kPayload) {
+      if (payload.size() <= *a.part_index) payload.resize(*a.part_index + 1);
+      payload[*a.part_index] = i;
+    }
+  }
 
   // The carrier's own rules.
   const std::string cpath = cat.artifacts[cat.carrier].path;
@@ -341,7 +356,6 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
     }
     cat.native_mtp_layers.assign(mtp.begin(), mtp.end());
   }
-  cat.root_v2 = root;
   return cat;
 }
 

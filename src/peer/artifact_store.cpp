@@ -14,6 +14,7 @@
 #include "skippy/hf_ref.h"
 #include "skippy/package_signature.h"
 #include "util/sha256.h"
+#include "skippy/catalog_stage.h"
 #include "skippy/verify.h"
 
 namespace skippy::peer::detail {
@@ -67,28 +68,13 @@ Decision refuse(Refusal r, std::string why) {
   return d;
 }
 
-std::string describe_entry(PartRole role, const ArtifactEntry& e, std::optional<uint32_t> layer) {
-  if (role == PartRole::kLayer && layer) return "layer " + std::to_string(*layer) + " (" + e.path + ")";
-  return std::string(part_role_name(role)) + " (" + e.path + ")";
-}
-
-// The manifest entry declared at `rel_path`, if any.
-struct Declared {
-  const ArtifactEntry* entry = nullptr;
-  PartRole role = PartRole::kMetadata;
-  std::optional<uint32_t> layer;
-};
-Declared find_declared(const PackageManifest& m, std::string_view rel_path) {
-  if (m.shared.metadata.path == rel_path) return {&m.shared.metadata, PartRole::kMetadata, std::nullopt};
-  if (m.shared.embeddings.path == rel_path) return {&m.shared.embeddings, PartRole::kEmbeddings, std::nullopt};
-  if (m.shared.output.path == rel_path) return {&m.shared.output, PartRole::kOutput, std::nullopt};
-  for (const auto& l : m.layers) {
-    if (l.path == rel_path) return {&l, PartRole::kLayer, l.layer_index};
-  }
-  for (const auto& p : m.projectors) {
-    if (p.path == rel_path) return {&p, PartRole::kProjector, std::nullopt};
-  }
-  return {};
+// How the server's log names an artifact: as its schema does (schema 1 by
+// its role and path, schema 2 by its id and path).
+std::string describe(const PackageCatalog& listing, const CatalogArtifact& a) {
+  if (!listing.manifest_v1) return "artifact " + a.id + " (" + a.path + ")";
+  const PartRole role = a.role.value_or(PartRole::kMetadata);
+  if (role == PartRole::kLayer && a.layer) return "layer " + std::to_string(*a.layer) + " (" + a.path + ")";
+  return std::string(part_role_name(role)) + " (" + a.path + ")";
 }
 
 // What a request expects that the package does not declare, if anything.
@@ -102,13 +88,12 @@ std::optional<std::string> expectation_problem(const wire::Request& req, uint64_
   return std::nullopt;
 }
 
-// A schema 2 catalog entry as the artifact entry open_verified checks.
-ArtifactEntry v2_entry(const V2Artifact& a) {
-  ArtifactEntry e;
-  e.path = a.path;
-  e.artifact_bytes = a.byte_size;
-  e.sha256 = a.sha256;
-  return e;
+// The declared artifact as the part open_verified checks.
+StagePart part_of(const PackageCatalog& listing, const CatalogArtifact& a) {
+  for (auto& p : all_parts(listing)) {
+    if (p.rel_path == a.path) return p;
+  }
+  throw Error(ErrorKind::kUsage, a.path + ": not among the package's artifacts");
 }
 
 std::string lower_hex(std::string s) {
@@ -203,11 +188,16 @@ std::shared_ptr<const ArtifactStore::Package> ArtifactStore::load_package(std::s
   }
   auto pkg = std::make_shared<OpenedPackage>();
   std::shared_ptr<const PackageRootV2> root_v2;
+  std::shared_ptr<const PackageCatalog> listing;
   try {
+    // The package's artifacts as its reader lists them, before any fragment
+    // or carrier is read.
     if (peek_schema_version(*text) == kPackageSchemaV2) {
       root_v2 = std::make_shared<const PackageRootV2>(parse_package_root_v2(*text, "model-package.json"));
+      listing = std::make_shared<const PackageCatalog>(catalog_artifacts_v2(*root_v2, "model-package.json"));
     } else {
       pkg->manifest = parse_manifest(*text, "model-package.json");
+      listing = std::make_shared<const PackageCatalog>(catalog_artifacts_v1(pkg->manifest));
     }
   } catch (const Error& e) {
     *why = std::string("model-package.json does not parse: ") + e.what();
@@ -237,57 +227,51 @@ std::shared_ptr<const ArtifactStore::Package> ArtifactStore::load_package(std::s
   p->text = std::move(text);
   p->pkg = std::move(pkg);
   p->root_v2 = std::move(root_v2);
+  p->listing = std::move(listing);
   std::lock_guard g(mu_);
   package_ = p;
   return p;
 }
 
-std::shared_ptr<ServedFile> ArtifactStore::open_verified(const OpenedPackage& pkg, const ArtifactEntry& entry, PartRole role,
+std::shared_ptr<ServedFile> ArtifactStore::open_verified(const OpenedPackage& pkg, StagePart part,
                                                          std::string* why) {
   std::error_code ec;
   // The manifest's own rule, re-checked: a declared path is a safe relative path.
-  if (!is_safe_relative_path(entry.path)) {
-    *why = entry.path + ": not a safe relative path";
+  if (!is_safe_relative_path(part.rel_path)) {
+    *why = part.rel_path + ": not a safe relative path";
     return nullptr;
   }
-  const fs::path path = pkg.root / entry.path;
+  const fs::path path = pkg.root / part.rel_path;
   if (!fs::exists(fs::symlink_status(path, ec))) {
-    *why = entry.path + " is not in the cache";
+    *why = part.rel_path + " is not in the cache";
     return nullptr;
   }
   const fs::path real = fs::canonical(path, ec);
   if (ec) {
-    *why = entry.path + " is a dangling symlink";
+    *why = part.rel_path + " is a dangling symlink";
     return nullptr;
   }
   // Snapshot files link into ../../blobs: the boundary is the repo folder.
   if (!inside(real, pkg.boundary)) {
-    *why = entry.path + " resolves to " + real.string() + ", outside the repo folder " + pkg.boundary.string();
+    *why = part.rel_path + " resolves to " + real.string() + ", outside the repo folder " + pkg.boundary.string();
     return nullptr;
   }
   // Never blocks: a FIFO (or a socket, a device) in place of a blob is
   // refused here, before anything reads or hashes it.
   auto file = std::make_shared<ServedFile>();
-  file->fd = open_regular_nonblocking(real, entry.path, why);
+  file->fd = open_regular_nonblocking(real, part.rel_path, why);
   struct stat st {};
   if (file->fd < 0) return nullptr;
   if (::fstat(file->fd, &st) != 0) {
-    *why = entry.path + " cannot be examined (fstat)";
+    *why = part.rel_path + " cannot be examined (fstat)";
     return nullptr;
   }
-  if (static_cast<uint64_t>(st.st_size) != entry.artifact_bytes) {
-    *why = entry.path + " is " + std::to_string(st.st_size) + " bytes, the manifest says " +
-           std::to_string(entry.artifact_bytes) + " (damaged or partial: never served)";
+  if (static_cast<uint64_t>(st.st_size) != part.bytes) {
+    *why = part.rel_path + " is " + std::to_string(st.st_size) + " bytes, the manifest says " +
+           std::to_string(part.bytes) + " (damaged or partial: never served)";
     return nullptr;
   }
-  StagePart part;
-  part.artifact_id = entry.path;
-  part.role = role;
-  part.rel_path = entry.path;
   part.path = real;
-  part.bytes = entry.artifact_bytes;
-  part.tensor_count = entry.tensor_count;
-  part.sha256 = entry.sha256;
   part.reason = "peer transfer";
   VerifyOptions vo;
   vo.threads = 1;
@@ -295,35 +279,20 @@ std::shared_ptr<ServedFile> ArtifactStore::open_verified(const OpenedPackage& pk
   VerifyReport report;
   {
     // One hash per file at a time: a second request waits, then hits the record.
-    const auto lock = path_lock(entry.path);
+    const auto lock = path_lock(part.rel_path);
     std::lock_guard g(*lock);
     report = verify_parts(pkg, {part}, vo);
   }
   if (!report.verified) {
-    *why = "damaged, never served: " + (report.problems.empty() ? entry.path : report.problems.front());
+    *why = "damaged, never served: " + (report.problems.empty() ? part.rel_path : report.problems.front());
     return nullptr;
   }
   struct stat now {};
   if (::stat(real.c_str(), &now) != 0 || state_of(now) != state_of(st)) {
-    *why = entry.path + " changed while it was being verified";
+    *why = part.rel_path + " changed while it was being verified";
     return nullptr;
   }
   return file;
-}
-
-std::optional<bool> ArtifactStore::output_tied(const OpenedPackage& pkg, std::string* why) {
-  const auto& out = pkg.manifest.shared.output;
-  const auto file = open_verified(pkg, out, PartRole::kOutput, why);
-  if (!file) {
-    *why = "cannot tell whether the output is tied to the embeddings: " + *why;
-    return std::nullopt;
-  }
-  try {
-    return output_tie(pkg).tied;  // the consumer's own rule (stage.h), on the file just verified
-  } catch (const std::exception& e) {
-    *why = "cannot tell whether the output is tied to the embeddings: " + std::string(e.what());
-    return std::nullopt;
-  }
 }
 
 Decision ArtifactStore::authorize(const wire::Request& req, const std::string& peer_node_id) {
@@ -360,14 +329,9 @@ Decision ArtifactStore::authorize(const wire::Request& req, const std::string& p
   if (req.rel_path == kSignatureFileName || req.rel_path == kValidationFileName) {
     return small_file(req, package->pkg->boundary);
   }
-  if (package->root_v2 && req.rel_path != kManifestFileName) return authorize_v2(req, *stage, package);
-  const OpenedPackage& pkg = *package->pkg;
-  const PackageManifest& m = pkg.manifest;
-  auto check_expectations = [&](uint64_t size, const std::string& sha) { return expectation_problem(req, size, sha); };
-
   // 4. What this stage may have.
   if (req.rel_path == kManifestFileName) {
-    if (auto bad = check_expectations(package->text->size(), manifest_sha)) return refuse(Refusal::kUnavailable, *bad);
+    if (auto bad = expectation_problem(req, package->text->size(), manifest_sha)) return refuse(Refusal::kUnavailable, *bad);
     if (req.offset > package->text->size()) {
       return refuse(Refusal::kInvalidOffset, "offset " + std::to_string(req.offset) + " is beyond the manifest's " +
                                                  std::to_string(package->text->size()) + " bytes");
@@ -380,41 +344,70 @@ Decision ArtifactStore::authorize(const wire::Request& req, const std::string& p
     d.what = "manifest";
     return d;
   }
-  const Declared declared = find_declared(m, req.rel_path);
-  if (!declared.entry) return refuse(Refusal::kUnavailable, req.rel_path + " is not declared in the manifest");
-  bool tied = false;
-  const bool final_not_first = stage->layers.start != 0 && stage->layers.end == m.layer_count;
-  if (declared.role == PartRole::kEmbeddings && final_not_first) {
-    const auto t_opt = output_tied(pkg, &why);
-    if (!t_opt) return refuse(Refusal::kUnavailable, why);
-    tied = *t_opt;
+  const PackageCatalog& listing = *package->listing;
+  const bool v2 = !listing.manifest_v1;
+  const CatalogArtifact* declared = nullptr;
+  for (const auto& a : listing.artifacts) {
+    if (a.path == req.rel_path) declared = &a;
   }
-  const StageArtifacts allowed = stage_artifacts(*stage, m, tied);
-  const PeerArtifact* a = allowed.find(req.rel_path);
-  const std::string what = describe_entry(declared.role, *declared.entry, declared.layer);
-  if (!a) {
-    return refuse(Refusal::kUnavailable, what + " is not part of stage " + stage->stage_id + " (layers " +
-                                             format_layer_range(stage->layers) + " of " + std::to_string(m.layer_count) +
-                                             (declared.role == PartRole::kEmbeddings && final_not_first ? ", output not tied" : "") + ")");
+  if (!declared) {
+    return refuse(Refusal::kUnavailable,
+                  req.rel_path + " is not declared in the " + (v2 ? "artifact catalog" : "manifest"));
   }
-  if (auto bad = check_expectations(a->bytes, a->sha256)) return refuse(Refusal::kUnavailable, what + ": " + *bad);
-
+  const std::string what = describe(listing, *declared);
+  try {
+    check_stage_layers(*stage, listing.layer_count);
+  } catch (const Error& e) {
+    return refuse(Refusal::kUnavailable, what + ": " + e.what());
+  }
+  // The carrier is every stage's; anything else is the stage's when its
+  // artifact set (stage_artifacts, the consumer's selection) holds it,
+  // computed from the package's catalog: schema 2's from the verified
+  // carrier, schema 1's from the manifest's artifacts (and, for the
+  // embeddings of a final stage, the verified output's header: whether the
+  // output is tied to them).
+  if (declared->kind != CatalogArtifactKind::kCarrier) {
+    StageArtifacts allowed;
+    const PeerArtifact* a = nullptr;
+    for (const bool read_output : {false, true}) {
+      const auto catalog = catalog_of(package, read_output, &why);
+      if (!catalog) return refuse(Refusal::kUnavailable, what + ": " + why);
+      try {
+        allowed = stage_artifacts(*stage, *catalog);
+      } catch (const Error& e) {
+        return refuse(Refusal::kUnavailable, what + ": " + e.what());
+      }
+      a = allowed.find(req.rel_path);
+      if (!a || allowed.output_tie_known || a->role != PartRole::kEmbeddings || allowed.owns_input) break;
+    }
+    if (!a) {
+      std::string defined = "layers " + format_layer_range(stage->layers) + " of " + std::to_string(listing.layer_count);
+      if (stage->admission) {
+        defined = "its admission descriptor's " + std::to_string(stage->admission->resident_tensor_ids.size()) +
+                  " tensor(s) and " + std::to_string(stage->admission->sidecars.size()) + " sidecar(s)";
+      } else if (declared->role == PartRole::kEmbeddings && allowed.owns_output && !allowed.owns_input) {
+        defined += ", output not tied";
+      }
+      return refuse(Refusal::kUnavailable,
+                    what + " is not part of stage " + stage->stage_id + " (" + defined + (v2 ? ", package schema 2" : "") + ")");
+    }
+  }
+  if (auto bad = expectation_problem(req, declared->bytes, declared->sha256)) {
+    return refuse(Refusal::kUnavailable, what + ": " + *bad);
+  }
   // 5. The file: inside the repo folder, the declared size, verified.
-  auto file = open_verified(pkg, *declared.entry, declared.role, &why);
+  auto file = open_verified(*package->pkg, part_of(listing, *declared), &why);
   if (!file) return refuse(Refusal::kUnavailable, why);
   // 6. The offset.
-  if (req.offset > a->bytes) {
+  if (req.offset > declared->bytes) {
     return refuse(Refusal::kInvalidOffset, "offset " + std::to_string(req.offset) + " is beyond " + what + "'s " +
-                                               std::to_string(a->bytes) + " bytes");
+                                               std::to_string(declared->bytes) + " bytes");
   }
   Decision d;
   d.accepted = true;
   d.file = std::move(file);
-  d.size = a->bytes;
-  d.sha256 = a->sha256;
-  for (auto& c : d.sha256) {
-    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
-  }
+  d.size = declared->bytes;
+  d.sha256 = lower_hex(declared->sha256);
   d.what = what;
   return d;
 }
@@ -450,7 +443,7 @@ void ArtifactStore::require_admissions() {
     throw_invalid(who + ": a stage admission descriptor defines a stage of a package schema 2; this package is schema 1 "
                         "(its stages are their layer ranges)");
   }
-  const auto catalog = catalog_of(package, &why);
+  const auto catalog = catalog_of(package, /*read_output=*/false, &why);
   if (!catalog) throw_invalid(who + " cannot be checked: " + why);
   for (const TopologyStage* st : admitted) {
     check_stage_admission(*st->admission, *catalog,
@@ -505,37 +498,42 @@ Decision ArtifactStore::small_file(const wire::Request& req, const fs::path& bou
 }
 
 std::shared_ptr<const PackageCatalog> ArtifactStore::catalog_of(const std::shared_ptr<const Package>& package,
-                                                               std::string* why) {
+                                                               bool read_output, std::string* why) {
+  const PackageCatalog& listing = *package->listing;
+  if (listing.manifest_v1 && !read_output) return package->listing;
   {
     std::lock_guard g(mu_);
     if (catalog_ && catalog_package_ == package) return catalog_;
   }
-  const PackageRootV2& root = *package->root_v2;
-  const V2Artifact* carrier = nullptr;
-  for (const auto& a : root.artifacts) {
-    if (a.id == root.source_model.metadata_artifact_id) carrier = &a;
+  // Schema 2: the carrier; schema 1: shared/output.gguf. Verified before
+  // its header is read.
+  const CatalogArtifact* source = &listing.artifacts.at(listing.carrier);
+  for (const auto& a : listing.artifacts) {
+    if (listing.manifest_v1 && a.role == PartRole::kOutput) source = &a;
   }
-  if (!carrier) {  // (parse_package_root_v2 guarantees it)
-    *why = "the root names no metadata carrier";
-    return nullptr;
-  }
-  ArtifactEntry entry = v2_entry(*carrier);
-  const auto file = open_verified(*package->pkg, entry, PartRole::kMetadata, why);
-  if (!file) {
-    *why = "cannot tell what the stage needs without its metadata carrier: " + *why;
+  const std::string needed = listing.manifest_v1 ? "cannot tell whether the output is tied to the embeddings: "
+                                                 : "cannot tell what the stage needs without its metadata carrier: ";
+  if (!open_verified(*package->pkg, part_of(listing, *source), why)) {
+    *why = needed + *why;
     return nullptr;
   }
   std::shared_ptr<const PackageCatalog> catalog;
   try {
-    GgufLimits limits;
-    limits.directory_only = true;
-    std::error_code ec;
-    const fs::path real = fs::canonical(package->pkg->root / carrier->path, ec);
-    if (ec) throw_invalid(carrier->path + ": cannot resolve: " + ec.message());
-    auto gguf = std::make_shared<const GgufFile>(GgufFile::open(real, limits));
-    catalog = std::make_shared<const PackageCatalog>(build_catalog_v2(root, std::move(gguf), carrier->path));
+    if (listing.manifest_v1) {
+      // The reader, on the output just verified (the range of the last layer reads only it).
+      const LayerRange final_layer{listing.layer_count - 1, listing.layer_count};
+      catalog = std::make_shared<const PackageCatalog>(list_catalog_v1(*package->pkg, final_layer).catalog);
+    } else {
+      GgufLimits limits;
+      limits.directory_only = true;
+      std::error_code ec;
+      const fs::path real = fs::canonical(package->pkg->root / source->path, ec);
+      if (ec) throw_invalid(source->path + ": cannot resolve: " + ec.message());
+      auto gguf = std::make_shared<const GgufFile>(GgufFile::open(real, limits));
+      catalog = std::make_shared<const PackageCatalog>(build_catalog_v2(*package->root_v2, std::move(gguf), source->path));
+    }
   } catch (const std::exception& e) {
-    *why = std::string("the metadata carrier cannot be read: ") + e.what();
+    *why = listing.manifest_v1 ? needed + e.what() : std::string("the metadata carrier cannot be read: ") + e.what();
     return nullptr;
   }
   std::lock_guard g(mu_);
@@ -544,97 +542,29 @@ std::shared_ptr<const PackageCatalog> ArtifactStore::catalog_of(const std::share
   return catalog;
 }
 
-Decision ArtifactStore::authorize_v2(const wire::Request& req, const TopologyStage& stage,
-                                     const std::shared_ptr<const Package>& package) {
-  const PackageRootV2& root = *package->root_v2;
-  const V2Artifact* declared = nullptr;
-  for (const auto& a : root.artifacts) {
-    if (a.path == req.rel_path) declared = &a;
-  }
-  if (!declared) return refuse(Refusal::kUnavailable, req.rel_path + " is not declared in the artifact catalog");
-  const std::string what = "artifact " + declared->id + " (" + declared->path + ")";
-  PartRole role = PartRole::kMetadata;
-  if (declared->id != root.source_model.metadata_artifact_id) {
-    // 4. What this stage may have: the carrier always; the rest from the
-    // catalog the verified carrier gives.
-    std::string why;
-    const auto catalog = catalog_of(package, &why);
-    if (!catalog) return refuse(Refusal::kUnavailable, what + ": " + why);
-    StageArtifacts allowed;
-    try {
-      allowed = stage_artifacts(stage, *catalog);
-    } catch (const Error& e) {
-      return refuse(Refusal::kUnavailable, what + ": " + e.what());
-    }
-    const PeerArtifact* a = allowed.find(req.rel_path);
-    if (!a) {
-      const std::string defined = stage.admission ? std::string("its admission descriptor's ") +
-                                                        std::to_string(stage.admission->resident_tensor_ids.size()) +
-                                                        " tensor(s) and " +
-                                                        std::to_string(stage.admission->sidecars.size()) + " sidecar(s)"
-                                                  : "layers " + format_layer_range(stage.layers) + " of " +
-                                                        std::to_string(catalog->layer_count);
-      return refuse(Refusal::kUnavailable,
-                    what + " is not part of stage " + stage.stage_id + " (" + defined + ", package schema 2)");
-    }
-    role = a->role;
-  }
-  if (auto bad = expectation_problem(req, declared->byte_size, declared->sha256)) {
-    return refuse(Refusal::kUnavailable, what + ": " + *bad);
-  }
-  // 5. The file: inside the repo folder, the declared size, verified.
-  std::string why;
-  const ArtifactEntry entry = v2_entry(*declared);
-  auto file = open_verified(*package->pkg, entry, role, &why);
-  if (!file) return refuse(Refusal::kUnavailable, why);
-  // 6. The offset.
-  if (req.offset > declared->byte_size) {
-    return refuse(Refusal::kInvalidOffset, "offset " + std::to_string(req.offset) + " is beyond " + what + "'s " +
-                                               std::to_string(declared->byte_size) + " bytes");
-  }
-  Decision d;
-  d.accepted = true;
-  d.file = std::move(file);
-  d.size = declared->byte_size;
-  d.sha256 = lower_hex(declared->sha256);
-  d.what = what;
-  return d;
-}
-
 std::string ArtifactStore::preverify() {
   try {
     std::string why;
     const auto package = load_package(&why);
     if (!package) return "nothing to preverify: " + why;
     const OpenedPackage& pkg = *package->pkg;
-    const PackageManifest& m = pkg.manifest;
-    std::vector<std::pair<const ArtifactEntry*, PartRole>> entries;
-    std::vector<ArtifactEntry> v2_entries;  // schema 2: every catalogued artifact
-    if (package->root_v2) {
-      for (const auto& a : package->root_v2->artifacts) v2_entries.push_back(v2_entry(a));
-      for (const auto& e : v2_entries) entries.push_back({&e, PartRole::kLayer});
-    } else {
-      entries = {{&m.shared.metadata, PartRole::kMetadata}, {&m.shared.embeddings, PartRole::kEmbeddings},
-                 {&m.shared.output, PartRole::kOutput}};
-      for (const auto& l : m.layers) entries.push_back({&l, PartRole::kLayer});
-      for (const auto& p : m.projectors) entries.push_back({&p, PartRole::kProjector});
-    }
+    const auto parts = all_parts(*package->listing);  // every declared artifact
     size_t ok = 0, missing = 0;
     std::vector<std::string> bad;
-    for (const auto& [e, role] : entries) {
+    for (const auto& part : parts) {
       if (cancelled_.load()) return "preverify stopped: the server is shutting down";
       std::error_code ec;
-      if (!fs::exists(fs::symlink_status(pkg.root / e->path, ec))) {
+      if (!fs::exists(fs::symlink_status(pkg.root / part.rel_path, ec))) {
         ++missing;
         continue;
       }
-      if (open_verified(pkg, *e, role, &why)) {
+      if (open_verified(pkg, part, &why)) {
         ++ok;
       } else {
         bad.push_back(why);
       }
     }
-    std::string out = "preverified " + std::to_string(ok) + " of " + std::to_string(entries.size()) + " artifact(s) (" +
+    std::string out = "preverified " + std::to_string(ok) + " of " + std::to_string(parts.size()) + " artifact(s) (" +
                       std::to_string(missing) + " not in the cache";
     if (!bad.empty()) out += ", " + std::to_string(bad.size()) + " refused: " + bad.front() + (bad.size() > 1 ? "; ..." : "");
     return out + ")";

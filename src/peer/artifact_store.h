@@ -83,23 +83,24 @@ class ArtifactStore {
     // only (what open_verified needs); the root is in root_v2.
     std::shared_ptr<const OpenedPackage> pkg;
     std::shared_ptr<const PackageRootV2> root_v2;
+    // The artifacts as the package's reader lists them before reading any
+    // file (catalog_artifacts_v1 / catalog_artifacts_v2).
+    std::shared_ptr<const PackageCatalog> listing;
   };
   // The topology's package if it is in the cache and its manifest is the
   // topology's; else a refusal reason in *why.
   std::shared_ptr<const Package> load_package(std::string* why);
   // Resolves, checks and verifies one declared artifact; on success an open
   // descriptor whose file is the one verified. Else a reason in *why.
-  std::shared_ptr<ServedFile> open_verified(const OpenedPackage& pkg, const ArtifactEntry& entry, PartRole role,
-                                            std::string* why);
-  std::optional<bool> output_tied(const OpenedPackage& pkg, std::string* why);
-  // Package schema 2: step 4 from the catalog (stage_artifacts of the
-  // catalog), the carrier allowed to every stage.
-  Decision authorize_v2(const wire::Request& request, const TopologyStage& stage,
-                        const std::shared_ptr<const Package>& package);
-  // The catalog of a schema 2 package, built from its carrier once the
-  // carrier is verified (kept while the manifest is the same); else null
-  // with *why.
-  std::shared_ptr<const PackageCatalog> catalog_of(const std::shared_ptr<const Package>& package, std::string* why);
+  std::shared_ptr<ServedFile> open_verified(const OpenedPackage& pkg, StagePart part, std::string* why);
+  // The catalog a stage's artifact set is computed from (stage_artifacts),
+  // the one schema-specific step: schema 2's built from its carrier once
+  // the carrier is verified; schema 1's the listing, or with `read_output`
+  // the listing plus the verified shared/output.gguf's header (whether the
+  // output is tied: list_catalog_v1). Kept while the manifest is the same;
+  // else null with *why.
+  std::shared_ptr<const PackageCatalog> catalog_of(const std::shared_ptr<const Package>& package, bool read_output,
+                                                   std::string* why);
   std::shared_ptr<std::mutex> path_lock(const std::string& rel_path);
   // #25: model-package.json.sig or validation.json, read from the snapshot
   // (inside the repo folder, a regular file, capped), served like the manifest.

@@ -162,16 +162,29 @@ class PeerRemote final : public Remote {
                     o_.topology.manifest_sha256 + " (the peer serves only the topology's package)";
         return p;
       }
+      // The catalog the stage's set is computed from: schema 2's from the
+      // carrier once it is cached; schema 1's the manifest's artifacts
+      // (catalog_artifacts_v1). Whether a schema 1 output is tied is not
+      // read here: a final stage's set then holds the embeddings, which the
+      // stage consumer asks for only when its output is tied (the peer
+      // applies the exact rule), so the superset costs at most one refusal
+      // for a file nobody asks for.
+      std::optional<PackageCatalog> catalog;
       if (peek_schema_version(text) == kPackageSchemaV2) {
-        p.artifacts = stage_plan_v2(cache, parse_package_root_v2(text, kManifestFileName));
-        return p;
+        const auto root = parse_package_root_v2(text, kManifestFileName);
+        catalog = cached_catalog_v2(cache, root);
+        if (!catalog) {
+          p.artifacts = only_carrier(root);
+          return p;
+        }
+      } else {
+        catalog = catalog_artifacts_v1(parse_manifest(text, kManifestFileName));
       }
-      const auto manifest = parse_manifest(text, kManifestFileName);
-      // A final stage may have the embeddings when its output is tied to
-      // them. Whether it is, the stage consumer decides (it asks for the
-      // embeddings only then); the peer applies the exact rule, so the
-      // superset here costs at most one refusal for a file nobody asks for.
-      p.artifacts = stage_artifacts(stage_, manifest, /*output_tied=*/true);
+      try {
+        p.artifacts = stage_artifacts(stage_, *catalog);
+      } catch (const Error& e) {
+        p.problem = std::string("the topology's stage does not fit the package: ") + e.what();
+      }
     } catch (const Error& e) {
       p.problem = std::string("the cached ") + std::string(kManifestFileName) + " cannot be used: " + e.what();
     }
@@ -180,25 +193,33 @@ class PeerRemote final : public Remote {
 
   // Package schema 2: the carrier, which every stage may have; once it is
   // in the cache with the root's size and digest (the consumer brings it
-  // first), the stage's parts from its catalog, as the server computes them.
-  StageArtifacts stage_plan_v2(const HfRepoCache& cache, const PackageRootV2& root) const {
-    const V2Artifact* carrier = nullptr;
+  // first), the catalog it gives (nullopt before).
+  static const V2Artifact& carrier_of(const PackageRootV2& root) {
     for (const auto& a : root.artifacts) {
-      if (a.id == root.source_model.metadata_artifact_id) carrier = &a;
+      if (a.id == root.source_model.metadata_artifact_id) return a;
     }
-    StageArtifacts only_carrier;
-    only_carrier.range = stage_.layers;
-    only_carrier.artifacts.push_back({carrier->path, PartRole::kMetadata, std::nullopt, carrier->byte_size, carrier->sha256,
-                                      "every stage reads the metadata carrier"});
-    const auto local = cache.snapshot_file(commit_, carrier->path);
+    throw_invalid("the root names no metadata carrier");  // (parse_package_root_v2 guarantees it)
+  }
+  StageArtifacts only_carrier(const PackageRootV2& root) const {
+    const V2Artifact& carrier = carrier_of(root);
+    StageArtifacts s;
+    s.range = stage_.layers;
+    s.artifacts.push_back({carrier.path, PartRole::kMetadata, std::nullopt, carrier.byte_size, carrier.sha256,
+                           "every stage reads the metadata carrier"});
+    return s;
+  }
+  std::optional<PackageCatalog> cached_catalog_v2(const HfRepoCache& cache, const PackageRootV2& root) const {
+    const V2Artifact& carrier = carrier_of(root);
+    const auto local = cache.snapshot_file(commit_, carrier.path);
     std::error_code ec;
-    if (!local || std::filesystem::file_size(*local, ec) != carrier->byte_size || ec || !sha256_equal(sha256_file(*local), carrier->sha256)) {
-      return only_carrier;
+    if (!local || std::filesystem::file_size(*local, ec) != carrier.byte_size || ec ||
+        !sha256_equal(sha256_file(*local), carrier.sha256)) {
+      return std::nullopt;
     }
     GgufLimits limits;
     limits.directory_only = true;
     auto gguf = std::make_shared<const GgufFile>(GgufFile::open(*local, limits));
-    return stage_artifacts(stage_, build_catalog_v2(root, std::move(gguf), carrier->path));
+    return build_catalog_v2(root, std::move(gguf), carrier.path);
   }
 
   RemoteOutcome fetch_one(const HfRepoCache& cache, const RemoteFile& file, const StagePlan& plan,

@@ -175,33 +175,9 @@ const PeerArtifact* StageArtifacts::find(std::string_view rel_path) const noexce
   return nullptr;
 }
 
-StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageManifest& m, bool output_tied) {
-  StageArtifacts s;
-  s.range = stage.layers;
-  s.owns_input = stage.layers.start == 0;
-  s.owns_output = stage.layers.end == m.layer_count;
-  s.output_tied = output_tied;
-  auto add = [&](const ArtifactEntry& e, PartRole role, std::optional<uint32_t> layer, std::string reason) {
-    if (s.find(e.path)) return;
-    s.artifacts.push_back({e.path, role, layer, e.artifact_bytes, e.sha256, std::move(reason)});
-  };
-  add(m.shared.metadata, PartRole::kMetadata, std::nullopt, "every stage loads the metadata");
-  if (s.owns_input) {
-    add(m.shared.embeddings, PartRole::kEmbeddings, std::nullopt, "the stage owns the input boundary (range starts at 0)");
-  } else if (s.owns_output && output_tied) {
-    add(m.shared.embeddings, PartRole::kEmbeddings, std::nullopt,
-        "the final stage's output projection is tied to the token embeddings");
-  }
-  for (const auto& l : m.layers) {
-    if (l.layer_index >= stage.layers.start && l.layer_index < stage.layers.end) {
-      add(l, PartRole::kLayer, l.layer_index, "layer in the stage's range");
-    }
-  }
-  if (s.owns_output) add(m.shared.output, PartRole::kOutput, std::nullopt, "the stage owns the output boundary");
-  if (s.owns_input) {
-    for (const auto& p : m.projectors) add(p, PartRole::kProjector, std::nullopt, "stage 0 may use the package's projectors");
-  }
-  return s;
+void check_stage_layers(const TopologyStage& stage, uint32_t layer_count) {
+  if (stage.admission) return;  // its descriptor defines it, not its range
+  check_stage_range("stage " + stage.stage_id, stage.layers, layer_count);
 }
 
 namespace {
@@ -249,34 +225,44 @@ StageArtifacts admitted_stage_artifacts(const TopologyStage& stage, const Packag
 
 StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageCatalog& catalog) {
   if (stage.admission) return admitted_stage_artifacts(stage, catalog);
+  check_stage_layers(stage, catalog.layer_count);
   StageArtifacts s;
   s.range = stage.layers;
   s.owns_input = stage.layers.start == 0;
-  s.owns_output = stage.layers.end >= catalog.layer_count;
-  s.output_tied = catalog.find_tensor("output.weight") == nullptr;
-  auto add = [&](const std::string& path, PartRole role, std::optional<uint32_t> layer, uint64_t bytes,
-                 const std::string& sha256, std::string reason) {
-    if (s.find(path)) return;
-    s.artifacts.push_back({path, role, layer, bytes, sha256, std::move(reason)});
+  s.owns_output = stage.layers.end == catalog.layer_count;
+  auto add = [&](const CatalogArtifact& a, std::optional<PartRole> role, std::string reason) {
+    if (s.find(a.path)) return;
+    // (a schema 2 payload part without a layer, shared/common.gguf, is listed as a layer part)
+    s.artifacts.push_back({a.path, role.value_or(PartRole::kLayer), a.layer, a.bytes, a.sha256, std::move(reason)});
   };
-  const auto& carrier = catalog.artifacts.at(catalog.carrier);
-  add(carrier.path, PartRole::kMetadata, std::nullopt, carrier.bytes, carrier.sha256,
-      "every stage reads the metadata carrier");
-  const LayerRange range{stage.layers.start, std::min(stage.layers.end, catalog.layer_count)};
-  if (!range.empty()) {
-    for (const auto& p : select_stage(catalog, range).parts) {
-      if (p.kind != CatalogArtifactKind::kPayload) continue;
-      add(p.rel_path, PartRole::kLayer, p.layer_index, p.bytes, p.sha256, p.reason);
-    }
+  add(catalog.artifacts.at(catalog.carrier), PartRole::kMetadata, "every stage reads the metadata carrier");
+  // The consumer's selection (select_stage: the spec's rule, the tied
+  // output's embeddings included). A schema 1 catalog that has not read
+  // shared/output.gguf cannot say whether the output is tied: a final
+  // stage's set is then chosen as if it were (the embeddings in it).
+  const CatalogArtifact* output = nullptr;
+  for (const auto& a : catalog.artifacts) {
+    if (catalog.manifest_v1 && a.role == PartRole::kOutput) output = &a;
+  }
+  s.output_tie_known = !(s.owns_output && output && !output->tensors_listed);
+  StageSelection selected;
+  if (s.output_tie_known) {
+    selected = select_stage(catalog, stage.layers, /*artifacts_only=*/true);
+  } else {
+    PackageCatalog assumed = catalog;  // artifacts only: no tensor, so no output.weight
+    assumed.artifacts[static_cast<size_t>(output - catalog.artifacts.data())].tensors_listed = true;
+    selected = select_stage(assumed, stage.layers, /*artifacts_only=*/true);
+  }
+  s.output_tied = s.owns_output && catalog.find_tensor("output.weight") == nullptr;
+  for (const auto& p : selected.parts) {
+    const CatalogArtifact& a = catalog.artifacts.at(catalog.artifact_index.at(p.artifact_id));
+    add(a, p.role, p.reason);
   }
   if (s.owns_input) {
     for (const auto& a : catalog.artifacts) {
-      if (a.kind == CatalogArtifactKind::kSidecar) {
-        add(a.path, PartRole::kProjector, std::nullopt, a.bytes, a.sha256, "stage 0 may use the package's sidecars");
-      }
+      if (a.kind == CatalogArtifactKind::kSidecar) add(a, PartRole::kProjector, "stage 0 may use the package's sidecars");
       if (a.kind == CatalogArtifactKind::kPublisherMetadata) {
-        add(a.path, PartRole::kMetadata, std::nullopt, a.bytes, a.sha256,
-            "stage 0 carries the package's publisher metadata (" + a.publisher_role + ")");
+        add(a, PartRole::kMetadata, "stage 0 carries the package's publisher metadata (" + a.publisher_role + ")");
       }
     }
   }

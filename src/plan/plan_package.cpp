@@ -41,9 +41,15 @@ PlanPackage plan_package(const OpenedPackage& pkg, const PlanReads& reads) {
   } else {
     out.catalog = catalog_artifacts_v1(m);
     if (reads.stages >= 2 && reads.stages <= m.layer_count) {
-      const auto tie = output_tie(pkg);
-      (void)verify_if_required(pkg, {tie.output});  // hf://: trust nothing unverified
-      out.output_tied = tie.tied;
+      // Whether the output is tied: the reader with a final stage's range
+      // reads shared/output.gguf's header (and no other fragment's).
+      out.catalog = list_catalog_v1(pkg, LayerRange{m.layer_count - 1, m.layer_count}).catalog;
+      std::vector<StagePart> output;
+      for (auto& p : all_parts(out.catalog)) {
+        if (p.role == PartRole::kOutput) output.push_back(std::move(p));
+      }
+      (void)verify_if_required(pkg, output);  // hf://: trust nothing unverified
+      out.output_tied = out.catalog.find_tensor("output.weight") == nullptr;
     }
     if (reads.metadata) {
       const auto meta = check_metadata_only(pkg);
