@@ -325,11 +325,42 @@ TEST_F(HubStream, SignTagAndTheRepositorysProjectorGoWithAStreamedPush) {
   EXPECT_EQ(j["publish"]["tag_ref"], "hf://org/stream-mm@src-" + commit.substr(0, 12));
   const auto f = cli({"fetch", "hf://org/stream-mm@src-" + commit.substr(0, 12), "--json"});
   ASSERT_EQ(f.exit_code, 0) << f.err;
-  // --validate needs the source, which a streamed run never stores: it says what to run instead.
-  const auto v = cli({"write-package", "org/tiny-mm-GGUF:Q4_0", "--stream", "--validate", "--out-dir",
-                      (tmp_.path() / "v").string(), "--json"});
-  EXPECT_EQ(v.exit_code, 2);
-  test::expect_json_error(v, "usage", "validate-package");
+}
+
+TEST_F(HubStream, ValidateFromTheStreamLeavesTheVerdictValidatePackageGivesOnThePublishedPackage) {
+  // Streamed (the source never stored) and from the cache under --max-disk
+  // (each fragment deleted once uploaded): every fragment is checked as it
+  // is written, before its upload.
+  for (const bool streamed : {true, false}) {
+    SCOPED_TRACE(streamed ? "--stream" : "cached, --max-disk");
+    const std::string repo = streamed ? "org/stream-validated" : "org/cached-validated";
+    const fs::path out = tmp_.path() / (streamed ? "sv" : "cv");
+    std::vector<std::string> args = {"write-package", "org/tiny-split-GGUF:Q4_0", "--validate", "--out-dir", out.string(),
+                                     "--push", "hf://" + repo, "--create", "--max-disk", "16M", "--json"};
+    if (streamed) args.push_back("--stream");
+    const auto r = cli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    const auto j = json::parse(r.out);
+    EXPECT_EQ(j["validated"], true);
+    EXPECT_EQ(j["manifest_sha256"], *local_manifest_sha_);
+    EXPECT_FALSE(fs::exists(out / "layers" / "layer-00000.gguf")) << "fragments left the disk as they were uploaded";
+    EXPECT_NE(test::read_text(out / "README.md").find("alidat"), std::string::npos);
+    auto mine = json::parse(test::read_text(out / "validation.json"));
+    EXPECT_EQ(mine["result"], "valid");
+    // validate-package on what the Hub holds, against the source's files.
+    const auto f = cli({"fetch", "hf://" + repo + "@" + j["publish"]["commit"].get<std::string>(), "--json"});
+    ASSERT_EQ(f.exit_code, 0) << f.err;
+    const fs::path copy = tmp_.path() / (streamed ? "sv-fetched" : "cv-fetched");
+    fs::copy(json::parse(f.out)["snapshot_dir"].get<std::string>(), copy, fs::copy_options::recursive);
+    EXPECT_EQ(j["publish"]["validation_json"], true) << "validation.json went up in the commit";
+    const auto v = cli({"validate-package", (src_dir_->path() / kShards[0]).string(), copy.string(), "--write-result", "--json"});
+    ASSERT_EQ(v.exit_code, 0) << v.err << v.out;
+    auto theirs = json::parse(test::read_text(copy / "validation.json"));
+    for (auto* doc : {&mine, &theirs}) {
+      for (const char* k : {"command", "validated_at", "validated_at_unix_secs"}) doc->erase(k);
+    }
+    EXPECT_EQ(mine, theirs);
+  }
 }
 
 TEST_F(HubStream, StorageThatIgnoresRangeIsAClearErrorBeforeAnythingIsWritten) {

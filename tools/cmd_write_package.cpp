@@ -138,8 +138,10 @@ Command register_write_package(CLI::App& app) {
       "      --push hf://meshllm/Model-Q4_K_M-layers --create --max-disk 40G\n"
       "  Each shard's SHA-256 is checked against the Hub's as it ends (a mismatch stops before the commit); a\n"
       "  --max-disk the fragments open at once cannot fit is refused before anything moves. Not the default: without\n"
-      "  --stream the source is kept in the Hugging Face cache (for --validate and for the next package from it).\n"
+      "  --stream the source is kept in the Hugging Face cache (for the next package from it).\n"
       "  The repository's mmproj*.gguf files are included as projectors; --sign and --tag work as above.\n"
+      "  --validate checks each fragment, read back from disk, against the source's digests taken from the\n"
+      "  stream, before its upload (schema 1; as it does with --max-disk from a local or cached source).\n"
       "Signed packages and validation results:\n"
       "  --validate also leaves validation.json (the machine-readable result, bound to the manifest's SHA-256).\n"
       "  --sign OWNER_DIR signs the finished package (model-package.json.sig, covering validation.json too):\n"
@@ -216,10 +218,6 @@ Command register_write_package(CLI::App& app) {
               }
             }
             // ---- end #25 ----
-            if (a->validate && !a->max_disk.empty()) {
-              throw Error(ErrorKind::kUsage, "--validate reads every fragment at the end, which --max-disk deletes once "
-                                             "uploaded; validate the published package with validate-package instead");
-            }
             WritePackageOptions o;
             o.out_dir = a->out_dir;
             // ---- package schema 2 (issue 22, write --schema 2) ----
@@ -260,11 +258,6 @@ Command register_write_package(CLI::App& app) {
               if (!a->model_id.empty() || !a->source_file.empty()) {
                 throw Error(ErrorKind::kUsage, "--model-id and --source-file are for local sources; a Hub source (" +
                                                    a->source + ") takes them from the Hub");
-              }
-              if (a->validate) {
-                throw Error(ErrorKind::kUsage, "--validate reads the source again, which --stream never stores; after "
-                                               "the run, fetch the package and run validate-package with the source on "
-                                               "its snapshot directory");
               }
               if (a->hub_publisher_metadata) {
                 throw Error(ErrorKind::kUsage, "--hub-publisher-metadata does not go with --stream yet; fetch those files "

@@ -40,7 +40,7 @@ std::optional<std::string> check_artifact(const fs::path& root, const fs::path& 
 
 }  // namespace validator_v2_detail
 
-ValidationReport validate_package_v2(const std::filesystem::path& source, const fs::path& package_dir, const std::string& root_text,
+ValidationReport validate_package_v2(const std::filesystem::path& source, const std::filesystem::path& package_dir, const std::string& root_text,
                                      const ValidateOptions& opt) {
   using namespace validator_v2_detail;
   ValidationReport r;
