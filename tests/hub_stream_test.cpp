@@ -30,6 +30,10 @@ using test::CliResult;
 using test::HubStandin;
 using test::TempDir;
 
+void stream_put_text(const fs::path& p, const std::string& text) {
+  test::write_file(p, std::vector<uint8_t>(text.begin(), text.end()));
+}
+
 constexpr const char* kStreamEpoch = "SOURCE_DATE_EPOCH=1700000000";
 constexpr const char* kShards[] = {"llama-tiny-q4_0-00001-of-00003.gguf", "llama-tiny-q4_0-00002-of-00003.gguf",
                                    "llama-tiny-q4_0-00003-of-00003.gguf"};
@@ -360,6 +364,34 @@ TEST_F(HubStream, ValidateFromTheStreamLeavesTheVerdictValidatePackageGivesOnThe
       for (const char* k : {"command", "validated_at", "validated_at_unix_secs"}) doc->erase(k);
     }
     EXPECT_EQ(mine, theirs);
+  }
+}
+
+TEST_F(HubStream, TheRepositorysPublisherFilesComeOverTheSameTransport) {
+  const fs::path repo = tmp_.path() / "pub-repo";
+  fs::create_directories(repo);
+  for (const char* sh : kShards) fs::copy_file(test::data_path(sh), repo / sh);
+  stream_put_text(repo / "config.json", R"({"torch_dtype": "float16"})");
+  stream_put_text(repo / "chat_template.jinja", "{{ messages }}");
+  stream_put_text(repo / "README.md", "not a publisher file");
+  (void)hub_->publish("org/tiny-pub-GGUF", repo);
+  auto run = [&](const std::string& dir, bool stream) {
+    std::vector<std::string> args = {"write-package", "org/tiny-pub-GGUF:Q4_0", "--schema", "2", "--hub-publisher-metadata",
+                                     "--out-dir", (tmp_.path() / dir).string(), "--json"};
+    if (stream) args.insert(args.end(), {"--stream", "--push", "hf://org/stream-pub", "--create", "--max-disk", "16M"});
+    return cli(args);
+  };
+  const auto cached = run("cached-pub", false);
+  ASSERT_EQ(cached.exit_code, 0) << cached.err;
+  hub_->clear_log();
+  const auto streamed = run("streamed-pub", true);
+  ASSERT_EQ(streamed.exit_code, 0) << streamed.err << streamed.out;
+  EXPECT_EQ(json::parse(streamed.out)["package_id"], json::parse(cached.out)["package_id"]);
+  EXPECT_EQ(json::parse(streamed.out)["manifest_sha256"], json::parse(cached.out)["manifest_sha256"]);
+  const auto root = json::parse(test::read_text(tmp_.path() / "streamed-pub" / "model-package.json"));
+  EXPECT_EQ(root["publisher_metadata"].size(), 2u) << root.dump();
+  for (const auto& e : hub_->log()) {
+    EXPECT_EQ(e.path.find("README.md"), std::string::npos) << "only publisher files are fetched: " << e.path;
   }
 }
 

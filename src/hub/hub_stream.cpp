@@ -108,6 +108,7 @@ struct StreamedHubSource::State {
   std::vector<std::vector<uint8_t>> prefixes;  // each shard's first bytes (its header), handed to its stream
   std::vector<std::string> projectors;
   std::vector<RemoteFile> projector_files;
+  std::vector<RemoteFile> publisher_files;  // the repository's, at its top level
   fs::path local;
   uint64_t total = 0, placeholder_bytes = 0, window = 0;
 
@@ -406,6 +407,11 @@ StreamedHubSource::StreamedHubSource(const std::string& coordinate, const HubCon
       s.projector_files.push_back({f.path, f.sha256, f.size, "the Hub's listing"});
     }
   }
+  for (const auto name : detail::kHubPublisherFiles) {
+    for (const auto& f : listing.files) {
+      if (f.path == name) s.publisher_files.push_back({f.path, f.sha256, f.size, "the Hub's listing", detail::kPublisherFileMaxBytes});
+    }
+  }
   const auto files = match_distribution(paths, coord);
   const std::string declared_by = "the Hub's listing";
   for (const auto& p : files) {
@@ -463,33 +469,56 @@ uint64_t StreamedHubSource::projector_bytes() const {
   return n;
 }
 
-std::vector<fs::path> StreamedHubSource::fetch_projectors() {
-  auto& s = *s_;
+uint64_t StreamedHubSource::publisher_bytes() const {
+  uint64_t n = 0;
+  for (const auto& f : s_->publisher_files) n += f.size.value_or(0);
+  return n;
+}
+
+namespace {
+
+// Small files of the repository whole into `dir` over the stream's
+// transport, each of the listed size (fetch checks it) and, when the Hub
+// declares one, of its SHA-256, checked before the writer reads it.
+std::vector<fs::path> fetch_whole(const HubConfig& hub, const std::string& repo, const std::string& commit,
+                                  const std::vector<RemoteFile>& files, const fs::path& dir, unsigned connections) {
   std::vector<fs::path> out;
-  if (s.projector_files.empty()) return out;
-  const fs::path dir = s.opt.header_dir / "projectors";
+  if (files.empty()) return out;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw Error(ErrorKind::kIo, dir.string() + ": cannot create: " + ec.message());
-  detail::ConnectionPool pool(s.connections());
-  for (const auto& f : s.projector_files) {
-    const std::string what = "hf://" + s.repo + "@" + s.commit + ": " + f.path;
+  detail::ConnectionPool pool(connections);
+  for (const auto& f : files) {
+    const std::string what = "hf://" + repo + "@" + commit + ": " + f.path;
     const uint64_t size = f.size.value_or(0);
     const fs::path place = dir / fs::path(f.path).filename();
     {
       FileTarget t(what, size, place);
-      detail::fetch_hub_ranges(s.hub, s.repo, s.commit, f, t, pool,
-                               detail::range_size_for(size, s.connections(), std::max<uint64_t>(1, s.hub.min_range_bytes)));
+      detail::fetch_hub_ranges(hub, repo, commit, f, t, pool,
+                               detail::range_size_for(size, connections, std::max<uint64_t>(1, hub.min_range_bytes)));
       t.file.commit(/*sync_directory=*/false);
     }
-    // Checked before the writer copies it into the package.
-    const std::string sha = sha256_file(place);
-    if (!sha256_equal(sha, *f.sha256)) {
-      throw_integrity(what + ": the bytes received have SHA-256 " + sha + ", not the " + *f.sha256 + " the Hub declares");
+    if (f.sha256) {
+      const std::string sha = sha256_file(place);
+      if (!sha256_equal(sha, *f.sha256)) {
+        throw_integrity(what + ": the bytes received have SHA-256 " + sha + ", not the " + *f.sha256 + " the Hub declares");
+      }
     }
     out.push_back(place);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<fs::path> StreamedHubSource::fetch_projectors() {
+  auto& s = *s_;
+  return fetch_whole(s.hub, s.repo, s.commit, s.projector_files, s.opt.header_dir / "projectors", s.connections());
+}
+
+std::vector<fs::path> StreamedHubSource::fetch_publisher_files() {
+  auto& s = *s_;
+  return fetch_whole(s.hub, s.repo, s.commit, s.publisher_files, s.opt.header_dir / "publisher", s.connections());
 }
 
 void StreamedHubSource::read(size_t shard, uint64_t offset, std::span<uint8_t> into) {
