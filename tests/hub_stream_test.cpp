@@ -365,6 +365,20 @@ TEST_F(HubStream, ValidateFromTheStreamLeavesTheVerdictValidatePackageGivesOnThe
     }
     EXPECT_EQ(mine, theirs);
   }
+  // Schema 2: each part certified as it is written; validate-package agrees on what the Hub holds.
+  const auto r2 = cli({"write-package", "org/tiny-split-GGUF:Q4_0", "--stream", "--schema", "2", "--validate", "--out-dir",
+                       (tmp_.path() / "sv2").string(), "--push", "hf://org/stream-validated-v2", "--create", "--max-disk",
+                       "16M", "--json"});
+  ASSERT_EQ(r2.exit_code, 0) << r2.err << r2.out;
+  const auto j2 = json::parse(r2.out);
+  EXPECT_EQ(j2["validated"], true);
+  const auto f2 = cli({"fetch", "hf://org/stream-validated-v2@" + j2["publish"]["commit"].get<std::string>(), "--json"});
+  ASSERT_EQ(f2.exit_code, 0) << f2.err;
+  fs::copy(json::parse(f2.out)["snapshot_dir"].get<std::string>(), tmp_.path() / "sv2-fetched", fs::copy_options::recursive);
+  const auto v2 = cli({"validate-package", (src_dir_->path() / kShards[0]).string(), (tmp_.path() / "sv2-fetched").string(),
+                       "--json"});
+  EXPECT_EQ(v2.exit_code, 0) << v2.err << v2.out;
+  EXPECT_EQ(json::parse(v2.out)["valid"], true);
 }
 
 TEST_F(HubStream, TheRepositorysPublisherFilesComeOverTheSameTransport) {

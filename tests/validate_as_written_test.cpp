@@ -134,18 +134,50 @@ TEST_P(ValidateAsWritten, AValidRunLeavesTheValidationJsonValidatePackageGives) 
 INSTANTIATE_TEST_SUITE_P(StreamedOrCached, ValidateAsWritten, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "Streamed" : "CachedUnderMaxDisk"; });
 
-TEST(ValidateAsWrittenSchema2, IsRefusedBeforeAnythingIsWritten) {
-  AsWritten w(true);
-  w.o.schema = 2;
-  try {
-    (void)write_package(w.o);
-    FAIL() << "accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kUsage) << e.what();
-    EXPECT_NE(std::string(e.what()).find("validate-package"), std::string::npos) << e.what();
+// Schema 2: each part certified as it is written (certify_catalog's checks).
+class ValidateAsWrittenSchema2 : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ValidateAsWrittenSchema2, ADamagedPartStopsTheRunBeforeItsUploadAndAValidRunIsValidated) {
+  {
+    AsWritten w(GetParam());
+    w.o.schema = 2;
+    std::string victim;
+    w.o.after_write_before_check = [&](const WrittenArtifact& a) {
+      if (victim.empty() && a.rel_path.starts_with("layers/")) {
+        victim = a.rel_path;
+        damage_first_tensor(a.path);
+      }
+    };
+    try {
+      (void)write_package(w.o);
+      ADD_FAILURE() << "a damaged part passed";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kIntegrity) << e.what();
+      EXPECT_NE(std::string(e.what()).find("found in " + victim + ", before its upload"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("differs from the source"), std::string::npos) << e.what();
+    }
+    for (const auto& a : w.announced) EXPECT_NE(a, victim) << "the damaged part was announced (uploaded)";
+    EXPECT_FALSE(fs::exists(w.o.out_dir / "model-package.json"));
   }
-  EXPECT_FALSE(fs::exists(w.o.out_dir / "layers"));
+  AsWritten w(GetParam());
+  w.o.schema = 2;
+  const auto r = write_package(w.o);
+  EXPECT_TRUE(r.validated);
+  EXPECT_EQ(w.announced.size(), r.artifact_count);
+  EXPECT_NE(test::read_text(w.o.out_dir / "README.md").find("alidat"), std::string::npos);
+  WritePackageOptions plain = w.o;
+  plain.out_dir = w.tmp.path() / "plain";
+  plain.disk_budget = nullptr;
+  plain.on_artifact = nullptr;
+  plain.stream_read = nullptr;
+  const auto pr = write_package(plain);  // validated from the files, as before
+  EXPECT_TRUE(pr.validated);
+  EXPECT_EQ(pr.manifest_sha256, r.manifest_sha256);
+  EXPECT_EQ(test::read_text(plain.out_dir / "README.md"), test::read_text(w.o.out_dir / "README.md"));
 }
+
+INSTANTIATE_TEST_SUITE_P(StreamedOrCached, ValidateAsWrittenSchema2, ::testing::Bool(),
+                         [](const auto& p) { return p.param ? "Streamed" : "CachedUnderMaxDisk"; });
 
 }  // namespace
 }  // namespace skippy

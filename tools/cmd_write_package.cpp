@@ -142,7 +142,7 @@ Command register_write_package(CLI::App& app) {
       "  The repository's mmproj*.gguf files are included as projectors; --sign, --tag and\n"
       "  --hub-publisher-metadata work as above.\n"
       "  --validate checks each fragment, read back from disk, against the source's digests taken from the\n"
-      "  stream, before its upload (schema 1; as it does with --max-disk from a local or cached source).\n"
+      "  stream, before its upload (as it does with --max-disk from a local or cached source).\n"
       "Signed packages and validation results:\n"
       "  --validate also leaves validation.json (the machine-readable result, bound to the manifest's SHA-256).\n"
       "  --sign OWNER_DIR signs the finished package (model-package.json.sig, covering validation.json too):\n"

@@ -148,7 +148,8 @@ struct WritePackageOptions {
   // projector is checked on its own as soon as it is complete, read back
   // from disk, before on_artifact; a problem stops the run there (nothing
   // more announced, no manifest), and the end gives the report
-  // validate-package gives for the finished package (validation.json).
+  // validate-package gives for the finished package (validation.json;
+  // schema 2: the certification, as certify_catalog).
   // For tests: called with each such artifact once it is on disk, just
   // before that check reads it (e.g. to damage it).
   std::function<void(const WrittenArtifact&)> after_write_before_check;

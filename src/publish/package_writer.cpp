@@ -265,12 +265,6 @@ void check_as_written(const WritePackageOptions& opt, PackageCheck& check, const
 }
 
 void check_streamed_write(const WritePackageOptions& opt, const std::vector<StreamOutput>& outputs) {
-  if (opt.schema == 2 && validates_as_written(opt)) {
-    throw Error(ErrorKind::kUsage, std::string("--schema 2 --validate certifies the parts against the source on disk at "
-                                               "the end, which ") + (opt.stream_read ? "--stream never stores" :
-                                               "--max-disk deletes once uploaded") + "; validate the published package "
-                                               "with validate-package and the source instead");
-  }
   if (!opt.stream_read) return;
   if (!opt.disk_budget) return;
   const uint64_t need = peak_open_bytes(outputs);
