@@ -90,8 +90,9 @@ std::string validation_advice(bool validated, bool pushed, bool deleted_as_uploa
   const std::string command = "skippy-model-package validate-package " + source + " " + out_dir;
   if (!pushed) return "not validated; before publishing run: " + command + "\n";
   if (deleted_as_uploaded) {
-    return "published without validation; the fragments left the disk as they were uploaded (--max-disk): fetch the "
-           "package and run validate-package " + source + " on its snapshot directory to check it\n";
+    return "published without validation; the fragments left the disk as they were uploaded (--max-disk): --validate "
+           "checks each one before its upload, or fetch the package and run validate-package " + source +
+           " on its snapshot directory to check it\n";
   }
   return "published without validation; to check the package against its source run: " + command + "\n";
 }
