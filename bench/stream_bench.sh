@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # write-package --stream against the local Hub stand-in, in one command:
 #
-#   bench/stream_bench.sh
+#   bench/stream_bench.sh [SIZE]     # SIZE: the model, e.g. 4GiB (default 1GiB: a quick run)
 #
 # Generates a split synthetic model (skippy-make-model --split), publishes it
 # to the stand-in with every storage connection throttled (like a CDN edge),
@@ -16,15 +16,20 @@
 #     (the whole source into the cache, then the write, uploads overlapping
 #     it) with the same --max-disk, and its peak disk.
 #
-# Environment: SKIPPY_STREAM_BENCH_SIZE (default 4GiB), _SHARDS (4), _LAYERS
+# Environment: SKIPPY_STREAM_BENCH_SIZE (the SIZE argument's default), _SHARDS (4), _LAYERS
 # (64: a fragment about 1.5% of the model, as a 61-layer model's),
 # _BUDGET_PCT (--max-disk as a percentage of the model, default 5),
 # _CONN_RATE (per storage connection, bytes/s, default 33554432),
 # _CONNECTIONS (8), _DIR (default /tmp/skippy-stream-bench, under /tmp),
-# SKIPPY_CLI / SKIPPY_MAKE_MODEL (default build/bin/...).
+# SKIPPY_CLI / SKIPPY_MAKE_MODEL (default build/bin/...), SKIPPY_STREAM_BENCH_RT=1
+# (the timed runs under chrt -f 50: less noise from other work on the machine;
+# needs the right to use SCHED_FIFO).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-SIZE=${SKIPPY_STREAM_BENCH_SIZE:-4GiB}
+case "${1:-}" in -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
+SIZE=${1:-${SKIPPY_STREAM_BENCH_SIZE:-1GiB}}
+RT=()
+[ "${SKIPPY_STREAM_BENCH_RT:-0}" = 1 ] && RT=(chrt -f 50)
 SHARDS=${SKIPPY_STREAM_BENCH_SHARDS:-4}
 LAYERS=${SKIPPY_STREAM_BENCH_LAYERS:-64}
 RATE=${SKIPPY_STREAM_BENCH_CONN_RATE:-33554432}
@@ -69,7 +74,7 @@ export HF_ENDPOINT=$EP HF_TOKEN=hf_test SKIPPY_HF_CONNECTIONS=$CONNS HF_HUB_CACH
 
 say "== write-package --stream against the local Hub stand-in"
 say "   model: $(gib "$MODEL_BYTES") in $SHARDS shards; storage throttled to $(mib "$RATE")/s per connection, $CONNS connections;"
-say "   --max-disk $BUDGET bytes ($(mib "$BUDGET"), $PCT% of the model); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+say "   --max-disk $BUDGET bytes ($(mib "$BUDGET"), $PCT% of the model); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)${RT[*]:+; timed runs under ${RT[*]}}"
 
 # Runs "$@" in the background, sampling the bytes held under the watched
 # directories every 50 ms (a placeholder's blocks, not its apparent size).
@@ -78,7 +83,7 @@ sample_run() {
   local watch=("${WATCH[@]}") start pid n
   RUN_PEAK=0
   start=$(now)
-  /usr/bin/time -o "$WORK/logs/time" -f '%e %U %S' "$@" >"$WORK/logs/run.json" 2>"$WORK/logs/run.err" &
+  ${RT[@]+"${RT[@]}"} /usr/bin/time -o "$WORK/logs/time" -f '%e %U %S' "$@" >"$WORK/logs/run.json" 2>"$WORK/logs/run.err" &
   pid=$!
   while kill -0 "$pid" 2>/dev/null; do
     n=$({ find "${watch[@]}" -type f -printf '%s %b\n' 2>/dev/null || true; } |
@@ -101,6 +106,8 @@ WATCH=("$WORK/streamed" "$WORK/.streamed.stream-headers" "$WORK/hf")
 sample_run "$CLI" write-package bench/model-GGUF:Q8_0 --stream --out-dir "$WORK/streamed" \
   --push hf://bench/streamed --create --max-disk "$BUDGET" --json
 if ((!RUN_OK)); then cat "$WORK/logs/run.err" >&2; exit 1; fi
+cp "$WORK/logs/run.err" "$WORK/logs/stream.err"
+cp "$WORK/logs/run.json" "$WORK/logs/stream.json"
 S_WALL=$RUN_WALL S_CPU=$RUN_CPU S_PEAK=$RUN_PEAK
 S_JSON_PEAK=$(node -e 'const j=JSON.parse(require("fs").readFileSync(process.argv[1]));console.log(j.disk_peak)' "$WORK/logs/run.json")
 S_RATES=$(node -e 'const s=JSON.parse(require("fs").readFileSync(process.argv[1])).stream;
@@ -120,7 +127,7 @@ for f in "${MODEL_FILES[@]}"; do
   done
 done
 start=$(now)
-curl -sfL --no-progress-meter --parallel --parallel-max "$CONNS" -K "$cfg"
+${RT[@]+"${RT[@]}"} curl -sfL --no-progress-meter --parallel --parallel-max "$CONNS" -K "$cfg"
 C_DOWN=$(elapsed "$start")
 
 # 3. The floor's upload: the package (written locally, untimed) PUT by curl,
@@ -148,7 +155,7 @@ curl -sf -H "$auth" -X POST "$EP/bench/curl.git/info/lfs/objects/batch" \
   while read -r sha href; do printf 'upload-file = "%s"\nurl = "%s"\noutput = /dev/null\n' "${file_of[$sha]}" "$href"; done >"$ucfg"
 sync
 start=$(now)
-curl -sf --no-progress-meter --parallel --parallel-max 4 -K "$ucfg"
+${RT[@]+"${RT[@]}"} curl -sf --no-progress-meter --parallel --parallel-max 4 -K "$ucfg"
 C_UP=$(elapsed "$start")
 rm -rf "$WORK/local-pkg"
 FLOOR=$(printf '%s\n' "$C_DOWN" "$C_UP" "$S_CPU" | sort -g | tail -n 1)
@@ -178,4 +185,5 @@ fi
 say ""
 say "   floor max(curl download ${C_DOWN} s, curl upload ${C_UP} s, --stream CPU ${S_CPU} s) = ${FLOOR} s"
 say "   --stream / floor = $(ratio "$S_WALL" "$FLOOR") (target <= 1.2); download-then-write / --stream = $(ratio "$O_WALL" "$S_WALL")"
+say "   load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 say "   --stream: $S_RATES; its own disk_peak (budget accounting) $(mib "$S_JSON_PEAK"); CPU ${S_CPU} s; today's path CPU ${O_CPU} s"

@@ -30,6 +30,10 @@ using test::CliResult;
 using test::HubStandin;
 using test::TempDir;
 
+void stream_put_text(const fs::path& p, const std::string& text) {
+  test::write_file(p, std::vector<uint8_t>(text.begin(), text.end()));
+}
+
 constexpr const char* kStreamEpoch = "SOURCE_DATE_EPOCH=1700000000";
 constexpr const char* kShards[] = {"llama-tiny-q4_0-00001-of-00003.gguf", "llama-tiny-q4_0-00002-of-00003.gguf",
                                    "llama-tiny-q4_0-00003-of-00003.gguf"};
@@ -349,11 +353,84 @@ TEST_F(HubStream, SignTagAndTheRepositorysProjectorGoWithAStreamedPush) {
   EXPECT_EQ(j["publish"]["tag_ref"], "hf://org/stream-mm@src-" + commit.substr(0, 12));
   const auto f = cli({"fetch", "hf://org/stream-mm@src-" + commit.substr(0, 12), "--json"});
   ASSERT_EQ(f.exit_code, 0) << f.err;
-  // --validate needs the source, which a streamed run never stores: it says what to run instead.
-  const auto v = cli({"write-package", "org/tiny-mm-GGUF:Q4_0", "--stream", "--validate", "--out-dir",
-                      (tmp_.path() / "v").string(), "--json"});
-  EXPECT_EQ(v.exit_code, 2);
-  test::expect_json_error(v, "usage", "validate-package");
+}
+
+TEST_F(HubStream, ValidateFromTheStreamLeavesTheVerdictValidatePackageGivesOnThePublishedPackage) {
+  // Streamed (the source never stored) and from the cache under --max-disk
+  // (each fragment deleted once uploaded): every fragment is checked as it
+  // is written, before its upload.
+  for (const bool streamed : {true, false}) {
+    SCOPED_TRACE(streamed ? "--stream" : "cached, --max-disk");
+    const std::string repo = streamed ? "org/stream-validated" : "org/cached-validated";
+    const fs::path out = tmp_.path() / (streamed ? "sv" : "cv");
+    std::vector<std::string> args = {"write-package", "org/tiny-split-GGUF:Q4_0", "--validate", "--out-dir", out.string(),
+                                     "--push", "hf://" + repo, "--create", "--max-disk", "16M", "--json"};
+    if (streamed) args.push_back("--stream");
+    const auto r = cli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    const auto j = json::parse(r.out);
+    EXPECT_EQ(j["validated"], true);
+    EXPECT_EQ(j["manifest_sha256"], *local_manifest_sha_);
+    EXPECT_FALSE(fs::exists(out / "layers" / "layer-00000.gguf")) << "fragments left the disk as they were uploaded";
+    EXPECT_NE(test::read_text(out / "README.md").find("alidat"), std::string::npos);
+    auto mine = json::parse(test::read_text(out / "validation.json"));
+    EXPECT_EQ(mine["result"], "valid");
+    // validate-package on what the Hub holds, against the source's files.
+    const auto f = cli({"fetch", "hf://" + repo + "@" + j["publish"]["commit"].get<std::string>(), "--json"});
+    ASSERT_EQ(f.exit_code, 0) << f.err;
+    const fs::path copy = tmp_.path() / (streamed ? "sv-fetched" : "cv-fetched");
+    fs::copy(json::parse(f.out)["snapshot_dir"].get<std::string>(), copy, fs::copy_options::recursive);
+    EXPECT_EQ(j["publish"]["validation_json"], true) << "validation.json went up in the commit";
+    const auto v = cli({"validate-package", (src_dir_->path() / kShards[0]).string(), copy.string(), "--write-result", "--json"});
+    ASSERT_EQ(v.exit_code, 0) << v.err << v.out;
+    auto theirs = json::parse(test::read_text(copy / "validation.json"));
+    for (auto* doc : {&mine, &theirs}) {
+      for (const char* k : {"command", "validated_at", "validated_at_unix_secs"}) doc->erase(k);
+    }
+    EXPECT_EQ(mine, theirs);
+  }
+  // Schema 2: each part certified as it is written; validate-package agrees on what the Hub holds.
+  const auto r2 = cli({"write-package", "org/tiny-split-GGUF:Q4_0", "--stream", "--schema", "2", "--validate", "--out-dir",
+                       (tmp_.path() / "sv2").string(), "--push", "hf://org/stream-validated-v2", "--create", "--max-disk",
+                       "16M", "--json"});
+  ASSERT_EQ(r2.exit_code, 0) << r2.err << r2.out;
+  const auto j2 = json::parse(r2.out);
+  EXPECT_EQ(j2["validated"], true);
+  const auto f2 = cli({"fetch", "hf://org/stream-validated-v2@" + j2["publish"]["commit"].get<std::string>(), "--json"});
+  ASSERT_EQ(f2.exit_code, 0) << f2.err;
+  fs::copy(json::parse(f2.out)["snapshot_dir"].get<std::string>(), tmp_.path() / "sv2-fetched", fs::copy_options::recursive);
+  const auto v2 = cli({"validate-package", (src_dir_->path() / kShards[0]).string(), (tmp_.path() / "sv2-fetched").string(),
+                       "--json"});
+  EXPECT_EQ(v2.exit_code, 0) << v2.err << v2.out;
+  EXPECT_EQ(json::parse(v2.out)["valid"], true);
+}
+
+TEST_F(HubStream, TheRepositorysPublisherFilesComeOverTheSameTransport) {
+  const fs::path repo = tmp_.path() / "pub-repo";
+  fs::create_directories(repo);
+  for (const char* sh : kShards) fs::copy_file(test::data_path(sh), repo / sh);
+  stream_put_text(repo / "config.json", R"({"torch_dtype": "float16"})");
+  stream_put_text(repo / "chat_template.jinja", "{{ messages }}");
+  stream_put_text(repo / "README.md", "not a publisher file");
+  (void)hub_->publish("org/tiny-pub-GGUF", repo);
+  auto run = [&](const std::string& dir, bool stream) {
+    std::vector<std::string> args = {"write-package", "org/tiny-pub-GGUF:Q4_0", "--schema", "2", "--hub-publisher-metadata",
+                                     "--out-dir", (tmp_.path() / dir).string(), "--json"};
+    if (stream) args.insert(args.end(), {"--stream", "--push", "hf://org/stream-pub", "--create", "--max-disk", "16M"});
+    return cli(args);
+  };
+  const auto cached = run("cached-pub", false);
+  ASSERT_EQ(cached.exit_code, 0) << cached.err;
+  hub_->clear_log();
+  const auto streamed = run("streamed-pub", true);
+  ASSERT_EQ(streamed.exit_code, 0) << streamed.err << streamed.out;
+  EXPECT_EQ(json::parse(streamed.out)["package_id"], json::parse(cached.out)["package_id"]);
+  EXPECT_EQ(json::parse(streamed.out)["manifest_sha256"], json::parse(cached.out)["manifest_sha256"]);
+  const auto root = json::parse(test::read_text(tmp_.path() / "streamed-pub" / "model-package.json"));
+  EXPECT_EQ(root["publisher_metadata"].size(), 2u) << root.dump();
+  for (const auto& e : hub_->log()) {
+    EXPECT_EQ(e.path.find("README.md"), std::string::npos) << "only publisher files are fetched: " << e.path;
+  }
 }
 
 TEST_F(HubStream, StorageThatIgnoresRangeIsAClearErrorBeforeAnythingIsWritten) {

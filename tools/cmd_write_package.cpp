@@ -90,8 +90,9 @@ std::string validation_advice(bool validated, bool pushed, bool deleted_as_uploa
   const std::string command = "skippy-model-package validate-package " + source + " " + out_dir;
   if (!pushed) return "not validated; before publishing run: " + command + "\n";
   if (deleted_as_uploaded) {
-    return "published without validation; the fragments left the disk as they were uploaded (--max-disk): fetch the "
-           "package and run validate-package " + source + " on its snapshot directory to check it\n";
+    return "published without validation; the fragments left the disk as they were uploaded (--max-disk): --validate "
+           "checks each one before its upload, or fetch the package and run validate-package " + source +
+           " on its snapshot directory to check it\n";
   }
   return "published without validation; to check the package against its source run: " + command + "\n";
 }
@@ -142,8 +143,11 @@ Command register_write_package(CLI::App& app) {
       "      --push hf://meshllm/Model-Q4_K_M-layers --create --max-disk 40G\n"
       "  Each shard's SHA-256 is checked against the Hub's as it ends (a mismatch stops before the commit); a\n"
       "  --max-disk the fragments open at once cannot fit is refused before anything moves. Not the default: without\n"
-      "  --stream the source is kept in the Hugging Face cache (for --validate and for the next package from it).\n"
-      "  The repository's mmproj*.gguf files are included as projectors; --sign and --tag work as above.\n"
+      "  --stream the source is kept in the Hugging Face cache (for the next package from it).\n"
+      "  The repository's mmproj*.gguf files are included as projectors; --sign, --tag and\n"
+      "  --hub-publisher-metadata work as above.\n"
+      "  --validate checks each fragment, read back from disk, against the source's digests taken from the\n"
+      "  stream, before its upload (as it does with --max-disk from a local or cached source).\n"
       "Signed packages and validation results:\n"
       "  --validate also leaves validation.json (the machine-readable result, bound to the manifest's SHA-256).\n"
       "  --sign OWNER_DIR signs the finished package (model-package.json.sig, covering validation.json too):\n"
@@ -225,10 +229,6 @@ Command register_write_package(CLI::App& app) {
               }
             }
             // ---- end #25 ----
-            if (a->validate && !a->max_disk.empty()) {
-              throw Error(ErrorKind::kUsage, "--validate reads every fragment at the end, which --max-disk deletes once "
-                                             "uploaded; validate the published package with validate-package instead");
-            }
             WritePackageOptions o;
             o.out_dir = a->out_dir;
             // ---- package schema 2 (issue 22, write --schema 2) ----
@@ -274,15 +274,6 @@ Command register_write_package(CLI::App& app) {
                 throw Error(ErrorKind::kUsage, "--model-id and --source-file are for local sources; a Hub source (" +
                                                    a->source + ") takes them from the Hub");
               }
-              if (a->validate) {
-                throw Error(ErrorKind::kUsage, "--validate reads the source again, which --stream never stores; after "
-                                               "the run, fetch the package and run validate-package with the source on "
-                                               "its snapshot directory");
-              }
-              if (a->hub_publisher_metadata) {
-                throw Error(ErrorKind::kUsage, "--hub-publisher-metadata does not go with --stream yet; fetch those files "
-                                               "and name them with --publisher-metadata");
-              }
               if (env::hf_hub_offline()) {
                 throw Error(ErrorKind::kOffline, "--stream reads the source from the Hub, and HF_HUB_OFFLINE=1 is set");
               }
@@ -302,6 +293,10 @@ Command register_write_package(CLI::App& app) {
                   return std::filesystem::path(q).filename() == p.filename();
                 });
                 if (!named) hub_projectors.push_back(p);
+              }
+              // The repository's publisher files, over the same transport (small: whole, beside the headers).
+              if (a->hub_publisher_metadata) {
+                for (const auto& f : streamed->fetch_publisher_files()) o.publisher_metadata.push_back(f);
               }
               o.stream_read = [s = streamed.get(), p = stream_progress.get()](size_t shard, uint64_t offset,
                                                                               std::span<uint8_t> into) {
@@ -335,8 +330,10 @@ Command register_write_package(CLI::App& app) {
               if (max_disk) o.disk_budget = std::make_shared<DiskBudget>(max_disk);
               auto budget = o.disk_budget;
               if (budget && streamed) {
-                // The placeholders' headers (and the repository's projectors, downloaded) are on disk too.
-                const uint64_t headers = streamed->placeholder_disk_bytes() + streamed->projector_bytes();
+                // The placeholders' headers (and the repository's projectors and publisher files, downloaded)
+                // are on disk too.
+                const uint64_t headers = streamed->placeholder_disk_bytes() + streamed->projector_bytes() +
+                                         (a->hub_publisher_metadata ? streamed->publisher_bytes() : 0);
                 if (headers > max_disk) {
                   throw Error(ErrorKind::kUsage, "--max-disk " + a->max_disk + " cannot hold even the source's GGUF headers "
                                                  "and projectors (" + std::to_string(headers) + " bytes)");

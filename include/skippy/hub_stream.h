@@ -74,6 +74,14 @@ class StreamedHubSource {
   // their paths, in projector_paths() order. Their bytes are on disk until
   // the destructor.
   std::vector<std::filesystem::path> fetch_projectors();
+  // Downloads the repository's publisher files (config.json,
+  // generation_config.json, tokenizer_config.json, chat_template.jinja,
+  // hf_quant_config.json: those at its top level, at the same commit, each
+  // at most 16 MiB, of the size the listing declares and, for an LFS file,
+  // its SHA-256) whole into header_dir/publisher/, for
+  // WritePackageOptions::publisher_metadata; on disk until the destructor.
+  std::vector<std::filesystem::path> fetch_publisher_files();
+  uint64_t publisher_bytes() const;  // their sizes, summed
   // Fills `into` with shard `shard`'s bytes at `offset`, waiting for them:
   // reads go in file order (shards one after the other, each from byte 0,
   // each read where the last ended). Throws the download's Error.

@@ -153,9 +153,20 @@ struct WritePackageOptions {
   // (checked as each shard ends: a mismatch stops the run before the
   // manifest). With disk_budget, a layout whose open fragments cannot fit
   // in the limit (less what the budget holds already) is refused before
-  // the output directory is touched. validate is refused (the source is
-  // not on disk to validate against).
+  // the output directory is touched. With validate, each tensor's SHA-256
+  // is taken from these bytes as they arrive and stands in for the source
+  // in validate-package's checks (see validate).
   std::function<void(size_t shard, uint64_t offset, std::span<uint8_t> into)> stream_read;
+  // With validate and stream_read, or on_artifact with disk_budget
+  // (fragments that leave the disk once announced): each fragment and
+  // projector is checked on its own as soon as it is complete, read back
+  // from disk, before on_artifact; a problem stops the run there (nothing
+  // more announced, no manifest), and the end gives the report
+  // validate-package gives for the finished package (validation.json;
+  // schema 2: the certification, as certify_catalog).
+  // For tests: called with each such artifact once it is on disk, just
+  // before that check reads it (e.g. to damage it).
+  std::function<void(const WrittenArtifact&)> after_write_before_check;
 };
 
 struct WritePackageResult {

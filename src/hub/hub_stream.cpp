@@ -108,16 +108,51 @@ struct StreamedHubSource::State {
   std::vector<std::vector<uint8_t>> prefixes;  // each shard's first bytes (its header), handed to its stream
   std::vector<std::string> projectors;
   std::vector<RemoteFile> projector_files;
+  std::vector<RemoteFile> publisher_files;  // the repository's, at its top level
   fs::path local;
   uint64_t total = 0, placeholder_bytes = 0, window = 0;
+
+  // A range's buffer. Buffers the reader is done with are kept for the next
+  // ranges (no zero-filling, no fresh pages to fault in and hand back to the
+  // kernel for every range: that cost as much as a copy of the stream).
+  struct Block {
+    std::unique_ptr<uint8_t[]> bytes;
+    uint64_t capacity = 0;
+  };
+  std::vector<Block> free_blocks;  // (mu)
+
+  // (mu) A buffer of at least n bytes, contents undefined.
+  Block take_block(uint64_t n) {
+    for (auto it = free_blocks.begin(); it != free_blocks.end(); ++it) {
+      if (it->capacity >= n) {
+        Block b = std::move(*it);
+        free_blocks.erase(it);
+        return b;
+      }
+    }
+    return {std::unique_ptr<uint8_t[]>(new uint8_t[n]), n};
+  }
+  // (mu) Kept while no more than the window's worth are idle.
+  void give_block(Block b) {
+    uint64_t idle = b.capacity;
+    for (const auto& f : free_blocks) idle += f.capacity;
+    if (idle <= window) free_blocks.push_back(std::move(b));
+  }
 
   // One shard's bytes as they arrive: ranges are admitted while they fit
   // in the window ahead of the reader, held in memory until read.
   class Shard final : public detail::RangeTarget {
    public:
-    Shard(State& st, std::string what, uint64_t size, std::vector<uint8_t> prefix)
-        : st_(st), what_(std::move(what)), size_(size), prefix_(prefix.size()) {
-      if (prefix_ > 0) bufs_.emplace(0, Buf{prefix_, std::move(prefix), prefix_});
+    // `base`: the bytes of the shards before this one (the window is counted
+    // over the whole stream, so the next shard's first ranges are asked for
+    // while this one's last are still arriving).
+    Shard(State& st, std::string what, uint64_t size, uint64_t base, const std::vector<uint8_t>& prefix)
+        : st_(st), what_(std::move(what)), size_(size), prefix_(prefix.size()), base_(base) {
+      if (prefix_ > 0) {
+        Block b = st_.take_block(prefix_);
+        std::memcpy(b.bytes.get(), prefix.data(), prefix.size());
+        bufs_.emplace(0, Buf{prefix_, std::move(b), prefix_});
+      }
     }
     const std::string& what() const override { return what_; }
     uint64_t size() const override { return size_; }
@@ -129,13 +164,19 @@ struct StreamedHubSource::State {
     bool admit(uint64_t first, uint64_t end, const std::atomic<bool>& stop) override {
       std::unique_lock g(st_.mu);
       for (;;) {
-        if (st_.cancelled || stop) return false;
-        if (first <= consumed_ || end <= consumed_ + st_.window) break;
+        if (st_.cancelled || st_.error || stop) return false;
+        if (first <= consumed_ || base_ + end <= st_.consumed_total + st_.window) break;
         st_.cv.wait_for(g, std::chrono::milliseconds(100));
       }
-      bufs_.emplace(first, Buf{end, std::vector<uint8_t>(end - first), 0});
+      bufs_.emplace(first, Buf{end, st_.take_block(end - first), 0});
+      admitted_ += end - first;
+      if (all_admitted()) st_.cv.notify_all();  // the next shard may start
       return true;
     }
+
+    // Every range was asked for (or the fetch ended): the next shard's may start (st_.mu).
+    bool all_admitted() const { return fetch_ended || prefix_ + admitted_ >= size_; }
+    bool fetch_ended = false;  // (st_.mu)
 
     void write_at(uint64_t offset, std::span<const uint8_t> data) override {
       Buf* b = nullptr;
@@ -154,7 +195,7 @@ struct StreamedHubSource::State {
       if (!b) throw_integrity(what_ + ": bytes arrived outside every range asked for");
       // One thread per byte offset; the buffer stays until the reader has
       // taken what `filled` covers, so the copy needs no lock.
-      std::memcpy(b->data.data() + (offset - first), data.data(), data.size());
+      std::memcpy(b->data.bytes.get() + (offset - first), data.data(), data.size());
       {
         std::lock_guard g(st_.mu);
         b->filled = std::max<uint64_t>(b->filled, offset - first + data.size());
@@ -199,11 +240,13 @@ struct StreamedHubSource::State {
           continue;
         }
         const size_t n = static_cast<size_t>(std::min<uint64_t>(avail, into.size() - done));
-        std::memcpy(into.data() + done, b.data.data() + (offset - first), n);
+        std::memcpy(into.data() + done, b.data.bytes.get() + (offset - first), n);
         done += n;
         offset += n;
         consumed_ = offset;
+        st_.consumed_total += n;
         if (offset >= b.end) {
+          st_.give_block(std::move(b.data));
           bufs_.erase(it);  // taken whole: room for the next range
           st_.cv.notify_all();
         }
@@ -213,12 +256,13 @@ struct StreamedHubSource::State {
    private:
     struct Buf {
       uint64_t end;
-      std::vector<uint8_t> data;
+      Block data;
       uint64_t filled;  // bytes from the range's start that arrived
     };
     State& st_;
     std::string what_;
-    uint64_t size_, prefix_;
+    uint64_t size_, prefix_, base_;
+    uint64_t admitted_ = 0;         // bytes of the ranges admitted (st_.mu)
     std::map<uint64_t, Buf> bufs_;  // by first byte (st_.mu)
     uint64_t consumed_ = 0;         // the reader's position (st_.mu)
     uint64_t received_ = 0;
@@ -232,6 +276,7 @@ struct StreamedHubSource::State {
   std::exception_ptr error;                    // the download's failure (mu)
   bool cancelled = false;                      // (mu)
   bool reader_waiting = false;                 // the reader waits for bytes (mu)
+  uint64_t consumed_total = 0;                 // bytes the reader took, over every shard (mu)
 
   // The reader (holding mu through g) waits for more bytes to arrive.
   void wait_for_bytes(std::unique_lock<std::mutex>& g) {
@@ -250,24 +295,50 @@ struct StreamedHubSource::State {
 
   unsigned connections() const { return std::max(1u, hub.connections); }
 
+  // Shards in order, each fetched on its own thread over the shared
+  // connections; the next one starts as soon as every range of the one
+  // before has been asked for, so no connection idles while a shard's
+  // last ranges arrive (the window, counted over the whole stream, bounds
+  // the memory as before).
   void download() {
+    std::vector<std::thread> fetchers;
     try {
       detail::ConnectionPool pool(connections());
+      uint64_t base = 0;
       for (size_t i = 0; i < files.size(); ++i) {
         Shard* s = nullptr;
         {
-          std::lock_guard g(mu);
-          if (cancelled) return;
-          shards.push_back(std::make_unique<Shard>(*this, what(i), *files[i].size, std::move(prefixes[i])));
+          std::unique_lock g(mu);
+          if (cancelled || error) break;
+          shards.push_back(std::make_unique<Shard>(*this, what(i), *files[i].size, base, prefixes[i]));
+          prefixes[i] = {};
           s = shards.back().get();
           cv.notify_all();
         }
-        detail::fetch_hub_ranges(hub, repo, commit, files[i], *s, pool, range_bytes(i));
+        base += *files[i].size;
+        fetchers.emplace_back([this, i, s, &pool] {
+          try {
+            detail::fetch_hub_ranges(hub, repo, commit, files[i], *s, pool, range_bytes(i));
+          } catch (...) {
+            std::lock_guard g(mu);
+            if (!error) error = std::current_exception();
+          }
+          std::lock_guard g(mu);
+          s->fetch_ended = true;
+          cv.notify_all();
+        });
+        std::unique_lock g(mu);
+        cv.wait(g, [&] { return s->all_admitted() || error || cancelled; });
       }
-    } catch (...) {
+      for (auto& t : fetchers) t.join();
+    } catch (...) {  // (the pool or a thread could not start)
       std::lock_guard g(mu);
       if (!error) error = std::current_exception();
+      cancelled = true;
       cv.notify_all();
+    }
+    for (auto& t : fetchers) {
+      if (t.joinable()) t.join();
     }
   }
 
@@ -336,6 +407,11 @@ StreamedHubSource::StreamedHubSource(const std::string& coordinate, const HubCon
       s.projector_files.push_back({f.path, f.sha256, f.size, "the Hub's listing"});
     }
   }
+  for (const auto name : detail::kHubPublisherFiles) {
+    for (const auto& f : listing.files) {
+      if (f.path == name) s.publisher_files.push_back({f.path, f.sha256, f.size, "the Hub's listing", detail::kPublisherFileMaxBytes});
+    }
+  }
   const auto files = match_distribution(paths, coord);
   const std::string declared_by = "the Hub's listing";
   for (const auto& p : files) {
@@ -393,33 +469,56 @@ uint64_t StreamedHubSource::projector_bytes() const {
   return n;
 }
 
-std::vector<fs::path> StreamedHubSource::fetch_projectors() {
-  auto& s = *s_;
+uint64_t StreamedHubSource::publisher_bytes() const {
+  uint64_t n = 0;
+  for (const auto& f : s_->publisher_files) n += f.size.value_or(0);
+  return n;
+}
+
+namespace {
+
+// Small files of the repository whole into `dir` over the stream's
+// transport, each of the listed size (fetch checks it) and, when the Hub
+// declares one, of its SHA-256, checked before the writer reads it.
+std::vector<fs::path> fetch_whole(const HubConfig& hub, const std::string& repo, const std::string& commit,
+                                  const std::vector<RemoteFile>& files, const fs::path& dir, unsigned connections) {
   std::vector<fs::path> out;
-  if (s.projector_files.empty()) return out;
-  const fs::path dir = s.opt.header_dir / "projectors";
+  if (files.empty()) return out;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw Error(ErrorKind::kIo, dir.string() + ": cannot create: " + ec.message());
-  detail::ConnectionPool pool(s.connections());
-  for (const auto& f : s.projector_files) {
-    const std::string what = "hf://" + s.repo + "@" + s.commit + ": " + f.path;
+  detail::ConnectionPool pool(connections);
+  for (const auto& f : files) {
+    const std::string what = "hf://" + repo + "@" + commit + ": " + f.path;
     const uint64_t size = f.size.value_or(0);
     const fs::path place = dir / fs::path(f.path).filename();
     {
       FileTarget t(what, size, place);
-      detail::fetch_hub_ranges(s.hub, s.repo, s.commit, f, t, pool,
-                               detail::range_size_for(size, s.connections(), std::max<uint64_t>(1, s.hub.min_range_bytes)));
+      detail::fetch_hub_ranges(hub, repo, commit, f, t, pool,
+                               detail::range_size_for(size, connections, std::max<uint64_t>(1, hub.min_range_bytes)));
       t.file.commit(/*sync_directory=*/false);
     }
-    // Checked before the writer copies it into the package.
-    const std::string sha = sha256_file(place);
-    if (!sha256_equal(sha, *f.sha256)) {
-      throw_integrity(what + ": the bytes received have SHA-256 " + sha + ", not the " + *f.sha256 + " the Hub declares");
+    if (f.sha256) {
+      const std::string sha = sha256_file(place);
+      if (!sha256_equal(sha, *f.sha256)) {
+        throw_integrity(what + ": the bytes received have SHA-256 " + sha + ", not the " + *f.sha256 + " the Hub declares");
+      }
     }
     out.push_back(place);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<fs::path> StreamedHubSource::fetch_projectors() {
+  auto& s = *s_;
+  return fetch_whole(s.hub, s.repo, s.commit, s.projector_files, s.opt.header_dir / "projectors", s.connections());
+}
+
+std::vector<fs::path> StreamedHubSource::fetch_publisher_files() {
+  auto& s = *s_;
+  return fetch_whole(s.hub, s.repo, s.commit, s.publisher_files, s.opt.header_dir / "publisher", s.connections());
 }
 
 void StreamedHubSource::read(size_t shard, uint64_t offset, std::span<uint8_t> into) {

@@ -49,12 +49,14 @@ void hash_range(const MappedFile& f, uint64_t from, uint64_t to, Sha256& sha, co
 
 namespace detail {
 
-CertOutput certify(const CertInput& in, const std::filesystem::path& source, unsigned threads,
-                   const std::function<void(uint64_t, uint64_t)>& on_progress) {
+// Everything certify() checks without the bytes: every catalogued source
+// tensor in the package exactly once with its type, dims and size, nothing
+// else there, the layer count, the carrier's KVs, the number of source
+// files. Returns, per source tensor, its index in in.tensors (for those
+// `catalogued` lists).
+std::vector<size_t> check_catalog_structure(const CertInput& in, const ModelSource& model, const std::string& src_name,
+                                            std::vector<size_t>& catalogued) {
   using namespace certify_detail;
-  namespace fs = std::filesystem;
-  const auto model = ModelSource::open(source);
-  const std::string src_name = source.filename().string();
   // Tensor coverage: every source tensor exactly once, same type and dims.
   std::unordered_map<std::string, size_t> by_name;
   for (size_t i = 0; i < in.tensors.size(); ++i) {
@@ -64,7 +66,7 @@ CertOutput certify(const CertInput& in, const std::filesystem::path& source, uns
   }
   // The source tensors a catalog holds: all but zero-dimension placeholders
   // (catalog_skips_tensor), as the reference's source inventory skips them.
-  std::vector<size_t> catalogued;
+  catalogued.clear();
   for (size_t i = 0; i < model.tensors().size(); ++i) {
     if (!catalog_skips_tensor(model.tensors()[i].info->ne)) catalogued.push_back(i);
   }
@@ -126,6 +128,53 @@ CertOutput certify(const CertInput& in, const std::filesystem::path& source, uns
     throw_integrity("the package names " + std::to_string(in.source_files.size()) + " source files, the source " +
                     src_name + " has " + std::to_string(model.shards().size()));
   }
+  return match;
+}
+
+// The source files the root names (in.source_files) are these shards, of
+// these sizes and digests (matched by file name when every name matches,
+// else by order).
+void check_source_identity(const CertInput& in, const ModelSource& model, const std::vector<std::string>& sha,
+                           const std::vector<uint64_t>& bytes) {
+  namespace fs = std::filesystem;
+  // Source identity: the files the root names are these.
+  // Root files match shards by file name when every name matches, else by order.
+  std::vector<size_t> shard_of(in.source_files.size());
+  bool by_name_ok = true;
+  for (size_t i = 0; i < in.source_files.size(); ++i) {
+    const std::string base = fs::path(in.source_files[i].path).filename().string();
+    shard_of[i] = SIZE_MAX;
+    for (size_t j = 0; j < model.shards().size(); ++j) {
+      if (model.shards()[j].path().filename().string() == base) shard_of[i] = j;
+    }
+    by_name_ok &= shard_of[i] != SIZE_MAX;
+  }
+  for (size_t i = 0; i < in.source_files.size(); ++i) {
+    if (!by_name_ok) shard_of[i] = i;
+  }
+  for (size_t k = 0; k < in.source_files.size(); ++k) {
+    const auto& e = in.source_files[k];
+    const size_t i = shard_of[k];
+    if (e.bytes && *e.bytes != bytes[i]) {
+      throw_integrity("source file " + e.path + ": " + std::to_string(*e.bytes) + " bytes in the package's source_model, " +
+                      std::to_string(bytes[i]) + " in " + model.shards()[i].name());
+    }
+    if (e.sha256 && !sha256_equal(*e.sha256, sha[i])) {
+      throw_integrity("source file " + e.path + ": SHA-256 " + *e.sha256 + " in the package's source_model, but " +
+                      model.shards()[i].name() + " hashes to " + sha[i] +
+                      " (not the source the package was written from)");
+    }
+  }
+}
+
+CertOutput certify(const CertInput& in, const std::filesystem::path& source, unsigned threads,
+                   const std::function<void(uint64_t, uint64_t)>& on_progress) {
+  using namespace certify_detail;
+  namespace fs = std::filesystem;
+  const auto model = ModelSource::open(source);
+  const std::string src_name = source.filename().string();
+  std::vector<size_t> catalogued;
+  const std::vector<size_t> match = check_catalog_structure(in, model, src_name, catalogued);
 
   // Bytes: one job per source shard (hash it; compare every tensor it holds
   // with the package's bytes at the locator), one per package file (hash).
@@ -222,34 +271,7 @@ CertOutput certify(const CertInput& in, const std::filesystem::path& source, uns
     out.shard_bytes[job] = file->size();
     hashed += file->size();
   });
-  // Source identity: the files the root names are these.
-  // Root files match shards by file name when every name matches, else by order.
-  std::vector<size_t> shard_of(in.source_files.size());
-  bool by_name_ok = true;
-  for (size_t i = 0; i < in.source_files.size(); ++i) {
-    const std::string base = fs::path(in.source_files[i].path).filename().string();
-    shard_of[i] = SIZE_MAX;
-    for (size_t j = 0; j < n_shards; ++j) {
-      if (model.shards()[j].path().filename().string() == base) shard_of[i] = j;
-    }
-    by_name_ok &= shard_of[i] != SIZE_MAX;
-  }
-  for (size_t i = 0; i < in.source_files.size(); ++i) {
-    if (!by_name_ok) shard_of[i] = i;
-  }
-  for (size_t k = 0; k < in.source_files.size(); ++k) {
-    const auto& e = in.source_files[k];
-    const size_t i = shard_of[k];
-    if (e.bytes && *e.bytes != out.shard_bytes[i]) {
-      throw_integrity("source file " + e.path + ": " + std::to_string(*e.bytes) + " bytes in the package's source_model, " +
-                      std::to_string(out.shard_bytes[i]) + " in " + model.shards()[i].name());
-    }
-    if (e.sha256 && !sha256_equal(*e.sha256, out.shard_sha256[i])) {
-      throw_integrity("source file " + e.path + ": SHA-256 " + *e.sha256 + " in the package's source_model, but " +
-                      model.shards()[i].name() + " hashes to " + out.shard_sha256[i] +
-                      " (not the source the package was written from)");
-    }
-  }
+  check_source_identity(in, model, out.shard_sha256, out.shard_bytes);
   out.tensors = in.tensors.size();
   out.bytes_compared = compared.load();
   out.bytes_hashed = hashed.load();
@@ -258,10 +280,10 @@ CertOutput certify(const CertInput& in, const std::filesystem::path& source, uns
 
 }  // namespace detail
 
-CertifyResult certify_catalog(const PackageCatalog& catalog, const std::filesystem::path& package_dir,
-                              const std::filesystem::path& source, bool hash_artifacts, unsigned threads,
-                              const std::function<void(uint64_t, uint64_t)>& on_progress) {
-  detail::CertInput in;
+namespace detail {
+
+CertInput cert_input_of(const PackageCatalog& catalog, const std::filesystem::path& package_dir, bool hash_artifacts) {
+  CertInput in;
   std::vector<size_t> file_of(catalog.artifacts.size(), SIZE_MAX);
   for (size_t i = 0; i < catalog.artifacts.size(); ++i) {
     const auto& a = catalog.artifacts[i];
@@ -278,6 +300,15 @@ CertifyResult certify_catalog(const PackageCatalog& catalog, const std::filesyst
   }
   in.layer_count = catalog.layer_count;
   in.hash_files = hash_artifacts;
+  return in;
+}
+
+}  // namespace detail
+
+CertifyResult certify_catalog(const PackageCatalog& catalog, const std::filesystem::path& package_dir,
+                              const std::filesystem::path& source, bool hash_artifacts, unsigned threads,
+                              const std::function<void(uint64_t, uint64_t)>& on_progress) {
+  const auto in = detail::cert_input_of(catalog, package_dir, hash_artifacts);
   const auto out = detail::certify(in, source, threads, on_progress);
   return {out.tensors, out.bytes_compared, out.bytes_hashed, out.shard_sha256, out.shard_bytes};
 }

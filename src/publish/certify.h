@@ -5,11 +5,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "skippy/gguf.h"
+#include "skippy/model_source.h"
+#include "skippy/package_catalog.h"
 
 namespace skippy::detail {
 
@@ -55,5 +58,49 @@ struct CertOutput {
 // Throws Error(kIntegrity) naming the tensor / file / key that differs.
 CertOutput certify(const CertInput& in, const std::filesystem::path& source, unsigned threads,
                    const std::function<void(uint64_t, uint64_t)>& on_progress);
+
+// certify()'s input for a built catalog of the package in `package_dir`.
+CertInput cert_input_of(const PackageCatalog& catalog, const std::filesystem::path& package_dir, bool hash_artifacts);
+// What certify() checks without the bytes (coverage, types, dims, sizes,
+// layer count, the carrier's KVs); per source tensor its index in
+// in.tensors for those `catalogued` lists.
+std::vector<size_t> check_catalog_structure(const CertInput& in, const ModelSource& model, const std::string& src_name,
+                                            std::vector<size_t>& catalogued);
+// The root's source files are these shards, of these sizes and digests.
+void check_source_identity(const CertInput& in, const ModelSource& model, const std::vector<std::string>& sha,
+                           const std::vector<uint64_t>& bytes);
+
+class SourceDigests;
+
+// certify() one artifact at a time, each as soon as it is complete on disk
+// (write-package --schema 2 --validate when the parts leave the disk as they
+// are uploaded, or the source is streamed and never stored): a part is read
+// back (pread, its pages dropped from the cache first), parsed by the GGUF
+// reader, and every tensor in it checked against the source (type, dims,
+// size, and its bytes: compared with the source's mapping, or with
+// `digests` taken from the stream), the whole file against the writer's
+// SHA-256; finish() then checks the finished catalog's structure against
+// the source and that each of its tensors is located where a checked part
+// holds it. Throws Error(kIntegrity) naming what differs. One call at a time.
+class CertifyAsWritten {
+ public:
+  CertifyAsWritten(const ModelSource& model, const SourceDigests* digests) : model_(model), digests_(digests) {}
+  // A payload part (tensors) complete at `path`.
+  void check_part(const std::filesystem::path& path, uint64_t bytes, const std::string& sha256);
+  // Another artifact (the carrier, a sidecar, a publisher file): its size and SHA-256.
+  void check_file(const std::filesystem::path& path, uint64_t bytes, const std::string& sha256);
+  CertOutput finish(const PackageCatalog& catalog, const std::filesystem::path& package_dir);
+
+ private:
+  struct Located {
+    std::filesystem::path file;
+    uint64_t offset = 0, size = 0;
+  };
+  const ModelSource& model_;
+  const SourceDigests* digests_;
+  std::map<std::string, Located, std::less<>> located_;        // tensor name -> where a checked part holds it
+  std::map<std::filesystem::path, std::string> checked_;      // file -> the SHA-256 it was checked against
+  uint64_t compared_ = 0, hashed_ = 0;
+};
 
 }  // namespace skippy::detail

@@ -1,14 +1,19 @@
 #include "skippy/package_validator.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <map>
 
 #include "publish/generation_inference.h"
 #include "publish/projector_check.h"
+#include "publish/source_digests.h"
+#include "publish/validator_internal.h"
 #include "publish/validator_v2.h"
 #include "skippy/error.h"
 #include "util/file.h"
@@ -23,12 +28,13 @@
 #include "util/parallel.h"
 
 namespace skippy {
-namespace {
+namespace validator_detail {
 
 namespace fs = std::filesystem;
 using detail::describe_projector;
 using detail::is_projector_gguf;
 constexpr size_t kHashChunk = 8u << 20;
+constexpr size_t kRereadChunk = 1u << 20;  // a fragment read back with pread (a streamed source)
 constexpr std::string_view kAlignmentKey = "general.alignment";
 
 struct Artifact {
@@ -87,8 +93,11 @@ bool is_role_key(std::string_view key) { return key == kRoleKey || key == kLayer
 
 class Validator {
  public:
-  Validator(const fs::path& pkg, const PackageManifest& m, const ModelSource& model, const ValidateOptions& opt)
-      : pkg_(pkg), m_(m), model_(model), opt_(opt), seen_(model.tensors().size()) {
+  // `digests`: a source that is not on disk (write-package --stream): the
+  // shards' and tensors' SHA-256s stand in for its bytes.
+  Validator(const fs::path& pkg, const ModelSource& model, const detail::SourceDigests* digests,
+            const ValidateOptions& opt)
+      : pkg_(pkg), model_(model), digests_(digests), opt_(opt), seen_(model.tensors().size()) {
     root_ = fs::absolute(pkg);
     std::error_code ec;
     boundary_ = fs::canonical(pkg, ec);  // unresolvable: every artifact is reported missing
@@ -130,7 +139,17 @@ class Validator {
 
   void check_shard(size_t i) {
     const auto& f = model_.shards()[i];
-    const auto hashed = hash_mapped(*f.file());
+    std::optional<std::string> hashed;
+    if (digests_) {
+      hashed = digests_->shard_sha256(i);  // hashed as it arrived (and checked against the Hub's)
+      if (!hashed) {
+        problem(f.name() + ": the source's bytes were not all read, so its SHA-256 is unknown");
+        return;
+      }
+      progress(f.file_size());
+    } else {
+      hashed = hash_mapped(*f.file());
+    }
     if (!hashed) {
       problem(f.name() + ": the file shrank while it was being read (changed by another process?)");
       return;
@@ -140,8 +159,8 @@ class Validator {
       std::lock_guard g(mu_);
       source_files_[i] = {fs::path(f.name()).filename().string(), f.file_size(), sha};  // a name, not a local path
     }
-    if (i < m_.source_model.files.size()) {
-      const auto& decl = m_.source_model.files[i];
+    if (i < m_->source_model.files.size()) {
+      const auto& decl = m_->source_model.files[i];
       const std::string where = "source_model.files[" + std::to_string(i) + "] (" + decl.path + ")";
       if (!decl.size_bytes || !decl.sha256) {
         // The reference writer leaves them null for a local source.
@@ -157,15 +176,37 @@ class Validator {
         problem(where + ": declares SHA-256 " + *decl.sha256 + ", " + f.name() + " hashes to " + sha);
       }
     }
-    if (i == 0 && !sha256_equal(m_.source_model.sha256, sha)) {
+    if (i == 0 && !sha256_equal(m_->source_model.sha256, sha)) {
       std::lock_guard g(mu_);
       wrong_source_ = "this is not the source the package was written from: " + f.name() + " hashes to " + sha +
-                      ", source_model.sha256 declares " + m_.source_model.sha256 + " (" + m_.source_model.repo + "@" +
-                      m_.source_model.revision + ", " + m_.source_model.primary_file + ")";
+                      ", source_model.sha256 declares " + m_->source_model.sha256 + " (" + m_->source_model.repo + "@" +
+                      m_->source_model.revision + ", " + m_->source_model.primary_file + ")";
+    }
+  }
+
+  // A streamed source: one more slice of a fragment's tensor; at its last,
+  // the tensor's digest against the one taken from the source's stream.
+  void compare_digest(const std::string& path, std::string_view name, const SourceTensor& src,
+                      std::unique_ptr<Sha256>& sha, std::span<const uint8_t> slice, bool last) {
+    if (!sha) sha = std::make_unique<Sha256>();
+    sha->update(slice);
+    if (!last) return;
+    const std::string got = sha->hex_digest();
+    sha.reset();
+    const auto want = digests_->tensor_sha256(static_cast<size_t>(&src - model_.tensors().data()));
+    if (!want) {
+      problem(path + ": tensor '" + std::string(name) + "' cannot be compared: its bytes did not all arrive from the source");
+    } else if (!sha256_equal(*want, got)) {
+      problem(path + ": tensor '" + std::string(name) + "' differs from the source (its bytes hash to " + got +
+              ", the source's to " + *want + ")");
     }
   }
 
   void check_artifact(const Artifact& a) {
+    {
+      std::lock_guard g(mu_);
+      if (!checked_.emplace(a.entry->path, a.entry->sha256).second) return;  // checked as it was written
+    }
     const auto& e = *a.entry;
     // The consumers' file rule (safe path, resolving to a regular file
     // inside the package, of the declared size); then the resolved file.
@@ -250,18 +291,32 @@ class Validator {
     // with the source as its chunk goes by.
     // Straight from the mappings of both files: no copies, and resident
     // memory stays flat (each chunk's pages are released once used).
+    // A streamed source is not on disk: the fragment is read back from the
+    // device (its pages dropped from the cache first), in small chunks, and
+    // each tensor's bytes hashed against the digest taken as they arrived.
     const auto& file = *g->file();
     const auto bytes = file.bytes();
+    const bool streamed = digests_ != nullptr;
+    const size_t step = streamed ? kRereadChunk : kHashChunk;
+    std::vector<uint8_t> buf(streamed ? kRereadChunk : 0);
+    std::vector<std::unique_ptr<Sha256>> tensor_sha(streamed ? compares.size() : 0);
+    if (streamed) (void)::posix_fadvise(file.fd(), 0, 0, POSIX_FADV_DONTNEED);
     Sha256 sha;
     size_t first = 0;
     for (uint64_t pos = 0; pos < file.size();) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(kHashChunk, file.size() - pos));
-      detail::prefetch_mapped(bytes, pos + kHashChunk, kHashChunk);
-      if (!detail::guarded([&] { sha.update(bytes.subspan(pos, n)); })) {
-        problem(e.path + ": the file shrank while it was being read (changed by another process?)");
-        return;
-      }
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(step, file.size() - pos));
       const uint8_t* chunk = bytes.data() + pos;
+      if (streamed) {
+        file.pread_exact(pos, {buf.data(), n});
+        chunk = buf.data();
+        sha.update({chunk, n});
+      } else {
+        detail::prefetch_mapped(bytes, pos + kHashChunk, kHashChunk);
+        if (!detail::guarded([&] { sha.update(bytes.subspan(pos, n)); })) {
+          problem(e.path + ": the file shrank while it was being read (changed by another process?)");
+          return;
+        }
+      }
       const uint64_t end = pos + n;
       while (first < compares.size() && compares[first].frag->file_offset + compares[first].frag->bytes <= pos) ++first;
       for (size_t i = first; i < compares.size() && compares[i].frag->file_offset < end; ++i) {
@@ -270,6 +325,11 @@ class Validator {
         const uint64_t hi = std::min(end, c.frag->file_offset + c.frag->bytes);
         if (lo >= hi || c.reported) continue;
         const uint64_t rel = lo - c.frag->file_offset;
+        if (streamed) {
+          compare_digest(e.path, c.frag->name, *c.src, tensor_sha[i], {chunk + (lo - pos), static_cast<size_t>(hi - lo)},
+                         hi == c.frag->file_offset + c.frag->bytes);
+          continue;
+        }
         const auto src_bytes = model_.shards()[c.src->shard].file()->bytes();
         const uint8_t* theirs = src_bytes.data() + c.src->info->file_offset + rel;
         const uint8_t* mine = chunk + (lo - pos);
@@ -297,7 +357,7 @@ class Validator {
           c.reported = true;
         }
       }
-      detail::release_mapped(bytes, pos, n);
+      if (!streamed) detail::release_mapped(bytes, pos, n);
       pos = end;
       progress(n);
     }
@@ -394,13 +454,38 @@ class Validator {
     }
   }
 
-  ValidationReport run() {
+  // One artifact now, while it is on disk (write-package --validate, before
+  // it is uploaded and deleted); run() then takes its result as it is.
+  // Returns the problems it found (calls one at a time).
+  std::vector<std::string> check_one(const ArtifactEntry& e, PartRole role, uint32_t layer) {
+    size_t before = 0;
+    {
+      std::lock_guard g(mu_);
+      before = problems_.size();
+    }
+    check_artifact({&e, role, layer});
+    std::lock_guard g(mu_);
+    return {problems_.begin() + static_cast<std::ptrdiff_t>(before), problems_.end()};
+  }
+
+  // Every source shard and every artifact of `m` not checked already, then
+  // the package-level rules (each source tensor exactly once).
+  ValidationReport run(const PackageManifest& m) {
+    m_ = &m;
     std::vector<Artifact> arts;
-    arts.push_back({&m_.shared.metadata, PartRole::kMetadata});
-    arts.push_back({&m_.shared.embeddings, PartRole::kEmbeddings});
-    arts.push_back({&m_.shared.output, PartRole::kOutput});
-    for (const auto& l : m_.layers) arts.push_back({&l, PartRole::kLayer, l.layer_index});
-    for (const auto& p : m_.projectors) arts.push_back({&p, PartRole::kProjector});
+    arts.push_back({&m.shared.metadata, PartRole::kMetadata});
+    arts.push_back({&m.shared.embeddings, PartRole::kEmbeddings});
+    arts.push_back({&m.shared.output, PartRole::kOutput});
+    for (const auto& l : m.layers) arts.push_back({&l, PartRole::kLayer, l.layer_index});
+    for (const auto& p : m.projectors) arts.push_back({&p, PartRole::kProjector});
+    for (const auto& a : arts) {
+      // Checked as it was written: the digest it was checked against must be the manifest's.
+      const auto it = checked_.find(a.entry->path);
+      if (it != checked_.end() && !sha256_equal(it->second, a.entry->sha256)) {
+        problem(a.entry->path + ": checked with SHA-256 " + it->second + " as it was written, the manifest says " +
+                a.entry->sha256);
+      }
+    }
 
     std::vector<uint64_t> sizes;
     for (const auto& s : model_.shards()) sizes.push_back(s.file_size());
@@ -455,11 +540,13 @@ class Validator {
   }
 
  private:
-  const fs::path& pkg_;
+  const fs::path pkg_;
   fs::path root_, boundary_;  // where check_package_file resolves the artifacts
-  const PackageManifest& m_;
+  const PackageManifest* m_ = nullptr;  // run()'s
   const ModelSource& model_;
+  const detail::SourceDigests* digests_;
   const ValidateOptions& opt_;
+  std::map<std::string, std::string> checked_;  // artifact path -> the SHA-256 it was checked against (under mu_)
   std::vector<std::atomic<int>> seen_;
   std::atomic<uint64_t> slice_fragments_{0};
   std::mutex mu_;
@@ -490,9 +577,84 @@ void check_generation_evidence(const GenerationDefaults& gen, const ModelSource&
   }
 }
 
-}  // namespace
+// The package-level verdict once `v` has checked what it could: the
+// manifest's structural rules against the source, every shard and artifact
+// not checked yet, then the report in validate-package's order.
+ValidationReport judge(const PackageManifest& m, const ModelSource& model, const ValidateOptions& opt, Validator& v) {
+  std::vector<std::string> structural;
+  std::vector<std::string> depth_warnings;
+  if (m.generation_problem) structural.push_back(*m.generation_problem);
+  if (m.generation) {
+    // The publisher's gate: what consumers ignore with a warning is refused here.
+    for (auto& p : generation_fields_outside_schema(*m.generation)) structural.push_back(std::move(p));
+    if (m.generation->speculative_decoding) {
+      depth_warnings = pipeline_depths_needing_evidence(*m.generation->speculative_decoding);
+    }
+  }
+  try {
+    const uint32_t lc = model.layer_count();
+    if (m.layer_count != lc) {
+      structural.push_back("layer_count: manifest says " + std::to_string(m.layer_count) + ", the source has " +
+                           std::to_string(lc));
+    }
+  } catch (const Error& e) {
+    structural.push_back(e.what());
+  }
+  if (m.generation) check_generation_evidence(*m.generation, model, opt, structural, depth_warnings);
+  const auto width = model.activation_width();
+  if (m.activation_width != width) {
+    structural.push_back("activation_width: manifest says " +
+                         (m.activation_width ? std::to_string(*m.activation_width) : std::string("nothing")) +
+                         ", the source's embedding_length is " + (width ? std::to_string(*width) : std::string("absent")));
+  }
+  if (m.source_model.files.size() != model.shards().size()) {
+    structural.push_back("source_model.files: lists " + std::to_string(m.source_model.files.size()) +
+                         " file(s), the source has " + std::to_string(model.shards().size()) + " shard(s)");
+  }
+  ValidationReport r = v.run(m);
+  r.checks = {"manifest_schema",  "generation_block", "generation_evidence", "layer_count", "activation_width",
+              "source_files",     "source_sha256",    "artifact_paths",   "artifact_sizes",
+              "artifact_sha256",  "tensor_placement", "tensor_type_shape", "tensor_bytes",
+              "tensor_coverage"};
+  r.problems.insert(r.problems.end(), structural.begin(), structural.end());
+  r.warnings.insert(r.warnings.end(), depth_warnings.begin(), depth_warnings.end());
+  std::sort(r.problems.begin(), r.problems.end());
+  std::sort(r.warnings.begin(), r.warnings.end());
+  // The wrong source explains most of the rest: say so first.
+  if (r.wrong_source) {
+    if (!r.problems.empty()) {
+      *r.wrong_source += "; the " + std::to_string(r.problems.size()) +
+                         " problem(s) after this one come from comparing the package with another file";
+    }
+    r.problems.insert(r.problems.begin(), *r.wrong_source);
+  }
+  r.valid = r.problems.empty();
+  return r;
+}
 
-ValidationReport validate_package(const fs::path& source, const fs::path& package_dir, const ValidateOptions& opt) {
+}  // namespace validator_detail
+
+namespace detail {
+
+PackageCheck::PackageCheck(const std::filesystem::path& package_dir, const ModelSource& model,
+                           const SourceDigests* digests, ValidateOptions options)
+    : opt_(std::move(options)),
+      model_(model),
+      v_(std::make_unique<validator_detail::Validator>(package_dir, model, digests, opt_)) {}
+
+PackageCheck::~PackageCheck() = default;
+
+std::vector<std::string> PackageCheck::check_artifact(const ArtifactEntry& entry, PartRole role, uint32_t layer) {
+  return v_->check_one(entry, role, layer);
+}
+
+ValidationReport PackageCheck::finish(const PackageManifest& m) { return validator_detail::judge(m, model_, opt_, *v_); }
+
+}  // namespace detail
+
+ValidationReport validate_package(const std::filesystem::path& source, const std::filesystem::path& package_dir,
+                                  const ValidateOptions& opt) {
+  using namespace validator_detail;
   ValidationReport r;
   PackageManifest m;
   const auto manifest_path = package_dir / std::string(kManifestFileName);
@@ -521,16 +683,6 @@ ValidationReport validate_package(const fs::path& source, const fs::path& packag
       return r;
     }
   }
-  std::vector<std::string> structural;
-  std::vector<std::string> depth_warnings;
-  if (m.generation_problem) structural.push_back(*m.generation_problem);
-  if (m.generation) {
-    // The publisher's gate: what consumers ignore with a warning is refused here.
-    for (auto& p : generation_fields_outside_schema(*m.generation)) structural.push_back(std::move(p));
-    if (m.generation->speculative_decoding) {
-      depth_warnings = pipeline_depths_needing_evidence(*m.generation->speculative_decoding);
-    }
-  }
   std::optional<ModelSource> model;
   try {
     model.emplace(ModelSource::open(source));
@@ -539,46 +691,8 @@ ValidationReport validate_package(const fs::path& source, const fs::path& packag
     r.checks = {"manifest_schema", "generation_block", "source_open"};
     return r;
   }
-  try {
-    const uint32_t lc = model->layer_count();
-    if (m.layer_count != lc) {
-      structural.push_back("layer_count: manifest says " + std::to_string(m.layer_count) + ", the source has " +
-                           std::to_string(lc));
-    }
-  } catch (const Error& e) {
-    structural.push_back(e.what());
-  }
-  if (m.generation) check_generation_evidence(*m.generation, *model, opt, structural, depth_warnings);
-  const auto width = model->activation_width();
-  if (m.activation_width != width) {
-    structural.push_back("activation_width: manifest says " +
-                         (m.activation_width ? std::to_string(*m.activation_width) : std::string("nothing")) +
-                         ", the source's embedding_length is " + (width ? std::to_string(*width) : std::string("absent")));
-  }
-  if (m.source_model.files.size() != model->shards().size()) {
-    structural.push_back("source_model.files: lists " + std::to_string(m.source_model.files.size()) +
-                         " file(s), the source has " + std::to_string(model->shards().size()) + " shard(s)");
-  }
-  Validator v(package_dir, m, *model, opt);
-  r = v.run();
-  r.checks = {"manifest_schema",  "generation_block", "generation_evidence", "layer_count", "activation_width",
-              "source_files",     "source_sha256",    "artifact_paths",   "artifact_sizes",
-              "artifact_sha256",  "tensor_placement", "tensor_type_shape", "tensor_bytes",
-              "tensor_coverage"};
-  r.problems.insert(r.problems.end(), structural.begin(), structural.end());
-  r.warnings.insert(r.warnings.end(), depth_warnings.begin(), depth_warnings.end());
-  std::sort(r.problems.begin(), r.problems.end());
-  std::sort(r.warnings.begin(), r.warnings.end());
-  // The wrong source explains most of the rest: say so first.
-  if (r.wrong_source) {
-    if (!r.problems.empty()) {
-      *r.wrong_source += "; the " + std::to_string(r.problems.size()) +
-                         " problem(s) after this one come from comparing the package with another file";
-    }
-    r.problems.insert(r.problems.begin(), *r.wrong_source);
-  }
-  r.valid = r.problems.empty();
-  return r;
+  Validator v(package_dir, *model, nullptr, opt);
+  return judge(m, *model, opt, v);
 }
 
 }  // namespace skippy

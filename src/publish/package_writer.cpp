@@ -12,6 +12,8 @@
 #include "publish/generation_inference.h"
 #include "publish/package_readme.h"
 #include "publish/projector_check.h"
+#include "publish/source_digests.h"
+#include "publish/validator_internal.h"
 #include "util/env.h"
 #include "skippy/error.h"
 #include "util/file.h"
@@ -256,12 +258,34 @@ SourceModel source_identity(const WritePackageOptions& opt, const ModelSource& m
   return s;
 }
 
+bool validates_as_written(const WritePackageOptions& opt) {
+  return opt.validate && (opt.stream_read || (opt.on_artifact && opt.disk_budget));
+}
+
+void record_source_digests(StreamOptions& so, SourceDigests& digests) {
+  so.read_source = [read = so.read_source, &digests](size_t shard, uint64_t offset, std::span<uint8_t> into) {
+    read(shard, offset, into);
+    digests.observe(shard, offset, into);
+  };
+  so.on_shard_hashed = [hashed = so.on_shard_hashed, &digests](size_t shard, const std::string& sha) {
+    if (hashed) hashed(shard, sha);
+    digests.set_shard_sha256(shard, sha);
+  };
+}
+
+void check_as_written(const WritePackageOptions& opt, PackageCheck& check, const WrittenArtifact& w,
+                      const ArtifactEntry& entry, PartRole role, uint32_t layer) {
+  if (opt.after_write_before_check) opt.after_write_before_check(w);
+  const auto problems = check.check_artifact(entry, role, layer);
+  if (problems.empty()) return;
+  std::string msg = opt.out_dir.string() + ": validation failed, so no manifest was written (" +
+                    std::to_string(problems.size()) + " problem(s) in " + entry.path + ", found before its upload):";
+  for (const auto& p : problems) msg += "\n  " + p;
+  throw_integrity(msg);
+}
+
 void check_streamed_write(const WritePackageOptions& opt, const std::vector<StreamOutput>& outputs) {
   if (!opt.stream_read) return;
-  if (opt.validate) {
-    throw Error(ErrorKind::kUsage, "--validate reads the source again, which a streamed write never stores; validate "
-                                   "the published package with validate-package and the source instead");
-  }
   if (!opt.disk_budget) return;
   const uint64_t need = peak_open_bytes(outputs);
   const uint64_t held = opt.disk_budget->used();
@@ -407,9 +431,23 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   for (size_t i = 0; i < frags.size(); ++i) outputs.push_back(stream_output(frags[i], writers[i], opt.out_dir));
   auto so = begin_source_pass(opt, model, outputs, projectors);
   const auto on_bytes = so.on_bytes;
+  // --validate where the fragments leave as they are uploaded, or the
+  // source is never stored: each one checked on its own, read back from
+  // disk, before it goes (validate-package's checks; the source's digests
+  // taken from the stream stand in for its bytes).
+  std::optional<SourceDigests> digests;
+  std::optional<PackageCheck> check;
+  if (validates_as_written(opt)) {
+    if (opt.stream_read) record_source_digests(so, digests.emplace(model));
+    ValidateOptions vo;
+    vo.threads = opt.threads;
+    check.emplace(opt.out_dir, model, digests ? &*digests : nullptr, vo);
+  }
   if (opt.on_artifact) {
     so.on_output_complete = [&](size_t i, const std::string& sha) {
-      opt.on_artifact({frags[i].rel_path, outputs[i].final_path, outputs[i].total_size, sha});
+      const WrittenArtifact w{frags[i].rel_path, outputs[i].final_path, outputs[i].total_size, sha};
+      if (check) check_as_written(opt, *check, w, entry(i, sha), frags[i].role, frags[i].layer);
+      opt.on_artifact(w);
     };
   }
   const auto hashes = detail::stream_split(shard_files, outputs, so);
@@ -425,7 +463,9 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
     if (opt.on_artifact && opt.disk_budget) opt.disk_budget->acquire(p.entry.artifact_bytes);
     m.projectors.push_back(copy_projector(p, opt.out_dir, on_bytes));
     const auto& e = m.projectors.back();
-    if (opt.on_artifact) opt.on_artifact({e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256});
+    const WrittenArtifact w{e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256};
+    if (check && opt.on_artifact) check_as_written(opt, *check, w, e, PartRole::kProjector, 0);
+    if (opt.on_artifact) opt.on_artifact(w);
   }
 
   std::optional<detail::ReadmeValidation> validation;
@@ -440,7 +480,8 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
     vo.on_progress = [&](uint64_t d, uint64_t t) {
       if (opt.on_progress) opt.on_progress(written + d, written + t);
     };
-    const auto report = validate_package(opt.source, opt.out_dir, vo);
+    // (What was checked as it was written is not read again.)
+    const auto report = check ? check->finish(m) : validate_package(opt.source, opt.out_dir, vo);
     if (!report.valid) {
       std::string msg = opt.out_dir.string() + ": validation failed, so no manifest was written (" +
                         std::to_string(report.problems.size()) + " problem(s)):";

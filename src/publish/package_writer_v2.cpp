@@ -334,6 +334,26 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   auto so = begin_source_pass(opt, model, outputs, projectors);
   const auto on_bytes = so.on_bytes;
   auto rel_of = [&](size_t i) { return i < parts.size() ? parts[i].path : std::string(kMetadataPath); };
+  // --validate where the parts leave as they are uploaded, or the source is
+  // never stored: each artifact certified on its own as it is written.
+  std::optional<SourceDigests> digests;
+  std::optional<CertifyAsWritten> cert;
+  if (validates_as_written(opt)) {
+    if (opt.stream_read) record_source_digests(so, digests.emplace(model));
+    cert.emplace(model, digests ? &*digests : nullptr);
+  }
+  auto announce = [&](const WrittenArtifact& w, bool payload) {
+    if (cert) {
+      if (opt.after_write_before_check) opt.after_write_before_check(w);
+      try {
+        payload ? cert->check_part(w.path, w.size, w.sha256) : cert->check_file(w.path, w.size, w.sha256);
+      } catch (const Error& e) {
+        throw_integrity(opt.out_dir.string() + ": validation failed, so no manifest was written (found in " + w.rel_path +
+                        ", before its upload): " + e.what());
+      }
+    }
+    opt.on_artifact(w);
+  };
   // A streamed write announces the carrier last (after the projectors and
   // publisher files): the package's root artifact leaves only once every
   // part it locates is complete and its source checked.
@@ -345,7 +365,7 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
         carrier_last = std::move(w);  // (announced from the finisher thread; read after the pass)
         return;
       }
-      opt.on_artifact(w);
+      announce(w, i < parts.size());
     };
   }
   const auto hashes = stream_split(shard_files, outputs, so);
@@ -359,15 +379,15 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
     if (opt.on_artifact && opt.disk_budget) opt.disk_budget->acquire(p.entry.artifact_bytes);
     const auto e = copy_projector(p, opt.out_dir, on_bytes);
     projector_sha.push_back(e.sha256);
-    if (opt.on_artifact) opt.on_artifact({e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256});
+    if (opt.on_artifact) announce({e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256}, false);
   }
   for (const auto& f : publisher.files) {
     const fs::path file = opt.out_dir / f.artifact.path;
     fs::create_directories(file.parent_path());
     write_file_atomic(file, f.contents);
-    if (opt.on_artifact) opt.on_artifact({f.artifact.path, file, f.artifact.byte_size, f.artifact.sha256});
+    if (opt.on_artifact) announce({f.artifact.path, file, f.artifact.byte_size, f.artifact.sha256}, false);
   }
-  if (carrier_last) opt.on_artifact(*carrier_last);
+  if (carrier_last) announce(*carrier_last, false);
   fill(source_identity(opt, model, hashes.shard_sha256),
        std::vector<std::string>(hashes.output_sha256.begin(), hashes.output_sha256.end() - 1), carrier_sha, projector_sha);
 
@@ -380,7 +400,16 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   WritePackageResult r;
   if (opt.validate) {
     try {
-      (void)certify_catalog(catalog, opt.out_dir, opt.source, /*hash_artifacts=*/true, opt.threads);
+      if (cert) {
+        if (!opt.on_artifact) {  // nothing announced (a streamed write kept on disk): every part read back now
+          for (size_t i = 0; i < parts.size(); ++i) {
+            cert->check_part(outputs[i].final_path, outputs[i].total_size, hashes.output_sha256[i]);
+          }
+        }
+        (void)cert->finish(catalog, opt.out_dir);  // (each artifact was read back and certified as it was written)
+      } else {
+        (void)certify_catalog(catalog, opt.out_dir, opt.source, /*hash_artifacts=*/true, opt.threads);
+      }
     } catch (const Error& e) {
       throw_integrity(opt.out_dir.string() + ": validation failed, so no manifest was written: " + e.what());
     }

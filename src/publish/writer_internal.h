@@ -11,7 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "publish/source_digests.h"
 #include "publish/split_stream.h"
+#include "publish/validator_internal.h"
 #include "gguf/gguf_writer.h"
 #include "skippy/manifest.h"
 #include "skippy/model_source.h"
@@ -88,8 +90,22 @@ class ConvertStaging {
 // larger than the budget stays whole, alone). One group when it fits.
 std::vector<std::vector<const SourceTensor*>> split_v2_group(std::vector<const SourceTensor*> group, uint64_t budget);
 
+// --validate with fragments that leave the disk as they are uploaded
+// (on_artifact with a disk budget) or a source never stored (stream_read):
+// each artifact is then checked on its own as it is written (PackageCheck,
+// validator_internal.h), before on_artifact.
+bool validates_as_written(const WritePackageOptions& opt);
+// Feeds `digests` from the pass: each tensor's SHA-256 from the streamed
+// bytes (wrapping so.read_source), each shard's as the pass hashes it.
+// `digests` must outlive the pass.
+void record_source_digests(StreamOptions& so, SourceDigests& digests);
+// The check of one artifact complete on disk (after opt's test hook);
+// throws Error(kIntegrity) listing its problems: nothing of it is announced.
+void check_as_written(const WritePackageOptions& opt, PackageCheck& check, const WrittenArtifact& w,
+                      const ArtifactEntry& entry, PartRole role, uint32_t layer);
+
 // A streamed source (opt.stream_read): refuses, before anything is written,
-// --validate and a disk budget the layout cannot keep (peak_open_bytes plus
+// a disk budget the layout cannot keep (peak_open_bytes plus
 // what the budget holds already, the placeholders' headers, over its limit).
 // Nothing without stream_read.
 void check_streamed_write(const WritePackageOptions& opt, const std::vector<StreamOutput>& outputs);

@@ -155,12 +155,11 @@ ResolvedModelSource open_model_source(const ModelSourceRequest& req, const Sourc
   const auto local = chain.bring(listing.commit, want, on_progress);
   if (req.publisher_files) {
     std::vector<RemoteFile> extra;
-    for (const char* name : {"config.json", "generation_config.json", "tokenizer_config.json", "chat_template.jinja",
-                             "hf_quant_config.json"}) {
+    for (const auto name : detail::kHubPublisherFiles) {
       const auto it = std::find_if(listing.files.begin(), listing.files.end(), [&](const auto& f) { return f.path == name; });
       if (it == listing.files.end()) continue;
-      extra.push_back({name, it->sha256, it->size ? std::optional<uint64_t>(it->size) : std::nullopt, declared_by,
-                       uint64_t{16} << 20});
+      extra.push_back({std::string(name), it->sha256, it->size ? std::optional<uint64_t>(it->size) : std::nullopt,
+                       declared_by, detail::kPublisherFileMaxBytes});
     }
     if (!extra.empty()) {
       const auto got = chain.bring(listing.commit, extra, on_progress);

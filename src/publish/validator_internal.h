@@ -1,0 +1,54 @@
+// validate-package's checks one artifact at a time (write-package
+// --validate when fragments leave the disk as they are uploaded, or when
+// the source is streamed and never stored): each artifact is checked as
+// soon as it is complete, then finish() gives the report validate-package
+// would give for the whole package. Internal to the publish library.
+//
+// Thread-safety: check_artifact may be called from any thread, one call
+// at a time per artifact; finish() after the last.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "skippy/manifest.h"
+#include "skippy/model_source.h"
+#include "skippy/package_layout.h"
+#include "skippy/package_validator.h"
+
+namespace skippy::validator_detail {
+class Validator;
+}
+
+namespace skippy::detail {
+
+class SourceDigests;
+
+class PackageCheck {
+ public:
+  // `model` is the source; with `digests` (a streamed source) only its
+  // headers are read, and the digests stand in for its bytes.
+  PackageCheck(const std::filesystem::path& package_dir, const ModelSource& model, const SourceDigests* digests,
+               ValidateOptions options);
+  ~PackageCheck();
+  PackageCheck(const PackageCheck&) = delete;
+  PackageCheck& operator=(const PackageCheck&) = delete;
+
+  // `entry` (its SHA-256 the writer's) is complete on disk: read it back and
+  // check it now. Returns its problems (kept for finish() too). One call
+  // at a time.
+  std::vector<std::string> check_artifact(const ArtifactEntry& entry, PartRole role, uint32_t layer = 0);
+  // Every shard and artifact of `m` not checked yet, the package-level
+  // rules, and the report (validate_package's, for the same package).
+  ValidationReport finish(const PackageManifest& m);
+
+ private:
+  ValidateOptions opt_;
+  const ModelSource& model_;
+  std::unique_ptr<validator_detail::Validator> v_;
+};
+
+}  // namespace skippy::detail
