@@ -111,6 +111,59 @@ TEST(HostileLocal, SchemaTwoSymlinkOutOfThePackageIsRefusedByConvertAndValidate)
   EXPECT_NE(doc["problems"].dump().find("outside the package"), std::string::npos) << r.out;
 }
 
+// A package as the Hugging Face cache holds it (snapshots/REV/... symlinks
+// into the repository's blobs/): validate-package, verify, select and
+// convert-package accept the snapshot directory as the package, for both
+// schemas, while a link out of the repository's cache folder is still
+// refused.
+void as_hf_snapshot(const fs::path& pkg, const fs::path& repo) {
+  const fs::path snap = repo / "snapshots" / "0123456789abcdef0123456789abcdef01234567";
+  fs::create_directories(repo / "blobs");
+  size_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(pkg)) {
+    if (!e.is_regular_file()) continue;
+    const fs::path rel = fs::relative(e.path(), pkg);
+    const fs::path blob = repo / "blobs" / ("blob-" + std::to_string(n++));
+    fs::copy_file(e.path(), blob);
+    fs::create_directories((snap / rel).parent_path());
+    fs::create_symlink(fs::relative(blob, (snap / rel).parent_path()), snap / rel);
+  }
+}
+
+TEST(HostileLocal, AHuggingFaceCacheSnapshotDirectoryIsAPackage) {
+  for (const bool v2 : {false, true}) {
+    SCOPED_TRACE(v2 ? "schema 2" : "schema 1");
+    TempDir dir;
+    if (v2) {
+      write_v2(dir / "pkg");
+    } else {
+      write_v1(dir / "pkg");
+    }
+    const fs::path repo = dir / "hub" / "models--org--pkg";
+    as_hf_snapshot(dir / "pkg", repo);
+    const fs::path snap = repo / "snapshots" / "0123456789abcdef0123456789abcdef01234567";
+    auto r = cli({"validate-package", tiny().string(), snap.string(), "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    r = cli({"verify", snap.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    r = cli({"select", snap.string(), "--layers", "1..3", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    std::vector<std::string> convert = {"convert-package", snap.string(), "--to", v2 ? "1" : "2", "--out-dir",
+                                        (dir / "converted").string(), "--json"};
+    if (!v2) convert.insert(convert.end(), {"--source", tiny().string()});
+    r = cli(convert);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    // A link out of the repository's cache folder is still out of the package.
+    const fs::path link = snap / "layers/layer-00001.gguf";
+    fs::copy_file(fs::canonical(link), dir / "outside.gguf");
+    fs::remove(link);
+    fs::create_symlink(dir / "outside.gguf", link);
+    r = cli({"verify", snap.string(), "--json"});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.out.find("outside the package"), std::string::npos) << r.out;
+  }
+}
+
 // Item 5: what a killed conversion leaves (its staging directory beside the
 // output) is removed by the next run, in both directions; a staging
 // directory a live run holds is left alone.

@@ -302,33 +302,18 @@ TEST_F(HubPublish, WritePackagePushWithMaxDiskNeverExceedsTheLimit) {
   hub_->fault({{"listener", "storage"}, {"method", "PUT"}, {"kind", "slow"}, {"bytes_per_sec", 2 << 20}, {"times", -1}});
   const fs::path out = tmp_ / "pushed";
   const uint64_t limit = 100000;  // two ~40 KB layers fit; the embeddings (2.8 MiB) are larger, so alone
-  std::atomic<bool> done{false};
-  std::atomic<uint64_t> peak{0}, samples{0};
-  std::thread sampler([&] {
-    while (!done) {
-      uint64_t n = 0;
-      std::error_code ec;
-      for (auto it = fs::recursive_directory_iterator(out, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        std::error_code ec2;
-        if (it->is_regular_file(ec2)) n += it->file_size(ec2);
-      }
-      peak = std::max<uint64_t>(peak, n);
-      ++samples;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-  });
+  test::DiskSampler sampler({out});
   const auto r = cli({"write-package", test::data_path("llama-tiny-q8_0.gguf").string(), "--out-dir", out.string(),
                       "--model-id", "org/tiny:Q8_0", "--source-revision", "0123abc", "--source-file",
                       "llama-tiny-q8_0.gguf", "--push", "hf://org/pub-pushed", "--create", "--max-disk", "100000", "--json"});
-  done = true;
-  sampler.join();
+  sampler.stop();
   hub_->clear_faults();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = json::parse(r.out);
   EXPECT_EQ(j["publish"]["committed"], true);
-  EXPECT_GT(samples.load(), 20u);
+  EXPECT_GT(sampler.samples(), 20u);
   const uint64_t largest = 2900128;  // shared/embeddings.gguf
-  EXPECT_LE(peak.load(), std::max(limit, largest) + 64 * 1024) << "sampled peak " << peak.load();
+  EXPECT_LE(sampler.peak(), std::max(limit, largest) + 64 * 1024) << "sampled peak " << sampler.peak();
   EXPECT_LE(j["disk_peak"].get<uint64_t>(), std::max(limit, largest));
   // Only the manifest and README stay; the Hub has the fragments.
   EXPECT_FALSE(fs::exists(out / "layers" / "layer-00000.gguf"));

@@ -92,24 +92,6 @@ class HubStream : public ::testing::Test {
     return out;
   }
   // Bytes in regular files under `dirs` (what a run holds on disk).
-  static uint64_t bytes_under(const std::vector<fs::path>& dirs) {
-    uint64_t n = 0;
-    for (const auto& d : dirs) {
-      std::error_code ec;
-      for (auto it = fs::recursive_directory_iterator(d, ec); !ec && it != fs::recursive_directory_iterator();
-           it.increment(ec)) {
-        std::error_code ec2;
-        if (!it->is_regular_file(ec2)) continue;
-        // The source placeholders are holes past their headers: what they
-        // hold is their blocks, not their apparent size.
-        struct stat st {};
-        if (::stat(it->path().c_str(), &st) == 0) {
-          n += std::min<uint64_t>(static_cast<uint64_t>(st.st_size), static_cast<uint64_t>(st.st_blocks) * 512);
-        }
-      }
-    }
-    return n;
-  }
   bool committed_anything() const {
     for (const auto& e : hub_->log()) {
       if (e.path.find("/commit/") != std::string::npos) return true;
@@ -172,27 +154,18 @@ TEST_F(HubStream, PushUnderASmallMaxDiskNeverHoldsMoreThanItAndPublishesTheSameP
 
   // Uploads throttled so the writer must wait for them.
   hub_->fault({{"listener", "storage"}, {"method", "PUT"}, {"kind", "slow"}, {"bytes_per_sec", 4 << 20}, {"times", -1}});
-  std::atomic<bool> done{false};
-  std::atomic<uint64_t> peak{0}, samples{0};
-  const std::vector<fs::path> watched = {out, tmp_.path() / ".pushed.stream-headers", tmp_.path() / "hf"};
-  std::thread sampler([&] {
-    while (!done) {
-      peak = std::max<uint64_t>(peak, bytes_under(watched));
-      ++samples;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-  });
+  // (The source placeholders are holes past their headers: they count their blocks.)
+  test::DiskSampler sampler({out, tmp_.path() / ".pushed.stream-headers", tmp_.path() / "hf"});
   const auto r = cli({"write-package", "org/tiny-split-GGUF:Q4_0", "--stream", "--out-dir", out.string(), "--push",
                       "hf://org/stream-budget", "--create", "--max-disk", std::to_string(limit), "--json"});
-  done = true;
-  sampler.join();
+  sampler.stop();
   hub_->clear_faults();
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   const auto j = json::parse(r.out);
   EXPECT_EQ(j["publish"]["committed"], true);
   EXPECT_EQ(j["manifest_sha256"], *local_manifest_sha_);
-  EXPECT_GT(samples.load(), 10u);
-  EXPECT_LE(peak.load(), limit) << "sampled peak " << peak.load();
+  EXPECT_GT(sampler.samples(), 10u);
+  EXPECT_LE(sampler.peak(), limit) << "sampled peak " << sampler.peak();
   EXPECT_LE(j["disk_peak"].get<uint64_t>(), limit);
   // The summary: the whole source read once, both rates.
   uint64_t source = 0;

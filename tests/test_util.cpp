@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 
@@ -249,6 +251,41 @@ void expect_json_error(const CliResult& r, const std::string& kind, const std::s
   const std::string message = e.value("message", "");
   EXPECT_NE(message.find(needle), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("error: " + message), std::string::npos) << "stderr says the same: " << r.err;
+}
+
+uint64_t bytes_under(const std::vector<std::filesystem::path>& dirs) {
+  namespace fs = std::filesystem;
+  uint64_t n = 0;
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(d, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      std::error_code ec2;
+      if (!it->is_regular_file(ec2)) continue;
+      struct stat st {};
+      if (::stat(it->path().c_str(), &st) == 0) {
+        n += std::min<uint64_t>(static_cast<uint64_t>(st.st_size), static_cast<uint64_t>(st.st_blocks) * 512);
+      }
+    }
+  }
+  return n;
+}
+
+DiskSampler::DiskSampler(std::vector<std::filesystem::path> dirs) : dirs_(std::move(dirs)) {
+  thread_ = std::thread([this] {
+    while (!done_) {
+      peak_ = std::max<uint64_t>(peak_, bytes_under(dirs_));
+      ++samples_;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+}
+
+DiskSampler::~DiskSampler() { stop(); }
+
+void DiskSampler::stop() {
+  done_ = true;
+  if (thread_.joinable()) thread_.join();
 }
 
 }  // namespace skippy::test

@@ -4,12 +4,14 @@
 
 #include <stdlib.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "skippy/catalog_stage.h"
@@ -57,6 +59,29 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+};
+
+// The bytes regular files under `dirs` hold on disk (a sparse file counts
+// its blocks, not its apparent size); missing directories count zero.
+uint64_t bytes_under(const std::vector<std::filesystem::path>& dirs);
+
+// Samples bytes_under(dirs) every 2 ms on its own thread from construction
+// until stop() (or destruction): the peak a --max-disk run reached.
+class DiskSampler {
+ public:
+  explicit DiskSampler(std::vector<std::filesystem::path> dirs);
+  ~DiskSampler();
+  DiskSampler(const DiskSampler&) = delete;
+  DiskSampler& operator=(const DiskSampler&) = delete;
+  void stop();
+  uint64_t peak() const { return peak_; }
+  uint64_t samples() const { return samples_; }
+
+ private:
+  std::vector<std::filesystem::path> dirs_;
+  std::atomic<bool> done_{false};
+  std::atomic<uint64_t> peak_{0}, samples_{0};
+  std::thread thread_;
 };
 
 // Writes a small multimodal projector GGUF as llama.cpp's converters do

@@ -312,21 +312,7 @@ TEST_F(V2Publish, AReferenceLayoutPushUnderMaxDiskKeepsTheBudgetAndUploadsComple
   hub_->fault({{"listener", "storage"}, {"method", "PUT"}, {"kind", "slow"}, {"bytes_per_sec", 2 << 20}, {"times", -1}});
   const fs::path out = tmp_ / "pushed-ref";
   const uint64_t limit = 1600000;  // two ~760 KB layer parts fit
-  std::atomic<bool> done{false};
-  std::atomic<uint64_t> peak{0}, samples{0};
-  std::thread sampler([&] {
-    while (!done) {
-      uint64_t n = 0;
-      std::error_code ec;
-      for (auto it = fs::recursive_directory_iterator(out, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        std::error_code ec2;
-        if (it->is_regular_file(ec2)) n += it->file_size(ec2);
-      }
-      peak = std::max<uint64_t>(peak, n);
-      ++samples;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-  });
+  test::DiskSampler sampler({out});
   const std::vector<std::string> write = {"write-package", llama().string(), "--schema", "2", "--layout", "reference",
                                           "--model-id", "org/tiny:Q8_0", "--source-revision", "0123abc",
                                           "--source-file", "llama-tiny-q8_0.gguf", "--json", "--out-dir"};
@@ -334,18 +320,17 @@ TEST_F(V2Publish, AReferenceLayoutPushUnderMaxDiskKeepsTheBudgetAndUploadsComple
   args.insert(args.end(), {out.string(), "--push", "hf://org/v2-ref-pushed", "--create", "--max-disk",
                            std::to_string(limit)});
   const auto r = cli(args, {kEpoch});
-  done = true;
-  sampler.join();
+  sampler.stop();
   hub_->clear_faults();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = json::parse(r.out);
   ASSERT_EQ(j["publish"]["committed"], true) << r.out;
-  EXPECT_GT(samples.load(), 20u);
+  EXPECT_GT(sampler.samples(), 20u);
   // shared/common.gguf (2900416 bytes) is open from the source's first
   // tensor (token_embd) to its last, so a layer part (764256) must go beside
   // it (the budget's "stuck" rule): the least this layout can hold.
   const uint64_t least = 2900416 + 764256;
-  EXPECT_LE(peak.load(), std::max(limit, least) + 64 * 1024) << "sampled peak " << peak.load();
+  EXPECT_LE(sampler.peak(), std::max(limit, least) + 64 * 1024) << "sampled peak " << sampler.peak();
   EXPECT_LE(j["disk_peak"].get<uint64_t>(), std::max(limit, least));
   EXPECT_FALSE(fs::exists(out / "layers" / "layer-00000.gguf")) << "uploaded parts leave the disk";
 

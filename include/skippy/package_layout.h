@@ -135,6 +135,12 @@ struct PackageFileNames {
 };
 std::filesystem::path check_package_file(const std::filesystem::path& root, const std::filesystem::path& boundary,
                                          std::string_view rel, uint64_t declared_bytes, const PackageFileNames& names);
+// The `boundary` for a package directory on disk: the directory itself
+// (canonical), or, when it is a snapshot in a Hugging Face cache
+// (.../models--NS--REPO/snapshots/REV, whose files are symlinks into the
+// repository's blobs/), that repository's cache folder. Sets `ec` and
+// returns an empty path when the directory cannot be resolved.
+std::filesystem::path local_package_boundary(const std::filesystem::path& dir, std::error_code& ec);
 // The names of a schema 1 artifact (`role`: "layer", "projector", ...) and of a schema 2 catalog artifact.
 PackageFileNames manifest_file_names(std::string_view ref, std::string_view rel, std::string_view role);
 PackageFileNames catalog_file_names(std::string_view ref, std::string_view id, std::string_view rel);

@@ -147,7 +147,7 @@ OpenedCatalog open_local_catalog_v2(const fs::path& dir) {
   const std::string ref = dir.string();
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw_not_found(ref + ": no such package directory");
-  const fs::path boundary = fs::canonical(dir, ec);
+  const fs::path boundary = local_package_boundary(dir, ec);
   if (ec) throw_invalid(ref + ": cannot resolve: " + ec.message());
   return open_catalog_dir(ref, fs::absolute(dir), boundary);
 }

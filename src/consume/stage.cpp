@@ -57,7 +57,7 @@ OpenedPackage open_local_package(const fs::path& root) {
   std::error_code ec;
   if (!fs::exists(root, ec)) throw_not_found(name + ": no such package directory");
   if (!fs::is_directory(root, ec)) throw_invalid(name + ": not a package directory");
-  const fs::path boundary = fs::canonical(root, ec);
+  const fs::path boundary = local_package_boundary(root, ec);
   if (ec) throw_invalid(name + ": cannot resolve: " + ec.message());
   return open_package_dir(name, fs::absolute(root), boundary);
 }

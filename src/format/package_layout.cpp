@@ -172,6 +172,20 @@ bool strictly_inside_boundary(const std::filesystem::path& p, const std::filesys
 }
 }  // namespace
 
+std::filesystem::path local_package_boundary(const std::filesystem::path& dir, std::error_code& ec) {
+  namespace fs = std::filesystem;
+  fs::path real = fs::canonical(dir, ec);
+  if (ec) return {};
+  const fs::path snapshots = real.parent_path();
+  const fs::path repo = snapshots.parent_path();
+  std::error_code ignored;
+  if (snapshots.filename() == "snapshots" && repo.filename().native().starts_with("models--") &&
+      fs::is_directory(repo / "blobs", ignored)) {
+    return repo;
+  }
+  return real;
+}
+
 std::filesystem::path check_package_file(const std::filesystem::path& root, const std::filesystem::path& boundary,
                                          std::string_view rel, uint64_t declared_bytes, const PackageFileNames& n) {
   namespace fs = std::filesystem;

@@ -259,7 +259,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   {
     const fs::path root_dir = fs::absolute(o.package_dir);
     std::error_code ec;
-    const fs::path boundary = fs::canonical(o.package_dir, ec);
+    const fs::path boundary = local_package_boundary(o.package_dir, ec);
     if (ec) throw Error(ErrorKind::kNotFound, o.package_dir.string() + ": cannot resolve: " + ec.message());
     auto check = [&](const ArtifactEntry& e, PartRole role) {
       resolved[e.path] = check_package_file(root_dir, boundary, e.path, e.artifact_bytes,

@@ -45,7 +45,7 @@ ConvertToV1Result convert_package_to_v1(const PackageCatalog& cat, const Convert
   {
     const fs::path root_dir = fs::absolute(o.package_dir);
     std::error_code ec;
-    const fs::path boundary = fs::canonical(o.package_dir, ec);
+    const fs::path boundary = local_package_boundary(o.package_dir, ec);
     if (ec) throw Error(ErrorKind::kNotFound, o.package_dir.string() + ": cannot resolve: " + ec.message());
     for (const auto& a : cat.artifacts) {
       resolved[a.id] = check_package_file(root_dir, boundary, a.path, a.bytes, catalog_file_names(o.package_dir.string(), a.id, a.path));

@@ -100,7 +100,7 @@ class Validator {
       : pkg_(pkg), model_(model), digests_(digests), opt_(opt), seen_(model.tensors().size()) {
     root_ = fs::absolute(pkg);
     std::error_code ec;
-    boundary_ = fs::canonical(pkg, ec);  // unresolvable: every artifact is reported missing
+    boundary_ = local_package_boundary(pkg, ec);  // unresolvable: every artifact is reported missing
   }
 
   void problem(std::string s) {

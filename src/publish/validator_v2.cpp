@@ -75,7 +75,7 @@ ValidationReport validate_package_v2(const std::filesystem::path& source, const 
   fs::path boundary;
   {
     std::error_code ec;
-    boundary = fs::canonical(package_dir, ec);  // unresolvable: every artifact is reported missing
+    boundary = local_package_boundary(package_dir, ec);  // unresolvable: every artifact is reported missing
   }
   // The carrier and sidecars first: the catalog is only as good as the carrier.
   const V2Artifact* carrier = nullptr;
