@@ -76,12 +76,18 @@ say "== write-package --stream against the local Hub stand-in"
 say "   model: $(gib "$MODEL_BYTES") in $SHARDS shards; storage throttled to $(mib "$RATE")/s per connection, $CONNS connections;"
 say "   --max-disk $BUDGET bytes ($(mib "$BUDGET"), $PCT% of the model); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)${RT[*]:+; timed runs under ${RT[*]}}"
 
+# CPU seconds (user + sys) the stand-in has used so far: it serves every
+# byte on these same cores, so the machine's floor counts it too.
+hub_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$hub_pid/stat"; }
+minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
+
 # Runs "$@" in the background, sampling the bytes held under the watched
 # directories every 50 ms (a placeholder's blocks, not its apparent size).
-# Sets RUN_WALL, RUN_CPU (user + sys), RUN_PEAK, RUN_OK.
+# Sets RUN_WALL, RUN_CPU (user + sys), RUN_HUB_CPU (the stand-in's), RUN_PEAK, RUN_OK.
 sample_run() {
-  local watch=("${WATCH[@]}") start pid n
+  local watch=("${WATCH[@]}") start pid n hub0
   RUN_PEAK=0
+  hub0=$(hub_cpu)
   start=$(now)
   ${RT[@]+"${RT[@]}"} /usr/bin/time -o "$WORK/logs/time" -f '%e %U %S' "$@" >"$WORK/logs/run.json" 2>"$WORK/logs/run.err" &
   pid=$!
@@ -94,6 +100,7 @@ sample_run() {
   RUN_OK=1
   wait "$pid" || RUN_OK=0
   RUN_WALL=$(elapsed "$start")
+  RUN_HUB_CPU=$(minus "$(hub_cpu)" "$hub0")
   RUN_CPU=$(tail -n 1 "$WORK/logs/time" | awk '{ printf "%.2f", $2 + $3 }')
 }
 forget_uploads() { curl -sf -X DELETE "$EP/_admin/uploads" >/dev/null; }
@@ -108,7 +115,7 @@ sample_run "$CLI" write-package bench/model-GGUF:Q8_0 --stream --out-dir "$WORK/
 if ((!RUN_OK)); then cat "$WORK/logs/run.err" >&2; exit 1; fi
 cp "$WORK/logs/run.err" "$WORK/logs/stream.err"
 cp "$WORK/logs/run.json" "$WORK/logs/stream.json"
-S_WALL=$RUN_WALL S_CPU=$RUN_CPU S_PEAK=$RUN_PEAK
+S_WALL=$RUN_WALL S_CPU=$RUN_CPU S_PEAK=$RUN_PEAK S_HUB_CPU=$RUN_HUB_CPU
 S_JSON_PEAK=$(node -e 'const j=JSON.parse(require("fs").readFileSync(process.argv[1]));console.log(j.disk_peak)' "$WORK/logs/run.json")
 S_RATES=$(node -e 'const s=JSON.parse(require("fs").readFileSync(process.argv[1])).stream;
   console.log((s.download_bytes_per_sec/1048576).toFixed(1)+" MiB/s down, "+(s.upload_bytes_per_sec/1048576).toFixed(1)+" MiB/s up")' "$WORK/logs/run.json")
@@ -126,9 +133,11 @@ for f in "${MODEL_FILES[@]}"; do
       "$EP" "$(basename "$f")" "$off" "$end" >>"$cfg"
   done
 done
+hub0=$(hub_cpu)
 start=$(now)
 ${RT[@]+"${RT[@]}"} curl -sfL --no-progress-meter --parallel --parallel-max "$CONNS" -K "$cfg"
 C_DOWN=$(elapsed "$start")
+C_DOWN_HUB_CPU=$(minus "$(hub_cpu)" "$hub0")
 
 # 3. The floor's upload: the package (written locally, untimed) PUT by curl,
 # 4 at a time, on the URLs of the stand-in's LFS batch.
@@ -154,11 +163,27 @@ curl -sf -H "$auth" -X POST "$EP/bench/curl.git/info/lfs/objects/batch" \
     if(o.actions)console.log(o.oid+" "+o.actions.upload.href)})' |
   while read -r sha href; do printf 'upload-file = "%s"\nurl = "%s"\noutput = /dev/null\n' "${file_of[$sha]}" "$href"; done >"$ucfg"
 sync
+hub0=$(hub_cpu)
 start=$(now)
 ${RT[@]+"${RT[@]}"} curl -sf --no-progress-meter --parallel --parallel-max 4 -K "$ucfg"
 C_UP=$(elapsed "$start")
+C_UP_HUB_CPU=$(minus "$(hub_cpu)" "$hub0")
+# The two at once, as the streamed run overlaps them: the stand-in serves
+# both from one event loop on these same cores, so each slows the other.
+forget_uploads
+sync
+start=$(now)
+${RT[@]+"${RT[@]}"} curl -sfL --no-progress-meter --parallel --parallel-max "$CONNS" -K "$cfg" &
+down_pid=$!
+${RT[@]+"${RT[@]}"} curl -sf --no-progress-meter --parallel --parallel-max 4 -K "$ucfg"
+wait "$down_pid"
+C_BOTH=$(elapsed "$start")
 rm -rf "$WORK/local-pkg"
 FLOOR=$(printf '%s\n' "$C_DOWN" "$C_UP" "$S_CPU" | sort -g | tail -n 1)
+# The machine's floor: the stand-in shares these cores, so the streamed run
+# needs at least (its CPU + the stand-in's CPU serving it) / cores of wall.
+SHARED=$(awk -v a="$S_CPU" -v b="$S_HUB_CPU" -v c="$(nproc)" 'BEGIN { printf "%.2f", (a + b) / c }')
+MACHINE_FLOOR=$(printf '%s\n' "$C_BOTH" "$S_CPU" "$SHARED" | sort -g | tail -n 1)
 
 # 4. Today: the whole source into the cache, then the write (uploads overlapping it).
 rm -rf "$WORK/cached" "$WORK/hf"
@@ -185,5 +210,8 @@ fi
 say ""
 say "   floor max(curl download ${C_DOWN} s, curl upload ${C_UP} s, --stream CPU ${S_CPU} s) = ${FLOOR} s"
 say "   --stream / floor = $(ratio "$S_WALL" "$FLOOR") (target <= 1.2); download-then-write / --stream = $(ratio "$O_WALL" "$S_WALL")"
+say "   the stand-in on the same $(nproc) cores: ${S_HUB_CPU} CPU s serving --stream (${C_DOWN_HUB_CPU} s curl's download, ${C_UP_HUB_CPU} s its upload);"
+say "   machine floor max(curl download and upload at once ${C_BOTH} s, --stream CPU, (--stream CPU + stand-in CPU) / $(nproc) cores = ${SHARED} s)"
+say "     = ${MACHINE_FLOOR} s; --stream / machine floor = $(ratio "$S_WALL" "$MACHINE_FLOOR")"
 say "   load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 say "   --stream: $S_RATES; its own disk_peak (budget accounting) $(mib "$S_JSON_PEAK"); CPU ${S_CPU} s; today's path CPU ${O_CPU} s"
