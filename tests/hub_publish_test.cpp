@@ -70,16 +70,6 @@ class HubPublish : public ::testing::Test {
   CliResult cli(std::vector<std::string> args, std::vector<std::string> extra_env = {}) const {
     return run_cli(args, env(std::move(extra_env)));
   }
-  // Every file of a package directory (relative path -> bytes), hidden files left out.
-  static std::map<std::string, std::vector<uint8_t>> files_of(const fs::path& dir) {
-    std::map<std::string, std::vector<uint8_t>> out;
-    for (const auto& e : fs::recursive_directory_iterator(dir)) {
-      const auto rel = e.path().lexically_relative(dir).generic_string();
-      if (!e.is_regular_file() || rel.starts_with(".") || rel.find("/.") != std::string::npos) continue;
-      out[rel] = test::read_file(e.path());
-    }
-    return out;
-  }
   static uint64_t storage_bytes_received(const std::vector<HubRequest>& log, const json& raw) {
     (void)log;
     uint64_t n = 0;
@@ -138,11 +128,11 @@ TEST_F(HubPublish, PublishedPackageFetchesByteIdenticalWithOursAndTheOfficialCli
   }
   EXPECT_EQ(commits, 1u) << "one atomic commit";
 
-  const auto want = files_of(pkg());
+  const auto want = test::package_files(pkg());
   const auto f = cli({"fetch", "hf://org/pub-identical@" + commit, "--json"});
   ASSERT_EQ(f.exit_code, 0) << f.err;
   const auto snap = fs::path(json::parse(f.out)["snapshot_dir"].get<std::string>());
-  auto got = files_of(snap);
+  auto got = test::package_files(snap);
   got.erase(".gitattributes");
   got.erase("README.md");  // fetch brings what the manifest declares; compare README through the JS client
   auto want_no_readme = want;
@@ -156,7 +146,7 @@ TEST_F(HubPublish, PublishedPackageFetchesByteIdenticalWithOursAndTheOfficialCli
                                             "--cache-dir", cache.path().string(), "--repo", "org/pub-identical",
                                             "--revision", commit, "--token", "hf_test"});
   ASSERT_EQ(d.exit_code, 0) << d.err;
-  auto theirs = files_of(cache.path() / "models--org--pub-identical" / "snapshots" / commit);
+  auto theirs = test::package_files(cache.path() / "models--org--pub-identical" / "snapshots" / commit);
   theirs.erase(".gitattributes");
   EXPECT_EQ(theirs, want) << "@huggingface/hub downloads the same package, README included";
 }

@@ -82,16 +82,7 @@ class HubStream : public ::testing::Test {
   }
   CliResult cli(const std::vector<std::string>& args) const { return test::run_cli(args, env()); }
 
-  static std::map<std::string, std::vector<uint8_t>> files_of(const fs::path& dir) {
-    std::map<std::string, std::vector<uint8_t>> out;
-    for (const auto& e : fs::recursive_directory_iterator(dir)) {
-      const auto rel = e.path().lexically_relative(dir).generic_string();
-      if (!e.is_regular_file() || rel.starts_with(".") || rel.find("/.") != std::string::npos) continue;
-      out[rel] = test::read_file(e.path());
-    }
-    return out;
-  }
-  // Bytes in regular files under `dirs` (what a run holds on disk).
+  // Whether the stand-in saw a commit.
   bool committed_anything() const {
     for (const auto& e : hub_->log()) {
       if (e.path.find("/commit/") != std::string::npos) return true;
@@ -117,7 +108,7 @@ TEST_F(HubStream, StreamedSplitIsByteIdenticalToWritePackageFromTheSameFilesAndS
   const auto r = cli({"write-package", "org/tiny-split-GGUF:Q4_0", "--stream", "--out-dir", out.string(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_EQ(json::parse(r.out)["manifest_sha256"], *local_manifest_sha_);
-  const auto streamed = files_of(out), local = files_of(local_->path() / "pkg");
+  const auto streamed = test::package_files(out), local = test::package_files(local_->path() / "pkg");
   ASSERT_EQ(streamed.size(), local.size());
   for (const auto& [rel, bytes] : local) EXPECT_TRUE(streamed.at(rel) == bytes) << rel << " differs";
   // Nothing of the source stayed: no cache blob, no placeholder.

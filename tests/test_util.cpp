@@ -288,4 +288,14 @@ void DiskSampler::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+std::map<std::string, std::vector<uint8_t>> package_files(const std::filesystem::path& dir) {
+  std::map<std::string, std::vector<uint8_t>> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    const auto rel = e.path().lexically_relative(dir).generic_string();
+    if (!e.is_regular_file() || rel.starts_with(".") || rel.find("/.") != std::string::npos) continue;
+    out[rel] = read_file(e.path());
+  }
+  return out;
+}
+
 }  // namespace skippy::test

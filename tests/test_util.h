@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -60,6 +61,10 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// Every file of a package directory (relative path -> bytes), hidden files
+// and directories left out.
+std::map<std::string, std::vector<uint8_t>> package_files(const std::filesystem::path& dir);
 
 // The bytes regular files under `dirs` hold on disk (a sparse file counts
 // its blocks, not its apparent size); missing directories count zero.
