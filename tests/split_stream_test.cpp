@@ -6,11 +6,15 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "skippy/error.h"
+#include "skippy/package_writer.h"
 #include "util/file.h"
 #include "util/sha256.h"
 #include "test_util.h"
@@ -268,6 +272,54 @@ TEST(SplitStream, ALaneThatFailsStopsTheOtherAndNothingGetsItsName) {
     EXPECT_TRUE(what.find("shrank") != std::string::npos || what.find("write failed") != std::string::npos) << what;
   }
   for (const auto& out : c.outputs) EXPECT_FALSE(std::filesystem::exists(out.final_path)) << out.final_path;
+}
+
+
+// The reader waits in before_create for room that only announced outputs
+// free (write-package --push --max-disk). When the announcement fails
+// instead (an upload or --validate check), nothing will ever free that
+// room: the pass must wake the reader through on_failure and end with the
+// announcement's error, not wait forever (ctest's timeout would be the
+// only way out).
+TEST(SplitStream, AFailureWhileTheReaderWaitsForRoomEndsThePass) {
+  test::TempDir t;
+  const uint64_t M = 1u << 20;
+  std::vector<uint8_t> data(2 * M);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 13);
+  test::write_file(t / "src.bin", data);
+  const std::vector<std::shared_ptr<const MappedFile>> shards = {MappedFile::open(t / "src.bin")};
+  std::vector<detail::StreamOutput> outs(2);
+  for (size_t k = 0; k < 2; ++k) {
+    outs[k].final_path = t / ("out" + std::to_string(k) + ".bin");
+    outs[k].total_size = M;
+    outs[k].pieces.push_back({0, k * M, M, 0, 0});
+  }
+  DiskBudget budget(M + M / 2);  // one output at a time
+  std::atomic<bool> reader_waits{false};
+  detail::StreamOptions o;
+  o.threads = 2;
+  o.before_create = [&](uint64_t bytes, uint64_t stuck) {
+    if (budget.used() > 0) reader_waits = true;  // the second output: this acquire blocks
+    budget.acquire(bytes, stuck);
+  };
+  o.on_failure = [&] { budget.cancel("the pass failed"); };
+  o.on_output_complete = [&](size_t i, const std::string&) {
+    ASSERT_EQ(i, 0u);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!reader_waits && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // into the wait itself
+    throw Error(ErrorKind::kTransport, "the upload of out0.bin failed");
+  };
+  try {
+    (void)detail::stream_split(shards, outs, o);
+    ADD_FAILURE() << "the failed announcement was ignored";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "the upload of out0.bin failed") << "the first failure is the one reported";
+  }
+  EXPECT_TRUE(reader_waits) << "the reader never reached the second output: the case was not exercised";
+  EXPECT_FALSE(std::filesystem::exists(outs[1].final_path));
 }
 
 }  // namespace

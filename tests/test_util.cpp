@@ -210,6 +210,16 @@ CliResult run_program(const std::string& program, const std::vector<std::string>
   int status = 0;
   ::waitpid(pid, &status, 0);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  // Under the sanitizer builds the child is checked too: a test that expects
+  // the run to fail must not pass on a sanitizer's exit code.
+  for (const char* report : {"WARNING: ThreadSanitizer", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                             "runtime error:"}) {
+    const auto at = r.err.find(report);
+    if (at != std::string::npos) {
+      ADD_FAILURE() << argv_s[0] << " " << (args.empty() ? "" : args[0]) << ": the child's sanitizer reported:\n"
+                    << r.err.substr(at, 4000);
+    }
+  }
   return r;
 }
 

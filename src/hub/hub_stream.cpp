@@ -159,7 +159,10 @@ struct StreamedHubSource::State {
     std::vector<Range> missing() const override {
       return prefix_ < size_ ? std::vector<Range>{{prefix_, size_}} : std::vector<Range>{};
     }
-    uint64_t received() const override { return received_; }
+    uint64_t received() const override {
+      std::lock_guard g(st_.mu);  // a connection whose range gave up asks while others still write
+      return received_;
+    }
 
     bool admit(uint64_t first, uint64_t end, const std::atomic<bool>& stop) override {
       std::unique_lock g(st_.mu);
@@ -301,9 +304,12 @@ struct StreamedHubSource::State {
   // last ranges arrive (the window, counted over the whole stream, bounds
   // the memory as before).
   void download() {
+    // The pool outlives every fetcher (declared first, so destroyed last):
+    // a throw below still joins them before the pool goes.
+    std::optional<detail::ConnectionPool> pool;
     std::vector<std::thread> fetchers;
     try {
-      detail::ConnectionPool pool(connections());
+      pool.emplace(connections());
       uint64_t base = 0;
       for (size_t i = 0; i < files.size(); ++i) {
         Shard* s = nullptr;
@@ -318,7 +324,7 @@ struct StreamedHubSource::State {
         base += *files[i].size;
         fetchers.emplace_back([this, i, s, &pool] {
           try {
-            detail::fetch_hub_ranges(hub, repo, commit, files[i], *s, pool, range_bytes(i));
+            detail::fetch_hub_ranges(hub, repo, commit, files[i], *s, *pool, range_bytes(i));
           } catch (...) {
             std::lock_guard g(mu);
             if (!error) error = std::current_exception();

@@ -336,6 +336,7 @@ StreamOptions begin_source_pass(const WritePackageOptions& opt, const ModelSourc
   if (opt.on_artifact && opt.disk_budget) {
     so.threads = std::max(2u, so.threads);  // the reader may wait while another thread finishes a fragment
     so.before_create = [&opt](uint64_t bytes, uint64_t stuck) { opt.disk_budget->acquire(bytes, stuck); };
+    so.on_failure = [&opt] { opt.disk_budget->cancel("the write stopped on an error"); };
   }
   if (!opt.stream_read) return so;
   so.read_source = opt.stream_read;

@@ -128,14 +128,23 @@ class Pipeline {
       }
       finisher.join();
     }
-    if (error_) std::rethrow_exception(error_);
+    // Another lane may abort() this one at any moment, even now: read under the lock.
+    std::exception_ptr failed;
+    {
+      std::lock_guard g(mu_);
+      failed = error_;
+    }
+    if (failed) std::rethrow_exception(failed);
   }
 
   // Another lane failed: stop this one (run() then throws `why`).
   void abort(std::exception_ptr why) {
-    std::lock_guard g(mu_);
-    if (!error_) error_ = std::move(why);
-    cv_.notify_all();
+    {
+      std::lock_guard g(mu_);
+      if (!error_) error_ = std::move(why);
+      cv_.notify_all();
+    }
+    failed();
   }
 
   // Source bytes this lane walked (reported through on_bytes).
@@ -280,6 +289,8 @@ class Pipeline {
         lk.lock();
         if (!error_) error_ = std::current_exception();
         cv_.notify_all();
+        lk.unlock();
+        failed();
         return;
       }
       lk.lock();
@@ -303,10 +314,19 @@ class Pipeline {
         lk.lock();
         if (!error_) error_ = std::current_exception();
         cv_.notify_all();
+        lk.unlock();
+        failed();
         return;
       }
       lk.lock();
     }
+  }
+
+  // The pass has failed (error_ is set): tell the caller, outside the lock,
+  // so a reader blocked in before_create (waiting for room that only
+  // announced outputs would free) is woken rather than left waiting.
+  void failed() {
+    if (opt_.on_failure) opt_.on_failure();
   }
 
   bool all_written() const {

@@ -87,6 +87,11 @@ struct StreamOptions {
   // spans two), so an output is finished before the next one starts
   // whenever the budget asks to wait.
   std::function<void(uint64_t bytes, uint64_t stuck_bytes)> before_create;
+  // Called (from the failing thread, perhaps more than once) as soon as the
+  // pass fails: a before_create that blocks must then return or throw, or
+  // the pass waits for it forever (its room would come from outputs that
+  // will now never be announced).
+  std::function<void()> on_failure;
 
   // ---- A second kind of source: bytes that arrive (write-package --stream) ----
   // When set, the pass reads the source through this instead of pread on
