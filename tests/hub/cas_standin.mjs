@@ -154,9 +154,9 @@ export function createCas(host) {
     await fsp.writeFile(tmp, body);
     await fsp.rename(tmp, abs);
     const chunks = parsed.chunks.map(({ hash, size, start, end }) => ({ hash, size, start, end }));
-    xorbs.set(hex, { hash: hexToHash(hex), abs, size: body.length, chunks });
     const schemes = { none: 0, lz4: 0, bg4_lz4: 0 };
     for (const c of parsed.chunks) schemes[SCHEME_NAMES[c.scheme]]++;
+    xorbs.set(hex, { hash: hexToHash(hex), abs, size: body.length, chunks, schemes });
     if (via === "upload") for (const k of Object.keys(schemes)) stats.chunk_schemes[k] += schemes[k];
     return { chunks: chunks.length, schemes };
   }
@@ -606,7 +606,9 @@ export function createCas(host) {
         return { ok: true };
       case "GET /_admin/xet/store":
         return {
-          xorbs: [...xorbs].map(([hex, x]) => ({ hash: hex, bytes: x.size, chunks: x.chunks.length, unpacked: x.chunks.reduce((n, c) => n + c.size, 0) })),
+          xorbs: [...xorbs].map(([hex, x]) => ({
+            hash: hex, bytes: x.size, chunks: x.chunks.length, unpacked: x.chunks.reduce((n, c) => n + c.size, 0), schemes: x.schemes,
+          })),
           files: [...files.values()],
           shards,
         };
