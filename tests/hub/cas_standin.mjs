@@ -69,7 +69,8 @@
 //   xet_refuse_multirange (storage): 403 for a Range with more than one range.
 // Admin (on the Hub listener): GET|DELETE /_admin/xet (counters and what was
 // received), GET|DELETE /_admin/xet/store (what is stored / forget it all),
-// POST /_admin/xet/expire-tokens.
+// POST /_admin/xet/expire-tokens. GET /_admin/xet/store?chunks=1 adds each
+// xorb's chunk_list [{hash, size, start, end}] (start/end: serialized bytes).
 import crypto from "node:crypto";
 import fsp from "node:fs/promises";
 import path from "node:path";
@@ -596,7 +597,7 @@ export function createCas(host) {
 
   // -------------------------------------------------------------- admin
 
-  async function admin(route, body) {
+  async function admin(route, url) {
     switch (route) {
       case "GET /_admin/xet":
         return { ...stats, bytes: { ...stats.bytes, lfs_upload: host.lfsBytesReceived() } };
@@ -608,6 +609,7 @@ export function createCas(host) {
         return {
           xorbs: [...xorbs].map(([hex, x]) => ({
             hash: hex, bytes: x.size, chunks: x.chunks.length, unpacked: x.chunks.reduce((n, c) => n + c.size, 0), schemes: x.schemes,
+            ...(url.searchParams.get("chunks") === "1" ? { chunk_list: x.chunks.map((c) => ({ hash: hashToHex(c.hash), size: c.size, start: c.start, end: c.end })) } : {}),
           })),
           files: [...files.values()],
           shards,
@@ -626,7 +628,6 @@ export function createCas(host) {
         return { expired: tokens.size };
       }
       default:
-        void body;
         return undefined;
     }
   }

@@ -1,13 +1,15 @@
 #!/usr/bin/env node
-// A local stand-in for the Hugging Face Hub (huggingface.co) and for the
-// storage (CDN / S3) that LFS downloads are redirected to, for tests and
-// benchmarks. Node builtins only.
+// A local stand-in for the Hugging Face Hub (huggingface.co), for the
+// storage (CDN / S3) that LFS downloads are redirected to, and for the Xet
+// CAS (tests/hub/cas_standin.mjs, which documents its endpoints), for tests
+// and benchmarks. Node builtins only; the Xet parts load xet-core's wasm
+// (hashes, chunker) from tests/js/node_modules and answer 501 without it.
 //
 //   node tests/hub/hub_standin.mjs
 //
-// Listens on two ephemeral 127.0.0.1 ports and, once both listen, prints one
+// Listens on three ephemeral 127.0.0.1 ports and, once all listen, prints one
 // line to stdout:
-//   {"endpoint":"http://127.0.0.1:P1","storage":"http://127.0.0.1:P2"}
+//   {"endpoint":"http://127.0.0.1:P1","storage":"http://127.0.0.1:P2","cas":"http://127.0.0.1:P3"}
 // It exits when stdin reaches EOF (so a crashed test never leaves it behind)
 // or on SIGTERM/SIGINT.
 //
@@ -49,6 +51,29 @@
 //   GET /api/models/{ns}/{name}/commits/{rev} -> [{id,title,message,authors,date}]
 //   Every response carries X-Request-Id.
 //
+// Xet on the Hub side (switched per repo, or by config xet_enabled; off: no
+// "xet" transfer, no Xet headers or xetHash, token routes 404 XetNotEnabled):
+//   GET /api/models/{ns}/{name}/xet-read-token/{rev}   (read access; rev must resolve)
+//   GET /api/models/{ns}/{name}/xet-write-token/{rev}  (a write token; any rev)
+//       -> {"accessToken":"xet_...","exp":<unix s>,"casUrl":"<cas>"}, the same
+//       in X-Xet-Cas-Url / X-Xet-Access-Token / X-Xet-Token-Expiration; the
+//       CAS token lives config xet_token_ttl_secs.
+//   LFS batch offered "xet": {"transfer":"xet","objects":[{oid,size,authenticated,
+//       actions:{upload:{href:"<endpoint>/api/models/{ns}/{name}/xet-write-token/<ref or main>",
+//       header:{"X-Xet-Cas-Url","X-Xet-Access-Token","X-Xet-Token-Expiration","X-Xet-Session-Id"}}}}]}
+//       (objects the repo holds already: no actions).
+//   A file whose bytes the CAS holds (a shard registered them with their
+//   sha256, or an admin publish with "xet") is Xet-backed: the LFS batch,
+//   verify and a commit's lfsFile lines accept its sha256 (in the repo whose
+//   write token registered it); tree and paths-info entries carry
+//   "xetHash"; resolve HEAD/GET answers the usual 302 plus
+//     X-Xet-Hash: <file hash>, X-Xet-Refresh-Route: /api/models/{ns}/{name}/xet-read-token/{commit},
+//     Link: <endpoint + that route>; rel="xet-auth", <cas>/v1/reconstructions/<file hash>; rel="xet-reconstruction-info"
+//   and, with Accept: application/vnd.xet-fileinfo+json, 200 with that
+//   Content-Type, the same headers and X-Linked-Size / X-Linked-Etag, body
+//   {"hash","size","etag","refreshUrl","reconstructionUrl"}. The redirect
+//   still serves it (storage rebuilds it from its xorbs, Range included).
+//
 // Upload side (as huggingface_hub's create_repo/create_commit and
 // @huggingface/hub's createRepo/commit/uploadFiles use it). Tokens: config
 // token (write) and read_token (valid for reading, 403 on every write);
@@ -80,7 +105,7 @@
 //       when the tag exists, 404 RevisionNotFound; the tag then resolves like a branch)
 //   Uploaded bytes live in a temporary directory ($HUB_STANDIN_DATA_DIR/...)
 //   removed at exit. The log's bytes_received counts request-body bytes; the
-//   cut and slow faults also apply to storage PUT bodies.
+//   cut and slow faults also apply to storage PUT and CAS POST bodies.
 //
 // Storage listener:
 //   GET|HEAD /repos/{ns}/{name}/{sha256}?expires=<unix s>&n=<serial>&sig=<hex HMAC-SHA256(secret, path "\n" expires "\n" n)>
@@ -95,14 +120,23 @@
 //     storage_conn_bytes_per_sec R > 0, every storage connection sends its
 //     bodies at R bytes/s at most (a CDN edge's per-connection cap: several
 //     connections at once get several times R).
+//   GET|HEAD /xorbs/{prefix}/{xorb}?X-Xet-Signed-Range&Expires&Signature: xorb
+//     bytes for the CAS's reconstructions (see tests/hub/cas_standin.mjs).
 //
 // Admin API on the hub listener (never logged):
 //   POST   /_admin/repos   {"repo":"ns/name","dir":"/abs","branch":"main","tags":[],
 //                           "gated":false,"private":false,"message":"..."}
 //          -> {"commit","files":[{path,size,sha256,lfs,oid}]}
 //          gated/private are repo-wide and change only when given.
+//          "xet": true | {"compression":"auto"|"none"|"lz4"|"bg4_lz4"}: the LFS
+//          files are also stored Xet-backed (chunked with xet-core's chunker,
+//          packed into xorbs, registered by one shard: they enter the global
+//          dedupe index); each file's answer then has "xetHash" (else null).
+//          "xet_enabled": true|false|null (repo-wide; null: follow config).
+//   POST   /_admin/repo-settings {"repo","xet_enabled": true|false|null}
 //   GET    /_admin/repos   -> {repo: {branches,tags,gated,private}}
 //   GET    /_admin/log     -> [{listener,method,path,query,range,authorization,port,status,bytes_sent,bytes_received}]
+//          (listener "hub", "storage" or "cas")
 //          (waits up to 500 ms for requests still being answered)
 //   DELETE /_admin/log
 //   POST   /_admin/faults  a rule {match, listener?, method?, kind, times?=1 (-1: forever), ...}
@@ -134,7 +168,19 @@
 //                           listener does (logged as listener "storage"; an Authorization
 //                           header there gets 400 InvalidArgument, as S3 answers)
 //   DELETE /_admin/uploads  forget every uploaded LFS object (benchmarks)
+//                           and the Xet keys (defaults): "xet_enabled":true,
+//                           "xet_token_ttl_secs":3600, "xet_url_ttl_secs":null (null:
+//                           url_ttl_secs; signed xorb URLs), "xet_multi_range":true (false:
+//                           one range per xorb URL), "xet_dedupe_expiry_secs":604800
 //   GET    /_admin/config
+//   GET|DELETE /_admin/xet, GET|DELETE /_admin/xet/store, POST /_admin/xet/expire-tokens:
+//          see tests/hub/cas_standin.mjs. GET /_admin/xet: {"bytes":{"xorb_upload",
+//          "shard_upload","lfs_upload","xorb_download","dedupe_answered"},"xorbs":[{hash,
+//          bytes,prefix,status:"stored"|"exists"|"refused",error?,chunks?,schemes?}],
+//          "shards":[{route:"v1"|"v2",bytes,status:"registered"|"refused",error?,repo,
+//          files?:[{hash,sha256,size}],xorbs?}],"dedupe_queries":[{chunk,found,xorbs?}],
+//          "reconstructions":[{file,version,range,status}],"chunk_schemes":{none,lz4,
+//          bg4_lz4},"tokens_issued":{read,write},"sessions":[X-Xet-Session-Id...]}
 import http from "node:http";
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -1765,7 +1811,7 @@ async function handleAdmin(req, res, url) {
       }
       default: {
         if (url.pathname === "/_admin/xet" || url.pathname.startsWith("/_admin/xet/")) {
-          const out = await cas.admin(route);
+          const out = await cas.admin(route, url);
           if (out !== undefined) return reply(200, out);
         }
         return reply(404, { error: `no admin route ${route}` });
