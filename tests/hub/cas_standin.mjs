@@ -51,8 +51,9 @@
 // Storage listener (and the Hub's origin with storage_same_origin):
 //   GET|HEAD /xorbs/default/{xorb}?X-Xet-Signed-Range=bytes%3Da-b%2Cc-d&Expires=T&Signature=S
 //       Signed by the CAS for exactly those ranges. 400 with an Authorization
-//       header; 403 AccessDenied for a bad signature, an expired URL, no Range
-//       header, or a Range outside the signed set. One range -> 206 with
+//       header; 403 AccessDenied for a bad signature, an expired URL (also
+//       after config url_max_uses requests on it), no Range header, or a
+//       Range outside the signed set. One range -> 206 with
 //       Content-Range; several -> 206 multipart/byteranges (each part with
 //       Content-Type and Content-Range), unless a fault refuses it.
 //
@@ -508,6 +509,7 @@ export function createCas(host) {
       return s3(403, "AccessDenied", "The request signature we calculated does not match the signature you provided.");
     }
     if (!/^\d+$/.test(expires) || Number(expires) <= nowSecs()) return s3(403, "AccessDenied", "Request has expired");
+    if (host.urlUsedUp(sig)) return s3(403, "AccessDenied", "Request has expired");
     const parse = (h) => {
       const m = /^bytes=(.*)$/.exec(h ?? "");
       if (!m) return null;

@@ -251,6 +251,12 @@ const cas = createCas({
   s3Error: (...a) => s3Error(...a),
   takeFault: (...a) => takeFault(...a),
   readBodyBuffer: (...a) => readBodyBuffer(...a),
+  // Counts one more request on a signed URL; true once config url_max_uses is exceeded.
+  urlUsedUp: (sig) => {
+    const uses = (urlUses.get(sig) ?? 0) + 1;
+    urlUses.set(sig, uses);
+    return config.url_max_uses > 0 && uses > config.url_max_uses;
+  },
   lfsBytesReceived: () => lfsBytesReceived,
   resetLfsBytes: () => {
     lfsBytesReceived = 0;

@@ -11,12 +11,12 @@
 //
 // What it does, in order (files are written under DIR, so put DIR in /tmp):
 //  1. uploadFiles() of three files (5 KB; 3 MiB of float32 noise, text and
-//     random bytes; 70 MiB random: more than one xorb) to a new repo: the
+//     random bytes; 66 MiB random: more than one xorb) to a new repo: the
 //     client is answered "xet" by the LFS batch, chunks, compresses (lz4js:
 //     LZ4 and byte-grouping-4 chunks), uploads xorbs and a shard, commits
 //     lfsFile lines; the stand-in must have decoded every chunk and
 //     registered every file.
-//  2. A second repo gets files overlapping the first (a 40 MiB prefix of the
+//  2. A second repo gets files overlapping the first (a 24 MiB prefix of the
 //     big one plus new bytes; two far-apart slices of it around new bytes):
 //     the client's global dedupe query must hit and it must upload only the
 //     new bytes (plus the chunks around the seams).
@@ -154,7 +154,7 @@ const recordingFetch = async (url, init) => {
 // ------------------------------------------------------------------ 1. upload
 await admin("DELETE", "/_admin/xet");
 await createRepo({ repo: "org/xet-a", accessToken: token, hubUrl: endpoint });
-const big = fastRandom(70 * MiB, 1);
+const big = fastRandom(66 * MiB, 1);
 const filesA = {
   "small.gguf": randomBytes(5000, 2),
   "mixed.gguf": Buffer.concat([floats(MiB, 3), text(MiB), randomBytes(MiB, 4)]),
@@ -164,7 +164,7 @@ await upload("org/xet-a", "a", filesA, { fetch: recordingFetch });
 lap("upload_a");
 let st = await stats();
 const stored = st.xorbs.filter((x) => x.status === "stored");
-check(stored.length >= 3, `upload 1: ${stored.length} xorbs stored (the 70 MiB file needs two)`);
+check(stored.length >= 3, `upload 1: ${stored.length} xorbs stored (the 66 MiB file needs two)`);
 check(st.xorbs.every((x) => x.status !== "refused"), "upload 1: no xorb refused");
 check(st.shards.length >= 1 && st.shards.every((s) => s.status === "registered"), "upload 1: every shard registered");
 check(st.chunk_schemes.lz4 > 0 && st.chunk_schemes.bg4_lz4 > 0 && st.chunk_schemes.none > 0,
@@ -174,6 +174,7 @@ figures.upload_a_bytes = sizeA;
 figures.upload_a_xorb_bytes = st.bytes.xorb_upload;
 check(st.bytes.xorb_upload < sizeA, "upload 1: compressed xorbs are smaller than the files");
 check(st.bytes.lfs_upload === 0, "upload 1: nothing went through LFS");
+check(st.sessions.length > 0, "upload 1: the client sent the batch's X-Xet-Session-Id");
 let tree = await treeOf("org/xet-a");
 for (const [name, data] of Object.entries(filesA)) {
   check(tree[name]?.lfs?.oid === sha256(data) && /^[0-9a-f]{64}$/.test(tree[name]?.xetHash ?? ""),
@@ -184,7 +185,7 @@ for (const [name, data] of Object.entries(filesA)) {
 await admin("DELETE", "/_admin/xet");
 await createRepo({ repo: "org/xet-b", accessToken: token, hubUrl: endpoint });
 const filesB = {
-  "overlap.gguf": Buffer.concat([big.subarray(0, 40 * MiB), randomBytes(MiB, 5)]),
+  "overlap.gguf": Buffer.concat([big.subarray(0, 24 * MiB), randomBytes(MiB, 5)]),
   "splice.gguf": Buffer.concat([big.subarray(0, 8 * MiB), randomBytes(2 * MiB, 6), big.subarray(30 * MiB, 38 * MiB)]),
 };
 await upload("org/xet-b", "b", filesB);
