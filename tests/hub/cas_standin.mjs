@@ -49,7 +49,7 @@
 //       [{"range": {"start","end"}, "url", "url_range": {"start","end"}}]}.
 //   HEAD /v1/files/{file hash}  -> 200 with Content-Length (the file's size) | 404
 // Storage listener (and the Hub's origin with storage_same_origin):
-//   GET|HEAD /xorbs/default/{xorb}?X-Xet-Signed-Range=bytes%3Da-b%2Cc-d&Expires=T&Signature=S
+//   GET|HEAD /xorbs/default/{xorb}?X-Xet-Signed-Range=bytes%3Da-b%2Cc-d&Expires=T&n=N&Signature=S
 //       Signed by the CAS for exactly those ranges. 400 with an Authorization
 //       header; 403 AccessDenied for a bad signature, an expired URL (also
 //       after config url_max_uses requests on it), no Range header, or a
@@ -425,12 +425,14 @@ export function createCas(host) {
     return { offset: from - (firstStart ?? from), terms, merged };
   }
 
+  let urlSerial = 0;
   function signXorbUrl(xhex, byteRanges) {
     const p = `/xorbs/default/${xhex}`;
     const signed = `bytes=${byteRanges.map((r) => `${r.start}-${r.end}`).join(",")}`;
     const expires = nowSecs() + Number(host.config.xet_url_ttl_secs ?? host.config.url_ttl_secs);
-    const sig = crypto.createHmac("sha256", host.secret).update(`${p}\n${signed}\n${expires}`).digest("hex");
-    return `${host.storageBase()}${p}?X-Xet-Signed-Range=${encodeURIComponent(signed)}&Expires=${expires}&Signature=${sig}`;
+    const n = ++urlSerial; // every URL signed is a URL of its own (url_max_uses counts per URL)
+    const sig = crypto.createHmac("sha256", host.secret).update(`${p}\n${signed}\n${expires}\n${n}`).digest("hex");
+    return `${host.storageBase()}${p}?X-Xet-Signed-Range=${encodeURIComponent(signed)}&Expires=${expires}&n=${n}&Signature=${sig}`;
   }
 
   // Range -> [from, to) within `size`, "unsatisfiable", or "bad".
@@ -503,7 +505,8 @@ export function createCas(host) {
     const signed = url.searchParams.get("X-Xet-Signed-Range") ?? "";
     const expires = url.searchParams.get("Expires") ?? "";
     const sig = url.searchParams.get("Signature") ?? "";
-    const want = crypto.createHmac("sha256", host.secret).update(`/xorbs/default/${xhex}\n${signed}\n${expires}`).digest();
+    const serial = url.searchParams.get("n") ?? "";
+    const want = crypto.createHmac("sha256", host.secret).update(`/xorbs/default/${xhex}\n${signed}\n${expires}\n${serial}`).digest();
     const got = /^[0-9a-f]{64}$/.test(sig) ? Buffer.from(sig, "hex") : Buffer.alloc(0);
     if (segs.length !== 4 || !PREFIXES.has(segs[2]) || got.length !== 32 || !crypto.timingSafeEqual(got, want)) {
       return s3(403, "AccessDenied", "The request signature we calculated does not match the signature you provided.");
@@ -574,7 +577,8 @@ export function createCas(host) {
       if (m === "HEAD") {
         if (!authorize(ctx, "read")) return;
         const x = xorbs.get(segs[3]);
-        return x ? host.sendSmallCounted(ctx, 200, { "Content-Length": x.size }, "") : casError(ctx, 404, "xorb not found");
+        // (a HEAD answer: the length is announced, nothing is read)
+        return x ? host.sendBody(ctx, 200, {}, { stream: [], length: x.size }) : casError(ctx, 404, "xorb not found");
       }
     }
     if ((route === "v1/shards" || route === "v2/shards") && segs.length === 2 && m === "POST") return postShard(ctx, route === "v1/shards" ? 1 : 2);
@@ -589,7 +593,7 @@ export function createCas(host) {
     if (route === "v1/files" && segs.length === 3 && m === "HEAD") {
       if (!authorize(ctx, "read")) return;
       const f = files.get(segs[2]);
-      return f ? host.sendSmallCounted(ctx, 200, { "Content-Length": f.size }, "") : casError(ctx, 404, "file not found");
+      return f ? host.sendBody(ctx, 200, {}, { stream: [], length: f.size }) : casError(ctx, 404, "file not found");
     }
     drain(ctx);
     return casError(ctx, 404, `no CAS route ${m} ${url.pathname}`);
