@@ -189,7 +189,7 @@ TEST_F(XetStandinTest, ResolveAnnouncesXetAndTheBridgeStillServes) {
   // The classic path (the bridge): the redirect serves the bytes, Range included.
   const auto ranged = HubStandin::http("GET", head.headers.at("location"), {"Range: bytes=1000000-1000099"});
   EXPECT_EQ(ranged.status, 206);
-  EXPECT_EQ(ranged.body, model.substr(1000000, 100));
+  EXPECT_TRUE(ranged.body == model.substr(1000000, 100));
 
   const auto tree = get_json(hub.endpoint() + "/api/models/org/src/tree/main");
   for (const auto& e : tree) {
@@ -225,17 +225,17 @@ TEST_F(XetStandinTest, ReconstructionsFollowedByHandGiveTheFile) {
   const auto auth = bearer();
   const auto whole = get_json(hub.cas() + "/v2/reconstructions/" + file_id, {auth});
   EXPECT_EQ(whole.at("offset_into_first_range"), 0);
-  EXPECT_EQ(follow(whole), model);
+  EXPECT_EQ(sha256_hex(follow(whole)), sha256_hex(model));
 
   for (const auto& [a, b] : std::vector<std::pair<size_t, size_t>>{{0, 0}, {100000, 700000}, {3 * kMiB, model.size() - 1}}) {
     const auto rec = get_json(hub.cas() + "/v2/reconstructions/" + file_id,
                               {auth, "Range: bytes=" + std::to_string(a) + "-" + std::to_string(b)});
     const std::string got = follow(rec);
     ASSERT_GE(got.size(), b - a + 1) << a;
-    EXPECT_EQ(got.substr(0, b - a + 1), model.substr(a, b - a + 1)) << a;
+    EXPECT_EQ(sha256_hex(got.substr(0, b - a + 1)), sha256_hex(model.substr(a, b - a + 1))) << a;
   }
   const auto open_end = get_json(hub.cas() + "/v2/reconstructions/" + file_id, {auth, "Range: bytes=3000000-"});
-  EXPECT_EQ(follow(open_end).substr(0, model.size() - 3000000), model.substr(3000000));
+  EXPECT_EQ(sha256_hex(follow(open_end).substr(0, model.size() - 3000000)), sha256_hex(model.substr(3000000)));
   EXPECT_EQ(HubStandin::http("GET", hub.cas() + "/v2/reconstructions/" + file_id,
                              {auth, "Range: bytes=" + std::to_string(model.size()) + "-"})
                 .status,
@@ -305,19 +305,19 @@ TEST_F(XetStandinTest, StorageLiesOnRequest) {
   const auto wrong = HubStandin::http("GET", url, {"Range: bytes=0-99999"});
   ASSERT_EQ(wrong.body.size(), good.body.size());
   EXPECT_NE(wrong.body[8], good.body[8]) << "the first byte after the chunk header";
-  EXPECT_EQ(wrong.body.substr(9), good.body.substr(9));
+  EXPECT_TRUE(wrong.body.substr(9) == good.body.substr(9));
 
   hub.fault({{"kind", "xet_short_read"}, {"drop_bytes", 5000}});
   const auto shrt = HubStandin::http("GET", url, {"Range: bytes=0-99999"});
   EXPECT_EQ(shrt.status, 206);
-  EXPECT_EQ(shrt.body, good.body.substr(0, 95000));
+  EXPECT_TRUE(shrt.body == good.body.substr(0, 95000)) << shrt.body.size();
   EXPECT_EQ(shrt.headers.at("content-range").rfind("bytes 0-94999/", 0), 0u);
 
   // The existing faults apply to the storage listener's xorb path too.
   hub.fault({{"kind", "cut"}, {"listener", "storage"}, {"match", "/xorbs/"}, {"after_bytes", 1000}});
   const auto cut = HubStandin::http("GET", url, {"Range: bytes=0-99999"});
   EXPECT_FALSE(cut.error.empty());
-  EXPECT_EQ(cut.body, good.body.substr(0, 1000));
+  EXPECT_TRUE(cut.body == good.body.substr(0, 1000)) << cut.body.size();
 }
 
 TEST_F(XetStandinTest, CasLiesOnRequest) {
