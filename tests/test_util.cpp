@@ -152,7 +152,10 @@ PackageManifest load_manifest(const std::filesystem::path& package_dir) {
 }
 
 CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env) {
-  return run_program(SKIPPY_CLI_PATH, args, env);
+  // SKIPPY_TEST_CLI: another build of the CLI (an older commit's, to show
+  // that a new test fails there).
+  const char* other = std::getenv("SKIPPY_TEST_CLI");
+  return run_program(other && *other ? other : SKIPPY_CLI_PATH, args, env);
 }
 
 CliResult write_pkg(const std::filesystem::path& src, const std::filesystem::path& out,

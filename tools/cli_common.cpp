@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "progress.h"
 #include "skippy/abi.h"
+#include "format/json_output.h"
 #include "util/env.h"
 #include "util/file.h"
 #include "skippy/hf_ref.h"
@@ -15,7 +16,7 @@
 
 namespace skippy::cli {
 
-void print_json(const nlohmann::json& doc) { std::cout << doc.dump(2) << "\n"; }
+void print_json(const nlohmann::json& doc) { std::cout << json_output(doc, 2) << "\n"; }
 
 std::string aligned_rows(const std::vector<std::vector<std::string>>& rows, const std::vector<size_t>& right_aligned) {
   std::vector<size_t> width;

@@ -16,7 +16,10 @@ Command register_restamp_package(CLI::App& app) {
       "own skippy ABI. The artifacts do not depend on it: this rewrites model-package.json alone (its\n"
       "native_abi_version and, recomputed, its package_id); every artifact stays byte for byte, so a Hub\n"
       "commit of the result uploads one small file. model-package.json.sig (it signed the old bytes) is\n"
-      "removed, or signed again with --sign OWNER_DIR; validation.json (it judged the old bytes) is removed:\n"
+      "removed, or signed again with --sign OWNER_DIR, which first checks that the signature the package\n"
+      "carries (if any) still verifies and that every artifact has its declared size and SHA-256, and\n"
+      "refuses otherwise: a new signature vouches only for what was checked. validation.json (it judged the\n"
+      "old bytes) is removed:\n"
       "validate-package SRC DIR --write-result records a verdict for the new root. Already at that\n"
       "ABI: nothing is written.");
   struct Args {

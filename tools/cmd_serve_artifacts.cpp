@@ -7,6 +7,7 @@
 #include <iostream>
 #include <thread>
 
+#include "format/json_output.h"
 #include "cli.h"
 #include "schema_v2_cli.h"
 #include "util/env.h"
@@ -144,7 +145,7 @@ Command register_serve_artifacts(CLI::App& app) {
                                     {"owner_id", identity.owner_id()},
                                     {"mode", std::string(peer::transfer_mode_name(mode))},
                                     {"trusted_signers", trusted_signers_for_cli().size()}};
-              std::cout << doc.dump() << std::endl;
+              std::cout << json_output(doc) << std::endl;
             } else {
               std::cout << server.endpoint() << std::endl;
             }

@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "skippy/package_layout.h"
 #include "progress.h"
 #include "skippy/hf_ref.h"
 #include "skippy/hub.h"
@@ -70,7 +71,10 @@ Command register_validate_package(CLI::App& app) {
             // The manifest's bytes before validation: validation.json names the file it judged.
             const std::filesystem::path manifest_path = std::filesystem::path(a->package) / std::string(kManifestFileName);
             std::string manifest_sha256;
-            if (a->write_result) manifest_sha256 = sha256_hex(read_small_file(manifest_path, kManifestMaxBytes));
+            if (a->write_result) {
+              refuse_hf_cache_snapshot(a->package, "validate-package --write-result");  // before hours of hashing
+              manifest_sha256 = sha256_hex(read_small_file(manifest_path, kManifestMaxBytes));
+            }
             const auto r = validate_package(source, a->package, o);
             for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
             nlohmann::json written;  // null unless --write-result

@@ -1,5 +1,6 @@
 // The C API (include/skippy/skippy.h) over the C++ library: every entry
 // point catches everything, turns it into a status and a per-thread message.
+#include "format/json_output.h"
 #include "skippy/skippy.h"
 
 #include <cstdlib>
@@ -343,7 +344,7 @@ skippy_status skippy_policy_resolve(skippy_package* package, const char* phase, 
     doc["architecture"] = in.architecture;
     doc["warnings"] = package->v2 ? std::vector<std::string>{} : skippy::generation_warnings(package->pkg.manifest.generation);
     doc["log"] = log;
-    *json_out = new_c_string(doc.dump());
+    *json_out = new_c_string(skippy::json_output(doc));
   });
 }
 
@@ -371,7 +372,7 @@ skippy_status skippy_speculative_resolve(skippy_package* package, const char* st
       doc["error"] = {{"kind", "refused"}, {"rule", r.refusal->rule}, {"message", r.refusal->message}};
       refused = *r.refusal;
     }
-    *json_out = new_c_string(doc.dump());
+    *json_out = new_c_string(skippy::json_output(doc));
   });
   if (st == SKIPPY_OK && refused) {
     return fail(SKIPPY_ERR_INVALID_INPUT, "speculative decoding refused (rule " + refused->rule + "): " + refused->message);

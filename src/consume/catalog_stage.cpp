@@ -149,7 +149,9 @@ OpenedCatalog open_local_catalog_v2(const fs::path& dir) {
   if (!fs::is_directory(dir, ec)) throw_not_found(ref + ": no such package directory");
   const fs::path boundary = local_package_boundary(dir, ec);
   if (ec) throw_invalid(ref + ": cannot resolve: " + ec.message());
-  return open_catalog_dir(ref, fs::absolute(dir), boundary);
+  OpenedCatalog pkg = open_catalog_dir(ref, fs::absolute(dir), boundary);
+  pkg.always_verify = is_hf_cache_snapshot(dir);  // the cache's rule, as through hf://
+  return pkg;
 }
 
 namespace {

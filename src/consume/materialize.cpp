@@ -51,10 +51,9 @@ MaterializeResult materialize_stage(const OpenedCatalog& pkg, const StageSelecti
   job.writer = &w;
   job.verify = options.verify || verify_required(pkg);  // hf://, trusted signers, SKIPPY_VERIFY_PACKAGE_SHA
   job.verify_parts = [&] {
-    if (v1 && !options.verify) {
-      (void)verify_if_required(pkg, resolved.parts);
-      return;
-    }
+    // Schema 1 without --verify: the stage loader's wording when the package
+    // requires verification (it names the damaged cached files to remove).
+    if (v1 && !options.verify && verify_if_required(pkg, resolved.parts)) return;
     materialize_detail::throw_unless_verified(pkg.ref, v1 ? "parts do not match the manifest" : "artifacts do not match the catalog",
                                               verify_stage(pkg, resolved));
   };

@@ -48,7 +48,10 @@ void provide(const OpenedPackage& pkg, std::vector<const ArtifactEntry*> entries
 }  // namespace
 
 fs::path check_artifact_file(const OpenedPackage& pkg, const ArtifactEntry& e, std::string_view what) {
-  return check_package_file(pkg.root, pkg.boundary, e.path, e.artifact_bytes, manifest_file_names(pkg.ref, e.path, what));
+  const auto names = manifest_file_names(pkg.ref, e.path, what);
+  const fs::path real = check_package_file(pkg.root, pkg.boundary, e.path, e.artifact_bytes, names);
+  check_cached_blob_name(real, pkg.boundary, e.sha256, names.label);
+  return real;
 }
 
 
@@ -59,7 +62,10 @@ OpenedPackage open_local_package(const fs::path& root) {
   if (!fs::is_directory(root, ec)) throw_invalid(name + ": not a package directory");
   const fs::path boundary = local_package_boundary(root, ec);
   if (ec) throw_invalid(name + ": cannot resolve: " + ec.message());
-  return open_package_dir(name, fs::absolute(root), boundary);
+  OpenedPackage pkg = open_package_dir(name, fs::absolute(root), boundary);
+  // A Hugging Face cache snapshot: the cache's rule, as through hf://.
+  pkg.always_verify = is_hf_cache_snapshot(root);
+  return pkg;
 }
 
 OpenedPackage open_package_dir(std::string ref, const fs::path& root, const fs::path& boundary) {
@@ -171,10 +177,12 @@ ArtifactEntry part_entry(const StagePart& part) {
 }
 
 fs::path check_part(const OpenedPlace& pkg, const StagePart& part) {
-  return check_package_file(pkg.root, pkg.boundary, part.rel_path, part.bytes,
-                            pkg.schema_version == kManifestSchemaVersion
-                                ? manifest_file_names(pkg.ref, part.rel_path, part_role_label(part))
-                                : catalog_file_names(pkg.ref, part.artifact_id, part.rel_path));
+  const auto names = pkg.schema_version == kManifestSchemaVersion
+                         ? manifest_file_names(pkg.ref, part.rel_path, part_role_label(part))
+                         : catalog_file_names(pkg.ref, part.artifact_id, part.rel_path);
+  const fs::path real = check_package_file(pkg.root, pkg.boundary, part.rel_path, part.bytes, names);
+  check_cached_blob_name(real, pkg.boundary, part.sha256, names.label);
+  return real;
 }
 
 void provide_parts(const OpenedPlace& pkg, std::vector<StagePart>& parts) {

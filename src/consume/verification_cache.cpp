@@ -1,3 +1,4 @@
+#include "format/json_output.h"
 #include "consume/verification_cache.h"
 
 #include <fcntl.h>
@@ -128,7 +129,7 @@ void VerificationCache::store(const std::string& key, std::string_view sha256, u
                                  {"sha256", lower(sha256)},
                                  {"size", bytes},
                                  {"verified_at", static_cast<int64_t>(std::time(nullptr))}};
-  const std::string text = record.dump() + "\n";
+  const std::string text = json_output(record) + "\n";
   // Atomic (temporary name, then rename) but not fsynced: a record lost or
   // torn by a crash is unreadable or incomplete JSON, which is a miss.
   std::string why;

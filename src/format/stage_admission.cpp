@@ -1,4 +1,5 @@
 // Package schema 2 stage admission descriptors (see skippy/stage_admission.h).
+#include "format/json_output.h"
 #include "skippy/stage_admission.h"
 
 #include <algorithm>
@@ -102,7 +103,7 @@ std::string stage_admission_json(const StageAdmission& a) {
   doc["package_id"] = a.package_id;
   doc["resident_tensor_ids"] = a.resident_tensor_ids;
   doc["sidecars"] = std::move(sidecars);
-  return doc.dump();
+  return json_output(doc);
 }
 
 void check_stage_admission(const StageAdmission& a, const PackageCatalog& cat, std::string_view origin) {

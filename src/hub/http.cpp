@@ -356,7 +356,11 @@ std::string server_reason(const HttpResponse& r) {
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
   }
   d = trim(d);
-  if (d.size() > 300) d = d.substr(0, 300) + "...";
+  if (d.size() > 300) {
+    size_t cut = 300;  // never inside a UTF-8 sequence
+    while (cut > 0 && (static_cast<unsigned char>(d[cut]) & 0xC0) == 0x80) --cut;
+    d = d.substr(0, cut) + "...";
+  }
   return d;
 }
 

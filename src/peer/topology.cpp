@@ -5,6 +5,7 @@
 #include <tuple>
 #include <vector>
 
+#include "format/json_output.h"
 #include "format/manifest_json.h"
 #include "skippy/catalog_stage.h"
 #include "util/control_chars.h"
@@ -138,7 +139,7 @@ Topology load_topology(const std::filesystem::path& file) {
 }
 
 std::string format_topology(const Topology& topology) {
-  auto text = [](const std::string& s) { return json(s).dump(); };
+  auto text = [](const std::string& s) { return json_output(json(s)); };
   std::string out = "{\n";
   out += "  \"topology_id\": " + text(topology.topology_id) + ",\n";
   out += "  \"run_id\": " + text(topology.run_id) + ",\n";

@@ -139,6 +139,7 @@ struct Payload {
 
 // Where the output goes: refused early when it is there and not ours to replace.
 void check_out_dir(const fs::path& out, bool force) {
+  refuse_hf_cache_snapshot(out, "--out-dir");
   std::error_code ec;
   if (!fs::exists(out, ec)) return;
   if (!fs::is_directory(out, ec)) throw_invalid(out.string() + ": exists and is not a directory");

@@ -57,6 +57,7 @@ bool empty_or_only_leftovers(const fs::path& dir) {
 // (staged fragments, README and manifest temporaries) so a finished package
 // never keeps one.
 void prepare_out_dir(const fs::path& dir, bool force) {
+  refuse_hf_cache_snapshot(dir, "--out-dir");
   std::error_code ec;
   if (fs::exists(dir, ec)) {
     if (!fs::is_directory(dir, ec)) throw_invalid(dir.string() + ": exists and is not a directory");

@@ -106,7 +106,8 @@
 //          (waits up to 500 ms for requests still being answered)
 //   DELETE /_admin/log
 //   POST   /_admin/faults  a rule {match, listener?, method?, kind, times?=1 (-1: forever), ...}
-//            kind "status":  status, headers?, body? (answer instead of the real handler)
+//            kind "status":  status, headers?, body? or body_base64? (raw bytes) (answer
+//                            instead of the real handler)
 //            kind "cut":     after_bytes (send that many body bytes, then close the socket)
 //            kind "corrupt": offset (flip the body byte at that offset)
 //            kind "slow":    bytes_per_sec (throttle the body: keeps downloads in
@@ -455,7 +456,8 @@ function validateFault(r) {
     if (!Number.isInteger(r.status) || r.status < 100 || r.status > 599) throw new Error("status must be an HTTP status");
     rule.status = r.status;
     rule.headers = r.headers ?? {};
-    rule.body = r.body ?? JSON.stringify({ error: `injected fault: HTTP ${r.status}` });
+    rule.body = r.body_base64 !== undefined ? Buffer.from(String(r.body_base64), "base64")
+                                             : (r.body ?? JSON.stringify({ error: `injected fault: HTTP ${r.status}` }));
   } else if (r.kind === "cut") {
     if (!Number.isInteger(r.after_bytes) || r.after_bytes < 0) throw new Error("after_bytes must be >= 0");
     rule.after_bytes = r.after_bytes;
