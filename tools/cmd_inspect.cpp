@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "plan_report.h"
 #include "schema_v2_cli.h"
 #include "skippy/abi.h"
 #include "skippy/catalog_stage.h"
@@ -24,7 +25,6 @@ nlohmann::json totals_json(const RoleTotals& t) {
   return {{"tensor_count", t.tensor_count}, {"tensor_bytes", t.tensor_bytes}};
 }
 
-nlohmann::json opt_json(const std::optional<uint64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
 // A projector's own facts (null for a decoder).
 nlohmann::json projector_json(const ModelSummary& s) {
