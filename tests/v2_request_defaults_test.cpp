@@ -79,7 +79,7 @@ TEST(V2RequestDefaults, ReadWithThePackageIdOfTheSecondRoute) {
   thinking["reasoning"] = {{"enabled", "on"}, {"format", "deepseek-legacy"}, {"budget", "high"}};
   rd["profiles"]["thinking"] = thinking;
   const auto written = package_with(t.path(), rd);
-  const auto opened = open_local_catalog_v2(t.path());  // the package_id recomputed and compared
+  const auto opened = test::local_catalog(t.path());  // the package_id recomputed and compared
   const auto& d = *opened.catalog.root_v2->generation->request_defaults;
   EXPECT_EQ(d.selection_default, "recommended");
   EXPECT_EQ(d.reasoning_enabled, "thinking");
@@ -205,7 +205,7 @@ TEST(V2RequestDefaults, WrittenByGenerationDefaultsAndDroppedByConversionToSchem
   auto r = test::write_pkg(test::model_fixtures().front(), t / "pkg",
                            {"--schema", "2", "--generation-defaults", (t / "defaults.json").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto opened = open_local_catalog_v2(t / "pkg");
+  const auto opened = test::local_catalog(t / "pkg");
   ASSERT_TRUE(opened.catalog.root_v2->generation);
   EXPECT_EQ(opened.catalog.root_v2->generation->request_defaults,
             parse_request_defaults_v2(defaults().dump(), "defaults.json"));

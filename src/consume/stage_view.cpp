@@ -13,7 +13,7 @@ StageView StageView::open(const PackageCatalog& catalog, const StageSelection& s
     throw Error(ErrorKind::kUsage, "stage selection must start with the metadata part");
   }
   if (!selection.range) throw Error(ErrorKind::kUsage, "a stage view needs a layer range");
-  if (!catalog.manifest_v1) throw Error(ErrorKind::kUsage, "a stage view is of a schema 1 package's fragments");
+  if (!catalog.selects_whole_parts) throw Error(ErrorKind::kUsage, "a stage view is of a package of whole fragments");
   StageView v;
   v.range_ = *selection.range;
   v.parts_ = selection.parts;
