@@ -97,7 +97,9 @@ class DiskSampler {
 };
 
 // Writes a small multimodal projector GGUF as llama.cpp's converters do
-// (general.architecture "clip", clip.* keys, v.* and mm.* tensors) to `path`;
+// (general.architecture "clip", clip.vision.* keys with its own
+// clip.vision.block_count, v.* encoder tensors with v.blk.N blocks, mm.*
+// projection tensors) to `path`;
 // `seed` varies the tensor bytes so two projectors differ. Returns its
 // tensor count.
 size_t make_projector(const std::filesystem::path& path, uint8_t seed = 1);

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "plan_report.h"
 #include "stage_cli.h"
 #include "skippy/abi.h"
 #include "skippy/catalog_stage.h"
@@ -23,22 +24,22 @@ nlohmann::json totals_json(const RoleTotals& t) {
   return {{"tensor_count", t.tensor_count}, {"tensor_bytes", t.tensor_bytes}};
 }
 
-// What one decoded token reads of the model (skippy/decode_cost.h).
-DecodeCost decode_cost_of(const ModelSource& model) {
-  std::vector<DecodeTensor> tensors;
-  for (const auto& shard : model.shards()) {
-    auto t = decode_tensors_of(shard);
-    tensors.insert(tensors.end(), std::make_move_iterator(t.begin()), std::make_move_iterator(t.end()));
-  }
-  return read_decode_cost(model.primary(), tensors, model.layer_count(), model.primary().name());
+
+// A projector's own facts (null for a decoder).
+nlohmann::json projector_json(const ModelSummary& s) {
+  if (!s.projector) return nullptr;
+  return {{"projector_type", s.projector->projector_type},
+          {"vision_block_count", opt_json(s.projector->vision_block_count)},
+          {"audio_block_count", opt_json(s.projector->audio_block_count)}};
 }
 
-nlohmann::json summary_json(const std::string& file, const ModelSummary& s, const DecodeCost& d) {
+// `d` is nullopt for a projector: decoding reads none of it.
+nlohmann::json summary_json(const std::string& file, const ModelSummary& s, const std::optional<DecodeCost>& d) {
   nlohmann::json layers = nlohmann::json::array();
   for (size_t i = 0; i < s.layers.size(); ++i) {
     layers.push_back({{"layer_index", i}, {"tensor_count", s.layers[i].tensor_count},
                       {"tensor_bytes", s.layers[i].tensor_bytes},
-                      {"active_bytes_per_token", i < d.layers.size() ? d.layers[i].active_bytes : 0}});
+                      {"active_bytes_per_token", d && i < d->layers.size() ? d->layers[i].active_bytes : 0}});
   }
   nlohmann::json types = nlohmann::json::object();
   for (const auto& [name, t] : s.by_type) types[name] = totals_json(t);
@@ -50,7 +51,8 @@ nlohmann::json summary_json(const std::string& file, const ModelSummary& s, cons
       {"activation_width", s.activation_width ? nlohmann::json(*s.activation_width) : nlohmann::json(nullptr)},
       {"tensor_count", s.tensor_count},
       {"tensor_bytes", s.tensor_bytes},
-      {"active_bytes_per_token", d.active_bytes_per_token()},
+      {"active_bytes_per_token", d ? nlohmann::json(d->active_bytes_per_token()) : nlohmann::json(nullptr)},
+      {"projector", projector_json(s)},
       {"file_bytes", s.file_bytes},
       {"gguf_version", s.gguf_version},
       {"alignment", s.alignment},
@@ -69,7 +71,7 @@ nlohmann::json summary_json(const std::string& file, const ModelSummary& s, cons
   return j;
 }
 
-void print_human(const std::string& file, const ModelSummary& s, const DecodeCost& d) {
+void print_human(const std::string& file, const ModelSummary& s, const std::optional<DecodeCost>& d) {
   auto& o = std::cout;
   o << file << "\n";
   o << "  architecture      " << (s.architecture.empty() ? "(none)" : s.architecture) << "\n";
@@ -82,11 +84,21 @@ void print_human(const std::string& file, const ModelSummary& s, const DecodeCos
     o << "\n";
   }
   o << "  tensors           " << s.tensor_count << " (" << human_bytes(s.tensor_bytes) << ")\n";
-  o << "  read per token    " << human_bytes(d.active_bytes_per_token()) << " of " << human_bytes(d.total_bytes())
-    << (d.expert_count > 1 ? " (routed experts at " + std::to_string(d.expert_used_count) + "/" +
-                                 std::to_string(d.expert_count) + ")"
-                           : std::string())
-    << (d.nextn_layers ? ", the NextN block not run" : "") << "\n";
+  if (s.projector) {
+    auto blocks = [](const char* what, const std::optional<uint64_t>& n) {
+      return n ? std::string(", ") + what + " encoder " + std::to_string(*n) + " blocks" : std::string();
+    };
+    o << "  projector         multimodal (" << (s.projector->projector_type.empty() ? "clip" : s.projector->projector_type)
+      << ")" << blocks("vision", s.projector->vision_block_count) << blocks("audio", s.projector->audio_block_count)
+      << "\n";
+    o << "  read per token    nothing: an encoder run once per image or clip, not a decoder layer\n";
+  } else {
+    o << "  read per token    " << human_bytes(d->active_bytes_per_token()) << " of " << human_bytes(d->total_bytes())
+      << (d->expert_count > 1 ? " (routed experts at " + std::to_string(d->expert_used_count) + "/" +
+                                    std::to_string(d->expert_count) + ")"
+                              : std::string())
+      << (d->nextn_layers ? ", the NextN block not run" : "") << "\n";
+  }
   o << "  GGUF              v" << s.gguf_version << ", alignment " << s.alignment << ", "
     << human_bytes(s.file_bytes) << " on disk\n";
   if (!s.shards.empty()) {
@@ -274,7 +286,7 @@ Command register_inspect(CLI::App& app) {
     if (is_package_ref(*file)) return inspect_package(*file, *json);
     const auto model = ModelSource::open(*file);
     const auto summary = summarize(model);
-    const auto decode = decode_cost_of(model);
+    const auto decode = model_decode_cost(model);
     if (*json) {
       print_json(summary_json(*file, summary, decode));
     } else {
