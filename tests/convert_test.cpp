@@ -173,7 +173,7 @@ TEST(Convert, SaysWhatHadNoPlaceInSchema2) {
   const auto dropped = nlohmann::json::parse(r.out)["dropped"].dump();
   EXPECT_NE(dropped.find("generation.policy"), std::string::npos) << dropped;
   EXPECT_NE(dropped.find("generation.thresholds"), std::string::npos) << dropped;
-  EXPECT_FALSE(test::local_catalog(dir / "v2").catalog.root_v2->generation.has_value());
+  EXPECT_FALSE(test::root_v2(dir / "v2").generation.has_value());
 }
 
 TEST(Convert, TwoToOneOfAReferenceLayoutPackageValidatesAgainstTheSource) {

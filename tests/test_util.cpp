@@ -47,6 +47,13 @@ const PackageManifest& manifest(const OpenedPackage& pkg) {
   return *m;
 }
 
+PackageRootV2 root_v2(const OpenedPlace& place) { return root_v2(place.root); }
+
+PackageRootV2 root_v2(const std::filesystem::path& dir) {
+  const auto path = dir / "model-package.json";
+  return parse_package_root_v2(read_text(path), path.string());
+}
+
 StageView view_v1(const OpenedPackage& pkg, LayerRange range) {
   const OpenedCatalog cat = pkg.catalog(CatalogNeed::stage(range));
   return StageView::open(cat.catalog, open_stage(cat, range));

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "skippy/catalog_stage.h"
+#include "skippy/manifest_v2.h"
 #include "skippy/materialize.h"
 #include "skippy/stage_view.h"
 
@@ -44,6 +45,10 @@ OpenedCatalog local_catalog(const std::filesystem::path& dir);
 OpenedCatalog catalog_of(const OpenedPackage& pkg, std::optional<LayerRange> range = std::nullopt);
 // A schema 1 package's parsed manifest (fails the test for another schema).
 const PackageManifest& manifest(const OpenedPackage& pkg);
+// A schema 2 package's root as the strict parser reads it, from a place's
+// directory or a package directory.
+PackageRootV2 root_v2(const OpenedPlace& place);
+PackageRootV2 root_v2(const std::filesystem::path& dir);
 
 // The tensor names a stage a..b of `model` must hold (spec: "Layer
 // Selection"; a tied output also pulls in the embeddings).

@@ -76,9 +76,9 @@ TEST(V2Abi, TheRuntimeRulePerSchema) {
 TEST(V2Abi, WrittenAtTheDefaultOrTheFlagAndShownByInspect) {
   TempDir t;
   const auto def = write_v2(t / "default");
-  EXPECT_EQ(test::local_catalog(def).catalog.root_v2->native_abi_version, "0.1.64");
+  EXPECT_EQ(test::root_v2(def).native_abi_version, "0.1.64");
   const auto old = write_v2(t / "old", {"--native-abi-version", "0.1.41"});
-  EXPECT_EQ(test::local_catalog(old).catalog.root_v2->native_abi_version, "0.1.41");
+  EXPECT_EQ(test::root_v2(old).native_abi_version, "0.1.41");
   const auto ins = run_cli({"inspect", old.string(), "--json"});
   ASSERT_EQ(ins.exit_code, 0) << ins.err;
   const auto j = nlohmann::json::parse(ins.out);

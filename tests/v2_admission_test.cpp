@@ -137,7 +137,7 @@ TEST(V2Admission, AgainstAPackageRequiredArtifactsAndRefusals) {
   const auto written = test::write_schema_v2_package(test::data_path("llama-tiny-q8_0.gguf"), tmp.path() / "pkg", o);
   const auto pkg = test::local_catalog(tmp.path() / "pkg");
   const auto& cat = pkg.catalog;
-  ASSERT_EQ(cat.root_v2->sidecars.size(), 1u);
+  ASSERT_EQ(test::root_v2(pkg).sidecars.size(), 1u);
   // The stage of layers 2..4 as a descriptor: exactly its tensors, sorted.
   const auto stage = select_stage(cat, {2, 4});
   auto a = stage_admission_of(cat, stage);
@@ -156,7 +156,7 @@ TEST(V2Admission, AgainstAPackageRequiredArtifactsAndRefusals) {
   for (const auto& t : stage.tensors) bytes += t.stored_bytes;
   EXPECT_EQ(stage_admission_tensor_bytes(a, cat), bytes);
   // With the package's sidecar: its artifact too, and the stage's parts are the required set.
-  a.sidecars = cat.root_v2->sidecars;
+  a.sidecars = test::root_v2(pkg).sidecars;
   const auto with_sidecar = select_stage_admission(cat, a, "stage.json");
   std::set<std::string> parts;
   for (const auto& p : with_sidecar.parts) parts.insert(p.artifact_id);

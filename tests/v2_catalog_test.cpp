@@ -53,10 +53,11 @@ TEST(V2Catalog, ReadsEveryTensorLocatorOfAReferenceLayoutPackage) {
     EXPECT_EQ(cat.architecture, model.architecture());
     EXPECT_EQ(cat.artifacts.at(cat.carrier).path, "shared/metadata.gguf");
     // The MTP fixture gets the reference writer's native-mtp generation.
-    EXPECT_EQ(cat.root_v2->generation.has_value(), written.root.contains("generation"));
+    EXPECT_EQ(test::root_v2(opened).generation.has_value(), written.root.contains("generation"));
     if (fixture.filename() == "glm4moe-mtp-tiny.gguf") {
-      ASSERT_TRUE(cat.root_v2->generation.has_value());
-      const auto& mtp = cat.root_v2->generation->speculative_decoding->strategies.at("mtp");
+      ASSERT_TRUE(test::root_v2(opened).generation.has_value());
+      const auto root = test::root_v2(opened);
+      const auto& mtp = root.generation->speculative_decoding->strategies.at("mtp");
       EXPECT_EQ(mtp.layer_indices, std::vector<uint32_t>{cat.layer_count - 1});
       EXPECT_EQ(mtp.window_policy->max_window, 1u);
     }

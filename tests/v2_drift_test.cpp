@@ -31,7 +31,7 @@ TEST(V2Drift, BareGeneratorVersionAndAModelCardThatFollowsARestamp) {
   TempDir t;
   const auto r = test::write_pkg(test::model_fixtures().front(), t / "pkg", {"--schema", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto root = test::local_catalog(t / "pkg").catalog.root_v2;
+  const auto root = std::optional<PackageRootV2>(test::root_v2(t / "pkg"));
   EXPECT_EQ(root->generator_version, std::string(library_version()));  // "0.x.y", as the reference writes "0.77.0"
   const auto card = test::read_text(t / "pkg/README.md");
   for (const std::string& want : std::vector<std::string>{root->package_id, "Native ABI `" + root->native_abi_version + "`", "shared/metadata.gguf",

@@ -61,7 +61,7 @@ TEST(V2Write, EveryFixtureMatchesTheReferenceLayoutAndCertifies) {
     const auto reference = test::local_catalog(theirs.path());
     const auto& c = opened.catalog;
     EXPECT_EQ(c.package_id, r.package_id);
-    EXPECT_EQ(c.package_id, compute_package_id_v2(*c.root_v2));
+    EXPECT_EQ(c.package_id, compute_package_id_v2(test::root_v2(opened)));
     // Same tensors, types, dims, stored bytes and layers as the reference's layout.
     EXPECT_EQ(shapes(c), shapes(reference.catalog));
     EXPECT_EQ(c.layer_count, reference.catalog.layer_count);
@@ -74,7 +74,7 @@ TEST(V2Write, EveryFixtureMatchesTheReferenceLayoutAndCertifies) {
     EXPECT_EQ(c.artifacts.at(c.carrier).id, "metadata");
     EXPECT_NE(c.find_artifact("common"), nullptr);
     EXPECT_NE(c.find_artifact("layer-00000"), nullptr);
-    const auto& root = *c.root_v2;
+    const auto& root = test::root_v2(opened);
     EXPECT_EQ(root.format, "gguf");
     EXPECT_EQ(root.source_model.metadata_artifact_id, "metadata");
     EXPECT_EQ(*root.source_model.canonical_ref,
@@ -90,8 +90,8 @@ TEST(V2Write, EveryFixtureMatchesTheReferenceLayoutAndCertifies) {
     EXPECT_EQ(align->value.type(), GgufType::kUint32);
     EXPECT_EQ(align->value.as_uint(), model.primary().alignment());
     // Exactly the reference's generation rule (the MTP fixture only).
-    EXPECT_EQ(root.generation.has_value(), reference.catalog.root_v2->generation.has_value());
-    EXPECT_EQ(root.generation, reference.catalog.root_v2->generation);
+    EXPECT_EQ(root.generation.has_value(), test::root_v2(reference).generation.has_value());
+    EXPECT_EQ(root.generation, test::root_v2(reference).generation);
     // Every tensor's bytes at its locator are the source's.
     const auto cert = certify_catalog(c, ours / "pkg", fixture, /*hash_artifacts=*/true);
     EXPECT_EQ(cert.tensors, model.tensors().size());
@@ -143,7 +143,7 @@ TEST(V2Write, AProjectorBecomesAnMmprojSidecarWithItsBytes) {
   o.projectors = {dir / "mmproj-a.gguf"};
   (void)write_package(o);
   const auto opened = test::local_catalog(dir / "pkg");
-  const auto& root = *opened.catalog.root_v2;
+  const auto& root = test::root_v2(opened);
   ASSERT_EQ(root.sidecars.size(), 1u);
   EXPECT_EQ(root.sidecars[0].kind, "mmproj");
   EXPECT_EQ(root.sidecars[0].artifact_id, "projector-00000");
@@ -266,13 +266,13 @@ TEST(V2Write, NativeMtpIsDeclaredOnlyWhenTheKeyAndTheTensorsAgree) {
   const auto src = mtp_variant(dir, 1u);
   (void)write_package(v2_options(src, dir / "ok"));
   const auto ok = test::local_catalog(dir / "ok");
-  const auto& g = ok.catalog.root_v2->generation;
+  const auto g = test::root_v2(ok).generation;
   ASSERT_TRUE(g && g->speculative_decoding);
   EXPECT_EQ(g->speculative_decoding->default_strategy, "mtp");
   EXPECT_EQ(g->speculative_decoding->strategies.at("mtp").prediction_depth, 1u);
   // A model without MTP gets no generation block at all.
   (void)write_package(v2_options(test::data_path("qwen3moe-tiny.gguf"), dir / "plain"));
-  EXPECT_FALSE(test::local_catalog(dir / "plain").catalog.root_v2->generation.has_value());
+  EXPECT_FALSE(test::root_v2(dir / "plain").generation.has_value());
 }
 
 TEST(V2Write, CertifyingAgainstAnotherSourceNamesATensor) {

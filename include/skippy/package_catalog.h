@@ -193,8 +193,6 @@ struct PackageCatalog : PackageIdentity {
   // The package's own bookkeeping keys in the carrier (its reader's), never
   // copied into a materialized stage; null: none.
   bool (*bookkeeping_key)(std::string_view key) = nullptr;
-  std::optional<PackageRootV2> root_v2;  // schema 2: the root as parsed
-  std::optional<PackageManifest> manifest_v1;  // schema 1: the manifest as parsed
   // Schema 1: each artifact's fragment as add_fragment_v1 read it (null
   // for an artifact whose header was not read), parallel to `artifacts`.
   std::vector<std::shared_ptr<const GgufFile>> fragment_files;

@@ -116,7 +116,7 @@ CertifyResult certify_catalog(const PackageCatalog& catalog, const std::filesyst
                               const std::function<void(uint64_t, uint64_t)>& on_progress = {});
 
 struct ConvertToV1Options {
-  std::filesystem::path package_dir;   // the schema 2 package (catalog from open_local_catalog_v2)
+  std::filesystem::path package_dir;   // the schema 2 package (read by open_local_package)
   std::filesystem::path out_dir;
   bool force = false;
   unsigned threads = 2;

@@ -207,7 +207,6 @@ PackageCatalog catalog_artifacts_v2(const PackageRootV2& root, std::string_view 
   if (payload.empty()) carrier_fail(origin, "the package has no payload artifacts (only the carrier and sidecars)");
   for (size_t p = 0; p < payload.size(); ++p) cat.artifacts[payload[p]].part_index = static_cast<uint32_t>(p);
   for (auto& a : cat.artifacts) a.tensors_listed = false;
-  cat.root_v2 = root;
   return cat;
 }
 

@@ -84,7 +84,6 @@ PackageCatalog catalog_artifacts_v1(const PackageManifest& m) {
   for (size_t i = 0; i < cat.artifacts.size(); ++i) cat.artifact_index.emplace(cat.artifacts[i].id, i);
   cat.carrier = 0;
   cat.fragment_files.resize(cat.artifacts.size());
-  cat.manifest_v1 = m;
   return cat;
 }
 

@@ -1,4 +1,4 @@
-// open_package / open_package_any: a local directory in place, or an hf:// repository through
+// open_package: a local directory in place, or an hf:// repository through
 // the Hugging Face cache and the remotes in order (see skippy/source.h).
 #include "skippy/source.h"
 
