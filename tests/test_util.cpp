@@ -1,6 +1,7 @@
 #include "test_util.h"
 
 #include "skippy/manifest.h"
+#include "format/schema1/reader.h"
 
 #include <algorithm>
 
@@ -31,21 +32,41 @@ extern char** environ;
 namespace skippy::test {
 
 StageSelection select_v1(const OpenedPackage& pkg, LayerRange range, const SelectOptions& options) {
-  return open_stage(open_catalog_v1(pkg, range), range, options);
+  return open_stage(pkg.catalog(CatalogNeed::stage(range)), range, options);
+}
+
+OpenedCatalog local_catalog(const std::filesystem::path& dir) { return open_local_package(dir).catalog(CatalogNeed::all()); }
+
+OpenedCatalog catalog_of(const OpenedPackage& pkg, std::optional<LayerRange> range) {
+  return pkg.catalog(range ? CatalogNeed::stage(*range) : CatalogNeed::all());
+}
+
+const PackageManifest& manifest(const OpenedPackage& pkg) {
+  const PackageManifest* m = schema1::manifest_of(pkg);
+  if (m == nullptr) throw std::logic_error(pkg.ref + ": not a schema 1 package");
+  return *m;
+}
+
+PackageRootV2 root_v2(const OpenedPlace& place) { return root_v2(place.root); }
+
+PackageRootV2 root_v2(const std::filesystem::path& dir) {
+  const auto path = dir / "model-package.json";
+  return parse_package_root_v2(read_text(path), path.string());
 }
 
 StageView view_v1(const OpenedPackage& pkg, LayerRange range) {
-  const OpenedCatalog cat = open_catalog_v1(pkg, range);
+  const OpenedCatalog cat = pkg.catalog(CatalogNeed::stage(range));
   return StageView::open(cat.catalog, open_stage(cat, range));
 }
 
 MaterializeResult materialize_v1(const OpenedPackage& pkg, const StageSelection& stage, const MaterializeOptions& options) {
-  return materialize_stage(open_catalog_v1(pkg, stage.range), stage, options);
+  return materialize_stage(pkg.catalog(CatalogNeed::stage(*stage.range)), stage, options);
 }
 
 std::vector<StagePart> all_parts_v1(const OpenedPackage& pkg) {
-  auto parts = all_parts(catalog_artifacts_v1(pkg.manifest));
-  provide_parts(pkg, parts);
+  const auto listed = pkg.catalog(CatalogNeed::root_only());
+  auto parts = all_parts(listed.catalog);
+  provide_parts(listed, parts);
   return parts;
 }
 

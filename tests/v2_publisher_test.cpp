@@ -66,7 +66,7 @@ test::SchemaV2Package publisher_package(const fs::path& dir,
 TEST(V2Publisher, ReadOutsideThePayloadRankingAndShown) {
   TempDir t;
   const auto written = publisher_package(t.path());
-  const auto opened = open_local_catalog_v2(t.path());  // locators still resolve: publisher ids are not ranked
+  const auto opened = test::local_catalog(t.path());  // locators still resolve: publisher ids are not ranked
   const auto& c = opened.catalog;
   EXPECT_EQ(c.package_id, written.root["package_id"].get<std::string>()) << "sorted by role rank inside the id";
   const auto* a = c.find_artifact("publisher-config-json");
@@ -74,8 +74,8 @@ TEST(V2Publisher, ReadOutsideThePayloadRankingAndShown) {
   EXPECT_EQ(a->kind, CatalogArtifactKind::kPublisherMetadata);
   EXPECT_EQ(a->publisher_role, "model_config");
   EXPECT_FALSE(a->part_index);
-  ASSERT_EQ(c.root_v2->publisher_metadata.size(), 2u);
-  EXPECT_EQ(c.root_v2->publisher_defaults->compute_dtype->dtype, "bf16");
+  ASSERT_EQ(test::root_v2(opened).publisher_metadata.size(), 2u);
+  EXPECT_EQ(test::root_v2(opened).publisher_defaults->compute_dtype->dtype, "bf16");
   // A stage never selects them; every artifact (verify of the whole package) includes them.
   std::set<std::string> stage;
   for (const auto& p : select_stage(c, {0, c.layer_count}).parts) stage.insert(p.rel_path);
@@ -147,7 +147,7 @@ TEST(V2Publisher, TheReferencesRulesRefuseTamperedCopies) {
     TempDir t;
     (void)publisher_package(t.path(), c.edit);
     try {
-      (void)open_local_catalog_v2(t.path());
+      (void)test::local_catalog(t.path());
       ADD_FAILURE() << "accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
@@ -181,8 +181,8 @@ TEST(V2Publisher, WrittenByWritePackageAndCarriedByFetchAndPublish) {
                 (t / "src/chat_template.jinja").string()},
                rev);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto opened = open_local_catalog_v2(t / "pkg");
-  const auto& root = *opened.catalog.root_v2;
+  const auto opened = test::local_catalog(t / "pkg");
+  const auto& root = test::root_v2(opened);
   ASSERT_EQ(root.publisher_metadata.size(), 2u);
   EXPECT_EQ(root.publisher_metadata[1].artifact_id, "publisher-chat-template-jinja");
   EXPECT_EQ(root.publisher_metadata[1].role, "chat_template");
@@ -235,7 +235,7 @@ TEST(V2Publisher, ReadFromTheHubSourceRepositoryWhenAsked) {
                     (t / "pkg").string(), "--json"},
                    env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto root = open_local_catalog_v2(t / "pkg").catalog.root_v2;
+  const auto root = std::optional<PackageRootV2>(test::root_v2(t / "pkg"));
   ASSERT_EQ(root->publisher_metadata.size(), 2u);
   EXPECT_EQ(root->publisher_metadata[0].role, "model_config");
   EXPECT_EQ(root->publisher_metadata[0].source_repo, "org/Tiny-GGUF");
@@ -246,7 +246,7 @@ TEST(V2Publisher, ReadFromTheHubSourceRepositoryWhenAsked) {
   // Without the flag: none; with a local source: a usage error.
   r = run_cli({"write-package", "org/Tiny-GGUF:Q8_0", "--schema", "2", "--out-dir", (t / "pkg2").string(), "--json"}, env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(open_local_catalog_v2(t / "pkg2").catalog.root_v2->publisher_metadata.empty());
+  EXPECT_TRUE(test::root_v2(t / "pkg2").publisher_metadata.empty());
   r = test::write_pkg(test::model_fixtures().front(), t / "pkg3", {"--schema", "2", "--hub-publisher-metadata"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
 }

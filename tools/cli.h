@@ -57,18 +57,21 @@ bool stderr_is_tty();
 // For an hf:// package, {"revision_kind", "moving", "pin": "hf://ns/repo@<commit>"}
 // (moving: a branch, or a name no remote could classify; production should
 // pin the commit); null for a local directory.
-nlohmann::json pin_json(const OpenedPlace& pkg);  // either schema
-// open_package_any for the commands, with default_sources() (the Hugging
-// Face cache, then the Hub) unless `sources` is given: a download progress
-// display (terminal only), and the package's warnings on stderr. Commands
-// dispatch on the schema of the result (schema_v2_cli.h). `with_signature`:
-// bring an hf:// package's signature sidecar (and the validation.json it
-// covers) even without trusted signers (inspect).
-OpenedAnyPackage open_any_for_cli(const std::string& ref, bool refresh_revision = false,
-                                  const std::optional<Sources>& sources = std::nullopt, bool with_signature = false);
+nlohmann::json pin_json(const OpenedPlace& pkg);
+// The keys a consuming command's JSON names a package by: package and
+// manifest_sha256, and, for a package with an id, schema_version,
+// package_id and commit.
+nlohmann::json package_identity_json(const OpenedCatalog& pkg);
+// open_package for the commands, with default_sources() (the Hugging Face
+// cache, then the Hub) unless `sources` is given: a download progress
+// display (terminal only), and the package's warnings on stderr.
+// `with_signature`: bring an hf:// package's signature sidecar (and the
+// validation.json it covers) even without trusted signers (inspect).
+OpenedPackage open_for_cli(const std::string& ref, bool refresh_revision = false,
+                           const std::optional<Sources>& sources = std::nullopt, bool with_signature = false);
 
 // --trust-signer CERT (repeatable) on a command that opens packages: owner
-// certificates a package must be signed by, added by open_any_for_cli to
+// certificates a package must be signed by, added by open_for_cli to
 // SKIPPY_TRUSTED_SIGNERS's (skippy/package_signature.h).
 void add_trust_signer_option(CLI::App* cmd);
 // Every trusted signer of this run: SKIPPY_TRUSTED_SIGNERS, then the flags.
@@ -85,7 +88,7 @@ void add_runtime_abi_option(CLI::App* cmd);
 // its rule and default (skippy/abi.h: kDefaultNativeAbiV2) in its help.
 // `schema_note` says when it applies ("" when always). Returns the option.
 CLI::Option* add_native_abi_option(CLI::App* cmd, std::string& target, const std::string& schema_note);
-void check_runtime_abi_for_cli(const OpenedAnyPackage& pkg);
+void check_runtime_abi_for_cli(const OpenedPackage& pkg);
 // --generation-defaults FILE (write-package --schema 2, convert-package --to
 // 2): the option, and the file read as generation.request_defaults
 // (parse_request_defaults_v2); nullopt for "".
@@ -94,13 +97,6 @@ std::optional<V2RequestDefaults> read_generation_defaults(const std::string& pat
 // --publisher-metadata FILE (repeatable; the same commands): a publisher
 // file of the source repository, its role from its name.
 CLI::Option* add_publisher_metadata_option(CLI::App* cmd, std::vector<std::string>& target, const std::string& schema_note);
-
-// The package as the consumer takes it, whichever its schema: schema 2's
-// catalog; schema 1's through its reader: with `tensors`, of the fragments
-// a stage of `range` reads (open_catalog_v1); else its artifacts
-// (list_catalog_v1: only a final stage's output header is read), what
-// verify and fetch need.
-OpenedCatalog catalog_for_cli(const OpenedAnyPackage& any, const std::optional<LayerRange>& range, bool tensors);
 
 // A numeric option's check: the value must parse as T and lie in [lo, hi];
 // otherwise "--flag: must be a number from lo to hi, not "two"" (CLI11's

@@ -110,16 +110,14 @@ std::optional<V2RequestDefaults> read_generation_defaults(const std::string& pat
   return parse_request_defaults_v2(read_small_file(path, kManifestMaxBytes), path);
 }
 
-void check_runtime_abi_for_cli(const OpenedAnyPackage& pkg) {
+void check_runtime_abi_for_cli(const OpenedPackage& pkg) {
   const auto runtime = runtime_abi_from(runtime_abi_flag());
   if (!runtime) return;
-  const std::string& declared =
-      pkg.v2 ? pkg.v2->catalog.root_v2->native_abi_version : pkg.v1->manifest.skippy_abi_version;
-  check_runtime_abi(pkg.schema_version(), declared, *runtime, pkg.ref());
+  check_runtime_abi(pkg.identity(), *runtime, pkg.ref);
 }
 
 namespace {
-// open_any_for_cli's options and sources.
+// open_for_cli's options and sources.
 struct CliOpen {
   OpenOptions options;
   Sources sources;
@@ -144,11 +142,11 @@ void tell_opened(const std::string& ref, const std::optional<PackageSignature>& 
 }
 }  // namespace
 
-OpenedAnyPackage open_any_for_cli(const std::string& ref, bool refresh_revision, const std::optional<Sources>& sources,
-                                  bool with_signature) {
+OpenedPackage open_for_cli(const std::string& ref, bool refresh_revision, const std::optional<Sources>& sources,
+                           bool with_signature) {
   const CliOpen o = cli_open(refresh_revision, sources, with_signature);
-  auto pkg = open_package_any(ref, o.sources, o.options);
-  tell_opened(ref, pkg.signature(), pkg.warnings());
+  auto pkg = open_package(ref, o.sources, o.options);
+  tell_opened(ref, pkg.signature, pkg.warnings);
   return pkg;
 }
 
@@ -161,9 +159,14 @@ nlohmann::json pin_json(const std::string& ref, const std::optional<std::string>
 }
 nlohmann::json pin_json(const OpenedPlace& pkg) { return pin_json(pkg.ref, pkg.commit, pkg.revision_kind); }
 
-OpenedCatalog catalog_for_cli(const OpenedAnyPackage& any, const std::optional<LayerRange>& range, bool tensors) {
-  if (any.v2) return *any.v2;
-  return tensors && range ? open_catalog_v1(*any.v1, range) : list_catalog_v1(*any.v1, range);
+nlohmann::json package_identity_json(const OpenedCatalog& pkg) {
+  nlohmann::json j = {{"package", pkg.ref}, {"manifest_sha256", pkg.manifest_sha256}};
+  if (!pkg.catalog.package_id.empty()) {
+    j.update({{"schema_version", pkg.catalog.schema_version},
+              {"package_id", pkg.catalog.package_id},
+              {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()}});
+  }
+  return j;
 }
 
 CLI::Option* path_option(CLI::Option* opt) {

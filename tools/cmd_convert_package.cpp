@@ -107,14 +107,14 @@ Command register_convert_package(CLI::App& app) {
                           "--source, --uncertified, --native-abi-version, --generation-defaults and --publisher-metadata "
                           "go with --to 2");
             }
-            const auto opened = open_local_catalog_v2(a->dir);
+            const auto opened = open_local_package(a->dir);
             ConvertToV1Options o;
             o.package_dir = opened.root;
             o.out_dir = a->out_dir;
             o.force = a->force;
             o.threads = a->threads;
             o.on_progress = on_progress;
-            const auto r = convert_package_to_v1(opened.catalog, o);
+            const auto r = convert_package_to_v1(opened, o);
             if (a->json) {
               print_json({{"package_dir", r.package_dir.string()},
                           {"schema_version", 1},

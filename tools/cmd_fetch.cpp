@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "cli.h"
-#include "schema_v2_cli.h"
+#include "stage_cli.h"
 #include "util/env.h"
 #include "skippy/error.h"
 #include "skippy/hf_ref.h"
@@ -160,7 +160,7 @@ Command register_fetch(CLI::App& app) {
             check_peer_flags(a->peer);
             std::optional<LayerRange> range;
             if (!a->layers.empty()) range = parse_layer_range(a->layers);
-            check_tensor_choice(a->tensors, range.has_value(), true);
+            (void)stage_choice(range, a->tensors);  // a usage error before anything is opened
             if ((!a->tensors.names.empty() || !a->tensors.file.empty()) && !a->peer.peer.empty()) {
               throw Error(ErrorKind::kUsage,
                           "--tensors / --tensors-file and --peer: a peer serves a stage by its layers or by its "
@@ -202,15 +202,16 @@ Command register_fetch(CLI::App& app) {
             if (!range && (!a->projector.empty() || a->single_stage)) {
               throw Error(ErrorKind::kUsage, "--projector and --single-stage need --layers");
             }
-            const auto any = open_any_for_cli(a->ref, a->refresh, chosen);
-            check_runtime_abi_for_cli(any);  // before any payload is brought
-            check_tensor_choice(a->tensors, range.has_value(), any.v2.has_value());
-            const bool v1 = any.v1.has_value();
-            const OpenedCatalog pkg = catalog_for_cli(any, range, false);
             SelectOptions so;
             if (!a->projector.empty()) so.projector_path = a->projector;
             so.single_stage = a->single_stage;
-            const auto s = stage_for(pkg, range, a->tensors, so, true);
+            const StageChoice choice = stage_choice(range, a->tensors, so, /*artifacts_only=*/true);
+            const auto opened = open_for_cli(a->ref, a->refresh, chosen);
+            check_runtime_abi_for_cli(opened);  // before any payload is brought
+            check_stage_choice(choice, opened.identity());
+            const OpenedCatalog pkg = opened.catalog(catalog_need(choice));
+            const bool by_id = pkg.names_artifacts_by_id;
+            const auto s = choose_stage(pkg, choice);
             auto parts = s.parts_with_projector();
             provide_parts(pkg, parts);
             const auto report = verify_if_required(pkg, parts);
@@ -255,7 +256,7 @@ Command register_fetch(CLI::App& app) {
                                     {"source_notes", source_notes},
                                     {"revision", pin_json(pkg)},  // #25
                                     {"signed_by", pkg.signature ? nlohmann::json(pkg.signature->owner_id) : nlohmann::json()}};
-              if (!v1) {  // schema 2 names its package and its artifacts by id
+              if (!pkg.catalog.package_id.empty()) {  // a package with an id (and its artifacts' ids)
                 doc.update({{"schema_version", pkg.catalog.schema_version},
                             {"package_id", pkg.catalog.package_id},
                             {"artifact_ids", ids}});
@@ -272,7 +273,7 @@ Command register_fetch(CLI::App& app) {
               for (const auto& p : parts) {
                 const std::string from = sources[p.rel_path];
                 ++count[from];
-                if (v1 && from == "peer" && !a->peer.peer.empty()) {
+                if (!by_id && from == "peer" && !a->peer.peer.empty()) {
                   std::cerr << "from the peer " << a->peer.peer << ": " << p.rel_path << " (" << human_bytes(p.bytes) << ")\n";
                 }
               }
@@ -280,7 +281,8 @@ Command register_fetch(CLI::App& app) {
                 std::cerr << "parts: " << count["peer"] << " from the peer, " << count["hub"] << " from the Hub, "
                           << count["cache"] << " already in the cache\n";
               }
-              std::cerr << "fetched " << counted(parts.size(), "part") << (v1 ? "" : " of " + pkg.catalog.package_id) << ", "
+              std::cerr << "fetched " << counted(parts.size(), "part")
+                        << (pkg.catalog.package_id.empty() ? "" : " of " + pkg.catalog.package_id) << ", "
                         << human_bytes(total) << " (" << counted(downloaded.size(), "file") << " downloaded"
                         << (count["cache"] == 0 ? std::string() : ", " + counted(count["cache"], "part") + " already in the cache")
                         << "), verified\n";

@@ -276,12 +276,12 @@ Command register_plan(CLI::App& app) {
               t.topology = topo;
               timed = std::move(t);
             }
-            const auto any = open_any_for_cli(a->ref);  // a local directory or hf://, either schema
+            const auto opened = open_for_cli(a->ref);  // a local directory or hf://, any schema
             PlanReads reads;
             reads.stages = o.stages;
             reads.metadata = context_opt->count() > 0;
             reads.tensors = timed.has_value();
-            const PlanPackage pkg = any.v2 ? plan_package(*any.v2, reads) : plan_package(*any.v1, reads);
+            const PlanPackage pkg = plan_package(opened, reads);
             if (timed) return run_time_plan(pkg, *timed);
             if (context_opt->count() > 0) {
               mo.final_stage_needs_embeddings = pkg.final_stage_loads_embeddings(o.stages);

@@ -9,7 +9,7 @@
 
 #include "format/json_output.h"
 #include "cli.h"
-#include "schema_v2_cli.h"
+#include "stage_cli.h"
 #include "util/env.h"
 #include "skippy/error.h"
 #include "skippy/hf_cache.h"

@@ -97,8 +97,8 @@ struct MaterializeResult {
 };
 
 // Materializes the stage `stage` (select_stage or select_stage_tensors on
-// pkg.catalog; schema 1: open_catalog_v1 with the stage's range lists its
-// fragments). Its parts come through the package's source when missing,
+// pkg.catalog; OpenedPackage::catalog(CatalogNeed::stage(range)) lists a
+// stage's tensors). Its parts come through the package's source when missing,
 // and each passes check_part before it is read; schema 1's parts have
 // passed the reader's fragment rules (tensor counts and role keys, one
 // alignment, a layer fragment holding only its layer) and then pass the

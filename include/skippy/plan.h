@@ -129,14 +129,12 @@ struct PlanReads {
   bool tensors = false;
 };
 
-// The two readers' side of planning: a schema 1 package's facts come from
-// its reader (list_catalog_v1 with a final range for whether the output is
-// tied, read_catalog_v1 for every tensor; skippy/stage.h activation_width_of,
-// check_metadata_only), a schema 2
-// package's from its catalog and carrier. Throws the source's and the
-// readers' errors.
+// A package's facts for the planners, from its reader: the catalog a plan
+// needs (the artifacts; a final stage's for whether the output is tied;
+// every tensor for a time plan), what the reader read verified where the
+// package requires it, the model's metadata and the activation width.
+// Throws the source's and the reader's errors.
 PlanPackage plan_package(const OpenedPackage& package, const PlanReads& reads);
-PlanPackage plan_package(const OpenedCatalog& package, const PlanReads& reads);
 
 // Balances contiguous ranges (every stage >= 1 layer):
 //   1. minimizes the largest stage — with node_budgets, the largest

@@ -115,6 +115,11 @@ bool verify_required(const OpenedPlace& pkg);
 std::optional<VerifyReport> verify_if_required(const OpenedPlace& pkg, const std::vector<StagePart>& parts,
                                                const VerifyOptions& options = {});
 
+// verify_if_required for the artifacts a reader read to build `pkg`'s
+// catalog (CatalogArtifact::read_for_catalog) and did not hash then: what a
+// catalog says of tensors is only as good as the files it came from.
+std::optional<VerifyReport> verify_catalog_reads(const OpenedCatalog& pkg, const VerifyOptions& options = {});
+
 // ------------------------------------------- files outside a package
 
 // A file whose SHA-256 and size another party declared (a Hub repository

@@ -7,6 +7,7 @@
 
 #include "skippy/error.h"
 #include "skippy/package_catalog.h"
+#include "format/schema1/reader.h"
 
 namespace skippy {
 namespace {
@@ -63,9 +64,8 @@ CatalogArtifact v1_artifact(const ArtifactEntry& e, CatalogArtifactKind kind, Pa
 
 PackageCatalog catalog_artifacts_v1(const PackageManifest& m) {
   PackageCatalog cat;
-  cat.schema_version = m.schema_version;
-  cat.model_id = m.model_id;
-  cat.layer_count = m.layer_count;
+  static_cast<PackageIdentity&>(cat) = schema1::identity_of(m);
+  cat.bookkeeping_key = [](std::string_view key) { return is_fragment_key(key); };
   cat.artifacts.push_back(v1_artifact(m.shared.metadata, CatalogArtifactKind::kCarrier, PartRole::kMetadata, std::nullopt));
   cat.artifacts.push_back(v1_artifact(m.shared.embeddings, CatalogArtifactKind::kPayload, PartRole::kEmbeddings, std::nullopt));
   for (const auto& l : m.layers) {
@@ -84,17 +84,6 @@ PackageCatalog catalog_artifacts_v1(const PackageManifest& m) {
   for (size_t i = 0; i < cat.artifacts.size(); ++i) cat.artifact_index.emplace(cat.artifacts[i].id, i);
   cat.carrier = 0;
   cat.fragment_files.resize(cat.artifacts.size());
-  cat.activation_width = m.activation_width;
-  if (m.generation && m.generation->speculative_decoding) {
-    std::set<uint32_t> mtp;
-    auto take = [&](const std::string& type, const ProposerFields& f) {
-      if (type == "native-mtp" && f.layer_indices) mtp.insert(f.layer_indices->begin(), f.layer_indices->end());
-    };
-    for (const auto& [id, p] : m.generation->speculative_decoding->proposers) take(p.type, p);
-    for (const auto& [id, s] : m.generation->speculative_decoding->strategies) take(s.type, s);
-    cat.native_mtp_layers.assign(mtp.begin(), mtp.end());
-  }
-  cat.manifest_v1 = m;
   return cat;
 }
 
@@ -157,6 +146,7 @@ void add_fragment_v1(PackageCatalog& cat, size_t artifact, std::shared_ptr<const
     cat.tensors.push_back(std::move(ct));
   }
   a.tensors_listed = true;
+  a.read_for_catalog = true;
   if (a.kind == CatalogArtifactKind::kCarrier) {
     cat.architecture = std::string(f.architecture());
     cat.carrier_file = fragment;

@@ -4,6 +4,7 @@
 
 #include "skippy/error.h"
 #include "skippy/plan.h"
+#include "skippy/catalog_stage.h"
 #include "skippy/verify.h"
 
 namespace skippy {
@@ -13,71 +14,53 @@ bool PlanPackage::final_stage_loads_embeddings(uint32_t stages) const {
 }
 
 PlanPackage plan_package(const OpenedPackage& pkg, const PlanReads& reads) {
-  PlanPackage out;
-  static_cast<OpenedPlace&>(out) = pkg;
-  const auto& m = pkg.manifest;
+  const uint32_t layers = pkg.identity().layer_count;
+  const bool tie = reads.stages >= 2 && reads.stages <= layers;
+  // By default what a reader lists without reading payloads: a schema whose
+  // stages are not whole parts (a carrier's tensor table) lists the tensors
+  // the per-stage bytes are counted from.
+  CatalogNeed need = CatalogNeed::artifacts();
   if (reads.tensors) {
-    // The tensor table lives in the fragments' headers: every one is needed.
-    // An hf:// package brings none for a plan (that would be the whole model).
+    need = CatalogNeed::all();
+    // The tensor table lives in the files the reader reads whole: every one
+    // is needed. An hf:// package brings none for a plan (that would be the
+    // whole model).
     if (pkg.source) {
-      size_t missing = 0;
-      std::vector<const ArtifactEntry*> entries = {&m.shared.embeddings, &m.shared.output};
-      for (const auto& l : m.layers) entries.push_back(&l);
-      for (const auto* e : entries) missing += std::filesystem::exists(pkg.root / e->path) ? 0 : 1;
+      const PackageCatalog listed = pkg.reader->catalog(pkg, CatalogNeed::root_only());
+      size_t missing = 0, total = 0;
+      for (const auto& a : listed.artifacts) {
+        if (a.kind != CatalogArtifactKind::kPayload || !a.read_whole) continue;
+        ++total;
+        missing += std::filesystem::exists(pkg.root / a.path) ? 0 : 1;
+      }
       if (missing > 0) {
         throw Error(ErrorKind::kNotFound,
                     pkg.ref + ": planning for time per token reads every fragment's tensor table, and " +
-                        std::to_string(missing) + " of " + std::to_string(entries.size()) +
+                        std::to_string(missing) + " of " + std::to_string(total) +
                         " fragments are not in the cache: `skippy-model-package fetch " + pkg.ref +
                         "` brings them (or plan a package schema 2, whose carrier holds the table)");
       }
     }
-    auto parts = all_parts(catalog_artifacts_v1(m));
-    provide_parts(pkg, parts);
-    (void)verify_if_required(pkg, parts);  // hf://: trust nothing unverified
-    out.catalog = read_catalog_v1(pkg);
-    out.output_tied = out.catalog.find_tensor("output.weight") == nullptr;
-    out.metadata = out.catalog.carrier_file;
-  } else {
-    out.catalog = catalog_artifacts_v1(m);
-    if (reads.stages >= 2 && reads.stages <= m.layer_count) {
-      // Whether the output is tied: the reader with a final stage's range
-      // reads shared/output.gguf's header (and no other fragment's).
-      out.catalog = list_catalog_v1(pkg, LayerRange{m.layer_count - 1, m.layer_count}).catalog;
-      std::vector<StagePart> output;
-      for (auto& p : all_parts(out.catalog)) {
-        if (p.role == PartRole::kOutput) output.push_back(std::move(p));
-      }
-      (void)verify_if_required(pkg, output);  // hf://: trust nothing unverified
-      out.output_tied = out.catalog.find_tensor("output.weight") == nullptr;
-    }
-    if (reads.metadata) {
-      const auto meta = check_metadata_only(pkg);
-      (void)verify_if_required(pkg, {meta});
-      out.metadata = std::make_shared<const GgufFile>(GgufFile::open(meta.path));
-    }
+  } else if (tie) {
+    // Whether the output is tied: the catalog of a final stage's artifacts
+    // (a reader of whole parts reads the output's header, and no other).
+    need = CatalogNeed::artifacts(LayerRange{layers - 1, layers});
   }
-  const auto width = activation_width_of(pkg);
-  out.activation_width = width.width;
-  out.activation_width_note = width.note;
-  return out;
-}
-
-PlanPackage plan_package(const OpenedCatalog& pkg, const PlanReads&) {
   PlanPackage out;
   static_cast<OpenedPlace&>(out) = pkg;
-  out.catalog = pkg.catalog;
-  out.output_tied = pkg.catalog.find_tensor("output.weight") == nullptr;
-  // The carrier holds the source's KVs and the whole directory; it was
-  // checked against the catalog (size, SHA-256) when the package was opened.
-  out.metadata = pkg.catalog.carrier_file;
-  if (pkg.catalog.carrier_file && pkg.catalog.layer_count > 0) {
-    if (const auto w = activation_width_tensor(*pkg.catalog.carrier_file, 0)) {
-      out.activation_width = w->elements;
-      out.activation_width_note = "package schema 2: the activation width " + std::to_string(w->elements) +
-                                  " is the element count of blk.0's attn_norm in the carrier's directory";
-    }
+  if (reads.tensors && pkg.source) {
+    auto parts = all_parts(pkg.reader->catalog(pkg, CatalogNeed::root_only()));
+    std::erase_if(parts, [](const StagePart& p) { return p.kind == CatalogArtifactKind::kSidecar || p.kind == CatalogArtifactKind::kPublisherMetadata; });
+    provide_parts(pkg, parts);
   }
+  OpenedCatalog opened = pkg.catalog(need);
+  (void)verify_catalog_reads(opened);  // hf://: trust nothing unverified
+  out.catalog = opened.catalog;
+  if (reads.tensors || tie || out.catalog.carrier_file) out.output_tied = out.catalog.find_tensor("output.weight") == nullptr;
+  if (out.catalog.carrier_file || reads.metadata || reads.tensors) out.metadata = package_metadata(opened);
+  const auto width = pkg.reader->activation_width(pkg, &out.catalog);
+  out.activation_width = width.width;
+  out.activation_width_note = width.note;
   return out;
 }
 

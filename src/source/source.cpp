@@ -1,4 +1,4 @@
-// open_package / open_package_any: a local directory in place, or an hf:// repository through
+// open_package: a local directory in place, or an hf:// repository through
 // the Hugging Face cache and the remotes in order (see skippy/source.h).
 #include "skippy/source.h"
 
@@ -12,7 +12,6 @@
 
 #include "util/file.h"
 #include "skippy/manifest.h"
-#include "skippy/manifest_v2.h"
 #include "skippy/package_signature.h"
 #include "util/sha256.h"
 #include "source/fetch_chain.h"
@@ -46,13 +45,7 @@ class RepoArtifactSource final : public ArtifactSource {
   ProgressFn progress_;
 };
 
-// The schema a manifest text declares (1 unless it says 2).
-[[noreturn]] void refuse_schema_v2(const std::string& ref) {
-  throw_invalid(ref + ": model-package.json declares package schema 2; this call reads schema 1 only (open it with "
-                      "open_package_any, which reads both)");
-}
-
-OpenedAnyPackage open_repo_package(const HfRef& ref, const Sources& sources, const OpenOptions& options, bool accept_v2) {
+OpenedPackage open_repo_package(const HfRef& ref, const Sources& sources, const OpenOptions& options) {
   auto chain = std::make_shared<detail::FetchChain>(sources, ref.repo_id);
   const std::string manifest_name(kManifestFileName);
   bool from_cache = false;
@@ -111,27 +104,17 @@ OpenedAnyPackage open_repo_package(const HfRef& ref, const Sources& sources, con
                          " to commit " + commit + ". Production configs should pin hf://" + ref.repo_id + "@" + commit);
     }
   }
-  OpenedAnyPackage out;
   const fs::path snapshot = cache.snapshot_dir(commit);
-  const bool schema_v2 = declares_schema_v2(snapshot);
-  if (schema_v2) {
-    if (!accept_v2) refuse_schema_v2(ref.text());
-    // With trusted signers the manifest's signature is checked before the
-    // carrier it names is fetched (check_trust checks it again, on the bytes read).
-    if (!sources.trusted_signers.empty()) (void)check_package_trust(snapshot, sources.trusted_signers, ref.text());
-  }
-  OpenedPlace* place = nullptr;
-  if (schema_v2) {
-    place = &out.v2.emplace(open_catalog_dir(ref.text(), snapshot, boundary, source));
-  } else {
-    place = &out.v1.emplace(open_package_dir(ref.text(), snapshot, boundary));
-    place->source = std::move(source);
-  }
-  // What the repository resolution adds, whichever the schema.
-  place->always_verify = true;
-  place->commit = commit;
-  place->revision_kind = revision_kind;
-  place->warnings.insert(place->warnings.end(), warnings.begin(), warnings.end());
+  // With trusted signers the manifest's signature is checked before the
+  // reader brings any file it names (check_trust checks it again, on the
+  // bytes read).
+  if (!sources.trusted_signers.empty()) (void)check_package_trust(snapshot, sources.trusted_signers, ref.text());
+  OpenedPackage out = open_package_dir(ref.text(), snapshot, boundary, std::move(source));
+  // What the repository resolution adds.
+  out.always_verify = true;
+  out.commit = commit;
+  out.revision_kind = revision_kind;
+  out.warnings.insert(out.warnings.end(), warnings.begin(), warnings.end());
   return out;
 }
 
@@ -147,31 +130,21 @@ void check_trust(OpenedPlace& pkg, const Sources& sources) {
   pkg.always_verify = true;  // the signature vouches for the digests; the bytes must match them
 }
 
-OpenedAnyPackage open_any(std::string_view ref, const Sources& sources, const OpenOptions& options, bool accept_v2) {
-  OpenedAnyPackage out;
-  if (is_hf_ref(ref)) {
-    out = open_repo_package(parse_hf_ref(ref), sources, options, accept_v2);
-  } else if (declares_schema_v2(fs::path(ref))) {
-    if (!accept_v2) refuse_schema_v2(std::string(ref));
-    // Local: the trust check comes before the carrier is read, as for hf://.
-    if (!sources.trusted_signers.empty()) (void)check_package_trust(fs::path(ref), sources.trusted_signers, std::string(ref));
-    out.v2 = open_local_catalog_v2(fs::path(ref));
-  } else {
-    out.v1 = open_local_package(fs::path(ref));
-  }
-  if (out.v2) check_trust(*out.v2, sources);
-  if (out.v1) check_trust(*out.v1, sources);
-  return out;
-}
-
 }  // namespace
 
 OpenedPackage open_package(std::string_view ref, const Sources& sources, const OpenOptions& options) {
-  return std::move(*open_any(ref, sources, options, /*accept_v2=*/false).v1);
-}
-
-OpenedAnyPackage open_package_any(std::string_view ref, const Sources& sources, const OpenOptions& options) {
-  return open_any(ref, sources, options, /*accept_v2=*/true);
+  OpenedPackage out;
+  if (is_hf_ref(ref)) {
+    out = open_repo_package(parse_hf_ref(ref), sources, options);
+  } else {
+    // Local: the trust check comes before the reader reads any file the root names, as for hf://.
+    if (!sources.trusted_signers.empty() && std::filesystem::exists(fs::path(ref) / std::string(kManifestFileName))) {
+      (void)check_package_trust(fs::path(ref), sources.trusted_signers, std::string(ref));
+    }
+    out = open_local_package(fs::path(ref));
+  }
+  check_trust(out, sources);
+  return out;
 }
 
 }  // namespace skippy

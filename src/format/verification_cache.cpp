@@ -1,5 +1,5 @@
 #include "format/json_output.h"
-#include "consume/verification_cache.h"
+#include "format/verification_cache.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -16,7 +16,7 @@
 #include "skippy/error.h"
 #include "util/file.h"
 #include "util/sha256.h"
-#include "skippy/verify.h"
+// (default_verification_cache_dir is declared in skippy/verify.h, for users)
 
 namespace skippy {
 
