@@ -11,6 +11,7 @@
 
 #include "skippy/error.h"
 #include "skippy/manifest_v2.h"
+#include "skippy/package.h"
 #include "skippy/package_signature.h"
 #include "skippy/source.h"
 #include "skippy/catalog_stage.h"
@@ -62,6 +63,12 @@ nlohmann::json pin_json(const OpenedPlace& pkg);
 // manifest_sha256, and, for a package with an id, schema_version,
 // package_id and commit.
 nlohmann::json package_identity_json(const OpenedCatalog& pkg);
+// A package's id as every command reports it: the root's package_id, or,
+// for a schema without one (schema 1), "sha256:" and the manifest's
+// SHA-256 (what caches key the package by). With schema_version: the
+// {"schema_version", "package_id"} pair every consuming command's JSON has.
+std::string reported_package_id(const OpenedPlace& place, const PackageIdentity& id);
+nlohmann::json package_id_json(const OpenedPlace& place, const PackageIdentity& id);
 // open_package for the commands, with default_sources() (the Hugging Face
 // cache, then the Hub) unless `sources` is given: a download progress
 // display (terminal only), and the package's warnings on stderr.

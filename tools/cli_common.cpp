@@ -159,13 +159,18 @@ nlohmann::json pin_json(const std::string& ref, const std::optional<std::string>
 }
 nlohmann::json pin_json(const OpenedPlace& pkg) { return pin_json(pkg.ref, pkg.commit, pkg.revision_kind); }
 
+std::string reported_package_id(const OpenedPlace& place, const PackageIdentity& id) {
+  return id.package_id.empty() ? "sha256:" + place.manifest_sha256 : id.package_id;
+}
+
+nlohmann::json package_id_json(const OpenedPlace& place, const PackageIdentity& id) {
+  return {{"schema_version", id.schema_version}, {"package_id", reported_package_id(place, id)}};
+}
+
 nlohmann::json package_identity_json(const OpenedCatalog& pkg) {
   nlohmann::json j = {{"package", pkg.ref}, {"manifest_sha256", pkg.manifest_sha256}};
-  if (!pkg.catalog.package_id.empty()) {
-    j.update({{"schema_version", pkg.catalog.schema_version},
-              {"package_id", pkg.catalog.package_id},
-              {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()}});
-  }
+  j.update(package_id_json(pkg, pkg.catalog));
+  if (!pkg.catalog.package_id.empty()) j["commit"] = pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json();
   return j;
 }
 

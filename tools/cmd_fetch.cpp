@@ -256,11 +256,8 @@ Command register_fetch(CLI::App& app) {
                                     {"source_notes", source_notes},
                                     {"revision", pin_json(pkg)},  // #25
                                     {"signed_by", pkg.signature ? nlohmann::json(pkg.signature->owner_id) : nlohmann::json()}};
-              if (!pkg.catalog.package_id.empty()) {  // a package with an id (and its artifacts' ids)
-                doc.update({{"schema_version", pkg.catalog.schema_version},
-                            {"package_id", pkg.catalog.package_id},
-                            {"artifact_ids", ids}});
-              }
+              doc.update(package_id_json(pkg, pkg.catalog));
+              if (!pkg.catalog.package_id.empty()) doc["artifact_ids"] = ids;  // artifacts named by id
               if (!a->peer.peer.empty()) doc["peer"] = {{"endpoint", a->peer.peer}, {"stage", a->peer.stage}};
               if (range) {
                 doc["layer_start"] = range->start;

@@ -240,6 +240,7 @@ int inspect_package(const std::string& ref, bool json) {
   j["package"] = pkg.ref;
   j["model_id"] = id.model_id;
   j["manifest_sha256"] = pkg.manifest_sha256;
+  j.update(package_id_json(pkg, id));
   j["architecture"] = std::string(meta->architecture());
   j["layer_count"] = id.layer_count;
   j["tensor_count"] = r.tensor_count;

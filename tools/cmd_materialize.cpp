@@ -185,9 +185,7 @@ Command register_materialize(CLI::App& app) {
                                     {"sidecars", sidecar_json},
                                     {"warnings", pkg.warnings},
                                     {"notes", stage.notes}};
-              if (!pkg.catalog.package_id.empty()) {
-                doc.update({{"schema_version", pkg.catalog.schema_version}, {"package_id", pkg.catalog.package_id}});
-              }
+              doc.update(package_id_json(pkg, pkg.catalog));
               print_json(doc);
             } else {
               std::cout << r.path.string() << "\n";

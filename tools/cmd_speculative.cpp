@@ -124,6 +124,7 @@ Command register_speculative(CLI::App& app) {
               if (a->json) {
                 auto doc = p.document;
                 doc["target"] = a->target;
+                if (pkg) doc.update(package_id_json(*pkg, pkg->identity()));
                 print_json(doc);
               } else {
                 print_human(r);

@@ -7,9 +7,7 @@ nlohmann::json plan_package_json(const PlanPackage& pkg) {
                         {"model_id", pkg.catalog.model_id},
                         {"manifest_sha256", pkg.manifest_sha256},
                         {"warnings", pkg.warnings}};
-  if (!pkg.catalog.package_id.empty()) {
-    doc.update({{"schema_version", pkg.catalog.schema_version}, {"package_id", pkg.catalog.package_id}});
-  }
+  doc.update(package_id_json(pkg, pkg.catalog));
   return doc;
 }
 
