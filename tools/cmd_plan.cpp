@@ -121,12 +121,14 @@ Command register_plan(CLI::App& app) {
       "--topology-out FILE --nodes NODE,NODE,...: also write the plan as the split topology serve-artifacts\n"
       "and fetch --peer read: stage sI (layers of the plan's stage I) on the Ith node (with --stages auto,\n"
       "the nodes offered, in --bandwidth order); a NODE is a node id or a node identity directory. The\n"
-      "topology pins the package: an hf:// package's commit, or --package-ref hf://ns/repo@COMMIT for a\n"
-      "local directory (the reference its nodes fetch it by; it must hold the same manifest).\n"
+      "topology pins the package: an hf:// package's commit, a Hugging Face cache snapshot's repository\n"
+      "and commit, or --package-ref hf://ns/repo@COMMIT for another local directory (the reference its\n"
+      "nodes fetch it by; it must hold the same manifest). Without --topology-out, --nodes names the\n"
+      "plan's nodes with any names (alpha,beta), printed with the stages.\n"
       "Exit 1 when the package is invalid, N exceeds the layer count, --target-tpot is missed (the plan\n"
       "is printed, with what would meet it), or no plan fits the budgets\n"
-      "(the message names the tightest stage, by how many bytes it is short, the budget it would need\n"
-      "and the largest context that fits).");
+      "(the message names the tightest stage, what it needs, the headroom its budget keeps, the budget\n"
+      "that holds both and the largest context that fits).");
   struct Args {
     std::string ref;
     uint32_t stages = 0;
