@@ -71,6 +71,15 @@ Sources peer_sources(const PeerArgs& p, const HfRef& ref, const peer::Topology& 
   return std::move(chain.sources);
 }
 
+// fetch --local-dir: the stage's files copied, verified, into DIR.
+nlohmann::json local_dir_json(const LocalDirReport& r) {
+  return {{"dir", r.dir.string()},
+          {"copied", r.copied},
+          {"kept", r.kept},
+          {"copied_bytes", r.copied_bytes},
+          {"verified", r.verify.verified}};
+}
+
 }  // namespace
 
 Command register_fetch(CLI::App& app) {
@@ -108,9 +117,14 @@ Command register_fetch(CLI::App& app) {
       "SKIPPY_HF_STALL_SECS (60: no byte moving for that long is a failed attempt), HF_HUB_ETAG_TIMEOUT and\n"
       "HF_HUB_DOWNLOAD_TIMEOUT (10 each: a metadata request or a download with no answer for that long is a\n"
       "failed attempt, with its retry line), SKIPPY_PEER_MIN_RATE,\n"
-      "SKIPPY_PEER_RATE_WINDOW.");
+      "SKIPPY_PEER_RATE_WINDOW.\n"
+      "--local-dir DIR also puts the stage's files (model-package.json, its signature, the parts) in DIR as\n"
+      "plain files at their package paths, as huggingface-cli's --local-dir does, each written under a\n"
+      "temporary name and renamed, then verified against the package; a rerun keeps what is already there\n"
+      "and verifies:\n"
+      "  skippy-model-package fetch hf://meshllm/Qwen3-8B-Q4_K_M-layers@$COMMIT --layers 0..2 --local-dir ./stage0");
   struct Args {
-    std::string ref, layers, projector;
+    std::string ref, layers, projector, local_dir;
     bool json = false, single_stage = false, refresh = false;
     unsigned connections = 0;
     PeerArgs peer;
@@ -130,6 +144,8 @@ Command register_fetch(CLI::App& app) {
                   "Connections to the Hub's storage at once, shared by all files; a large file is split into byte "
                   "ranges over them (default 8, or SKIPPY_HF_CONNECTIONS; 1 = one stream at a time)")
       ->check(CLI::Range(1u, 64u));
+  path_option(cmd->add_option("--local-dir", a->local_dir,
+                              "Also copy the stage's files, verified, into DIR as plain files at their package paths"));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   add_trust_signer_option(cmd);
   add_runtime_abi_option(cmd);
@@ -215,6 +231,8 @@ Command register_fetch(CLI::App& app) {
             auto parts = s.parts_with_projector();
             provide_parts(pkg, parts);
             const auto report = verify_if_required(pkg, parts);
+            std::optional<LocalDirReport> local;
+            if (!a->local_dir.empty()) local = export_to_local_dir(pkg, parts, a->local_dir);
             const auto downloaded = pkg.source ? pkg.source->fetched() : std::vector<std::string>{};
             const auto origins = pkg.source ? pkg.source->origins() : std::map<std::string, std::string>{};
             // The farthest place anything came from: cache, then peer, then hub.
@@ -259,6 +277,7 @@ Command register_fetch(CLI::App& app) {
               doc.update(package_id_json(pkg, pkg.catalog));
               if (!pkg.catalog.package_id.empty()) doc["artifact_ids"] = ids;  // artifacts named by id
               if (!a->peer.peer.empty()) doc["peer"] = {{"endpoint", a->peer.peer}, {"stage", a->peer.stage}};
+              if (local) doc["local_dir"] = local_dir_json(*local);
               if (range) {
                 doc["layer_start"] = range->start;
                 doc["layer_end"] = range->end;
@@ -283,7 +302,12 @@ Command register_fetch(CLI::App& app) {
                         << human_bytes(total) << " (" << counted(downloaded.size(), "file") << " downloaded"
                         << (count["cache"] == 0 ? std::string() : ", " + counted(count["cache"], "part") + " already in the cache")
                         << "), verified\n";
-              std::cout << pkg.root.string() << "\n";
+              if (local) {
+                std::cerr << "local dir " << local->dir.string() << ": " << counted(local->copied.size(), "file")
+                          << " copied (" << human_bytes(local->copied_bytes) << "), "
+                          << counted(local->kept.size(), "file") << " already there, verified\n";
+              }
+              std::cout << (local ? local->dir : pkg.root).string() << "\n";
             }
             return kExitOk;
           }};

@@ -144,4 +144,26 @@ std::vector<bool> cached_verifications(std::string_view scope, const std::vector
 void record_verifications(std::string_view scope, const std::vector<FileClaim>& claims,
                           const VerifyOptions& options = {});
 
+// fetch --local-dir: a stage's files as plain files under `dir` (as
+// huggingface-cli's --local-dir), at their declared paths: model-package.json
+// (its SHA-256 the one the package was opened with), its signature when the
+// package has one, and `parts` (brought and checked: provide_parts). Each
+// file is written under a temporary name and renamed into place
+// (copy_file_range from the part; nothing half-written under a final name);
+// a file already there of its declared size and SHA-256 is kept (the
+// verification cache makes a rerun cheap). Then every part in `dir` is
+// verified against the package's declaration (verify_parts on `dir`).
+// Refuses (Error(kUsage)) a `dir` inside a Hugging Face cache snapshot or
+// the package's own directory. Throws Error(kIo) when a file cannot be
+// written, Error(kIntegrity) naming a part whose copy does not verify.
+struct LocalDirReport {
+  std::filesystem::path dir;
+  std::vector<std::string> copied;  // relative paths written by this call
+  std::vector<std::string> kept;    // relative paths already there, verified
+  uint64_t copied_bytes = 0;
+  VerifyReport verify;              // of every part in `dir`
+};
+LocalDirReport export_to_local_dir(const OpenedPlace& pkg, const std::vector<StagePart>& parts,
+                                   const std::filesystem::path& dir, const VerifyOptions& options = {});
+
 }  // namespace skippy
