@@ -272,7 +272,7 @@ Command register_fetch(CLI::App& app) {
                                     {"warnings", pkg.warnings},
                                     {"notes", s.notes},
                                     {"source_notes", source_notes},
-                                    {"revision", pin_json(pkg)},  // #25
+                                    {"revision", pin_json(pkg)},
                                     {"signed_by", pkg.signature ? nlohmann::json(pkg.signature->owner_id) : nlohmann::json()}};
               doc.update(package_id_json(pkg, pkg.catalog));
               if (!pkg.catalog.package_id.empty()) doc["artifact_ids"] = ids;  // artifacts named by id

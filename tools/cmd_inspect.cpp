@@ -145,7 +145,7 @@ nlohmann::json signature_json(const OpenedPackage& pkg) {
   }
 }
 
-// #25: validation.json, judged against the manifest's bytes as read (and
+// validation.json, judged against the manifest's bytes as read (and
 // whether the signature covers these bytes).
 nlohmann::json validation_json(const OpenedPackage& pkg, const nlohmann::json& signature) {
   const auto v = read_validation_result(pkg.root, pkg.manifest_sha256);

@@ -24,7 +24,7 @@ nlohmann::json publish_result_json(const PublishResult& r) {
           {"bytes", r.bytes},
           {"bytes_uploaded", r.bytes_uploaded},
           {"deleted", r.deleted},
-          // #25: the tag made on the commit, the sidecar's signer, validation.json.
+          // the tag made on the commit, the sidecar's signer, validation.json.
           {"tag", r.tag ? nlohmann::json(r.tag->tag) : nlohmann::json()},
           {"tag_ref", r.tag ? nlohmann::json(r.tag->ref) : nlohmann::json()},
           {"tag_created", r.tag ? nlohmann::json(r.tag->created) : nlohmann::json()},

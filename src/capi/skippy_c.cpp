@@ -148,7 +148,7 @@ skippy_status skippy_package_open(const char* ref, skippy_package** out) {
   });
 }
 
-// ---- Signed packages (#25) ----
+// ---- Signed packages ----
 skippy_status skippy_package_open_trusted(const char* ref, const char* const* trusted_signers, size_t n_signers,
                                           skippy_package** out) {
   if (out == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_package_open_trusted: out is NULL");

@@ -44,7 +44,7 @@ using detail::check_owner_certificate;
 using detail::parse_certificate_pem;
 
 // The sidecar's JSON, strictly: a key twice in one object or a field it
-// does not declare is refused (issue #29: a duplicate "signature", bad
+// does not declare is refused (a duplicate "signature", bad
 // first and good last, was accepted).
 nlohmann::json parse_sidecar_json(const std::string& text, const std::string& where) {
   const manifest_detail::FieldReader r(where);

@@ -425,7 +425,7 @@ bool is_hub_api_url(const std::string& endpoint, const std::string& url) {
   const std::string base = endpoint.substr(origin.size());  // a mirror's path prefix, usually ""
   std::string_view raw = std::string_view(url).substr(origin.size());
   raw = raw.substr(0, raw.find_first_of("?#"));
-  // Decided on the path the server will see (issue #29: ".." spelled
+  // Decided on the path the server will see (".." spelled
   // "%2e%2e" reached storage with the token).
   const auto normalized = normalized_path(raw);
   if (!normalized) return false;

@@ -198,7 +198,7 @@ std::shared_ptr<const ArtifactStore::Package> ArtifactStore::load_package(std::s
     return nullptr;
   }
   if (!trusted_signers_.empty()) {
-    // #25: the signature must vouch for exactly the bytes just read.
+    // the signature must vouch for exactly the bytes just read.
     try {
       const auto sig = check_package_trust(snapshot_dir_, trusted_signers_, topology_.package_ref);
       if (!sig || !sha256_equal(sig->manifest_sha256, sha)) {
@@ -324,7 +324,7 @@ Decision ArtifactStore::authorize(const wire::Request& req, const std::string& p
   std::string why;
   const auto package = load_package(&why);
   if (!package) return refuse(Refusal::kUnavailable, why);
-  // #25: the signature sidecar and validation.json, for either schema.
+  // the signature sidecar and validation.json, for either schema.
   if (req.rel_path == kSignatureFileName || req.rel_path == kValidationFileName) {
     return small_file(req, package->pkg->boundary);
   }

@@ -43,14 +43,14 @@ struct Decision {
 
 class ArtifactStore {
  public:
-  // #25: with `trusted_signers`, the package is served only while its
+  // with `trusted_signers`, the package is served only while its
   // signature sidecar verifies and names one of them (checked each time the
   // manifest is read; every request is refused otherwise).
   ArtifactStore(Topology topology, std::filesystem::path hf_cache,
                 std::optional<std::filesystem::path> verification_cache_dir,
                 std::vector<std::filesystem::path> trusted_signers = {});
 
-  // #25: with trusted signers, throws what check_package_trust finds wrong
+  // with trusted signers, throws what check_package_trust finds wrong
   // with the cached package now (kNotFound when it is not in the cache).
   // serve-artifacts calls it before listening: it does not start on a
   // package its anchors do not vouch for.
@@ -100,7 +100,7 @@ class ArtifactStore {
   std::shared_ptr<const PackageCatalog> catalog_of(const std::shared_ptr<const Package>& package, bool read_output,
                                                    std::string* why);
   std::shared_ptr<std::mutex> path_lock(const std::string& rel_path);
-  // #25: model-package.json.sig or validation.json, read from the snapshot
+  // model-package.json.sig or validation.json, read from the snapshot
   // (inside the repo folder, a regular file, capped), served like the manifest.
   Decision small_file(const wire::Request& request, const std::filesystem::path& boundary);
 

@@ -272,7 +272,7 @@ class PeerRemote final : public Remote {
     });
   }
 
-  // #25: model-package.json.sig or validation.json, which the manifest does
+  // model-package.json.sig or validation.json, which the manifest does
   // not declare: its SHA-256 is the caller's (validation.json: the
   // sidecar's) when given, else what arrives; the signature check after the
   // fetch judges the bytes. Small: received into memory, then written.

@@ -33,7 +33,7 @@ class FetchChain {
   // cache's snapshot of the revision (LFS blobs are named by their SHA-256).
   // `declared_by` says which, for messages.
   RemoteListing list(const std::string& revision, std::string* declared_by);
-  // #25: the first remote's word on whether `revision` is a tag (nullopt:
+  // the first remote's word on whether `revision` is a tag (nullopt:
   // none could tell). Never throws for a remote's failure.
   std::optional<bool> is_tag(const std::string& revision);
 

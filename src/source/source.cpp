@@ -70,7 +70,7 @@ OpenedPackage open_repo_package(const HfRef& ref, const Sources& sources, const 
     } catch (const Error& e) {
       if (required && e.kind() != ErrorKind::kNotFound) throw;
     }
-    // #25: a sidecar that covers validation.json names its SHA-256: bring it
+    // a sidecar that covers validation.json names its SHA-256: bring it
     // checked against that digest (check_trust then verifies the signature).
     if (signed_here) {
       if (const auto digest = signed_validation_sha256(chain->cache().snapshot_dir(commit))) {
@@ -92,7 +92,7 @@ OpenedPackage open_repo_package(const HfRef& ref, const Sources& sources, const 
   std::vector<std::string> warnings;
   std::string revision_kind = "commit";
   if (!is_commit_hash(ref.revision)) {
-    // #25: a tag names one commit for good; a branch ("main" always is one)
+    // a tag names one commit for good; a branch ("main" always is one)
     // moves. A name no remote can classify (offline, a peer) counts as moving.
     const std::optional<bool> tag = ref.revision == "main" ? std::optional<bool>(false) : chain->is_tag(ref.revision);
     revision_kind = !tag ? "ref" : *tag ? "tag" : "branch";

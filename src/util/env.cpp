@@ -192,7 +192,7 @@ uint64_t peer_rate_window_ms() {
 
 std::vector<fs::path> trusted_signers() {
   std::vector<fs::path> out;
-  // SKIPPY_TRUSTED_OWNERS is the (#25) name for the same list.
+  // SKIPPY_TRUSTED_OWNERS is a second name for the same list.
   for (const char* name : {"SKIPPY_TRUSTED_SIGNERS", "SKIPPY_TRUSTED_OWNERS"}) {
     const auto v = get(name);
     if (!v) continue;

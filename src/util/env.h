@@ -38,7 +38,7 @@
 //   SKIPPY_TRUSTED_SIGNERS      owner certificates (PEM paths, ':'-separated) a
 //                               package must be signed by (package_signature.h);
 //                               unset: signatures are optional
-//   SKIPPY_TRUSTED_OWNERS       the same, under the name issue #25 gives it
+//   SKIPPY_TRUSTED_OWNERS       the same, under another name
 //                               (both are read; their lists add up)
 //   SOURCE_DATE_EPOCH           created_at_unix_secs of written packages
 //                               (reproducible builds); a non-negative integer
