@@ -172,11 +172,15 @@ PackageManifest load_manifest(const std::filesystem::path& package_dir) {
   return parse_manifest(read_text(package_dir / "model-package.json"), "model-package.json");
 }
 
-CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+std::string cli_path() {
   // SKIPPY_TEST_CLI: another build of the CLI (an older commit's, to show
   // that a new test fails there).
   const char* other = std::getenv("SKIPPY_TEST_CLI");
-  return run_program(other && *other ? other : SKIPPY_CLI_PATH, args, env);
+  return other && *other ? other : SKIPPY_CLI_PATH;
+}
+
+CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  return run_program(cli_path(), args, env);
 }
 
 CliResult write_pkg(const std::filesystem::path& src, const std::filesystem::path& out,

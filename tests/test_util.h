@@ -126,6 +126,8 @@ struct CliResult {
   std::string out;
   std::string err;
 };
+// The CLI the tests run: build/bin/skippy-model-package, or SKIPPY_TEST_CLI.
+std::string cli_path();
 // Runs build/bin/skippy-model-package with `args` (no shell), capturing output.
 CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
 // write-package SRC --out-dir OUT with fixed provenance (model id

@@ -166,6 +166,34 @@ test::CliResult write_v2(const fs::path& out, const std::vector<std::string>& ex
   return run_cli(args);
 }
 
+// A publisher file nested without end is refused at a bounded depth, before
+// it is built in memory (16 MiB of `{"a":` took about 500 MB to accept).
+TEST(V2Publisher, DeeplyNestedPublisherJsonIsRefusedInBoundedMemory) {
+  const std::string rev(40, 'a');
+  TempDir t;
+  const size_t n = (size_t{16} << 20) / 6;
+  std::string nested;
+  nested.reserve(n * 6 + 1);
+  for (size_t i = 0; i < n; ++i) nested += R"({"a":)";
+  nested += "1";
+  nested.append(n, '}');
+  put(t / "src/config.json", nested);
+  const auto src = test::model_fixtures().front();
+  const auto r = test::run_program("/usr/bin/time", {"-f", "max_rss_kb=%M", test::cli_path(), "write-package", src.string(),
+                                                     "--out-dir", (t / "pkg").string(), "--model-id", "org/tiny:Q8_0",
+                                                     "--source-revision", rev, "--source-file", src.filename().string(),
+                                                     "--schema", "2", "--publisher-metadata",
+                                                     (t / "src/config.json").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("nests JSON deeper than 64 levels"), std::string::npos) << r.err.substr(0, 400);
+  EXPECT_FALSE(fs::exists(t / "pkg" / "model-package.json"));
+  const auto at = r.err.find("max_rss_kb=");
+  ASSERT_NE(at, std::string::npos) << r.err.substr(0, 400);
+  const uint64_t rss_kb = std::stoull(r.err.substr(at + 11));
+  // The rule for untrusted text: at most twice the input plus 100 MiB.
+  EXPECT_LT(rss_kb * 1024, 2 * nested.size() + (uint64_t{100} << 20)) << rss_kb << " KiB";
+}
+
 TEST(V2Publisher, WrittenByWritePackageAndCarriedByFetchAndPublish) {
   const std::string rev(40, 'a');
   TempDir t;
