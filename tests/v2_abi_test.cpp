@@ -186,6 +186,46 @@ TEST(V2Abi, FetchFromTheHubIsRefusedBeforeAnyPayload) {
   EXPECT_GE(parts_served(), root.artifacts.size()) << "the log names files as this test counts them";
 }
 
+// fetch --admission with a descriptor of another package: the root's
+// package_id decides, and not one artifact (the carrier included) is served.
+TEST(V2Abi, AFetchWithAForeignAdmissionDescriptorReadsOnlyTheRoot) {
+  TempDir t;
+  const auto pkg = write_v2(t / "pkg", {"--native-abi-version", "0.1.64"});
+  auto sel = run_cli({"select", pkg.string(), "--layers", "0..2", "--json"});
+  ASSERT_EQ(sel.exit_code, 0) << sel.err;
+  auto descriptor = nlohmann::json::parse(sel.out)["stage_admission"];
+  ASSERT_TRUE(descriptor.is_object()) << sel.out;
+  descriptor["package_id"] = "sha256:" + std::string(64, '0');
+  const auto file = t / "foreign.json";
+  test::write_file(file, [&] {
+    const std::string d = descriptor.dump();
+    return std::vector<uint8_t>(d.begin(), d.end());
+  }());
+  test::HubStandin hub;
+  const std::string commit = hub.publish("org/v2-foreign", pkg);
+  hub.configure({{"token", "hf_test"}, {"url_ttl_secs", 3600}, {"reject_unknown_tokens", false},
+                 {"resolve_cache_redirect", false}});
+  const std::vector<std::string> env = {"HF_ENDPOINT=" + hub.endpoint(), "HF_HUB_CACHE=" + (t / "hf").string(),
+                                        "HF_HOME=" + (t / "hfhome").string(),
+                                        "SKIPPY_CACHE_DIR=" + (t / "skippy").string(), "HF_TOKEN=", "HF_HUB_OFFLINE="};
+  hub.clear_log();
+  const auto r = run_cli({"fetch", "hf://org/v2-foreign@" + commit, "--admission", file.string(), "--json"}, env);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  test::expect_json_error(r, "invalid_input", "(a descriptor for another package)");
+  const auto root = parse_package_root_v2(test::read_text(pkg / "model-package.json"), "root");
+  size_t served = 0;
+  for (const auto& q : hub.log()) {
+    if (q.method != "GET" || q.bytes_sent == 0) continue;
+    for (const auto& a : root.artifacts) {
+      if (q.path.ends_with("/" + a.path) || q.path.ends_with("/" + a.sha256)) {
+        ++served;
+        ADD_FAILURE() << "served before the refusal: " << q.path;
+      }
+    }
+  }
+  EXPECT_EQ(served, 0u);
+}
+
 TEST(V2Abi, TheCApiChecksByArgumentOrVariable) {
   TempDir t;
   const auto pkg = write_v2(t / "pkg", {"--native-abi-version", "0.1.64"});

@@ -110,7 +110,9 @@ CatalogNeed catalog_need(const StageChoice& choice);
 
 // Error(kUsage) for a choice that cannot be made: two ways at once, a
 // projector without a range, or tensor names / a descriptor for a package
-// whose stages are whole parts by role (selects_whole_parts).
+// whose stages are whole parts by role (selects_whole_parts);
+// Error(kInvalidInput) for a descriptor of another package_id (the root
+// decides: nothing is brought first).
 void check_stage_choice(const StageChoice& choice, const PackageIdentity& package);
 
 // The stage: select_stage with its projector (select_projector) for a

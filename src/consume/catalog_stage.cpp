@@ -308,6 +308,13 @@ void check_stage_choice(const StageChoice& choice, const PackageIdentity& packag
                                    "this package (schema " + std::to_string(package.schema_version) +
                                        ") chooses its stages' parts by layer range (use --layers)");
   }
+  // A descriptor for another package is refused on the root's word, before
+  // any artifact (the carrier included) is brought.
+  if (choice.admission && choice.admission->package_id != package.package_id) {
+    throw Error(ErrorKind::kInvalidInput,
+                choice.admission_origin + ": package_id: stage admission package id \"" + choice.admission->package_id +
+                    "\" does not match the package's \"" + package.package_id + "\" (a descriptor for another package)");
+  }
 }
 
 StageSelection choose_stage(const OpenedCatalog& pkg, const StageChoice& choice) {
