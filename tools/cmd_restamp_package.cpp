@@ -29,7 +29,10 @@ Command register_restamp_package(CLI::App& app) {
   auto a = std::make_shared<Args>();
   path_option(cmd->add_option("package", a->dir, "A package schema 2 directory (holding model-package.json)"))
       ->required();
-  add_native_abi_option(cmd, a->abi, "")->required();
+  cmd->add_option("--native-abi-version", a->abi,
+                  "The skippy ABI (MAJOR.MINOR.PATCH) to write as the root's native_abi_version: the runtime "
+                  "the package is re-stamped for")
+      ->required();
   path_option(cmd->add_option("--sign", a->sign,
                               "Sign the re-stamped root with this owner identity directory (identity init-owner)"));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
