@@ -150,16 +150,21 @@ TEST(V2Abi, SelectFetchMaterializeApplyTheRuntimeRule) {
   test::expect_json_error(r, "invalid_input", "schema 1 declares skippy ABI \"0.1.39\", the runtime's ABI is 1.0.0");
 }
 
+// The stand-in answering as the Hub does for a fetch, and the environment
+// that points a CLI run at it with empty caches under `dir`.
+std::vector<std::string> hub_env(test::HubStandin& hub, const fs::path& dir) {
+  hub.configure({{"token", "hf_test"}, {"url_ttl_secs", 3600}, {"reject_unknown_tokens", false},
+                 {"resolve_cache_redirect", false}});
+  return {"HF_ENDPOINT=" + hub.endpoint(), "HF_HUB_CACHE=" + (dir / "hf").string(), "HF_HOME=" + (dir / "hfhome").string(),
+          "SKIPPY_CACHE_DIR=" + (dir / "skippy").string(), "HF_TOKEN=", "HF_HUB_OFFLINE="};
+}
+
 TEST(V2Abi, FetchFromTheHubIsRefusedBeforeAnyPayload) {
   TempDir t;
   const auto pkg = write_v2(t / "pkg", {"--native-abi-version", "0.1.64"});
   test::HubStandin hub;
   const std::string commit = hub.publish("org/v2-abi", pkg);
-  hub.configure({{"token", "hf_test"}, {"url_ttl_secs", 3600}, {"reject_unknown_tokens", false},
-                 {"resolve_cache_redirect", false}});
-  const std::vector<std::string> env = {"HF_ENDPOINT=" + hub.endpoint(), "HF_HUB_CACHE=" + (t / "hf").string(),
-                                        "HF_HOME=" + (t / "hfhome").string(),
-                                        "SKIPPY_CACHE_DIR=" + (t / "skippy").string(), "HF_TOKEN=", "HF_HUB_OFFLINE="};
+  const auto env = hub_env(hub, t.path());
   const std::string ref = "hf://org/v2-abi@" + commit;
   hub.clear_log();
   auto r = run_cli({"fetch", ref, "--json", "--runtime-abi", "0.1.41"}, env);
@@ -203,11 +208,7 @@ TEST(V2Abi, AFetchWithAForeignAdmissionDescriptorReadsOnlyTheRoot) {
   }());
   test::HubStandin hub;
   const std::string commit = hub.publish("org/v2-foreign", pkg);
-  hub.configure({{"token", "hf_test"}, {"url_ttl_secs", 3600}, {"reject_unknown_tokens", false},
-                 {"resolve_cache_redirect", false}});
-  const std::vector<std::string> env = {"HF_ENDPOINT=" + hub.endpoint(), "HF_HUB_CACHE=" + (t / "hf").string(),
-                                        "HF_HOME=" + (t / "hfhome").string(),
-                                        "SKIPPY_CACHE_DIR=" + (t / "skippy").string(), "HF_TOKEN=", "HF_HUB_OFFLINE="};
+  const auto env = hub_env(hub, t.path());
   hub.clear_log();
   const auto r = run_cli({"fetch", "hf://org/v2-foreign@" + commit, "--admission", file.string(), "--json"}, env);
   EXPECT_EQ(r.exit_code, 1) << r.err;
