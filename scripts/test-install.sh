@@ -83,6 +83,11 @@ export SKIPPY_CACHE_DIR="$work/cache" HF_HUB_OFFLINE=1
 LD_LIBRARY_PATH="$prefix/lib" "$work/consumer-c" "$pkg" 0 3
 "$work/consumer-c-static" "$pkg" 0 3
 "$work/cxx/consumer" "$pkg" 3..8   # CMake's build RPATH finds libskippy.so
+# The same C++ path opens a package schema 2.
+"$cli" write-package tests/data/llama-tiny-q8_0.gguf --out-dir "$work/pkg2" --schema 2 \
+  --model-id org/llama-tiny:Q8_0 --source-revision 0123abc --source-file llama-tiny-q8_0.gguf >/dev/null
+"$work/cxx/consumer" "$work/pkg2" 3..8 | grep -q "(schema 2), .* parts, verified yes" ||
+  { echo "install: the C++ consumer did not load a stage of a package schema 2" >&2; exit 1; }
 ldd "$work/cxx/consumer" | grep -q "libskippy.so.$version_mm => $prefix/lib/" ||
   { echo "install: the find_package(skippy) build does not use the shared library" >&2; exit 1; }
 echo "install: $version and its man page run from $prefix; C consumers built with pkg-config (shared, and static)" \
