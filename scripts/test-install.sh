@@ -71,7 +71,8 @@ grep -q "libskippy.so.$version_mm => $prefix/lib/" <<<"$ldd_out" ||
 # The static way: pkg-config --static, with the archive named.
 cc -std=c99 -Wall -Wextra -Werror $(pkg-config --cflags skippy) tests/install/consumer.c \
    -o "$work/consumer-c-static" $(pkg-config --static --libs skippy | sed 's/-lskippy\b/-l:libskippy.a/')
-if ldd "$work/consumer-c-static" | grep -q libskippy; then echo "install: the static build loads libskippy.so" >&2; exit 1; fi
+static_ldd=$(ldd "$work/consumer-c-static" || true)
+if grep -q libskippy <<<"$static_ldd"; then echo "install: the static build loads libskippy.so" >&2; exit 1; fi
 
 cmake -S tests/install -B "$work/cxx" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$work/cxx" >/dev/null
@@ -86,9 +87,12 @@ LD_LIBRARY_PATH="$prefix/lib" "$work/consumer-c" "$pkg" 0 3
 # The same C++ path opens a package schema 2.
 "$cli" write-package tests/data/llama-tiny-q8_0.gguf --out-dir "$work/pkg2" --schema 2 \
   --model-id org/llama-tiny:Q8_0 --source-revision 0123abc --source-file llama-tiny-q8_0.gguf >/dev/null
-"$work/cxx/consumer" "$work/pkg2" 3..8 | grep -q "(schema 2), .* parts, verified yes" ||
+said=$("$work/cxx/consumer" "$work/pkg2" 3..8)
+grep -q "(schema 2), .* parts, verified yes" <<<"$said" ||
   { echo "install: the C++ consumer did not load a stage of a package schema 2" >&2; exit 1; }
-ldd "$work/cxx/consumer" | grep -q "libskippy.so.$version_mm => $prefix/lib/" ||
+# (captured first: with pipefail, grep -q leaving early could fail the pipe)
+cxx_ldd=$(ldd "$work/cxx/consumer")
+grep -q "libskippy.so.$version_mm => $prefix/lib/" <<<"$cxx_ldd" ||
   { echo "install: the find_package(skippy) build does not use the shared library" >&2; exit 1; }
 echo "install: $version and its man page run from $prefix; C consumers built with pkg-config (shared, and static)" \
      "and a C++ consumer built with find_package(skippy) load a stage; libskippy.so exports the public API only"
