@@ -137,7 +137,7 @@ TEST(Newcomer, AnOwnersDirectoryGivenAsANodeIdentityIsNamedAsSuch) {
                                   "\", \"manifest_sha256\": \"" + h64 + "\", \"stages\": [{\"stage_id\": \"s0\", "
                                   "\"stage_index\": 0, \"node_id\": \"" + h64 + "\", \"layer_start\": 0, \"layer_end\": 1}]}"));
   const auto r = run_cli({"serve-artifacts", "--listen", "127.0.0.1:0", "--topology", (tmp / "topology.json").string(),
-                          "--identity", owner});
+                          "--identity", owner, "--mode", "trusted"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("is an owner's directory"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("identity issue-node --owner " + owner), std::string::npos) << r.err;
