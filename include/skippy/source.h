@@ -182,6 +182,7 @@ struct ResolvedModelSource {
   bool from_hub = false;
   std::vector<std::string> downloaded;  // repository paths not cached before
   std::vector<std::filesystem::path> publisher_files;  // with publisher_files: local copies, in that order
+  std::vector<std::string> warnings;    // for the user (a local source's revision that is not a commit)
 };
 
 // Local path first (an existing file wins over a coordinate of the same
