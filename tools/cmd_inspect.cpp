@@ -13,6 +13,7 @@
 #include "skippy/materialize.h"
 #include "skippy/model_source.h"
 #include "skippy/package_signature.h"
+#include "skippy/plan.h"
 #include "skippy/policy.h"
 #include "skippy/stage.h"
 #include "skippy/validation_result.h"
@@ -63,6 +64,15 @@ nlohmann::json stage_json(const std::optional<MaterializedStage>& m) {
           {"model_id", m->model_id},
           {"manifest_sha256", m->manifest_sha256},
           {"package_id", m->package_id.empty() ? nlohmann::json() : nlohmann::json(m->package_id)}};
+}
+
+// "2.38 MiB of 2.38 MiB (routed experts at 2/8)": what one decoded token reads.
+std::string per_token_text(const DecodeCost& d) {
+  return human_bytes(d.active_bytes_per_token()) + " of " + human_bytes(d.total_bytes()) +
+         (d.expert_count > 1
+              ? " (routed experts at " + std::to_string(d.expert_used_count) + "/" + std::to_string(d.expert_count) + ")"
+              : std::string()) +
+         (d.nextn_layers ? ", the NextN block not run" : "");
 }
 
 // `d` is nullopt for a projector: decoding reads none of it.
@@ -132,11 +142,7 @@ void print_human(const std::string& file, const ModelSummary& s, const std::opti
       << "\n";
     o << "  read per token    nothing: an encoder run once per image or clip, not a decoder layer\n";
   } else {
-    o << "  read per token    " << human_bytes(d->active_bytes_per_token()) << " of " << human_bytes(d->total_bytes())
-      << (d->expert_count > 1 ? " (routed experts at " + std::to_string(d->expert_used_count) + "/" +
-                                    std::to_string(d->expert_count) + ")"
-                              : std::string())
-      << (d->nextn_layers ? ", the NextN block not run" : "") << "\n";
+    o << "  read per token    " << per_token_text(*d) << "\n";
   }
   o << "  GGUF              v" << s.gguf_version << ", alignment " << s.alignment << ", "
     << human_bytes(s.file_bytes) << " on disk\n";
@@ -294,6 +300,19 @@ int inspect_package(const std::string& ref, bool json) {
   j["tensor_bytes"] = r.tensor_bytes;
   j["artifact_bytes"] = r.artifact_bytes;
   j["generation"] = r.generation;
+  // What one decoded token reads, as inspect MODEL.gguf says it: tensor
+  // sizes from the parts' headers (an hf:// package reads an absent part's
+  // first bytes, not the part). Unknown, with the reason, when they cannot
+  // be read (offline, say).
+  std::optional<DecodeCost> cost;
+  std::string no_cost;
+  try {
+    cost = package_decode_cost(plan_package(opened, PlanReads{.stages = 1, .metadata = true, .tensors = true}));
+  } catch (const Error& e) {
+    no_cost = e.what();
+  }
+  j["active_bytes_per_token"] = cost ? nlohmann::json(cost->active_bytes_per_token()) : nlohmann::json(nullptr);
+  tail.push_back({"read per token", cost ? per_token_text(*cost) : "unknown (" + no_cost + ")"});
   j["warnings"] = warnings;
   if (json) {
     print_json(j);

@@ -62,6 +62,16 @@ class ArtifactSource {
   // Decisions worth telling a person: a remote that could not deliver a
   // file, and why, before the next one was asked.
   virtual std::vector<std::string> notes() const = 0;
+  // The first `length` bytes of an entry that is not on disk (its GGUF
+  // header), read without bringing the file, or nullopt when this source
+  // cannot (then the caller brings the file). Bytes that are not the whole
+  // file cannot be checked against the entry's SHA-256: for counting and
+  // sizing tensors (a plan), never for loading them.
+  virtual std::optional<std::vector<uint8_t>> head(const ArtifactEntry& entry, uint64_t length) {
+    (void)entry;
+    (void)length;
+    return std::nullopt;
+  }
 };
 
 // Where an opened package is, whichever its schema (every source fills it
@@ -104,12 +114,17 @@ struct OpenedCatalog : OpenedPlace {
 //               (select, materialize), `range` required;
 //   kLayers     the tensors of the artifacts holding these layers (and
 //               no other's: the speculative NextN check);
-//   kAll        every artifact's tensors (a plan by memory or time, a stage
-//               chosen by tensor names, the speculative NextN check).
+//   kAll        every artifact's tensors (a stage chosen by tensor names,
+//               the speculative NextN check);
+//   kHeaders    every artifact's tensors, as counts and sizes only (a plan
+//               by memory or time, inspect's bytes per token): a reader of
+//               whole parts may read an absent part's header alone through
+//               the source (ArtifactSource::head; CatalogArtifact::header_only)
+//               instead of bringing the file.
 // A catalog built for less than kAll says so (PackageCatalog::complete), and
 // the consumer refuses to select from what was not read.
 struct CatalogNeed {
-  enum class Tensors { kRootOnly, kArtifacts, kStage, kLayers, kAll };
+  enum class Tensors { kRootOnly, kArtifacts, kStage, kLayers, kAll, kHeaders };
   Tensors tensors = Tensors::kArtifacts;
   std::optional<LayerRange> range;
   std::vector<uint32_t> layers;  // kLayers: the tensors of these layers' artifacts
@@ -118,6 +133,7 @@ struct CatalogNeed {
   static CatalogNeed stage(LayerRange r) { return {Tensors::kStage, r, {}}; }
   static CatalogNeed of_layers(std::vector<uint32_t> l) { return {Tensors::kLayers, std::nullopt, std::move(l)}; }
   static CatalogNeed all() { return {Tensors::kAll, std::nullopt, {}}; }
+  static CatalogNeed headers() { return {Tensors::kHeaders, std::nullopt, {}}; }
 };
 
 // The hidden width a stage boundary carries (activation_width()), and how
