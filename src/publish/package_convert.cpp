@@ -29,17 +29,13 @@
 #include "skippy/package_layout.h"
 #include "util/sha256.h"
 #include "skippy/version.h"
+#include "util/text.h"
 
 namespace skippy {
 namespace convert_v2_detail {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-std::string lower_hex(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -329,7 +325,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     const auto tc = Clock::now();
     detail::CertInput in;
     for (const auto& p : parts) {
-      in.files.push_back({file_of(p.from), p.from, p.entry->artifact_bytes, lower_hex(p.entry->sha256)});
+      in.files.push_back({file_of(p.from), p.from, p.entry->artifact_bytes, detail::ascii_lower(p.entry->sha256)});
     }
     for (const auto& t : dir) {
       in.tensors.push_back({t.name, t.type, std::vector<uint64_t>(t.ne.begin(), t.ne.end()), t.part, t.offset, t.size});
@@ -358,7 +354,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   PackageRootV2 root;
   root.model_id = m.model_id;
   const auto& s = m.source_model;
-  root.source_model.sha256 = lower_hex(s.sha256);
+  root.source_model.sha256 = detail::ascii_lower(s.sha256);
   root.source_model.metadata_artifact_id = "metadata";
   root.source_model.repo = s.repo;
   root.source_model.revision = s.revision;
@@ -370,7 +366,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     V2SourceFile v{f.path, 0, ""};
     if (f.size_bytes) v.byte_size = *f.size_bytes;
     else if (i < shard_bytes.size()) v.byte_size = shard_bytes[i];
-    if (f.sha256) v.sha256 = lower_hex(*f.sha256);
+    if (f.sha256) v.sha256 = detail::ascii_lower(*f.sha256);
     else if (i < shard_sha.size()) v.sha256 = shard_sha[i];
     if (v.byte_size == 0 || v.sha256.empty()) {
       throw Error(ErrorKind::kUsage, mpath.string() + ": source_model.files[" + std::to_string(i) + "] (" + f.path +
@@ -383,7 +379,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   const auto carrier = detail::carrier_bytes(*meta, static_cast<uint32_t>(parts.size()), dir);
   root.artifacts.push_back({"metadata", std::string(kMetadataPath), carrier.size(),
                             sha256_hex(std::span<const uint8_t>(carrier))});
-  for (const auto& p : parts) root.artifacts.push_back({p.id, p.path, p.entry->artifact_bytes, lower_hex(p.entry->sha256)});
+  for (const auto& p : parts) root.artifacts.push_back({p.id, p.path, p.entry->artifact_bytes, detail::ascii_lower(p.entry->sha256)});
   std::vector<std::pair<const ProjectorEntry*, std::string>> sidecar_files;
   for (const auto& pr : m.projectors) {
     if (pr.kind != kProjectorKindMmproj) {
@@ -392,7 +388,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     }
     char id[32];
     std::snprintf(id, sizeof id, "projector-%05zu", sidecar_files.size());
-    root.artifacts.push_back({id, pr.path, pr.artifact_bytes, lower_hex(pr.sha256)});
+    root.artifacts.push_back({id, pr.path, pr.artifact_bytes, detail::ascii_lower(pr.sha256)});
     root.sidecars.push_back({std::string(kSidecarKindMmproj), id, std::string(id)});
     sidecar_files.emplace_back(&pr, id);
   }
@@ -446,8 +442,8 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     r.artifacts.push_back({id, path, from, bytes, sha, how});
   };
   r.artifacts.push_back({"metadata", std::string(kMetadataPath), "", carrier.size(), root.artifacts[0].sha256, "written"});
-  for (const auto& p : parts) placed(p.id, p.path, p.from, p.entry->artifact_bytes, lower_hex(p.entry->sha256));
-  for (const auto& [pr, id] : sidecar_files) placed(id, pr->path, pr->path, pr->artifact_bytes, lower_hex(pr->sha256));
+  for (const auto& p : parts) placed(p.id, p.path, p.from, p.entry->artifact_bytes, detail::ascii_lower(p.entry->sha256));
+  for (const auto& [pr, id] : sidecar_files) placed(id, pr->path, pr->path, pr->artifact_bytes, detail::ascii_lower(pr->sha256));
   {
     fs::create_directories(staging.path() / "shared");
     AtomicFile cf(staging.path() / kMetadataPath);
