@@ -1,0 +1,87 @@
+// How one chunk is stored in a xorb: an 8-byte header (version 0, compressed
+// size u24 LE, scheme, uncompressed size u24 LE) and its data, stored as is,
+// as an LZ4 frame, or byte-grouped by 4 and then an LZ4 frame
+// (xet-core xorb_object/xorb_chunk_format.rs, compression_scheme.rs,
+// byte_grouping/bg4.rs; hub-docs docs/xet/xorb.md).
+//
+// Encoding keeps the smallest of the schemes the policy allows and stores the
+// chunk as is unless compression shrinks it (huggingface.js createXorbs.ts
+// does the same brute-force choice; xet-core predicts BG4 from byte
+// statistics instead: any choice decodes the same). The LZ4 frame is one
+// independent block without checksums, as xet-core's lz4_flex FrameEncoder
+// writes it for a chunk-sized input.
+//
+// Decoding treats the bytes as hostile: the header's sizes are checked
+// against the limits and against what the data decodes to; errors are
+// Error(kInvalidInput) (malformed) or Error(kIntegrity) (decodes to other
+// sizes than declared), each naming the caller's `what`.
+//
+// Thread-safety: a ChunkCodec holds LZ4 contexts: one thread at a time, one
+// codec per thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace skippy::xet {
+
+inline constexpr size_t kChunkHeaderBytes = 8;
+// The chunker's maximum, which xet-core also enforces when reading a header.
+inline constexpr uint32_t kMaxChunkBytes = 128 * 1024;
+// What a header may declare as stored size (xet-core: twice the maximum).
+inline constexpr uint32_t kMaxStoredChunkBytes = 2 * kMaxChunkBytes;
+
+enum class ChunkScheme : uint8_t { kNone = 0, kLz4 = 1, kBg4Lz4 = 2 };
+const char* chunk_scheme_name(ChunkScheme scheme) noexcept;
+
+// Which schemes encoding may try (it always falls back to kNone).
+enum class CompressionPolicy : uint8_t {
+  kNone,    // store every chunk as is
+  kLz4,     // LZ4 frame where it shrinks
+  kBg4Lz4,  // byte grouping + LZ4 where it shrinks
+  kBest,    // both, keep the smaller (the default)
+};
+
+struct ChunkHeader {
+  uint32_t stored_size = 0;
+  ChunkScheme scheme = ChunkScheme::kNone;
+  uint32_t size = 0;  // uncompressed
+};
+
+// Parses and checks an 8-byte header: version 0, a known scheme, sizes within
+// the limits, size > 0, and stored == size when stored as is. `at` is where it
+// sits (for the message). Throws Error(kInvalidInput).
+ChunkHeader parse_chunk_header(std::span<const uint8_t, kChunkHeaderBytes> bytes, std::string_view what, size_t at);
+void put_chunk_header(std::vector<uint8_t>& out, const ChunkHeader& header);
+
+// The 4-byte grouping: bytes 0,4,8,... then 1,5,9,... then 2,... then 3,...;
+// group g holds n/4 bytes plus one when g < n % 4.
+void bg4_split(std::span<const uint8_t> in, uint8_t* out) noexcept;
+void bg4_regroup(std::span<const uint8_t> in, uint8_t* out) noexcept;
+
+class ChunkCodec {
+ public:
+  ChunkCodec();
+  ~ChunkCodec();
+  ChunkCodec(const ChunkCodec&) = delete;
+  ChunkCodec& operator=(const ChunkCodec&) = delete;
+
+  // Appends header + data for `chunk` (1 byte to kMaxChunkBytes) to `out`;
+  // returns the header written.
+  ChunkHeader encode(std::span<const uint8_t> chunk, CompressionPolicy policy, std::vector<uint8_t>& out);
+
+  // Decodes the data of a chunk whose header is `header` into `out`, which
+  // must have room for header.size bytes. Throws as described above.
+  void decode(const ChunkHeader& header, std::span<const uint8_t> stored, uint8_t* out, std::string_view what,
+              size_t at);
+
+ private:
+  struct Lz4;
+  std::unique_ptr<Lz4> lz4_;
+  std::vector<uint8_t> scratch_;  // the byte-grouped copy, the second candidate
+};
+
+}  // namespace skippy::xet
