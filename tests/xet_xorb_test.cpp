@@ -132,6 +132,11 @@ TEST(XetChunkCodec, KeepsTheSmallestEncodingAndDecodesEach) {
       {weight_like(131072, 8), CompressionPolicy::kBest, ChunkScheme::kBg4Lz4},
       {weight_like(131072, 8), CompressionPolicy::kNone, ChunkScheme::kNone},
       {std::vector<uint8_t>(3, 9), CompressionPolicy::kBest, ChunkScheme::kNone},  // a frame is longer
+      // The default decides on the first 8 KiB.
+      {random_bytes(65536, 7), CompressionPolicy::kSampled, ChunkScheme::kNone},
+      {std::vector<uint8_t>(100000, 0), CompressionPolicy::kSampled, ChunkScheme::kLz4},
+      {weight_like(131072, 8), CompressionPolicy::kSampled, ChunkScheme::kBg4Lz4},
+      {std::vector<uint8_t>(5, 0), CompressionPolicy::kSampled, ChunkScheme::kNone},
   };
   for (const Case& c : cases) {
     std::vector<uint8_t> out = {0xEE};  // appends after what is there

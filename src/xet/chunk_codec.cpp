@@ -2,6 +2,7 @@
 
 #include <lz4frame.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -174,6 +175,21 @@ struct ChunkCodec::Lz4 {
 ChunkCodec::ChunkCodec() : lz4_(std::make_unique<Lz4>()) {}
 ChunkCodec::~ChunkCodec() = default;
 
+// The scheme the chunk's first 8 KiB favour: kNone when neither shrinks them
+// by at least 1/64 (the whole chunk would hardly pay for its decoding).
+CompressionPolicy ChunkCodec::sample(std::span<const uint8_t> chunk) {
+  constexpr size_t kSample = 8 * 1024;
+  const auto s = chunk.first(std::min(chunk.size(), kSample));
+  const size_t enough = s.size() - s.size() / 64;
+  size_t lz4 = SIZE_MAX, bg4 = SIZE_MAX;
+  if (lz4_->compress(s, enough)) lz4 = lz4_->frame.size();
+  scratch_.resize(s.size());
+  bg4_split(s, scratch_.data());
+  if (lz4_->compress(scratch_, enough)) bg4 = lz4_->frame.size();
+  if (lz4 == SIZE_MAX && bg4 == SIZE_MAX) return CompressionPolicy::kNone;
+  return bg4 < lz4 ? CompressionPolicy::kBg4Lz4 : CompressionPolicy::kLz4;
+}
+
 ChunkHeader ChunkCodec::encode(std::span<const uint8_t> chunk, CompressionPolicy policy, std::vector<uint8_t>& out) {
   if (chunk.empty() || chunk.size() > kMaxChunkBytes) {
     throw Error(ErrorKind::kUsage, "xorb chunk of " + std::to_string(chunk.size()) + " bytes (1 to " +
@@ -184,6 +200,7 @@ ChunkHeader ChunkCodec::encode(std::span<const uint8_t> chunk, CompressionPolicy
   h.scheme = ChunkScheme::kNone;
   h.stored_size = h.size;
   std::vector<uint8_t> best;
+  if (policy == CompressionPolicy::kSampled) policy = sample(chunk);
   if (policy == CompressionPolicy::kLz4 || policy == CompressionPolicy::kBest) {
     if (lz4_->compress(chunk, h.stored_size)) {
       h.scheme = ChunkScheme::kLz4;

@@ -4,12 +4,13 @@
 // (xet-core xorb_object/xorb_chunk_format.rs, compression_scheme.rs,
 // byte_grouping/bg4.rs; hub-docs docs/xet/xorb.md).
 //
-// Encoding keeps the smallest of the schemes the policy allows and stores the
-// chunk as is unless compression shrinks it (huggingface.js createXorbs.ts
-// does the same brute-force choice; xet-core predicts BG4 from byte
-// statistics instead: any choice decodes the same). The LZ4 frame is one
-// independent block without checksums, as xet-core's lz4_flex FrameEncoder
-// writes it for a chunk-sized input.
+// Encoding stores a chunk compressed only when that shrinks it, with the
+// scheme the policy picks: by default the one that does better on the chunk's
+// first 8 KiB (huggingface.js createXorbs.ts tries both on the whole chunk,
+// kBest here; xet-core predicts byte grouping from byte statistics: any
+// choice decodes the same). The LZ4 frame is one independent block without
+// checksums, as xet-core's lz4_flex FrameEncoder writes it for a chunk-sized
+// input.
 //
 // Decoding treats the bytes as hostile: the header's sizes are checked
 // against the limits and against what the data decodes to; errors are
@@ -39,10 +40,14 @@ const char* chunk_scheme_name(ChunkScheme scheme) noexcept;
 
 // Which schemes encoding may try (it always falls back to kNone).
 enum class CompressionPolicy : uint8_t {
-  kNone,    // store every chunk as is
-  kLz4,     // LZ4 frame where it shrinks
-  kBg4Lz4,  // byte grouping + LZ4 where it shrinks
-  kBest,    // both, keep the smaller (the default)
+  kNone,     // store every chunk as is
+  kLz4,      // LZ4 frame where it shrinks
+  kBg4Lz4,   // byte grouping + LZ4 where it shrinks
+  kBest,     // both on the whole chunk, keep the smaller (huggingface.js's choice)
+  kSampled,  // both on the chunk's first 8 KiB; the whole chunk only with the
+             // better one, and only if the sample shrank (the default: about
+             // twice kBest's speed on weights, and no full attempt on bytes
+             // that do not compress)
 };
 
 struct ChunkHeader {
@@ -80,6 +85,7 @@ class ChunkCodec {
 
  private:
   struct Lz4;
+  CompressionPolicy sample(std::span<const uint8_t> chunk);
   std::unique_ptr<Lz4> lz4_;
   std::vector<uint8_t> scratch_;  // the byte-grouped copy, the second candidate
 };

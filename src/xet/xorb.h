@@ -70,7 +70,7 @@ enum class XorbFooter : uint8_t { kOmit, kWrite };
 // fit the limits, counting it stored uncompressed and the footer if written.
 class XorbBuilder {
  public:
-  explicit XorbBuilder(CompressionPolicy policy = CompressionPolicy::kBest, XorbFooter footer = XorbFooter::kOmit);
+  explicit XorbBuilder(CompressionPolicy policy = CompressionPolicy::kSampled, XorbFooter footer = XorbFooter::kOmit);
 
   bool fits(size_t chunk_size) const noexcept;
   // Adds a chunk whose hash the caller computed (chunk_hash of `data`);
