@@ -278,6 +278,8 @@ TEST(XetShard, HostileShardsAreNamed) {
   auto trailing = upload;
   trailing.push_back(0);
   EXPECT_NE(error_text([&] { parse_shard(trailing, "t"); }).find("1 bytes follow the xorb section"), std::string::npos);
+  std::vector<uint8_t> huge(kShardMaxBytes + 1);
+  EXPECT_NE(error_text([&] { parse_shard(huge, "h"); }).find("more than the 67108864 allowed"), std::string::npos);
   auto no_bookend = upload;
   no_bookend.resize(upload.size() - 48);
   EXPECT_NE(error_text([&] { parse_shard(no_bookend, "b"); }).find("xorb hash at byte"), std::string::npos);

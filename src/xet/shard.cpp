@@ -268,6 +268,10 @@ std::vector<uint8_t> ShardBuilder::finish() {
 
 Shard parse_shard(std::span<const uint8_t> bytes, std::string_view what) {
   ByteReader r(bytes, what);
+  if (bytes.size() > kShardMaxBytes) {
+    r.fail_at(0, "a shard of " + std::to_string(bytes.size()) + " bytes, more than the " +
+                     std::to_string(kShardMaxBytes) + " allowed");
+  }
   const auto tag = r.take(32, "shard header tag");
   if (std::memcmp(tag.data(), kTag, sizeof kTag) != 0) r.fail_at(0, "not a shard (the header tag is not HFRepoMetaData's)");
   if (const uint64_t v = r.u64("shard header version"); v != kHeaderVersion) {

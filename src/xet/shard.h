@@ -142,7 +142,7 @@ class ShardBuilder {
   size_t bytes_ = kShardHeaderBytes + 2 * kShardEntryBytes;
 };
 
-// Reads an upload shard or a CAS dedupe shard (with footer).
+// Reads an upload shard or a CAS dedupe shard (with footer), at most 64 MiB.
 Shard parse_shard(std::span<const uint8_t> bytes, std::string_view what);
 
 }  // namespace skippy::xet

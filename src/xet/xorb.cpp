@@ -228,12 +228,17 @@ size_t ChunkRangeDecoder::take_chunk(std::span<const uint8_t> in,
       parse_chunk_header(std::span<const uint8_t, kChunkHeaderBytes>(in.data(), kChunkHeaderBytes), what_, consumed_);
   const size_t whole = kChunkHeaderBytes + h.stored_size;
   if (in.size() < whole) return 0;
-  out_.resize(h.size);
-  codec_.decode(h, in.subspan(kChunkHeaderBytes, h.stored_size), out_.data(), what_, consumed_);
+  const auto stored = in.subspan(kChunkHeaderBytes, h.stored_size);
+  std::span<const uint8_t> contents = stored;  // a chunk stored as is is handed out in place
+  if (h.scheme != ChunkScheme::kNone) {
+    out_.resize(h.size);
+    codec_.decode(h, stored, out_.data(), what_, consumed_);
+    contents = out_;
+  }
   ++chunks_;
   consumed_ += whole;
   decoded_ += h.size;
-  on_chunk(out_);
+  on_chunk(contents);
   return whole;
 }
 
