@@ -27,11 +27,13 @@
 #include <string_view>
 #include <vector>
 
+#include "xet/chunker.h"
+
 namespace skippy::xet {
 
 inline constexpr size_t kChunkHeaderBytes = 8;
 // The chunker's maximum, which xet-core also enforces when reading a header.
-inline constexpr uint32_t kMaxChunkBytes = 128 * 1024;
+inline constexpr uint32_t kMaxChunkBytes = static_cast<uint32_t>(kMaxChunkSize);
 // What a header may declare as stored size (xet-core: twice the maximum).
 inline constexpr uint32_t kMaxStoredChunkBytes = 2 * kMaxChunkBytes;
 
