@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "skippy/catalog_stage.h"
+#include "skippy/package.h"
 #include "skippy/error.h"
 
 namespace {
@@ -43,7 +44,7 @@ int main(int argc, char** argv) {
     size_t tensors = 0;
     for (int i = 0; i < n; ++i) {
       const auto t0 = Clock::now();
-      const auto pkg = skippy::open_local_catalog_v2(dir);
+      const auto pkg = skippy::open_local_package(dir).catalog(skippy::CatalogNeed::all());
       const double opened = ms_since(t0);
       const auto t1 = Clock::now();
       const auto stage = skippy::select_stage(pkg.catalog, {0, pkg.catalog.layer_count / 2});

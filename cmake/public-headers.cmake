@@ -22,6 +22,7 @@ set(SKIPPY_PUBLIC_HEADERS
   memory_plan.h
   model_source.h
   ngram.h
+  package.h
   package_catalog.h
   package_convert.h
   package_restamp.h

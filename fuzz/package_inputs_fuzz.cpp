@@ -8,9 +8,11 @@
 // --override FIELD=VALUE, and package schema 2: its root (model-package.json)
 // and its metadata carrier's catalog (a GGUF directory read against a fixed
 // root), and the signature sidecar model-package.json.sig of a fixed
-// manifest (issue #29). The first input byte picks the parser (0xF0 and up:
-// the range record; 0xE0 to 0xE7: the schema 2 root; 0xE8 to 0xEF: the
-// carrier; 0xD8 to 0xDF: the sidecar; else byte % 8); the rest is its input. Each must
+// manifest, and the printing of arbitrary bytes as JSON output (every string
+// from outside reaches --json this way). The first input byte picks the
+// parser (0xF0 and up: the range record; 0xE0 to 0xE7: the schema 2 root;
+// 0xE8 to 0xEF: the carrier; 0xD8 to 0xDF: the sidecar; 0xD0 to 0xD7: JSON
+// output; else byte % 8); the rest is its input. Each must
 // either succeed and keep its promises or throw skippy::Error; anything
 // else (another exception, a sanitizer report, a broken promise) is a crash.
 #include <unistd.h>
@@ -40,6 +42,7 @@
 #include "util/sha256.h"
 #include "skippy/policy.h"
 #include "skippy/speculative.h"
+#include "format/json_output.h"
 #include "source/blob_writer.h"
 
 namespace {
@@ -270,6 +273,27 @@ void sidecar(std::string_view text) {
   CHECK(!sig->validation_sha256);  // no validation.json here: a sidecar naming one is refused
 }
 
+// Arbitrary bytes as a key, a value and an array element of a report: it
+// prints (no exception), the text parses back as JSON, and valid UTF-8
+// comes back unchanged.
+void json_output_of(std::string_view text) {
+  const std::string s(text);
+  nlohmann::json doc = {{"message", s}, {"items", {s, 1, s}}};
+  doc[s] = s;
+  for (const int indent : {-1, 2}) {
+    const std::string out = skippy::json_output(doc, indent);
+    const auto back = nlohmann::json::parse(out);  // throws (a crash here) if not JSON
+    CHECK(back.is_object() && back.contains("message") && back["items"].size() == 3);
+    bool utf8 = true;
+    try {
+      (void)nlohmann::json(s).dump();
+    } catch (const nlohmann::json::exception&) {
+      utf8 = false;
+    }
+    if (utf8) CHECK(back["message"].get<std::string>() == s && back.contains(s));
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -278,6 +302,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     if (data[0] >= 0xF0) {
       range_record(text);
+      return 0;
+    }
+    if (data[0] >= 0xD0 && data[0] < 0xD8) {
+      json_output_of(text);
       return 0;
     }
     if (data[0] >= 0xD8 && data[0] < 0xE0) {

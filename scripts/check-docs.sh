@@ -7,6 +7,7 @@
 #   scripts/check-docs.sh spec-linked     the README and docs/package-format.md link the public upstream spec
 #   scripts/check-docs.sh no-stale-figures  docs/testing.md and the README state no test count or measured run time
 #   scripts/check-docs.sh readme-setup    the README's set-up runs without root and says how long its two commands take
+#   scripts/check-docs.sh demo-deps       the demo (README command 1) installs only what the CLI needs
 #   scripts/check-docs.sh pasteable       no command or value a user may paste holds a <placeholder> (a shell redirect)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,6 +82,24 @@ case "${1:-}" in
     done
     echo "check-docs: the README's set-up needs no root and says how long its two commands take"
     ;;
+  demo-deps)
+    # README command 1 installs only what building and running the CLI needs:
+    # no sanitizer compilers, test frameworks, benchmarks or Node.
+    grep -q 'install-deps.sh --run-only' scripts/demo.sh ||
+      { echo "check-docs: scripts/demo.sh does not install with --run-only" >&2; exit 1; }
+    run=$(bash scripts/install-deps.sh --run-only --list)
+    for p in clang libclang-rt-14-dev libgtest-dev libgmock-dev libbenchmark-dev nodejs npm; do
+      if printf '%s\n' "$run" | grep -qx "$p"; then echo "check-docs: install-deps --run-only installs $p" >&2; exit 1; fi
+    done
+    for p in cmake libssl-dev libcurl4-openssl-dev nlohmann-json3-dev; do
+      printf '%s\n' "$run" | grep -qx "$p" || { echo "check-docs: install-deps --run-only lacks $p" >&2; exit 1; }
+    done
+    all=$(bash scripts/install-deps.sh --list)
+    for p in libgtest-dev libbenchmark-dev clang; do
+      printf '%s\n' "$all" | grep -qx "$p" || { echo "check-docs: install-deps lacks $p" >&2; exit 1; }
+    done
+    echo "check-docs: the demo installs the CLI's dependencies only"
+    ;;
   pasteable)
     # A placeholder a user must replace is an UPPERCASE word (COMMIT, NODE_ID),
     # never <...>: pasted into a shell, "--source-revision <commit>" is a
@@ -108,5 +127,5 @@ case "${1:-}" in
     fi
     echo "check-docs: no command or value in README.md and docs/ holds a <placeholder>"
     ;;
-  *) echo "usage: scripts/check-docs.sh reference [CLI] | env | self-contained | no-issue-numbers [CLI] | spec-linked | no-stale-figures | readme-setup | pasteable" >&2; exit 2 ;;
+  *) echo "usage: scripts/check-docs.sh reference [CLI] | env | self-contained | no-issue-numbers [CLI] | spec-linked | no-stale-figures | readme-setup | demo-deps | pasteable" >&2; exit 2 ;;
 esac

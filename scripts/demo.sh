@@ -5,8 +5,14 @@
 # Usage: scripts/demo.sh [MODEL.gguf] [WORK_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DSKIPPY_WERROR=ON -DCMAKE_BUILD_TYPE=Release >/dev/null  # as scripts/test.sh: one build tree
+bash scripts/install-deps.sh --run-only  # the CLI's dependencies only (no test toolchain)
+# One build tree with scripts/test.sh; without the test frameworks (a machine
+# that ran only this script) the tests and benchmarks are not configured.
+tests=ON
+dpkg-query -W -f='${Status}' libgtest-dev 2>/dev/null | grep -q 'install ok installed' &&
+  dpkg-query -W -f='${Status}' libbenchmark-dev 2>/dev/null | grep -q 'install ok installed' || tests=OFF
+cmake -S . -B build -G Ninja -DSKIPPY_WERROR=ON -DCMAKE_BUILD_TYPE=Release \
+  -DSKIPPY_BUILD_TESTS=$tests -DSKIPPY_BUILD_BENCH=$tests >/dev/null
 cmake --build build -j2 --target skippy-model-package
 
 cli=build/bin/skippy-model-package

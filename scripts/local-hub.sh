@@ -2,7 +2,8 @@
 # A local Hugging Face Hub on 127.0.0.1, in one command: the stand-in the tests
 # use (tests/hub/hub_standin.mjs, Node builtins only). It serves downloads
 # (resolve, the API, LFS redirects to a storage listener) and uploads (LFS
-# batch, commits) like huggingface.co, on two free ports.
+# batch, commits) like huggingface.co, on two free ports, and a Xet CAS on a
+# third (xet tokens, xorbs, shards, reconstructions; tests/hub/cas_standin.mjs).
 #
 #   scripts/local-hub.sh                      serve in the foreground until Ctrl-C
 #   eval "$(scripts/local-hub.sh --start)"    start it in the background; sets

@@ -26,7 +26,8 @@ elif [ "${1:-}" = "--sanitize" ]; then
 else
   # Release (-O2, no debug info): the tests need no debugger, and debug
   # info doubles the compile time of the header-heavy CLI and test files.
-  cmake -S . -B "$build" -G Ninja -DSKIPPY_WERROR=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake -S . -B "$build" -G Ninja -DSKIPPY_WERROR=ON -DCMAKE_BUILD_TYPE=Release \
+    -DSKIPPY_BUILD_TESTS=ON -DSKIPPY_BUILD_BENCH=ON >/dev/null
 fi
 cmake --build "$build" -j2
 ctest --test-dir "$build" --output-on-failure -j2

@@ -72,7 +72,7 @@ TEST(CApi, ASchema2PackageOpensSelectsVerifiesAndMaterializesThroughTheSameCalls
   const auto out = tmp / "stage.gguf";
   const auto r = run_c({(tmp / "pkg").string(), "2", "5", out.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const auto pkg = open_local_catalog_v2(tmp / "pkg");
+  const auto pkg = test::local_catalog(tmp / "pkg");
   EXPECT_EQ(lines_starting(r.out, "schema "),
             std::vector<std::string>{"2 " + written.root["package_id"].get<std::string>()});
   EXPECT_EQ(lines_starting(r.out, "model_id "), std::vector<std::string>{pkg.catalog.model_id});

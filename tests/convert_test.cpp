@@ -63,7 +63,7 @@ TEST(Convert, OneToTwoOnEveryFixtureLinksEveryFragmentAndCertifies) {
     const auto model = ModelSource::open(fixture);
     EXPECT_EQ(r.tensors_certified, model.tensors().size());
     EXPECT_EQ(r.bytes_compared, model.tensor_bytes());
-    const auto opened = open_local_catalog_v2(dir / "v2");  // our strict reader
+    const auto opened = test::local_catalog(dir / "v2");  // our strict reader
     EXPECT_EQ(opened.catalog.package_id, r.package_id);
     const auto m1 = test::load_manifest(dir / "v1");
     size_t payload = 0;
@@ -113,7 +113,7 @@ TEST(Convert, AcrossFilesystemsTheFragmentsAreCopiedByteForByte) {
     EXPECT_NE(inode(dir / "v1" / a.from), inode(other / "v2" / a.path));
     EXPECT_EQ(test::read_file(dir / "v1" / a.from), test::read_file(other / "v2" / a.path)) << a.path;
   }
-  EXPECT_NO_THROW((void)open_local_catalog_v2(other / "v2"));
+  EXPECT_NO_THROW((void)test::local_catalog(other / "v2"));
   fs::remove_all(other);
 }
 
@@ -133,7 +133,7 @@ TEST(Convert, WithoutASourceItRefusesAndSaysWhy) {
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["certified"], false);
   EXPECT_NE(doc["certification"].get<std::string>().find("not certified"), std::string::npos);
-  EXPECT_NO_THROW((void)open_local_catalog_v2(dir / "v2"));
+  EXPECT_NO_THROW((void)test::local_catalog(dir / "v2"));
 }
 
 TEST(Convert, AWrongOrAlteredSourceIsRefusedNamingTheTensorAndNothingAppears) {
@@ -173,7 +173,7 @@ TEST(Convert, SaysWhatHadNoPlaceInSchema2) {
   const auto dropped = nlohmann::json::parse(r.out)["dropped"].dump();
   EXPECT_NE(dropped.find("generation.policy"), std::string::npos) << dropped;
   EXPECT_NE(dropped.find("generation.thresholds"), std::string::npos) << dropped;
-  EXPECT_FALSE(open_local_catalog_v2(dir / "v2").catalog.root_v2->generation.has_value());
+  EXPECT_FALSE(test::root_v2(dir / "v2").generation.has_value());
 }
 
 TEST(Convert, TwoToOneOfAReferenceLayoutPackageValidatesAgainstTheSource) {
@@ -181,11 +181,10 @@ TEST(Convert, TwoToOneOfAReferenceLayoutPackageValidatesAgainstTheSource) {
     SCOPED_TRACE(fixture.string());
     TempDir dir;
     (void)test::write_schema_v2_package(fixture, dir / "v2");
-    const auto opened = open_local_catalog_v2(dir / "v2");
     ConvertToV1Options o;
     o.package_dir = dir / "v2";
     o.out_dir = dir / "v1";
-    (void)convert_package_to_v1(opened.catalog, o);
+    (void)convert_package_to_v1(open_local_package(dir / "v2"), o);
     const auto report = validate_package(fixture, dir / "v1");
     std::string problems;
     for (const auto& p : report.problems) problems += p + "\n";
@@ -219,7 +218,7 @@ TEST(Convert, RoundTripOneTwoOneGivesTheSameFragments) {
   ConvertToV1Options back;
   back.package_dir = dir / "b";
   back.out_dir = dir / "c";
-  (void)convert_package_to_v1(open_local_catalog_v2(dir / "b").catalog, back);
+  (void)convert_package_to_v1(open_local_package(dir / "b"), back);
   const auto ma = test::load_manifest(dir / "a");
   const auto mc = test::load_manifest(dir / "c");
   EXPECT_EQ(ma.shared, mc.shared);
@@ -234,7 +233,7 @@ TEST(Convert, RoundTripOneTwoOneGivesTheSameFragments) {
   test::write_file(dir / "b/layers/layer-00002.gguf", bytes);
   back.out_dir = dir / "d";
   try {
-    (void)convert_package_to_v1(open_local_catalog_v2(dir / "b").catalog, back);
+    (void)convert_package_to_v1(open_local_package(dir / "b"), back);
     ADD_FAILURE() << "converted a tampered package";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kIntegrity);

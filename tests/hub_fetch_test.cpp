@@ -162,6 +162,54 @@ TEST_F(HubFetch, StageDownloadsExactlyItsPartsIntoTheRealCacheLayout) {
   EXPECT_TRUE(fs::is_directory(tmp_ / "hf" / ".locks" / "models--org--tiny-layers"));
 }
 
+// fetch --local-dir: the stage's files as plain files, verified; a rerun
+// keeps what is there and verified, and puts back what was damaged.
+TEST_F(HubFetch, ALocalDirGetsTheStagesFilesAsPlainVerifiedFiles) {
+  const fs::path local = tmp_ / "stage";
+  auto r = cli({"fetch", "hf://org/tiny-layers", "--layers", "2..4", "--local-dir", local.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = json::parse(r.out);
+  const std::set<std::string> want = {"model-package.json", "shared/metadata.gguf", "layers/layer-00002.gguf",
+                                      "layers/layer-00003.gguf"};
+  EXPECT_EQ(std::set<std::string>(j["local_dir"]["copied"].begin(), j["local_dir"]["copied"].end()), want);
+  EXPECT_TRUE(j["local_dir"]["kept"].empty());
+  EXPECT_EQ(j["local_dir"]["verified"], true);
+  for (const auto& rel : want) {
+    EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(local / rel))) << rel << ": a plain file, not a link";
+    EXPECT_EQ(test::read_file(local / rel), test::read_file(pkg_dir_->path() / "pkg" / rel)) << rel;
+  }
+  EXPECT_FALSE(fs::exists(local / "layers" / "layer-00004.gguf"));
+  size_t entries = 0;
+  for (const auto& e : fs::recursive_directory_iterator(local)) entries += e.is_regular_file() ? 1 : 0;
+  EXPECT_EQ(entries, want.size()) << "no temporary file left";
+
+  // A rerun, offline: everything kept.
+  r = cli({"fetch", "hf://org/tiny-layers", "--layers", "2..4", "--local-dir", local.string(), "--json"},
+          {"HF_HUB_OFFLINE=1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = json::parse(r.out);
+  EXPECT_TRUE(j["local_dir"]["copied"].empty()) << j["local_dir"].dump();
+  EXPECT_EQ(j["local_dir"]["kept"].size(), want.size());
+
+  // A damaged copy (same size) is put back from the verified part.
+  auto bytes = test::read_file(local / "layers/layer-00002.gguf");
+  bytes[bytes.size() / 2] ^= 1;
+  test::write_file(local / "layers/layer-00002.gguf", bytes);
+  r = cli({"fetch", "hf://org/tiny-layers", "--layers", "2..4", "--local-dir", local.string(), "--json"},
+          {"HF_HUB_OFFLINE=1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = json::parse(r.out);
+  EXPECT_EQ(j["local_dir"]["copied"], json::array({"layers/layer-00002.gguf"})) << r.out << r.err;
+  EXPECT_EQ(test::read_file(local / "layers/layer-00002.gguf"),
+            test::read_file(pkg_dir_->path() / "pkg" / "layers/layer-00002.gguf"));
+
+  // Never into the cache's own snapshot.
+  r = cli({"fetch", "hf://org/tiny-layers", "--layers", "2..4", "--local-dir", (snapshot() / "copy").string(), "--json"},
+          {"HF_HUB_OFFLINE=1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("snapshot in the Hugging Face cache"), std::string::npos) << r.err;
+}
+
 TEST_F(HubFetch, FollowsTheHubsResolveCacheRedirectForSmallFiles) {
   // huggingface.co answers non-LFS files with a relative 307 to
   // /api/resolve-cache/...: followed on the same host, token kept.

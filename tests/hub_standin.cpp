@@ -137,6 +137,7 @@ HubStandin::HubStandin() {
     const auto ready = nlohmann::json::parse(line.substr(0, line.find('\n')));
     endpoint_ = ready.at("endpoint").get<std::string>();
     storage_ = ready.at("storage").get<std::string>();
+    cas_ = ready.at("cas").get<std::string>();
   } catch (...) {
     ::close(stdin_fd_);
     ::close(stdout_fd_);
@@ -200,11 +201,13 @@ nlohmann::json HubStandin::admin(const std::string& method, const std::string& p
 
 nlohmann::json HubStandin::publish_json(const std::string& repo, const std::filesystem::path& dir,
                                         const PublishOptions& opts) {
-  const nlohmann::json req = {{"repo", repo},
-                              {"dir", std::filesystem::absolute(dir).string()},
-                              {"branch", opts.branch},
-                              {"tags", opts.tags},
-                              {"gated", opts.gated}};
+  nlohmann::json req = {{"repo", repo},
+                        {"dir", std::filesystem::absolute(dir).string()},
+                        {"branch", opts.branch},
+                        {"tags", opts.tags},
+                        {"gated", opts.gated}};
+  if (opts.xet) req["xet"] = {{"compression", opts.xet_compression}};
+  if (opts.xet_enabled) req["xet_enabled"] = *opts.xet_enabled;
   return admin("POST", "/_admin/repos", req.dump());
 }
 
@@ -225,6 +228,7 @@ std::vector<HubRequest> HubStandin::log() {
     if (e.contains("user_agent") && !e.at("user_agent").is_null()) r.user_agent = e.at("user_agent").get<std::string>();
     r.status = e.at("status").get<int>();
     r.bytes_sent = e.at("bytes_sent").get<uint64_t>();
+    r.bytes_received = e.value("bytes_received", uint64_t{0});
     out.push_back(std::move(r));
   }
   return out;
@@ -237,5 +241,52 @@ void HubStandin::fault(const nlohmann::json& rule) { admin("POST", "/_admin/faul
 void HubStandin::clear_faults() { admin("DELETE", "/_admin/faults"); }
 
 void HubStandin::configure(const nlohmann::json& cfg) { admin("POST", "/_admin/config", cfg.dump()); }
+
+XetStats HubStandin::xet_stats() {
+  XetStats s;
+  s.raw = admin("GET", "/_admin/xet");
+  const auto& b = s.raw.at("bytes");
+  s.xorb_upload_bytes = b.at("xorb_upload").get<uint64_t>();
+  s.shard_upload_bytes = b.at("shard_upload").get<uint64_t>();
+  s.lfs_upload_bytes = b.at("lfs_upload").get<uint64_t>();
+  s.xorb_download_bytes = b.at("xorb_download").get<uint64_t>();
+  s.dedupe_answer_bytes = b.at("dedupe_answered").get<uint64_t>();
+  for (const auto& x : s.raw.at("xorbs")) {
+    s.xorbs.push_back({x.at("hash").get<std::string>(), x.at("status").get<std::string>(), x.value("error", std::string()),
+                       x.at("bytes").get<uint64_t>(), x.value("chunks", uint64_t{0})});
+  }
+  for (const auto& x : s.raw.at("shards")) {
+    XetStats::Shard sh{x.at("route").get<std::string>(), x.at("status").get<std::string>(), x.value("error", std::string()),
+                       x.value("repo", std::string()), x.at("bytes").get<uint64_t>(), {}};
+    for (const auto& f : x.value("files", nlohmann::json::array())) sh.file_sha256.push_back(f.at("sha256").get<std::string>());
+    s.shards.push_back(std::move(sh));
+  }
+  for (const auto& q : s.raw.at("dedupe_queries")) s.dedupe_queries.push_back({q.at("chunk").get<std::string>(), q.at("found").get<bool>()});
+  for (const auto& q : s.raw.at("reconstructions")) {
+    XetStats::Reconstruction r{q.at("file").get<std::string>(), q.at("version").get<int>(), q.at("status").get<int>(), std::nullopt};
+    if (!q.at("range").is_null()) r.range = q.at("range").get<std::string>();
+    s.reconstructions.push_back(std::move(r));
+  }
+  const auto& sc = s.raw.at("chunk_schemes");
+  s.chunks_none = sc.at("none").get<uint64_t>();
+  s.chunks_lz4 = sc.at("lz4").get<uint64_t>();
+  s.chunks_bg4_lz4 = sc.at("bg4_lz4").get<uint64_t>();
+  return s;
+}
+
+void HubStandin::clear_xet_stats() { admin("DELETE", "/_admin/xet"); }
+
+nlohmann::json HubStandin::xet_store(bool with_chunks) {
+  return admin("GET", with_chunks ? "/_admin/xet/store?chunks=1" : "/_admin/xet/store");
+}
+
+void HubStandin::forget_xet_store() { admin("DELETE", "/_admin/xet/store"); }
+
+void HubStandin::expire_xet_tokens() { admin("POST", "/_admin/xet/expire-tokens"); }
+
+void HubStandin::set_repo_xet(const std::string& repo, std::optional<bool> enabled) {
+  const nlohmann::json body = {{"repo", repo}, {"xet_enabled", enabled ? nlohmann::json(*enabled) : nlohmann::json(nullptr)}};
+  admin("POST", "/_admin/repo-settings", body.dump());
+}
 
 }  // namespace skippy::test

@@ -578,12 +578,15 @@ TEST_F(HubStandinTest, OfficialJsClientDownloadsASnapshot) {
 // The upload side: @huggingface/hub's own createRepo() and uploadFiles()
 // (preupload, LFS batch, basic and multipart PUTs to storage, NDJSON commit)
 // succeed against the stand-in, and what they uploaded downloads back intact.
+// Xet is off here, so the client takes the LFS path (xet_standin_test.cpp
+// covers the Xet path).
 TEST_F(HubStandinTest, OfficialJsClientCreatesARepoAndUploadsInOneCommit) {
   const fs::path js = fs::path(SKIPPY_SOURCE_DIR) / "tests" / "js";
   if (!fs::exists(js / "node_modules/@huggingface/hub")) {
     GTEST_SKIP() << "run scripts/install-deps.sh to install @huggingface/hub";
   }
-  hub.configure({{"multipart_threshold", 1 << 20}, {"multipart_chunk_size", 300000}});  // big.bin goes multipart
+  hub.configure({{"multipart_threshold", 1 << 20}, {"multipart_chunk_size", 300000},  // big.bin goes multipart
+                 {"xet_enabled", false}});
   TempDir src;
   files.write(src.path());
   hub.clear_log();

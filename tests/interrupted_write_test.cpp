@@ -1,4 +1,4 @@
-// Issue #30: an interrupted write-package is not invisible. SIGINT/SIGTERM
+// An interrupted write-package is not invisible. SIGINT/SIGTERM
 // print one line saying what was interrupted and that rerunning the same
 // command finishes it; inspect and verify on the directory it left name the
 // partial files instead of "not a layer package"; the rerun finishes.
@@ -30,11 +30,15 @@ TEST(InterruptedWrite, ASignalSaysHowToFinishAndInspectNamesThePartialFiles) {
   // Big enough (128 MiB) that the write is still running when it is signalled.
   const auto made = test::run_program(SKIPPY_MAKE_MODEL_PATH, {"--size", "128MiB", "--layers", "8", model.string()});
   ASSERT_EQ(made.exit_code, 0) << made.err;
-  const fs::path out = tmp / "pkg";
-  const std::vector<std::string> args = {SKIPPY_CLI_PATH, "write-package", model.string(), "--out-dir", out.string(),
-                                         "--model-id", "org/Big-GGUF:Q8_0", "--source-revision", "0123abc",
-                                         "--source-file", "big.gguf"};
+  // One directory per signal: a second run into a directory the first left
+  // already finds the marker there, so waiting for it would not wait for the
+  // second process to reach its write (and its signal handler).
+  fs::path out;
+  std::vector<std::string> args;
   for (const int sig : {SIGTERM, SIGINT}) {
+    out = tmp / ("pkg-" + std::to_string(sig));
+    args = {SKIPPY_CLI_PATH, "write-package", model.string(), "--out-dir", out.string(), "--model-id",
+            "org/Big-GGUF:Q8_0", "--source-revision", "0123abc", "--source-file", "big.gguf"};
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);

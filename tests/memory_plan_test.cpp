@@ -324,8 +324,13 @@ TEST(MemoryPlan, RefusalSaysHowShortAndWhatWouldFit) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
     message = e.what();
   }
-  EXPECT_NE(message.find("short by"), std::string::npos) << message;
-  EXPECT_NE(message.find("would fit with a budget of"), std::string::npos) << message;
+  // What the stage needs and the headroom its budget keeps, apart, then
+  // their sum against the budget: never "needs X" beside "fits in Y > X".
+  EXPECT_NE(message.find(" itself (weights "), std::string::npos) << message;
+  EXPECT_NE(message.find("keeps a headroom of 8388608 bytes (8.00 MiB) free"), std::string::npos) << message;
+  EXPECT_NE(message.find(" in all, over its budget of 16777216 bytes (16.00 MiB) by "), std::string::npos) << message;
+  EXPECT_NE(message.find("The headroom grows with the budget"), std::string::npos) << message;
+  EXPECT_NE(message.find("fits in a budget of"), std::string::npos) << message;
   // The context it names fits, one more token does not.
   const auto at = message.find("at most ");
   ASSERT_NE(at, std::string::npos) << message;
@@ -336,8 +341,10 @@ TEST(MemoryPlan, RefusalSaysHowShortAndWhatWouldFit) {
   EXPECT_THROW((void)plan_memory(catalog_artifacts_v1(m), shape, o), Error);
   // The budget it names for the tightest stage fits that stage at the original context.
   o.context = 4096;
-  const auto b = message.find("budget of ");
-  const uint64_t need_budget = std::stoull(message.substr(b + 10));
+  const std::string fits_in = "fits in a budget of ";
+  const auto b = message.find(fits_in);
+  ASSERT_NE(b, std::string::npos) << message;
+  const uint64_t need_budget = std::stoull(message.substr(b + fits_in.size()));
   o.budgets = {need_budget, need_budget};
   EXPECT_NO_THROW((void)plan_memory(catalog_artifacts_v1(m), shape, o)) << message;
   o.budgets = {need_budget - 1, need_budget - 1};
@@ -410,11 +417,16 @@ TEST_F(MemoryPlanCli, KvBytesFollowTheMetadata) {
 
 TEST_F(MemoryPlanCli, NothingFitsExitsOneWithWhatWouldFit) {
   const auto r = run_cli({"plan", pkg().string(), "--context", "1000000", "--budgets", "64MiB,64MiB", "--json"});
-  test::expect_json_error(r, "invalid_input", "short by");
+  test::expect_json_error(r, "invalid_input", "over its budget of");
   EXPECT_NE(r.out.find("fit a context of at most"), std::string::npos) << r.out;
   const auto h = run_cli({"plan", pkg().string(), "--context", "1000000", "--budgets", "64MiB,64MiB"});
   EXPECT_EQ(h.exit_code, 1);
-  EXPECT_NE(h.err.find("would fit with a budget of"), std::string::npos) << h.err;
+  EXPECT_NE(h.err.find("fits in a budget of"), std::string::npos) << h.err;
+  // The table shows what a stage needs and the headroom apart.
+  const auto t = run_cli({"plan", pkg().string(), "--context", "1024", "--budgets", "24GiB,24GiB"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("KV+state         needs      headroom        budget"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("a stage fits when needs + headroom <= budget"), std::string::npos) << t.out;
 }
 
 TEST_F(MemoryPlanCli, UsageErrorsExitTwo) {

@@ -2,6 +2,8 @@
 // the nearest one, --json may come before the command, a source that is not
 // understood says what it looks like, a flag's error blames the flag, and
 // write-package's advice to run validate-package works as printed.
+#include <sstream>
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -135,7 +137,7 @@ TEST(Newcomer, AnOwnersDirectoryGivenAsANodeIdentityIsNamedAsSuch) {
                                   "\", \"manifest_sha256\": \"" + h64 + "\", \"stages\": [{\"stage_id\": \"s0\", "
                                   "\"stage_index\": 0, \"node_id\": \"" + h64 + "\", \"layer_start\": 0, \"layer_end\": 1}]}"));
   const auto r = run_cli({"serve-artifacts", "--listen", "127.0.0.1:0", "--topology", (tmp / "topology.json").string(),
-                          "--identity", owner});
+                          "--identity", owner, "--mode", "trusted"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("is an owner's directory"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("identity issue-node --owner " + owner), std::string::npos) << r.err;
@@ -154,4 +156,34 @@ TEST(Newcomer, TheUserAgentCarriesTheVersion) {
 }
 
 }  // namespace
+// README's command table has a row for every command the CLI lists.
+TEST(Newcomer, TheReadmeCommandTableHasEveryCommand) {
+  const auto help = run_cli({"--help"});
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  const std::string readme = test::read_text(std::string(SKIPPY_SOURCE_DIR) + "/README.md");
+  const auto from = help.out.find("Subcommands:");
+  ASSERT_NE(from, std::string::npos) << help.out;
+  std::istringstream lines(help.out.substr(from));
+  std::string line;
+  std::getline(lines, line);
+  size_t commands = 0;
+  while (std::getline(lines, line)) {
+    if (line.size() < 3 || line[0] != ' ' || line[2] == ' ') break;
+    const std::string name = line.substr(2, line.find(' ', 2) - 2);
+    ++commands;
+    EXPECT_NE(readme.find("| `" + name), std::string::npos) << name << " has no row in README's command table";
+  }
+  EXPECT_GE(commands, 16u);
+}
+
+// A required flag's help does not describe a default.
+TEST(Newcomer, RestampsRequiredFlagHasNoDefault) {
+  const auto r = run_cli({"restamp-package", "--help"});
+  ASSERT_EQ(r.exit_code, 0);
+  const auto at = r.out.find("--native-abi-version TEXT REQUIRED");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string described = r.out.substr(at, r.out.find("--sign", at) - at);
+  EXPECT_EQ(described.find("default"), std::string::npos) << described;
+}
+
 }  // namespace skippy

@@ -217,6 +217,26 @@ TEST_F(PeerFetch, AStageComesWholeFromThePeer) {
   EXPECT_EQ(s->log().find("accepted", log_before.size()), std::string::npos) << s->log();
 }
 
+// The mode as a flag: --mode trusted serves with the variable unset; with
+// neither, serve-artifacts does not start (it would serve nothing).
+TEST_F(PeerFetch, TheModeIsAFlagAndNoModeIsNoStart) {
+  const std::vector<std::string> server_env = {"HF_HUB_CACHE=" + w().hf.string(), "MESH_LLM_ARTIFACT_TRANSFER=",
+                                               "HF_HUB_OFFLINE=1"};
+  auto r = test::run_cli({"serve-artifacts", "--listen", "127.0.0.1:0", "--topology", w().topology.string(), "--identity",
+                    w().coord.string()},
+                   server_env);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("no transfer mode: give --mode trusted"), std::string::npos) << r.err;
+  r = test::run_cli({"serve-artifacts", "--listen", "127.0.0.1:0", "--topology", w().topology.string(), "--identity",
+                     w().coord.string(), "--mode", "sometimes"},
+              server_env);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  auto s = serve("", {}, {"--mode", "trusted"});
+  const auto f = fetch(s->endpoint(), "s1", w().w1, "m", {"--layers", "4..8"});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_EQ(json::parse(f.out)["source"], "peer");
+}
+
 TEST_F(PeerFetch, RefusalsFallBackToTheHubAndSayWhy) {
   {
     // Transfer off on the coordinator: nothing is offered; the manifest and

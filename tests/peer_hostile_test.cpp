@@ -397,6 +397,7 @@ class Flood {
 void PeerHostile::worker_under_flood(const std::string& name, unsigned addresses, unsigned first) {
   const fs::path hf = coord_cache(name + "-hf");
   auto s = serve(hf);
+  const auto served_since = Clock::now();
   Flood flood(s->endpoint(), 80, addresses, 2000, first);
   std::this_thread::sleep_for(std::chrono::seconds(1));  // the pool is full
   std::vector<double> times;
@@ -427,7 +428,12 @@ void PeerHostile::worker_under_flood(const std::string& name, unsigned addresses
   EXPECT_TRUE(s->wait_for_log(" evicted")) << s->log().substr(0, 4000);
   const std::string log = s->log();
   EXPECT_NE(log.find("before authentication, in the last"), std::string::npos) << log.substr(0, 4000);
-  EXPECT_LT(std::count(log.begin(), log.end(), '\n'), 400) << "the flood became a flood of log lines";
+  // The server logs at most 20 pre-authentication lines a second and a
+  // summary: the bound follows how long the flood lasted (longer on a
+  // loaded machine), never the thousands of connections it made.
+  const double flood_secs = secs(Clock::now() - served_since);
+  const auto lines = static_cast<double>(std::count(log.begin(), log.end(), '\n'));
+  EXPECT_LT(lines, 21.0 * (flood_secs + 1.0) + 150.0) << "the flood became a flood of log lines (" << flood_secs << " s)";
   EXPECT_EQ(s->stop(), 0);
 }
 
@@ -539,7 +545,7 @@ TEST_F(PeerHostile, ServerBusyIsAskedAgainWithBackoffAndEachRetryIsSaid) {
 
 TEST_F(PeerHostile, RateMistakesAreUsageErrorsNamingTheFlagOrVariable) {
   const std::string ep = "127.0.0.1:9";  // never reached: every case fails before
-  test::expect_json_error(fetch(ep, "mistakes", {"--peer-min-rate", "fast"}), "usage", "--peer-min-rate fast: expected bytes per second");
+  test::expect_json_error(fetch(ep, "mistakes", {"--peer-min-rate", "fast"}), "usage", "--peer-min-rate: invalid size \"fast\": expected a number");
   test::expect_json_error(fetch(ep, "mistakes", {}, {"SKIPPY_PEER_MIN_RATE=1Q"}), "usage", "SKIPPY_PEER_MIN_RATE=\"1Q\"");
   test::expect_json_error(fetch(ep, "mistakes", {}, {"SKIPPY_PEER_RATE_WINDOW=0"}), "usage", "SKIPPY_PEER_RATE_WINDOW=\"0\"");
   const auto r = test::run_cli({"fetch", w().ref, "--peer-min-rate", "1M", "--json"}, worker_env("mistakes"));

@@ -472,7 +472,7 @@ TEST_F(PeerTransfer, FinalStageOfAnUntiedModelDoesNotGetTheEmbeddings) {
 // ---------------------------------------------------------------- modes
 
 TEST_F(PeerTransfer, ModeOffOffersAndServesNothing) {
-  for (const std::string mode : {"", "bogus"}) {
+  for (const std::string mode : {"off", "bogus"}) {  // unset: no start (PeerFetch.TheModeIsAFlagAndNoModeIsNoStart)
     auto s = serve(ServerArgs().mode(mode));
     const auto c = client(w().w1);
     EXPECT_TRUE(c.features(s->endpoint()).empty());

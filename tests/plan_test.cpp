@@ -452,7 +452,7 @@ TEST(PlanLibrary, PlanningThePackageMatchesTheCliWithoutAskingAboutTheTie) {
     const auto dir = tmp / (std::string(model) + ".pkg");
     ASSERT_EQ(test::write_pkg(test::data_path(model), dir).exit_code, 0);
     const OpenedPackage pkg = open_local_package(dir);
-    for (uint32_t n = 1; n <= std::min(4u, pkg.manifest.layer_count); ++n) {
+    for (uint32_t n = 1; n <= std::min(4u, test::manifest(pkg).layer_count); ++n) {
       PlanOptions o;
       o.stages = n;
       const Plan p = plan_stages(plan_package(pkg, PlanReads{.stages = n}), o);
@@ -468,7 +468,7 @@ TEST(PlanLibrary, PlanningThePackageMatchesTheCliWithoutAskingAboutTheTie) {
       }
       if (n >= 2) {
         try {
-          (void)plan_stages(catalog_artifacts_v1(pkg.manifest), o);
+          (void)plan_stages(catalog_artifacts_v1(test::manifest(pkg)), o);
           ADD_FAILURE() << "a manifest alone cannot say whether the output is tied";
         } catch (const Error& e) {
           EXPECT_EQ(e.kind(), ErrorKind::kUsage);

@@ -112,9 +112,49 @@ TEST_F(PlanTopology, WhatCannotMakeATopologyIsAUsageErrorAndWritesNothing) {
     EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(out)) << c.says;
   }
-  const auto r = run_cli({"plan", pkg_.string(), "--stages", "2", "--nodes", nodes({0, 1})});
+  const auto r = run_cli({"plan", pkg_.string(), "--stages", "2", "--package-ref", kRef});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--nodes requires --topology-out"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--package-ref requires --topology-out"), std::string::npos) << r.err;
+}
+
+// Without a topology to authorise, --nodes names the plan's nodes: any name,
+// printed in every plan mode (the stage table or a nodes line) and in JSON.
+TEST_F(PlanTopology, NodeNamesNeedNoIdentityToPlan) {
+  auto r = run_cli({"plan", pkg_.string(), "--stages", "2", "--nodes", "alpha,beta"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("nodes: stage 0 on alpha, stage 1 on beta"), std::string::npos) << r.out;
+  r = run_cli({"plan", pkg_.string(), "--stages", "2", "--nodes", "alpha,beta", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["stages"][0]["node_name"], "alpha");
+  EXPECT_EQ(j["stages"][1]["node_name"], "beta");
+  EXPECT_FALSE(j.contains("topology"));
+  r = run_cli({"plan", pkg_.string(), "--context", "1024", "--bandwidth", "100GB/s,200GB/s", "--stages", "auto",
+               "--nodes", "alpha,beta"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(" beta "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("node 0"), std::string::npos) << r.out;
+  r = run_cli({"plan", pkg_.string(), "--stages", "2", "--nodes", "alpha"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--nodes gives 1 node for 2 stages"), std::string::npos) << r.err;
+}
+
+// A package in the Hugging Face cache pins itself: its repository and the
+// snapshot's commit are the reference the nodes fetch it by.
+TEST_F(PlanTopology, ACacheSnapshotIsItsOwnPinnedReference) {
+  const fs::path repo = tmp_ / "hub" / "models--org--tiny-layers";
+  fs::create_directories(repo / "blobs");
+  const fs::path snap = repo / "snapshots" / kCommit;
+  fs::create_directories(snap.parent_path());
+  fs::copy(pkg_, snap, fs::copy_options::recursive);
+  const auto out = tmp_ / "topology.json";
+  const auto r = run_cli({"plan", snap.string(), "--stages", "2", "--topology-out", out.string(), "--nodes", nodes({0, 1}),
+                          "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(peer::load_topology(out).package_ref, kRef);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["stages"][0]["node_name"], "n0");
+  EXPECT_EQ(j["stages"][1]["node_name"], "n1");
 }
 
 // examples/topology.json is the topology of the tour's package (written

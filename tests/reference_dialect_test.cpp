@@ -192,7 +192,7 @@ TEST(ReferenceDialect, FullRangeMaterializationIsTheSourceModel) {
     const auto& p = ref_package(src);
     const auto model = ModelSource::open(src);
     const auto pkg = open_local_package(p.dir);
-    const auto cat = open_catalog_v1(pkg, LayerRange{0, model.layer_count()});
+    const auto cat = test::catalog_of(pkg, LayerRange{0, model.layer_count()});
     const auto sel = open_stage(cat, {0, model.layer_count()});
     const auto view = StageView::open(cat.catalog, sel);
     EXPECT_EQ(view.merged_duplicates(), p.repeated);

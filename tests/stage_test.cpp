@@ -328,9 +328,9 @@ TEST(MetadataOnly, NeedsNoRangeAndChecksOnlyTheManifestAndMetadata) {
   test::TempDir tmp;
   const auto pkg = copy_package("llama-tiny-q8_0.gguf", tmp);
   fs::remove(pkg / "layers/layer-00004.gguf");  // a stage would fail; inventory does not care
-  EXPECT_NO_THROW(check_metadata_only(open_local_package(pkg.string())));
+  EXPECT_NO_THROW(check_metadata_only(open_local_package(pkg.string()).catalog(CatalogNeed::root_only())));
   test::write_file(pkg / "shared/metadata.gguf", std::vector<uint8_t>(10, 0));
-  expect_refused([&] { check_metadata_only(open_local_package(pkg.string())); }, "shared/metadata.gguf");
+  expect_refused([&] { check_metadata_only(open_local_package(pkg.string()).catalog(CatalogNeed::root_only())); }, "shared/metadata.gguf");
 }
 }  // namespace
 }  // namespace skippy

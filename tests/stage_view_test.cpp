@@ -191,7 +191,7 @@ TEST(StageView, RefusesAFragmentWhoseRoleKeysDisagreeWithItsPart) {
   const auto pkg = open_local_package(dir.string());
   expect_refused([&] { (void)test::view_v1(pkg, {4, 5}); },
                  {"layers/layer-00004.gguf", "skippy.package.layer_start says layer 5, expected 4"});
-  const uint32_t n = pkg.manifest.layer_count;
+  const uint32_t n = test::manifest(pkg).layer_count;
   expect_refused([&] { (void)test::view_v1(pkg, {n - 1, n}); },
                  {"shared/output.gguf", "skippy.package.role says it is the embeddings", "output part"});
   EXPECT_NO_THROW((void)test::view_v1(pkg, {0, 4}));
@@ -217,8 +217,8 @@ TEST(StageView, ProjectorIsNeverMergedIntoTheView) {
                 .exit_code,
             0);
   const auto pkg = open_local_package(dir.string());
-  const auto cat = open_catalog_v1(pkg, LayerRange{0, pkg.manifest.layer_count});
-  const auto sel = open_stage(cat, {0, pkg.manifest.layer_count});
+  const auto cat = test::catalog_of(pkg, LayerRange{0, test::manifest(pkg).layer_count});
+  const auto sel = open_stage(cat, {0, test::manifest(pkg).layer_count});
   ASSERT_TRUE(sel.projector);
   const auto view = StageView::open(cat.catalog, sel);
   for (const auto& p : view.parts()) EXPECT_NE(p.role, PartRole::kProjector);
@@ -239,7 +239,7 @@ TEST(StageView, MovesKeepTheTableValid) {
   ASSERT_EQ(write_pkg(data_path("glm4moe-mtp-tiny.gguf"), tmp / "p").exit_code, 0);
   const auto pkg = open_local_package((tmp / "p").string());
   std::vector<StageView> views;
-  for (uint32_t l = 0; l < pkg.manifest.layer_count; ++l) views.push_back(test::view_v1(pkg, {l, l + 1}));
+  for (uint32_t l = 0; l < test::manifest(pkg).layer_count; ++l) views.push_back(test::view_v1(pkg, {l, l + 1}));
   for (const auto& v : views) {
     for (const auto& t : v.tensors()) {
       EXPECT_EQ(v.find_tensor(t.info->name), &t);

@@ -1,6 +1,7 @@
 #include "test_util.h"
 
 #include "skippy/manifest.h"
+#include "format/schema1/reader.h"
 
 #include <algorithm>
 
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <chrono>
@@ -30,21 +32,41 @@ extern char** environ;
 namespace skippy::test {
 
 StageSelection select_v1(const OpenedPackage& pkg, LayerRange range, const SelectOptions& options) {
-  return open_stage(open_catalog_v1(pkg, range), range, options);
+  return open_stage(pkg.catalog(CatalogNeed::stage(range)), range, options);
+}
+
+OpenedCatalog local_catalog(const std::filesystem::path& dir) { return open_local_package(dir).catalog(CatalogNeed::all()); }
+
+OpenedCatalog catalog_of(const OpenedPackage& pkg, std::optional<LayerRange> range) {
+  return pkg.catalog(range ? CatalogNeed::stage(*range) : CatalogNeed::all());
+}
+
+const PackageManifest& manifest(const OpenedPackage& pkg) {
+  const PackageManifest* m = schema1::manifest_of(pkg);
+  if (m == nullptr) throw std::logic_error(pkg.ref + ": not a schema 1 package");
+  return *m;
+}
+
+PackageRootV2 root_v2(const OpenedPlace& place) { return root_v2(place.root); }
+
+PackageRootV2 root_v2(const std::filesystem::path& dir) {
+  const auto path = dir / "model-package.json";
+  return parse_package_root_v2(read_text(path), path.string());
 }
 
 StageView view_v1(const OpenedPackage& pkg, LayerRange range) {
-  const OpenedCatalog cat = open_catalog_v1(pkg, range);
+  const OpenedCatalog cat = pkg.catalog(CatalogNeed::stage(range));
   return StageView::open(cat.catalog, open_stage(cat, range));
 }
 
 MaterializeResult materialize_v1(const OpenedPackage& pkg, const StageSelection& stage, const MaterializeOptions& options) {
-  return materialize_stage(open_catalog_v1(pkg, stage.range), stage, options);
+  return materialize_stage(pkg.catalog(CatalogNeed::stage(*stage.range)), stage, options);
 }
 
 std::vector<StagePart> all_parts_v1(const OpenedPackage& pkg) {
-  auto parts = all_parts(catalog_artifacts_v1(pkg.manifest));
-  provide_parts(pkg, parts);
+  const auto listed = pkg.catalog(CatalogNeed::root_only());
+  auto parts = all_parts(listed.catalog);
+  provide_parts(listed, parts);
   return parts;
 }
 
@@ -150,8 +172,15 @@ PackageManifest load_manifest(const std::filesystem::path& package_dir) {
   return parse_manifest(read_text(package_dir / "model-package.json"), "model-package.json");
 }
 
+std::string cli_path() {
+  // SKIPPY_TEST_CLI: another build of the CLI (an older commit's, to show
+  // that a new test fails there).
+  const char* other = std::getenv("SKIPPY_TEST_CLI");
+  return other && *other ? other : SKIPPY_CLI_PATH;
+}
+
 CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env) {
-  return run_program(SKIPPY_CLI_PATH, args, env);
+  return run_program(cli_path(), args, env);
 }
 
 CliResult write_pkg(const std::filesystem::path& src, const std::filesystem::path& out,
@@ -224,21 +253,80 @@ CliResult run_program(const std::string& program, const std::vector<std::string>
 }
 
 size_t make_projector(const std::filesystem::path& path, uint8_t seed) {
-  // The payload: deterministic bytes in a scratch file the writer reads from.
+  // As llama.cpp's convert_hf_to_gguf.py --mmproj writes a vision projector:
+  // general.architecture "clip", clip.vision.* hyper-parameters (its own
+  // clip.vision.block_count: the encoder's blocks, not a decoder's), v.*
+  // encoder tensors with v.blk.N per encoder block, mm.* projection tensors.
+  constexpr int64_t kWidth = 32, kFfn = 64, kBlocks = 2, kPatch = 4, kProj = 64;
+  struct T {
+    std::string name;
+    uint32_t type;  // 0 F32, 1 F16
+    std::vector<int64_t> ne;
+  };
+  std::vector<T> tensors = {{"v.patch_embd.weight", 1, {kPatch, kPatch, 3, kWidth}},
+                            {"v.patch_embd.bias", 0, {kWidth}},
+                            {"v.position_embd.weight", 1, {kWidth, 16}}};
+  for (int64_t b = 0; b < kBlocks; ++b) {
+    const std::string blk = "v.blk." + std::to_string(b) + ".";
+    for (const char* n : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
+      tensors.push_back({blk + n + ".weight", 1, {kWidth, kWidth}});
+      tensors.push_back({blk + n + ".bias", 0, {kWidth}});
+    }
+    for (const char* n : {"ln1", "ln2"}) {
+      tensors.push_back({blk + n + ".weight", 0, {kWidth}});
+      tensors.push_back({blk + n + ".bias", 0, {kWidth}});
+    }
+    tensors.push_back({blk + "ffn_up.weight", 1, {kWidth, kFfn}});
+    tensors.push_back({blk + "ffn_up.bias", 0, {kFfn}});
+    tensors.push_back({blk + "ffn_down.weight", 1, {kFfn, kWidth}});
+    tensors.push_back({blk + "ffn_down.bias", 0, {kWidth}});
+  }
+  tensors.push_back({"v.post_ln.weight", 0, {kWidth}});
+  tensors.push_back({"v.post_ln.bias", 0, {kWidth}});
+  tensors.push_back({"mm.0.weight", 1, {kWidth, kProj}});
+  tensors.push_back({"mm.0.bias", 0, {kProj}});
+  tensors.push_back({"mm.2.weight", 1, {kProj, kProj}});
+  tensors.push_back({"mm.2.bias", 0, {kProj}});
+  std::vector<uint64_t> offsets;
+  uint64_t total = 0;
+  for (const auto& t : tensors) {
+    uint64_t n = t.type == 0 ? 4 : 2;
+    for (const auto d : t.ne) n *= static_cast<uint64_t>(d);
+    offsets.push_back(total);
+    total += n;
+  }
+  // The payload: deterministic bytes in a scratch file the writer reads from
+  // (kept below 0x7f so an F16 is never a NaN).
   const auto payload_path = path.parent_path() / (".payload-" + path.filename().string());
-  std::vector<uint8_t> payload(64 * 64 * 4 + 64 * 4 + 16 * 64 * 2);
-  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>((i * 31 + seed * 7) & 0x7f);
+  std::vector<uint8_t> payload(total);
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>((i * 31 + seed * 7) & 0x3f);
   write_file(payload_path, payload);
   const auto src = MappedFile::open(payload_path);
+  auto f32 = [](float v) {
+    std::vector<uint8_t> b(4);
+    std::memcpy(b.data(), &v, 4);
+    return b;
+  };
   GgufWriter w;
   w.add_string("general.architecture", "clip");
+  w.add_string("general.type", "mmproj");
   w.add_string("general.name", "tiny-mmproj");
+  w.add_u32("general.file_type", 1);
   w.add_bool("clip.has_vision_encoder", true);
   w.add_string("clip.projector_type", "mlp");
-  w.add_u32("clip.vision.embedding_length", 64);
-  w.add_tensor("mm.0.weight", 0 /* F32 */, {64, 64}, src, 0);
-  w.add_tensor("mm.0.bias", 0 /* F32 */, {64}, src, 64 * 64 * 4);
-  w.add_tensor("v.patch_embd.weight", 1 /* F16 */, {16, 64}, src, 64 * 64 * 4 + 64 * 4);
+  w.add_bool("clip.use_gelu", true);
+  w.add_u32("clip.vision.image_size", 16);
+  w.add_u32("clip.vision.patch_size", static_cast<uint32_t>(kPatch));
+  w.add_u32("clip.vision.embedding_length", static_cast<uint32_t>(kWidth));
+  w.add_u32("clip.vision.feed_forward_length", static_cast<uint32_t>(kFfn));
+  w.add_u32("clip.vision.projection_dim", static_cast<uint32_t>(kProj));
+  w.add_u32("clip.vision.block_count", static_cast<uint32_t>(kBlocks));
+  w.add_u32("clip.vision.attention.head_count", 4);
+  w.add_kv("clip.vision.attention.layer_norm_epsilon", GgufType::kFloat32, f32(1e-6f));
+  const std::vector<double> mean = {0.5, 0.5, 0.5};
+  w.add_array("clip.vision.image_mean", GgufType::kFloat32, mean);
+  w.add_array("clip.vision.image_std", GgufType::kFloat32, mean);
+  for (size_t i = 0; i < tensors.size(); ++i) w.add_tensor(tensors[i].name, tensors[i].type, tensors[i].ne, src, offsets[i]);
   AtomicFile out(path);
   (void)w.write(out);
   out.commit();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "skippy/catalog_stage.h"
+#include "skippy/manifest_v2.h"
 #include "skippy/materialize.h"
 #include "skippy/stage_view.h"
 
@@ -26,17 +27,28 @@ struct PackageManifest;
 
 namespace skippy::test {
 
-// A schema 1 stage as a stage loader opens it: the catalog of the range's
-// fragments (open_catalog_v1), then open_stage (parts brought, checked,
+// A stage as a stage loader opens it: the catalog of the range's
+// fragments (CatalogNeed::stage), then open_stage (parts brought, checked,
 // each with its path).
 StageSelection select_v1(const OpenedPackage& pkg, LayerRange range, const SelectOptions& options = {});
 // materialize_stage on the catalog of the stage's fragments.
 // The stage view of `range`: the reader's catalog of the stage's fragments
-// (open_catalog_v1) and the stage (open_stage).
+// (CatalogNeed::stage) and the stage (open_stage).
 StageView view_v1(const OpenedPackage& pkg, LayerRange range);
 MaterializeResult materialize_v1(const OpenedPackage& pkg, const StageSelection& stage, const MaterializeOptions& options = {});
 // Every artifact of a schema 1 package, brought and checked (provide_parts).
 std::vector<StagePart> all_parts_v1(const OpenedPackage& pkg);
+// A local package's catalog with every artifact's tensors (CatalogNeed::all).
+OpenedCatalog local_catalog(const std::filesystem::path& dir);
+// An opened package's catalog: of the stage's fragments with a range
+// (CatalogNeed::stage), else of every artifact.
+OpenedCatalog catalog_of(const OpenedPackage& pkg, std::optional<LayerRange> range = std::nullopt);
+// A schema 1 package's parsed manifest (fails the test for another schema).
+const PackageManifest& manifest(const OpenedPackage& pkg);
+// A schema 2 package's root as the strict parser reads it, from a place's
+// directory or a package directory.
+PackageRootV2 root_v2(const OpenedPlace& place);
+PackageRootV2 root_v2(const std::filesystem::path& dir);
 
 // The tensor names a stage a..b of `model` must hold (spec: "Layer
 // Selection"; a tied output also pulls in the embeddings).
@@ -90,7 +102,9 @@ class DiskSampler {
 };
 
 // Writes a small multimodal projector GGUF as llama.cpp's converters do
-// (general.architecture "clip", clip.* keys, v.* and mm.* tensors) to `path`;
+// (general.architecture "clip", clip.vision.* keys with its own
+// clip.vision.block_count, v.* encoder tensors with v.blk.N blocks, mm.*
+// projection tensors) to `path`;
 // `seed` varies the tensor bytes so two projectors differ. Returns its
 // tensor count.
 size_t make_projector(const std::filesystem::path& path, uint8_t seed = 1);
@@ -112,6 +126,8 @@ struct CliResult {
   std::string out;
   std::string err;
 };
+// The CLI the tests run: build/bin/skippy-model-package, or SKIPPY_TEST_CLI.
+std::string cli_path();
 // Runs build/bin/skippy-model-package with `args` (no shell), capturing output.
 CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
 // write-package SRC --out-dir OUT with fixed provenance (model id

@@ -28,10 +28,10 @@ std::vector<LayerRange> v1cons_ranges(uint32_t n) {
 
 void v1cons_expect_one_consumer(const fs::path& dir, const fs::path& scratch) {
   const auto pkg = open_local_package(dir);
-  const OpenedCatalog cat = open_catalog_v1(pkg);
+  const OpenedCatalog cat = test::catalog_of(pkg);
   EXPECT_EQ(cat.ref, pkg.ref);
   EXPECT_EQ(cat.manifest_sha256, pkg.manifest_sha256);
-  for (const auto range : v1cons_ranges(pkg.manifest.layer_count)) {
+  for (const auto range : v1cons_ranges(test::manifest(pkg).layer_count)) {
     SCOPED_TRACE(format_layer_range(range));
     const auto sel = test::select_v1(pkg, range);
     const auto stage = select_stage(cat.catalog, range);
@@ -45,7 +45,7 @@ void v1cons_expect_one_consumer(const fs::path& dir, const fs::path& scratch) {
     EXPECT_EQ(stage.notes, sel.notes);
     // The catalog of only this stage's fragments selects the same stage, and
     // lists no fragment the stage does not read.
-    const OpenedCatalog lazy = open_catalog_v1(pkg, range);
+    const OpenedCatalog lazy = test::catalog_of(pkg, range);
     const auto lazy_stage = select_stage(lazy.catalog, range);
     ASSERT_EQ(lazy_stage.parts.size(), stage.parts.size());
     for (size_t i = 0; i < stage.parts.size(); ++i) {
@@ -117,7 +117,7 @@ TEST(V1CatalogConsumer, VerificationFindsADamagedMetadataPart) {
   TempDir tmp;
   const fs::path dir = tmp / "p";
   ASSERT_EQ(test::write_pkg(test::data_path("llama-tiny-q8_0.gguf"), dir).exit_code, 0);
-  const OpenedCatalog cat = open_catalog_v1(open_local_package(dir));
+  const OpenedCatalog cat = test::catalog_of(open_local_package(dir));
   const auto stage = select_stage(cat.catalog, {0, 1});
   auto bytes = test::read_file(dir / "shared/metadata.gguf");
   bytes[bytes.size() - 1] ^= 0x01;  // same size, other bytes

@@ -66,15 +66,13 @@ TEST(V1Catalog, ListsEveryTensorOnceWhereItsBytesLie) {
     const fs::path dir = tmp / "p";
     ASSERT_EQ(test::write_pkg(fixture, dir).exit_code, 0);
     const auto pkg = open_local_package(dir);
-    const PackageCatalog cat = read_catalog_v1(pkg);
+    const PackageCatalog cat = test::catalog_of(pkg).catalog;
     const auto model = ModelSource::open(fixture);
     EXPECT_EQ(cat.schema_version, 1u);
-    EXPECT_EQ(cat.model_id, pkg.manifest.model_id);
+    EXPECT_EQ(cat.model_id, test::manifest(pkg).model_id);
     EXPECT_EQ(cat.layer_count, model.layer_count());
     EXPECT_EQ(cat.architecture, model.architecture());
     EXPECT_TRUE(cat.package_id.empty());
-    ASSERT_TRUE(cat.manifest_v1.has_value());
-    EXPECT_EQ(*cat.manifest_v1, pkg.manifest);
     ASSERT_NE(cat.carrier_file, nullptr);
     EXPECT_EQ(cat.carrier_file->find_kv("general.architecture") != nullptr, true);
     EXPECT_EQ(cat.merged_duplicates, 0u);
@@ -89,8 +87,8 @@ TEST(V1Catalog, ArtifactsCarryTheManifestsPathsSizesDigestsAndRoles) {
   (void)test::make_projector(projector);
   ASSERT_EQ(test::write_pkg(test::data_path("llama-tiny-q8_0.gguf"), dir, {"--projector", projector.string()}).exit_code, 0);
   const auto pkg = open_local_package(dir);
-  const PackageCatalog cat = read_catalog_v1(pkg);
-  const auto& m = pkg.manifest;
+  const PackageCatalog cat = test::catalog_of(pkg).catalog;
+  const auto& m = test::manifest(pkg);
   // Load order: metadata (the carrier), embeddings, layers, output, then the projector.
   ASSERT_EQ(cat.artifacts.size(), 3 + m.layers.size() + m.projectors.size());
   ASSERT_EQ(m.projectors.size(), 1u);
@@ -146,7 +144,7 @@ TEST(V1Catalog, FoldsTheReferenceWritersRepeatedExtras) {
     const fs::path dir = tmp / "ref";
     const uint64_t repeated = test::write_reference_package(fixture, dir);
     const auto pkg = open_local_package(dir);
-    const PackageCatalog cat = read_catalog_v1(pkg);
+    const PackageCatalog cat = test::catalog_of(pkg).catalog;
     EXPECT_EQ(cat.merged_duplicates, repeated);
     v1cat_expect_catalog_is_the_source(cat, dir, ModelSource::open(fixture));
   }
@@ -232,11 +230,11 @@ TEST(V1Catalog, ReadCatalogNamesThePackageAndTheFragment) {
   ASSERT_EQ(test::write_pkg(test::data_path("llama-tiny-q8_0.gguf"), dir).exit_code, 0);
   const auto pkg = open_local_package(dir);
   // A layer file of another size than declared: the file rule, before any header is read.
-  const auto layer = dir / pkg.manifest.layers[2].path;
+  const auto layer = dir / test::manifest(pkg).layers[2].path;
   auto bytes = test::read_file(layer);
   bytes.push_back(0);
   test::write_file(layer, bytes);
-  v1cat_expect_refused([&] { (void)read_catalog_v1(pkg); }, {dir.string(), pkg.manifest.layers[2].path});
+  v1cat_expect_refused([&] { (void)test::catalog_of(pkg).catalog; }, {dir.string(), test::manifest(pkg).layers[2].path});
 }
 
 }  // namespace

@@ -76,9 +76,9 @@ TEST(V2Abi, TheRuntimeRulePerSchema) {
 TEST(V2Abi, WrittenAtTheDefaultOrTheFlagAndShownByInspect) {
   TempDir t;
   const auto def = write_v2(t / "default");
-  EXPECT_EQ(open_local_catalog_v2(def).catalog.root_v2->native_abi_version, "0.1.64");
+  EXPECT_EQ(test::root_v2(def).native_abi_version, "0.1.64");
   const auto old = write_v2(t / "old", {"--native-abi-version", "0.1.41"});
-  EXPECT_EQ(open_local_catalog_v2(old).catalog.root_v2->native_abi_version, "0.1.41");
+  EXPECT_EQ(test::root_v2(old).native_abi_version, "0.1.41");
   const auto ins = run_cli({"inspect", old.string(), "--json"});
   ASSERT_EQ(ins.exit_code, 0) << ins.err;
   const auto j = nlohmann::json::parse(ins.out);
@@ -150,41 +150,81 @@ TEST(V2Abi, SelectFetchMaterializeApplyTheRuntimeRule) {
   test::expect_json_error(r, "invalid_input", "schema 1 declares skippy ABI \"0.1.39\", the runtime's ABI is 1.0.0");
 }
 
+// The stand-in answering as the Hub does for a fetch, and the environment
+// that points a CLI run at it with empty caches under `dir`.
+std::vector<std::string> hub_env(test::HubStandin& hub, const fs::path& dir) {
+  hub.configure({{"token", "hf_test"}, {"url_ttl_secs", 3600}, {"reject_unknown_tokens", false},
+                 {"resolve_cache_redirect", false}});
+  return {"HF_ENDPOINT=" + hub.endpoint(), "HF_HUB_CACHE=" + (dir / "hf").string(), "HF_HOME=" + (dir / "hfhome").string(),
+          "SKIPPY_CACHE_DIR=" + (dir / "skippy").string(), "HF_TOKEN=", "HF_HUB_OFFLINE="};
+}
+
 TEST(V2Abi, FetchFromTheHubIsRefusedBeforeAnyPayload) {
   TempDir t;
   const auto pkg = write_v2(t / "pkg", {"--native-abi-version", "0.1.64"});
   test::HubStandin hub;
   const std::string commit = hub.publish("org/v2-abi", pkg);
-  hub.configure({{"token", "hf_test"}, {"url_ttl_secs", 3600}, {"reject_unknown_tokens", false},
-                 {"resolve_cache_redirect", false}});
-  const std::vector<std::string> env = {"HF_ENDPOINT=" + hub.endpoint(), "HF_HUB_CACHE=" + (t / "hf").string(),
-                                        "HF_HOME=" + (t / "hfhome").string(),
-                                        "SKIPPY_CACHE_DIR=" + (t / "skippy").string(), "HF_TOKEN=", "HF_HUB_OFFLINE="};
+  const auto env = hub_env(hub, t.path());
   const std::string ref = "hf://org/v2-abi@" + commit;
   hub.clear_log();
   auto r = run_cli({"fetch", ref, "--json", "--runtime-abi", "0.1.41"}, env);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   test::expect_json_error(r, "invalid_input", "the runtime's ABI is 0.1.41");
   EXPECT_NE(r.err.find("restamp-package DIR --native-abi-version 0.1.41"), std::string::npos) << r.err;
-  // Only the root and the carrier were read: no payload part left the stand-in
-  // (by path through the Hub, by SHA-256 through its storage).
+  // No part left the stand-in (by path through the Hub, by SHA-256 through
+  // its storage).
   const auto root = parse_package_root_v2(test::read_text(pkg / "model-package.json"), "root");
-  size_t payload_parts = 0, carrier_reads = 0;
+  auto parts_served = [&] {
+    size_t n = 0;
+    for (const auto& q : hub.log()) {
+      if (q.method != "GET" || q.bytes_sent == 0) continue;
+      for (const auto& a : root.artifacts) {
+        if (q.path.ends_with("/" + a.path) || q.path.ends_with("/" + a.sha256)) ++n;
+      }
+    }
+    return n;
+  };
+  // The root alone decides: not even the carrier is read.
+  EXPECT_EQ(parts_served(), 0u);
+  r = run_cli({"fetch", ref, "--json", "--runtime-abi", "0.1.64"}, env);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(parts_served(), root.artifacts.size()) << "the log names files as this test counts them";
+}
+
+// fetch --admission with a descriptor of another package: the root's
+// package_id decides, and not one artifact (the carrier included) is served.
+TEST(V2Abi, AFetchWithAForeignAdmissionDescriptorReadsOnlyTheRoot) {
+  TempDir t;
+  const auto pkg = write_v2(t / "pkg", {"--native-abi-version", "0.1.64"});
+  auto sel = run_cli({"select", pkg.string(), "--layers", "0..2", "--json"});
+  ASSERT_EQ(sel.exit_code, 0) << sel.err;
+  auto descriptor = nlohmann::json::parse(sel.out)["stage_admission"];
+  ASSERT_TRUE(descriptor.is_object()) << sel.out;
+  descriptor["package_id"] = "sha256:" + std::string(64, '0');
+  const auto file = t / "foreign.json";
+  test::write_file(file, [&] {
+    const std::string d = descriptor.dump();
+    return std::vector<uint8_t>(d.begin(), d.end());
+  }());
+  test::HubStandin hub;
+  const std::string commit = hub.publish("org/v2-foreign", pkg);
+  const auto env = hub_env(hub, t.path());
+  hub.clear_log();
+  const auto r = run_cli({"fetch", "hf://org/v2-foreign@" + commit, "--admission", file.string(), "--json"}, env);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  test::expect_json_error(r, "invalid_input", "(a descriptor for another package)");
+  const auto root = parse_package_root_v2(test::read_text(pkg / "model-package.json"), "root");
+  size_t served = 0;
   for (const auto& q : hub.log()) {
     if (q.method != "GET" || q.bytes_sent == 0) continue;
     for (const auto& a : root.artifacts) {
-      const bool hit = q.path.ends_with("/" + a.path) || q.path.ends_with("/" + a.sha256);
-      if (hit && a.id == root.source_model.metadata_artifact_id) ++carrier_reads;
-      if (hit && a.id != root.source_model.metadata_artifact_id) {
-        ++payload_parts;
-        ADD_FAILURE() << "payload served: " << q.path;
+      if (q.path.ends_with("/" + a.path) || q.path.ends_with("/" + a.sha256)) {
+        ++served;
+        ADD_FAILURE() << "served before the refusal: " << q.path;
       }
     }
   }
-  EXPECT_EQ(payload_parts, 0u);
-  EXPECT_GE(carrier_reads, 1u) << "the log names files as this test expects";
-  r = run_cli({"fetch", ref, "--json", "--runtime-abi", "0.1.64"}, env);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(served, 0u);
 }
 
 TEST(V2Abi, TheCApiChecksByArgumentOrVariable) {
@@ -265,7 +305,7 @@ TEST(V2Abi, RestampChangesOnlyTheRootAndStaysVerifiable) {
                (t / "owner" / "owner.crt").string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   // The round trip restores the original package_id (created_at is not hashed).
-  EXPECT_EQ(open_local_catalog_v2(pkg).catalog.package_id, before_root.package_id);
+  EXPECT_EQ(test::local_catalog(pkg).catalog.package_id, before_root.package_id);
 }
 
 TEST(V2Abi, RestampRefusesWhatItCannotRestamp) {

@@ -40,7 +40,7 @@ TEST(V2Residency, InputOnlyTensorsOnTheFirstStageLayerlessOnesEverywhere) {
                                           {"altup_proj.weight", 16},
                                           {"rope_freqs.weight", 16}});
   (void)test::write_schema_v2_package(src, tmp.path() / "pkg");
-  const auto pkg = open_local_catalog_v2(tmp.path() / "pkg");
+  const auto pkg = test::local_catalog(tmp.path() / "pkg");
   const auto first = stage_tensor_names(select_stage(pkg.catalog, {0, 3}));
   const auto middle = stage_tensor_names(select_stage(pkg.catalog, {3, 6}));
   const auto last = stage_tensor_names(select_stage(pkg.catalog, {6, 8}));
@@ -63,7 +63,7 @@ TEST(V2Residency, NextnBlockOnlyOnTheFinalStage) {
   const auto src = test::with_extra_tensors(test::data_path("glm4moe-mtp-tiny.gguf"), tmp.path(),
                                          {{"blk.2.nextn.eh_proj.weight", 16}});
   (void)test::write_schema_v2_package(src, tmp.path() / "pkg");
-  const auto pkg = open_local_catalog_v2(tmp.path() / "pkg");
+  const auto pkg = test::local_catalog(tmp.path() / "pkg");
   ASSERT_EQ(pkg.catalog.layer_count, 4u);
   const auto first = stage_tensor_names(select_stage(pkg.catalog, {0, 3}));
   const auto last = stage_tensor_names(select_stage(pkg.catalog, {3, 4}));
@@ -79,7 +79,7 @@ TEST(V2Residency, NextnBlockOnlyOnTheFinalStage) {
   // The unchanged fixture (one NextN layer): the final stage's range holds it.
   TempDir tmp2;
   (void)test::write_schema_v2_package(test::data_path("glm4moe-mtp-tiny.gguf"), tmp2.path() / "pkg");
-  const auto plain = open_local_catalog_v2(tmp2.path() / "pkg");
+  const auto plain = test::local_catalog(tmp2.path() / "pkg");
   EXPECT_TRUE(stage_tensor_names(select_stage(plain.catalog, {2, 4})).contains("blk.3.nextn.eh_proj.weight"));
   EXPECT_TRUE(any_of_layer(stage_tensor_names(select_stage(plain.catalog, {0, 3})), "blk.2."));
 }
@@ -135,9 +135,9 @@ TEST(V2Admission, AgainstAPackageRequiredArtifactsAndRefusals) {
   auto o = test::SchemaV2Options{};
   o.projectors = {test::data_path("llama-tiny-q8_0.gguf")};  // any GGUF serves as a sidecar's bytes
   const auto written = test::write_schema_v2_package(test::data_path("llama-tiny-q8_0.gguf"), tmp.path() / "pkg", o);
-  const auto pkg = open_local_catalog_v2(tmp.path() / "pkg");
+  const auto pkg = test::local_catalog(tmp.path() / "pkg");
   const auto& cat = pkg.catalog;
-  ASSERT_EQ(cat.root_v2->sidecars.size(), 1u);
+  ASSERT_EQ(test::root_v2(pkg).sidecars.size(), 1u);
   // The stage of layers 2..4 as a descriptor: exactly its tensors, sorted.
   const auto stage = select_stage(cat, {2, 4});
   auto a = stage_admission_of(cat, stage);
@@ -156,7 +156,7 @@ TEST(V2Admission, AgainstAPackageRequiredArtifactsAndRefusals) {
   for (const auto& t : stage.tensors) bytes += t.stored_bytes;
   EXPECT_EQ(stage_admission_tensor_bytes(a, cat), bytes);
   // With the package's sidecar: its artifact too, and the stage's parts are the required set.
-  a.sidecars = cat.root_v2->sidecars;
+  a.sidecars = test::root_v2(pkg).sidecars;
   const auto with_sidecar = select_stage_admission(cat, a, "stage.json");
   std::set<std::string> parts;
   for (const auto& p : with_sidecar.parts) parts.insert(p.artifact_id);

@@ -150,7 +150,7 @@ TEST(V2CatalogRules, AZeroDimensionTensorIsNotCataloguedByTheWriters) {
   // write-package --schema 2: not in any part, not in the carrier's directory.
   const auto w = test::write_pkg(src, t / "pkg", {"--schema", "2"});
   ASSERT_EQ(w.exit_code, 0) << w.err;
-  const auto pkg = open_local_catalog_v2(t / "pkg");
+  const auto pkg = test::local_catalog(t / "pkg");
   EXPECT_EQ(pkg.catalog.find_tensor(kPlaceholder), nullptr);
   EXPECT_EQ(pkg.catalog.tensors.size(), source.tensors().size() - 1);
   EXPECT_EQ(pkg.catalog.carrier_file->find_tensor(kPlaceholder), nullptr);
@@ -175,7 +175,7 @@ TEST(V2CatalogRules, AZeroDimensionTensorIsNotCataloguedByTheWriters) {
   const auto c = run_cli({"convert-package", (t1 / "v1").string(), "--to", "2", "--out-dir", (t1 / "v2").string(),
                           "--source", src1.string(), "--json"});
   ASSERT_EQ(c.exit_code, 0) << c.err;
-  const auto converted = open_local_catalog_v2(t1 / "v2");
+  const auto converted = test::local_catalog(t1 / "v2");
   EXPECT_EQ(converted.catalog.find_tensor("blk.0.placeholder_zero"), nullptr);
   EXPECT_EQ(converted.catalog.tensors.size(), source.tensors().size() - 1);
 }
@@ -183,14 +183,14 @@ TEST(V2CatalogRules, AZeroDimensionTensorIsNotCataloguedByTheWriters) {
 TEST(V2CatalogRules, TheCarrierReaderSkipsAZeroDimensionEntry) {
   TempDir t;
   (void)test::write_schema_v2_package(test::data_path("llama-tiny-q8_0.gguf"), t / "pkg");
-  const size_t before = open_local_catalog_v2(t / "pkg").catalog.tensors.size();
+  const size_t before = test::local_catalog(t / "pkg").catalog.tensors.size();
   // A directory entry the reference's reader skips: its locator arrays keep
   // one entry per other tensor, so a reader that counted it would refuse.
   rewrite_carrier(t / "pkg", [](std::vector<RawTensor>& d) {
     d.insert(d.begin() + 3, RawTensor{kPlaceholder, {0}, 0, 0});
     d.push_back({"zero.middle.weight", {16, 0, 4}, 0, 7});  // zero bytes: its offset need not be aligned
   });
-  const auto pkg = open_local_catalog_v2(t / "pkg");
+  const auto pkg = test::local_catalog(t / "pkg");
   EXPECT_EQ(pkg.catalog.tensors.size(), before);
   EXPECT_EQ(pkg.catalog.find_tensor(kPlaceholder), nullptr);
   EXPECT_EQ(pkg.catalog.find_tensor("zero.middle.weight"), nullptr);
@@ -213,7 +213,7 @@ TEST(V2CatalogRules, UpToEightDimensionsInACarrierFourInAGgufThatGgmlLoads) {
     auto* eight = find_raw(d, "output_norm.weight");
     eight->ne.resize(8, 1);
   });
-  const auto pkg = open_local_catalog_v2(t / "pkg");
+  const auto pkg = test::local_catalog(t / "pkg");
   ASSERT_NE(pkg.catalog.find_tensor("blk.0.attn_norm.weight"), nullptr);
   EXPECT_EQ(pkg.catalog.find_tensor("blk.0.attn_norm.weight")->dims.size(), 5u);
   EXPECT_EQ(pkg.catalog.find_tensor("output_norm.weight")->dims.size(), 8u);
@@ -235,7 +235,7 @@ TEST(V2CatalogRules, UpToEightDimensionsInACarrierFourInAGgufThatGgmlLoads) {
   (void)test::write_schema_v2_package(test::data_path("llama-tiny-q8_0.gguf"), t9 / "pkg");
   rewrite_carrier(t9 / "pkg", [](std::vector<RawTensor>& d) { find_raw(d, "output_norm.weight")->ne.resize(9, 1); });
   try {
-    (void)open_local_catalog_v2(t9 / "pkg");
+    (void)test::local_catalog(t9 / "pkg");
     ADD_FAILURE() << "a 9-dimension tensor was read";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("tensor 'output_norm.weight' has 9 dimensions (1..8 allowed)"), std::string::npos)

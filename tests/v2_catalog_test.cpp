@@ -31,7 +31,7 @@ void expect_open_refused(const SchemaV2Options& o, const std::string& needle, Er
   TempDir dir;
   (void)test::write_schema_v2_package(kLlama, dir.path(), o);
   try {
-    (void)open_local_catalog_v2(dir.path());
+    (void)test::local_catalog(dir.path());
     ADD_FAILURE() << "opened, expected a refusal containing: " << needle;
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), kind) << e.what();
@@ -44,7 +44,7 @@ TEST(V2Catalog, ReadsEveryTensorLocatorOfAReferenceLayoutPackage) {
     SCOPED_TRACE(fixture.string());
     TempDir dir;
     const auto written = test::write_schema_v2_package(fixture, dir.path());
-    const auto opened = open_local_catalog_v2(dir.path());
+    const auto opened = test::local_catalog(dir.path());
     const PackageCatalog& cat = opened.catalog;
     const auto model = ModelSource::open(fixture);
     EXPECT_EQ(cat.schema_version, 2u);
@@ -53,10 +53,11 @@ TEST(V2Catalog, ReadsEveryTensorLocatorOfAReferenceLayoutPackage) {
     EXPECT_EQ(cat.architecture, model.architecture());
     EXPECT_EQ(cat.artifacts.at(cat.carrier).path, "shared/metadata.gguf");
     // The MTP fixture gets the reference writer's native-mtp generation.
-    EXPECT_EQ(cat.root_v2->generation.has_value(), written.root.contains("generation"));
+    EXPECT_EQ(test::root_v2(opened).generation.has_value(), written.root.contains("generation"));
     if (fixture.filename() == "glm4moe-mtp-tiny.gguf") {
-      ASSERT_TRUE(cat.root_v2->generation.has_value());
-      const auto& mtp = cat.root_v2->generation->speculative_decoding->strategies.at("mtp");
+      ASSERT_TRUE(test::root_v2(opened).generation.has_value());
+      const auto root = test::root_v2(opened);
+      const auto& mtp = root.generation->speculative_decoding->strategies.at("mtp");
       EXPECT_EQ(mtp.layer_indices, std::vector<uint32_t>{cat.layer_count - 1});
       EXPECT_EQ(mtp.window_policy->max_window, 1u);
     }
@@ -101,7 +102,7 @@ TEST(V2Catalog, LayerPartsAndSidecars) {
   o.split_first_layer = true;
   o.projectors = {proj / "mmproj.gguf"};
   const auto written = test::write_schema_v2_package(kLlama, dir.path(), o);
-  const auto cat = open_local_catalog_v2(dir.path()).catalog;
+  const auto cat = test::local_catalog(dir.path()).catalog;
   const auto* p0 = cat.find_artifact("q-999-b");
   const auto* p1 = cat.find_artifact("q-999-a");
   ASSERT_TRUE(p0 && p1);
@@ -127,7 +128,7 @@ TEST(V2Catalog, ACarrierDirectoryMayPutEveryTensorAtOffsetZero) {
   SchemaV2Options o;
   o.carrier_directory_offsets_zero = true;
   const auto written = test::write_schema_v2_package(kLlama, dir.path(), o);
-  const auto cat = open_local_catalog_v2(dir.path()).catalog;
+  const auto cat = test::local_catalog(dir.path()).catalog;
   ASSERT_GT(cat.carrier_file->tensors().size(), 1u);
   for (const auto& t : cat.carrier_file->tensors()) EXPECT_EQ(t.offset, 0u);
   for (const auto& t : cat.tensors) EXPECT_EQ(t.offset, written.tensors.at(t.name).offset);
@@ -231,7 +232,7 @@ TEST(V2Catalog, RefusesACarrierWhoseBytesDifferFromTheCatalog) {
   bytes[40] ^= 1;
   test::write_file(dir / "shared/metadata.gguf", bytes);
   try {
-    (void)open_local_catalog_v2(dir.path());
+    (void)test::local_catalog(dir.path());
     ADD_FAILURE() << "opened a carrier with other bytes";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kIntegrity);
@@ -276,7 +277,7 @@ TEST(V2Select, RangesSelectTheCarrierAndTheArtifactsOfTheirTensors) {
     SCOPED_TRACE(fixture.string());
     TempDir dir;
     const auto written = test::write_schema_v2_package(fixture, dir.path());
-    const auto opened = open_local_catalog_v2(dir.path());
+    const auto opened = test::local_catalog(dir.path());
     const auto& cat = opened.catalog;
     const auto model = ModelSource::open(fixture);
     const uint32_t n = cat.layer_count;
@@ -327,7 +328,7 @@ TEST(V2Select, RangesSelectTheCarrierAndTheArtifactsOfTheirTensors) {
 TEST(V2Select, ByTensorNames) {
   TempDir dir;
   const auto written = test::write_schema_v2_package(kLlama, dir.path());
-  const auto cat = open_local_catalog_v2(dir.path()).catalog;
+  const auto cat = test::local_catalog(dir.path()).catalog;
   const auto s = select_stage_tensors(cat, {"blk.1.attn_v.weight", "output_norm.weight"});
   ASSERT_EQ(s.parts.size(), 3u);
   EXPECT_EQ(s.parts[0].artifact_id, "zz-carrier");
@@ -347,7 +348,7 @@ TEST(V2Select, ByTensorNames) {
 TEST(V2Select, PartFileRules) {
   TempDir dir;
   (void)test::write_schema_v2_package(kLlama, dir.path());
-  const auto opened = open_local_catalog_v2(dir.path());
+  const auto opened = test::local_catalog(dir.path());
   const auto s = select_stage(opened.catalog, {0, 1});
   const StagePart& layer = s.parts.back();
   fs::resize_file(dir / layer.rel_path, layer.bytes - 1);

@@ -31,7 +31,7 @@ TEST(V2Drift, BareGeneratorVersionAndAModelCardThatFollowsARestamp) {
   TempDir t;
   const auto r = test::write_pkg(test::model_fixtures().front(), t / "pkg", {"--schema", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto root = open_local_catalog_v2(t / "pkg").catalog.root_v2;
+  const auto root = std::optional<PackageRootV2>(test::root_v2(t / "pkg"));
   EXPECT_EQ(root->generator_version, std::string(library_version()));  // "0.x.y", as the reference writes "0.77.0"
   const auto card = test::read_text(t / "pkg/README.md");
   for (const std::string& want : std::vector<std::string>{root->package_id, "Native ABI `" + root->native_abi_version + "`", "shared/metadata.gguf",
@@ -95,7 +95,7 @@ TEST(V2Drift, NonFiniteFloatMetadataIsRefusedWrittenOrRead) {
   // A carrier holding one (the test-side writer copies every KV) is refused by the reader.
   (void)test::write_schema_v2_package(src, t / "ref");
   try {
-    (void)open_local_catalog_v2(t / "ref");
+    (void)test::local_catalog(t / "ref");
     ADD_FAILURE() << "read";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("not a finite number"), std::string::npos) << e.what();

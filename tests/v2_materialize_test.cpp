@@ -111,7 +111,7 @@ TEST(V2Materialize, FullRangeOfEveryFixtureIsTheSourceTensorsByteIdentical) {
     SCOPED_TRACE(fixture.string());
     TempDir dir;
     (void)test::write_schema_v2_package(fixture, dir / "pkg");
-    const auto pkg = open_local_catalog_v2(dir / "pkg");
+    const auto pkg = test::local_catalog(dir / "pkg");
     const auto model = ModelSource::open(fixture);
     const LayerRange full{0, pkg.catalog.layer_count};
     MaterializeOptions o;
@@ -131,7 +131,7 @@ TEST(V2Materialize, MiddleAndBoundaryRangesHoldExactlyTheirTensors) {
     test::SchemaV2Options split;
     split.split_first_layer = true;
     (void)test::write_schema_v2_package(fixture, dir / "pkg", split);
-    const auto pkg = open_local_catalog_v2(dir / "pkg");
+    const auto pkg = test::local_catalog(dir / "pkg");
     const auto model = ModelSource::open(fixture);
     const uint32_t n = pkg.catalog.layer_count;
     for (const LayerRange range : {LayerRange{1, n - 1}, LayerRange{0, 1}, LayerRange{n - 1, n}, LayerRange{0, n / 2}}) {
@@ -147,7 +147,7 @@ TEST(V2Materialize, MiddleAndBoundaryRangesHoldExactlyTheirTensors) {
 TEST(V2Materialize, SelectionByTensorNamesNeedsAnOutputFile) {
   TempDir dir;
   (void)test::write_schema_v2_package(kLlama, dir / "pkg");
-  const auto pkg = open_local_catalog_v2(dir / "pkg");
+  const auto pkg = test::local_catalog(dir / "pkg");
   const auto model = ModelSource::open(kLlama);
   const std::vector<std::string> names = {"blk.3.attn_q.weight", "token_embd.weight", "blk.1.ffn_down.weight"};
   const auto stage = select_stage_tensors(pkg.catalog, names);
@@ -170,7 +170,7 @@ TEST(V2Materialize, SelectionByTensorNamesNeedsAnOutputFile) {
 TEST(V2Materialize, CacheEntryIsReusedAndRebuiltUnderTheSchema1Rules) {
   TempDir dir;
   (void)test::write_schema_v2_package(kLlama, dir / "pkg");
-  const auto pkg = open_local_catalog_v2(dir / "pkg");
+  const auto pkg = test::local_catalog(dir / "pkg");
   const auto model = ModelSource::open(kLlama);
   const LayerRange range{2, 6};
   const auto stage = select_stage(pkg.catalog, range);
@@ -215,7 +215,7 @@ TEST(V2Materialize, FlippedPayloadByteWithVerifyIsAnIntegrityErrorNamingTheArtif
   const auto written = test::write_schema_v2_package(kLlama, dir / "pkg");
   const auto& where = written.tensors.at("blk.3.ffn_up.weight");
   flip_byte(dir / "pkg" / written.artifact_path.at(where.artifact_id), where.offset + 5);
-  const auto pkg = open_local_catalog_v2(dir / "pkg");
+  const auto pkg = test::local_catalog(dir / "pkg");
   const auto stage = select_stage(pkg.catalog, {2, 5});
   MaterializeOptions o;
   o.out = dir / "stage.gguf";
@@ -250,7 +250,7 @@ TEST(V2Materialize, VerificationUsesTheVerificationCacheAndMissesAfterAChange) {
   // Files changed in the last moments are not recorded (the racy-clean rule
   // of the verification cache): let the fresh package age past it.
   std::this_thread::sleep_for(std::chrono::milliseconds(120));
-  const auto pkg = open_local_catalog_v2(dir / "pkg");
+  const auto pkg = test::local_catalog(dir / "pkg");
   const auto stage = select_stage(pkg.catalog, {0, 3});
   VerifyOptions vo;
   vo.cache_dir = dir / "verified";
@@ -290,7 +290,7 @@ TEST(V2Materialize, LocatorLiesAreRefusedBeforeAnythingIsWritten) {
 TEST(V2Materialize, ReplacedPayloadFileIsRefusedByItsSize) {
   TempDir dir;
   (void)test::write_schema_v2_package(kLlama, dir / "pkg");
-  const auto pkg = open_local_catalog_v2(dir / "pkg");
+  const auto pkg = test::local_catalog(dir / "pkg");
   fs::resize_file(dir / "pkg" / "layers/layer-00001.gguf", 100);
   MaterializeOptions o;
   o.out = dir / "x.gguf";
@@ -319,7 +319,7 @@ TEST(V2Materialize, CliWritesTheCacheEntryOrOutNeverInsideThePackage) {
   EXPECT_EQ(j["layer_end"], 8);
   const fs::path path = j["path"].get<std::string>();
   EXPECT_TRUE(path.string().starts_with((dir / "cache" / "stages").string())) << path;
-  check_v2_file(path, ModelSource::open(kLlama), open_local_catalog_v2(dir / "pkg"),
+  check_v2_file(path, ModelSource::open(kLlama), test::local_catalog(dir / "pkg"),
                 all_names(ModelSource::open(kLlama)), LayerRange{0, 8});
   r = run_cli({"materialize", pkgdir, "--layers", "0..8", "--json"}, env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -343,7 +343,7 @@ TEST(V2Materialize, CliWritesTheCacheEntryOrOutNeverInsideThePackage) {
   j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["tensor_count"], 2);
   EXPECT_TRUE(j["layer_start"].is_null());
-  check_v2_file(dir / "t.gguf", ModelSource::open(kLlama), open_local_catalog_v2(dir / "pkg"),
+  check_v2_file(dir / "t.gguf", ModelSource::open(kLlama), test::local_catalog(dir / "pkg"),
                 {"blk.2.attn_q.weight", "output_norm.weight"}, std::nullopt);
   r = run_cli({"materialize", pkgdir, "--tensors", "blk.2.attn_q.weight", "--json"}, env);
   test::expect_json_error(r, "usage", "--tensors needs --out");
@@ -367,7 +367,7 @@ nlohmann::json plan_json(const std::vector<std::string>& args) {
 TEST(V2Plan, StageBytesAreTheCatalogsTensorBytesCountedAsSchema1Counts) {
   TempDir dir;
   (void)test::write_schema_v2_package(kLlama, dir / "pkg");
-  const auto pkg = open_local_catalog_v2(dir / "pkg");
+  const auto pkg = test::local_catalog(dir / "pkg");
   const auto model = ModelSource::open(kLlama);
   const uint64_t carrier = fs::file_size(dir / "pkg" / "shared/metadata.gguf");
   const bool tied = model.find_tensor("output.weight") == nullptr;

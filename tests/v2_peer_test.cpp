@@ -25,7 +25,7 @@ constexpr const char* kRepo = "org/v2-peer";
 
 // The stage's artifacts as the consumer selects them.
 std::set<std::string> stage_paths(const skippy::test::peer::World& w, uint32_t a, uint32_t b) {
-  const auto opened = skippy::open_local_catalog_v2(w.pkg);
+  const auto opened = skippy::test::local_catalog(w.pkg);
   std::set<std::string> out;
   for (const auto& p : skippy::select_stage(opened.catalog, {a, b}).parts) out.insert(p.rel_path);
   return out;

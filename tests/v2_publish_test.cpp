@@ -172,7 +172,7 @@ TEST_F(V2Publish, Schema1OnMainThenItsConversionOnABranchUploadsOnlyTheCarrierAn
                          llama().string(), "--json"});
   ASSERT_EQ(conv.exit_code, 0) << conv.err;
   let_files_settle();
-  const auto pkg = open_local_catalog_v2(v2);
+  const auto pkg = test::local_catalog(v2);
   const auto& carrier = pkg.catalog.artifacts.at(pkg.catalog.carrier);
 
   hub_->clear_log();
@@ -289,7 +289,7 @@ TEST_F(V2Publish, WritePackageSchema2PushPublishesThePackageItWrote) {
   const auto j = json::parse(r.out);
   EXPECT_EQ(j["schema_version"], 2);
   ASSERT_EQ(j["publish"]["committed"], true) << r.out;
-  const auto pkg = open_local_catalog_v2(out);
+  const auto pkg = test::local_catalog(out);
   EXPECT_EQ(j["publish"]["files"].get<size_t>(), pkg.catalog.artifacts.size() + 1 + (fs::exists(out / "README.md") ? 1 : 0));
   const auto files = branch_files(*hub_, "org/v2-pushed", j["publish"]["commit"].get<std::string>());
   for (const auto& a : pkg.catalog.artifacts) {
@@ -341,7 +341,7 @@ TEST_F(V2Publish, AReferenceLayoutPushUnderMaxDiskKeepsTheBudgetAndUploadsComple
   ASSERT_EQ(alone.exit_code, 0) << alone.err;
   EXPECT_EQ(json::parse(alone.out)["package_id"], j["package_id"]);
   EXPECT_EQ(json::parse(alone.out)["manifest_sha256"], j["manifest_sha256"]);
-  const auto pkg = open_local_catalog_v2(tmp_ / "alone");
+  const auto pkg = test::local_catalog(tmp_ / "alone");
   const auto files = branch_files(*hub_, "org/v2-ref-pushed", j["publish"]["commit"].get<std::string>());
   for (const auto& a : pkg.catalog.artifacts) {
     ASSERT_TRUE(files.count(a.path)) << a.path;
@@ -390,7 +390,7 @@ TEST_F(V2PublishHub, MaterializeBringsOnlyTheCarrierAndTheStagesPartsAndIsByteId
   const auto r = cli({"materialize", pinned(), "--layers", "2..4", "--json"}, {"HF_TOKEN="});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = json::parse(r.out);
-  const auto local = open_local_catalog_v2(dir_->path() / "v2");
+  const auto local = test::local_catalog(dir_->path() / "v2");
   std::set<std::string> want = {"model-package.json"};
   for (const auto& p : select_stage(local.catalog, {2, 4}).parts) want.insert(p.rel_path);
   EXPECT_EQ(want, (std::set<std::string>{"model-package.json", "shared/metadata.gguf", "layers/layer-00002.gguf",
@@ -410,7 +410,7 @@ TEST_F(V2PublishHub, MaterializeBringsOnlyTheCarrierAndTheStagesPartsAndIsByteId
 }
 
 TEST_F(V2PublishHub, FetchByAnAdmissionDescriptorBringsExactlyItsArtifacts) {
-  const auto local = open_local_catalog_v2(dir_->path() / "v2");
+  const auto local = test::local_catalog(dir_->path() / "v2");
   const auto stage = select_stage(local.catalog, {5, 7});
   const auto admission = stage_admission_of(local.catalog, stage);
   const auto file = tmp_ / "stage.json";
@@ -459,7 +459,7 @@ TEST_F(V2PublishHub, TheCApiOpensAnHfSchema2Package) {
   EXPECT_NE(r.out.find("\nschema 2 " + written_->root["package_id"].get<std::string>() + "\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\ncommit " + *commit_ + "\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\nmaterialized " + out.string() + "\n"), std::string::npos) << r.out;
-  const auto local = open_local_catalog_v2(dir_->path() / "v2");
+  const auto local = test::local_catalog(dir_->path() / "v2");
   std::set<std::string> stage_names;
   for (const auto& t : select_stage(local.catalog, {2, 5}).tensors) stage_names.insert(t.name);
   EXPECT_EQ(check_tensors_match_source(out), stage_names);

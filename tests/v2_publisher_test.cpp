@@ -66,7 +66,7 @@ test::SchemaV2Package publisher_package(const fs::path& dir,
 TEST(V2Publisher, ReadOutsideThePayloadRankingAndShown) {
   TempDir t;
   const auto written = publisher_package(t.path());
-  const auto opened = open_local_catalog_v2(t.path());  // locators still resolve: publisher ids are not ranked
+  const auto opened = test::local_catalog(t.path());  // locators still resolve: publisher ids are not ranked
   const auto& c = opened.catalog;
   EXPECT_EQ(c.package_id, written.root["package_id"].get<std::string>()) << "sorted by role rank inside the id";
   const auto* a = c.find_artifact("publisher-config-json");
@@ -74,8 +74,8 @@ TEST(V2Publisher, ReadOutsideThePayloadRankingAndShown) {
   EXPECT_EQ(a->kind, CatalogArtifactKind::kPublisherMetadata);
   EXPECT_EQ(a->publisher_role, "model_config");
   EXPECT_FALSE(a->part_index);
-  ASSERT_EQ(c.root_v2->publisher_metadata.size(), 2u);
-  EXPECT_EQ(c.root_v2->publisher_defaults->compute_dtype->dtype, "bf16");
+  ASSERT_EQ(test::root_v2(opened).publisher_metadata.size(), 2u);
+  EXPECT_EQ(test::root_v2(opened).publisher_defaults->compute_dtype->dtype, "bf16");
   // A stage never selects them; every artifact (verify of the whole package) includes them.
   std::set<std::string> stage;
   for (const auto& p : select_stage(c, {0, c.layer_count}).parts) stage.insert(p.rel_path);
@@ -147,7 +147,7 @@ TEST(V2Publisher, TheReferencesRulesRefuseTamperedCopies) {
     TempDir t;
     (void)publisher_package(t.path(), c.edit);
     try {
-      (void)open_local_catalog_v2(t.path());
+      (void)test::local_catalog(t.path());
       ADD_FAILURE() << "accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
@@ -166,6 +166,34 @@ test::CliResult write_v2(const fs::path& out, const std::vector<std::string>& ex
   return run_cli(args);
 }
 
+// A publisher file nested without end is refused at a bounded depth, before
+// it is built in memory (16 MiB of `{"a":` took about 500 MB to accept).
+TEST(V2Publisher, DeeplyNestedPublisherJsonIsRefusedInBoundedMemory) {
+  const std::string rev(40, 'a');
+  TempDir t;
+  const size_t n = (size_t{16} << 20) / 6;
+  std::string nested;
+  nested.reserve(n * 6 + 1);
+  for (size_t i = 0; i < n; ++i) nested += R"({"a":)";
+  nested += "1";
+  nested.append(n, '}');
+  put(t / "src/config.json", nested);
+  const auto src = test::model_fixtures().front();
+  const auto r = test::run_program("/usr/bin/time", {"-f", "max_rss_kb=%M", test::cli_path(), "write-package", src.string(),
+                                                     "--out-dir", (t / "pkg").string(), "--model-id", "org/tiny:Q8_0",
+                                                     "--source-revision", rev, "--source-file", src.filename().string(),
+                                                     "--schema", "2", "--publisher-metadata",
+                                                     (t / "src/config.json").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("nests JSON deeper than 64 levels"), std::string::npos) << r.err.substr(0, 400);
+  EXPECT_FALSE(fs::exists(t / "pkg" / "model-package.json"));
+  const auto at = r.err.find("max_rss_kb=");
+  ASSERT_NE(at, std::string::npos) << r.err.substr(0, 400);
+  const uint64_t rss_kb = std::stoull(r.err.substr(at + 11));
+  // The rule for untrusted text: at most twice the input plus 100 MiB.
+  EXPECT_LT(rss_kb * 1024, 2 * nested.size() + (uint64_t{100} << 20)) << rss_kb << " KiB";
+}
+
 TEST(V2Publisher, WrittenByWritePackageAndCarriedByFetchAndPublish) {
   const std::string rev(40, 'a');
   TempDir t;
@@ -181,8 +209,8 @@ TEST(V2Publisher, WrittenByWritePackageAndCarriedByFetchAndPublish) {
                 (t / "src/chat_template.jinja").string()},
                rev);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto opened = open_local_catalog_v2(t / "pkg");
-  const auto& root = *opened.catalog.root_v2;
+  const auto opened = test::local_catalog(t / "pkg");
+  const auto& root = test::root_v2(opened);
   ASSERT_EQ(root.publisher_metadata.size(), 2u);
   EXPECT_EQ(root.publisher_metadata[1].artifact_id, "publisher-chat-template-jinja");
   EXPECT_EQ(root.publisher_metadata[1].role, "chat_template");
@@ -235,7 +263,7 @@ TEST(V2Publisher, ReadFromTheHubSourceRepositoryWhenAsked) {
                     (t / "pkg").string(), "--json"},
                    env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto root = open_local_catalog_v2(t / "pkg").catalog.root_v2;
+  const auto root = std::optional<PackageRootV2>(test::root_v2(t / "pkg"));
   ASSERT_EQ(root->publisher_metadata.size(), 2u);
   EXPECT_EQ(root->publisher_metadata[0].role, "model_config");
   EXPECT_EQ(root->publisher_metadata[0].source_repo, "org/Tiny-GGUF");
@@ -246,7 +274,7 @@ TEST(V2Publisher, ReadFromTheHubSourceRepositoryWhenAsked) {
   // Without the flag: none; with a local source: a usage error.
   r = run_cli({"write-package", "org/Tiny-GGUF:Q8_0", "--schema", "2", "--out-dir", (t / "pkg2").string(), "--json"}, env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(open_local_catalog_v2(t / "pkg2").catalog.root_v2->publisher_metadata.empty());
+  EXPECT_TRUE(test::root_v2(t / "pkg2").publisher_metadata.empty());
   r = test::write_pkg(test::model_fixtures().front(), t / "pkg3", {"--schema", "2", "--hub-publisher-metadata"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
 }

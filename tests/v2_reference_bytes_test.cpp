@@ -117,7 +117,7 @@ RefPart reference_part(const GgufFile& src, std::vector<std::string> names) { re
 // Each payload part of the package in `pkg`: its path and its tensors in our
 // part's order (by offset).
 std::vector<std::pair<fs::path, std::vector<std::string>>> parts_of(const fs::path& pkg) {
-  const auto cat = open_local_catalog_v2(pkg).catalog;
+  const auto cat = test::local_catalog(pkg).catalog;
   std::map<size_t, std::vector<const CatalogTensor*>> by_artifact;
   for (const auto& t : cat.tensors) by_artifact[t.artifact].push_back(&t);
   std::vector<std::pair<fs::path, std::vector<std::string>>> out;
@@ -332,7 +332,7 @@ TEST(V2ReferenceBytes, AReferenceLayoutPackageVerifiesSelectsMaterializesAndFetc
 // locators: the part's rank, its data offset + the tensor's, the stored
 // bytes, the part's alignment.
 std::vector<uint8_t> reference_carrier(const fs::path& pkg) {
-  const auto cat = open_local_catalog_v2(pkg).catalog;
+  const auto cat = test::local_catalog(pkg).catalog;
   std::vector<const CatalogArtifact*> parts;
   for (const auto& a : cat.artifacts) {
     if (a.kind == CatalogArtifactKind::kPayload) parts.push_back(&a);

@@ -79,8 +79,9 @@ TEST(V2RequestDefaults, ReadWithThePackageIdOfTheSecondRoute) {
   thinking["reasoning"] = {{"enabled", "on"}, {"format", "deepseek-legacy"}, {"budget", "high"}};
   rd["profiles"]["thinking"] = thinking;
   const auto written = package_with(t.path(), rd);
-  const auto opened = open_local_catalog_v2(t.path());  // the package_id recomputed and compared
-  const auto& d = *opened.catalog.root_v2->generation->request_defaults;
+  const auto opened = test::local_catalog(t.path());  // the package_id recomputed and compared
+  const auto root = test::root_v2(opened);
+  const auto& d = *root.generation->request_defaults;
   EXPECT_EQ(d.selection_default, "recommended");
   EXPECT_EQ(d.reasoning_enabled, "thinking");
   ASSERT_EQ(d.profiles.size(), 2u);
@@ -93,7 +94,7 @@ TEST(V2RequestDefaults, ReadWithThePackageIdOfTheSecondRoute) {
   EXPECT_EQ(p.reasoning->budget_level, "high");
   EXPECT_EQ(p.provenance.revision, kRev);
   // Serialized back in the reference's order: the same bytes, the same id.
-  EXPECT_EQ(compute_package_id_v2(*opened.catalog.root_v2), written.root["package_id"].get<std::string>());
+  EXPECT_EQ(compute_package_id_v2(test::root_v2(opened)), written.root["package_id"].get<std::string>());
   // inspect shows them, both ways.
   const auto ins = run_cli({"inspect", t.path().string(), "--json"});
   ASSERT_EQ(ins.exit_code, 0) << ins.err;
@@ -205,9 +206,9 @@ TEST(V2RequestDefaults, WrittenByGenerationDefaultsAndDroppedByConversionToSchem
   auto r = test::write_pkg(test::model_fixtures().front(), t / "pkg",
                            {"--schema", "2", "--generation-defaults", (t / "defaults.json").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto opened = open_local_catalog_v2(t / "pkg");
-  ASSERT_TRUE(opened.catalog.root_v2->generation);
-  EXPECT_EQ(opened.catalog.root_v2->generation->request_defaults,
+  const auto opened = test::local_catalog(t / "pkg");
+  ASSERT_TRUE(test::root_v2(opened).generation);
+  EXPECT_EQ(test::root_v2(opened).generation->request_defaults,
             parse_request_defaults_v2(defaults().dump(), "defaults.json"));
   r = run_cli({"convert-package", (t / "pkg").string(), "--to", "1", "--out-dir", (t / "v1").string(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

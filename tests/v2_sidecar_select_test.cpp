@@ -58,9 +58,9 @@ std::set<std::string> sidecar_parts(const json& doc) {
 
 TEST(V2SidecarSelect, TheStageAtLayerZeroLoadsTheDefaultProjectorAndItsDescriptorNamesIt) {
   TwoSidecars t;
-  const auto cat = open_local_catalog_v2(t.pkg).catalog;
+  const auto cat = test::local_catalog(t.pkg).catalog;
   // The default: the first declared mmproj sidecar, as select_projector picks it.
-  const auto def = select_projector(open_local_catalog_v2(t.pkg), {0, 2});
+  const auto def = select_projector(test::local_catalog(t.pkg), {0, 2});
   ASSERT_TRUE(def.has_value());
   const json first = select_json(t.pkg, {"--layers", "0..2"});
   EXPECT_EQ(sidecar_parts(first), std::set<std::string>{def->artifact_id});
@@ -98,7 +98,7 @@ TEST(V2SidecarSelect, TheStageAtLayerZeroLoadsTheDefaultProjectorAndItsDescripto
 
 TEST(V2SidecarSelect, TheDescriptorSortsSidecarsByKindNameThenId) {
   TwoSidecars t;
-  const auto pkg = open_local_catalog_v2(t.pkg);
+  const auto pkg = test::local_catalog(t.pkg);
   // Both sidecars in the stage, in the order that sorts by id (mm-6 first).
   auto stage = select_stage(pkg.catalog, {0, 1});
   for (const char* path : {"projectors/projector-00001.gguf", "projectors/projector-00000.gguf"}) {

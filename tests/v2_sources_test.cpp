@@ -1,4 +1,4 @@
-// Package schema 2 through every source (issue #22 items 1-3): open_package_any
+// Package schema 2 through every source (issue #22 items 1-3): open_package
 // on local directories and hf:// (the Hugging Face cache, the Hub stand-in),
 // `select`, `verify` (through the verification cache) and `fetch` on
 // packages written by the test-side reference-layout writer
@@ -45,7 +45,7 @@ inline void flip_byte(const fs::path& file, size_t from_end = 1) {
 // The paths the stage `a..b` of a local schema 2 package reads (the library's
 // own selection, used to say what a fetch may bring).
 inline std::set<std::string> stage_paths(const fs::path& dir, uint32_t a, uint32_t b) {
-  const auto pkg = skippy::open_local_catalog_v2(dir);
+  const auto pkg = skippy::test::local_catalog(dir);
   std::set<std::string> out;
   for (const auto& p : skippy::select_stage(pkg.catalog, {a, b}).parts) out.insert(p.rel_path);
   return out;
@@ -80,42 +80,31 @@ using namespace v2src_test;
 
 // ------------------------------------------------------------- the library
 
-TEST(V2Sources, OpenPackageAnyReadsBothSchemasAndOpenPackageNamesSchema2) {
+TEST(V2Sources, OpenPackageReadsBothSchemasThroughTheirReaders) {
   TempDir tmp;
   const auto written = test::write_schema_v2_package(llama(), tmp / "v2");
   ASSERT_EQ(test::write_pkg(llama(), tmp / "v1").exit_code, 0);
   Sources none;
   none.hf_cache = tmp / "hf";
-  const auto v2 = open_package_any((tmp / "v2").string(), none);
-  ASSERT_TRUE(v2.v2.has_value());
-  EXPECT_FALSE(v2.v1.has_value());
+  const auto v2 = open_package((tmp / "v2").string(), none);
   EXPECT_EQ(v2.schema_version(), 2u);
-  EXPECT_EQ(v2.v2->catalog.package_id, written.root["package_id"].get<std::string>());
-  EXPECT_EQ(v2.manifest_sha256(), sha256_hex(test::read_text(tmp / "v2" / "model-package.json")));
-  EXPECT_FALSE(v2.v2->always_verify);
-  EXPECT_EQ(v2.source(), nullptr);
-  EXPECT_FALSE(v2.commit().has_value());
+  EXPECT_EQ(v2.identity().package_id, written.root["package_id"].get<std::string>());
+  EXPECT_EQ(v2.manifest_sha256, sha256_hex(test::read_text(tmp / "v2" / "model-package.json")));
+  EXPECT_FALSE(v2.always_verify);
+  EXPECT_EQ(v2.source, nullptr);
+  EXPECT_FALSE(v2.commit.has_value());
+  EXPECT_TRUE(v2.names_artifacts_by_id);
 
-  const auto v1 = open_package_any((tmp / "v1").string(), none);
-  ASSERT_TRUE(v1.v1.has_value());
-  EXPECT_FALSE(v1.v2.has_value());
+  const auto v1 = open_package((tmp / "v1").string(), none);
   EXPECT_EQ(v1.schema_version(), 1u);
-
-  try {
-    (void)open_package((tmp / "v2").string(), none);
-    ADD_FAILURE() << "open_package read a schema 2 package";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
-    EXPECT_NE(std::string(e.what()).find("package schema 2"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("open_package_any"), std::string::npos) << e.what();
-  }
+  EXPECT_FALSE(v1.names_artifacts_by_id);
 }
 
 TEST(V2Sources, VerifyCatalogPartsUsesTheVerificationCacheAndNamesTheArtifact) {
   TempDir tmp;
   const auto written = test::write_schema_v2_package(llama(), tmp / "v2");
   let_files_settle();
-  const auto pkg = open_local_catalog_v2(tmp / "v2");
+  const auto pkg = test::local_catalog(tmp / "v2");
   const auto stage = select_stage(pkg.catalog, {0, 3});
   VerifyOptions o;
   o.cache_dir = tmp / "vc";
@@ -160,13 +149,13 @@ TEST(V2Sources, TrustedSignersCoverSchema2Roots) {
   Sources trusting;
   trusting.hf_cache = tmp / "hf";
   trusting.trusted_signers = {tmp / "owner" / "owner.crt"};
-  const auto signed_pkg = open_package_any((tmp / "v2").string(), trusting);
-  ASSERT_TRUE(signed_pkg.v2.has_value());
-  ASSERT_TRUE(signed_pkg.signature().has_value());
-  EXPECT_TRUE(signed_pkg.v2->always_verify) << "the signature vouches for digests the bytes must then match";
+  const auto signed_pkg = open_package((tmp / "v2").string(), trusting);
+  ASSERT_EQ(signed_pkg.schema_version(), 2u);
+  ASSERT_TRUE(signed_pkg.signature.has_value());
+  EXPECT_TRUE(signed_pkg.always_verify) << "the signature vouches for digests the bytes must then match";
   auto refused = [&](const fs::path& dir, const Sources& s, ErrorKind kind, const std::string& needle) {
     try {
-      (void)open_package_any(dir.string(), s);
+      (void)open_package(dir.string(), s);
       ADD_FAILURE() << dir << " opened";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), kind) << e.what();

@@ -56,12 +56,12 @@ TEST(V2Write, EveryFixtureMatchesTheReferenceLayoutAndCertifies) {
     TempDir ours, theirs;
     const auto r = write_package(v2_options(fixture, ours / "pkg"));
     EXPECT_EQ(r.schema, 2u);
-    const auto opened = open_local_catalog_v2(ours / "pkg");  // our reader's strict rules
+    const auto opened = test::local_catalog(ours / "pkg");  // our reader's strict rules
     (void)test::write_schema_v2_package(fixture, theirs.path());
-    const auto reference = open_local_catalog_v2(theirs.path());
+    const auto reference = test::local_catalog(theirs.path());
     const auto& c = opened.catalog;
     EXPECT_EQ(c.package_id, r.package_id);
-    EXPECT_EQ(c.package_id, compute_package_id_v2(*c.root_v2));
+    EXPECT_EQ(c.package_id, compute_package_id_v2(test::root_v2(opened)));
     // Same tensors, types, dims, stored bytes and layers as the reference's layout.
     EXPECT_EQ(shapes(c), shapes(reference.catalog));
     EXPECT_EQ(c.layer_count, reference.catalog.layer_count);
@@ -74,7 +74,7 @@ TEST(V2Write, EveryFixtureMatchesTheReferenceLayoutAndCertifies) {
     EXPECT_EQ(c.artifacts.at(c.carrier).id, "metadata");
     EXPECT_NE(c.find_artifact("common"), nullptr);
     EXPECT_NE(c.find_artifact("layer-00000"), nullptr);
-    const auto& root = *c.root_v2;
+    const auto& root = test::root_v2(opened);
     EXPECT_EQ(root.format, "gguf");
     EXPECT_EQ(root.source_model.metadata_artifact_id, "metadata");
     EXPECT_EQ(*root.source_model.canonical_ref,
@@ -90,8 +90,8 @@ TEST(V2Write, EveryFixtureMatchesTheReferenceLayoutAndCertifies) {
     EXPECT_EQ(align->value.type(), GgufType::kUint32);
     EXPECT_EQ(align->value.as_uint(), model.primary().alignment());
     // Exactly the reference's generation rule (the MTP fixture only).
-    EXPECT_EQ(root.generation.has_value(), reference.catalog.root_v2->generation.has_value());
-    EXPECT_EQ(root.generation, reference.catalog.root_v2->generation);
+    EXPECT_EQ(root.generation.has_value(), test::root_v2(reference).generation.has_value());
+    EXPECT_EQ(root.generation, test::root_v2(reference).generation);
     // Every tensor's bytes at its locator are the source's.
     const auto cert = certify_catalog(c, ours / "pkg", fixture, /*hash_artifacts=*/true);
     EXPECT_EQ(cert.tensors, model.tensors().size());
@@ -107,7 +107,7 @@ TEST(V2Write, LayersOverTheArtifactBudgetBecomeParts) {
   auto o = v2_options(src, dir / "pkg");
   o.max_artifact_bytes = 20000;  // a layer of this fixture holds 39680 bytes
   (void)write_package(o);
-  const auto opened = open_local_catalog_v2(dir / "pkg");
+  const auto opened = test::local_catalog(dir / "pkg");
   size_t part_artifacts = 0;
   for (const auto& a : opened.catalog.artifacts) {
     if (a.path.find("-part") == std::string::npos) continue;
@@ -130,7 +130,7 @@ TEST(V2Write, LayersOverTheArtifactBudgetBecomeParts) {
   // The same source without a budget has no part at all.
   TempDir whole;
   (void)write_package(v2_options(src, whole / "pkg"));
-  for (const auto& a : open_local_catalog_v2(whole / "pkg").catalog.artifacts) {
+  for (const auto& a : test::local_catalog(whole / "pkg").catalog.artifacts) {
     EXPECT_EQ(a.path.find("-part"), std::string::npos) << a.path;
   }
 }
@@ -142,8 +142,8 @@ TEST(V2Write, AProjectorBecomesAnMmprojSidecarWithItsBytes) {
   auto o = v2_options(src, dir / "pkg");
   o.projectors = {dir / "mmproj-a.gguf"};
   (void)write_package(o);
-  const auto opened = open_local_catalog_v2(dir / "pkg");
-  const auto& root = *opened.catalog.root_v2;
+  const auto opened = test::local_catalog(dir / "pkg");
+  const auto& root = test::root_v2(opened);
   ASSERT_EQ(root.sidecars.size(), 1u);
   EXPECT_EQ(root.sidecars[0].kind, "mmproj");
   EXPECT_EQ(root.sidecars[0].artifact_id, "projector-00000");
@@ -166,7 +166,7 @@ TEST(V2Write, TheCliDefaultStaysSchema1AndSchema2SaysItsPackageId) {
   const auto doc = nlohmann::json::parse(r2.out);
   EXPECT_EQ(doc["schema_version"], 2);
   EXPECT_EQ(doc["validated"], true);
-  EXPECT_EQ(doc["package_id"], open_local_catalog_v2(dir / "v2").catalog.package_id);
+  EXPECT_EQ(doc["package_id"], test::local_catalog(dir / "v2").catalog.package_id);
   EXPECT_FALSE(fs::exists(dir / "v2/.skippy-write-package-in-progress"));
   auto bad = test::write_pkg(src, dir / "v3", {"--max-artifact-bytes", "1M"});
   EXPECT_EQ(bad.exit_code, 2);
@@ -181,7 +181,7 @@ TEST(V2Write, ARerunFinishesTheDirectoryOfAnInterruptedRunAndRefusesAForeignOne)
   test::write_file(dir / "pkg/.skippy-write-package-in-progress", {});
   test::write_file(dir / "pkg/layers/.layer-00003.gguf.partial-0123456789ab", {1, 2, 3});
   (void)write_package(v2_options(src, dir / "pkg"));
-  EXPECT_NO_THROW((void)open_local_catalog_v2(dir / "pkg"));
+  EXPECT_NO_THROW((void)test::local_catalog(dir / "pkg"));
   EXPECT_FALSE(fs::exists(dir / "pkg/layers/.layer-00003.gguf.partial-0123456789ab"));
   EXPECT_FALSE(fs::exists(dir / "pkg/.skippy-write-package-in-progress"));
   // A directory that holds something else is not ours without --force.
@@ -265,14 +265,14 @@ TEST(V2Write, NativeMtpIsDeclaredOnlyWhenTheKeyAndTheTensorsAgree) {
   // The key at 1 with the tensors at the last layer: the one declaration.
   const auto src = mtp_variant(dir, 1u);
   (void)write_package(v2_options(src, dir / "ok"));
-  const auto ok = open_local_catalog_v2(dir / "ok");
-  const auto& g = ok.catalog.root_v2->generation;
+  const auto ok = test::local_catalog(dir / "ok");
+  const auto g = test::root_v2(ok).generation;
   ASSERT_TRUE(g && g->speculative_decoding);
   EXPECT_EQ(g->speculative_decoding->default_strategy, "mtp");
   EXPECT_EQ(g->speculative_decoding->strategies.at("mtp").prediction_depth, 1u);
   // A model without MTP gets no generation block at all.
   (void)write_package(v2_options(test::data_path("qwen3moe-tiny.gguf"), dir / "plain"));
-  EXPECT_FALSE(open_local_catalog_v2(dir / "plain").catalog.root_v2->generation.has_value());
+  EXPECT_FALSE(test::root_v2(dir / "plain").generation.has_value());
 }
 
 TEST(V2Write, CertifyingAgainstAnotherSourceNamesATensor) {
@@ -282,7 +282,7 @@ TEST(V2Write, CertifyingAgainstAnotherSourceNamesATensor) {
   o.validate = true;
   o.source = src;
   (void)write_package(o);
-  const auto opened = open_local_catalog_v2(dir / "pkg");
+  const auto opened = test::local_catalog(dir / "pkg");
   try {
     (void)certify_catalog(opened.catalog, dir / "pkg", test::data_path("llama-tiny-f16.gguf"), true);
     ADD_FAILURE() << "certified against the wrong source";

@@ -15,6 +15,7 @@
 #include "skippy/error.h"
 #include "skippy/gguf.h"
 #include "skippy/package_validator.h"
+#include "util/file.h"
 #include "skippy/package_writer.h"
 #include "skippy/validation_result.h"
 #include "test_util.h"

@@ -13,7 +13,7 @@
 #include <optional>
 #include <thread>
 
-#include "consume/verification_cache.h"
+#include "format/verification_cache.h"
 #include "util/env.h"
 #include "skippy/error.h"
 #include "util/sha256.h"
@@ -85,8 +85,8 @@ class VerifyTest : public ::testing::Test {
     }
     return out;
   }
-  fs::path layer(uint32_t l) const { return pkg_dir_ / pkg_.manifest.layers.at(l).path; }
-  std::string layer_rel(uint32_t l) const { return pkg_.manifest.layers.at(l).path; }
+  fs::path layer(uint32_t l) const { return pkg_dir_ / test::manifest(pkg_).layers.at(l).path; }
+  std::string layer_rel(uint32_t l) const { return test::manifest(pkg_).layers.at(l).path; }
 
   test::TempDir tmp_;
   fs::path pkg_dir_ = tmp_ / "pkg";
@@ -103,7 +103,7 @@ TEST_F(VerifyTest, FirstVerifyHashesEveryArtifactSecondHashesNothing) {
   const auto a = verify();
   EXPECT_TRUE(a["verified"].get<bool>());
   EXPECT_EQ(a["artifacts"], artifacts_);
-  EXPECT_EQ(a["artifacts"], pkg_.manifest.layers.size() + 3);
+  EXPECT_EQ(a["artifacts"], test::manifest(pkg_).layers.size() + 3);
   EXPECT_EQ(a["hashed_bytes"], total_bytes_);
   EXPECT_EQ(a["cache_hits"], 0);
   EXPECT_TRUE(a["problems"].empty());
@@ -162,7 +162,7 @@ TEST_F(VerifyTest, InPlaceCorruptionWithRestoredMtimeStillMissesOnCtime) {
   ASSERT_EQ(j["problems"].size(), 1u);
   const auto problem = j["problems"][0].get<std::string>();
   EXPECT_EQ(problem.rfind(layer_rel(2) + ": SHA-256 is ", 0), 0u) << problem;
-  EXPECT_NE(problem.find("manifest says " + pkg_.manifest.layers[2].sha256), std::string::npos) << problem;
+  EXPECT_NE(problem.find("manifest says " + test::manifest(pkg_).layers[2].sha256), std::string::npos) << problem;
   EXPECT_NE(last_err_.find(layer_rel(2) + ": SHA-256 is "), std::string::npos) << last_err_;
   // A failed hash leaves no record: it fails again.
   EXPECT_FALSE(verify({}, 1)["verified"].get<bool>());
@@ -190,12 +190,12 @@ TEST_F(VerifyTest, LayerRangeVerifiesMetadataAndThoseLayersOnly) {
   EXPECT_EQ(j["layer_end"], 4);
   std::vector<std::string> paths;
   for (const auto& p : j["parts"]) paths.push_back(p["relative_path"]);
-  EXPECT_EQ(paths, (std::vector<std::string>{pkg_.manifest.shared.metadata.path, layer_rel(2), layer_rel(3)}));
+  EXPECT_EQ(paths, (std::vector<std::string>{test::manifest(pkg_).shared.metadata.path, layer_rel(2), layer_rel(3)}));
   EXPECT_EQ(j["parts"][0]["role"], "metadata");
   EXPECT_TRUE(j["parts"][0]["layer_index"].is_null());
   EXPECT_EQ(j["parts"][2]["role"], "layer");
   EXPECT_EQ(j["parts"][2]["layer_index"], 3);
-  EXPECT_EQ(j["hashed_bytes"], sizes_[pkg_.manifest.shared.metadata.path] + sizes_[layer_rel(2)] + sizes_[layer_rel(3)]);
+  EXPECT_EQ(j["hashed_bytes"], sizes_[test::manifest(pkg_).shared.metadata.path] + sizes_[layer_rel(2)] + sizes_[layer_rel(3)]);
   // Those three are now cached; the full verify hashes only the rest.
   const auto all = verify();
   EXPECT_EQ(all["cache_hits"], 3);
@@ -357,7 +357,7 @@ TEST_F(VerifyProjectorTest, StageThatUsesTheProjectorVerifiesIt) {
   const auto middle = verify({"--layers", "2..4"});
   EXPECT_EQ(middle["artifacts"], 3);  // no projector for a middle stage
   const auto all = verify();
-  EXPECT_EQ(all["artifacts"], pkg_.manifest.layers.size() + 4);
+  EXPECT_EQ(all["artifacts"], test::manifest(pkg_).layers.size() + 4);
   // A corrupted projector fails the stage that uses it.
   const auto proj = pkg_dir_ / "projectors/mmproj-model-f16.gguf";
   auto bytes = test::read_file(proj);

@@ -11,6 +11,7 @@
 
 #include "skippy/error.h"
 #include "skippy/manifest_v2.h"
+#include "skippy/package.h"
 #include "skippy/package_signature.h"
 #include "skippy/source.h"
 #include "skippy/catalog_stage.h"
@@ -57,18 +58,27 @@ bool stderr_is_tty();
 // For an hf:// package, {"revision_kind", "moving", "pin": "hf://ns/repo@<commit>"}
 // (moving: a branch, or a name no remote could classify; production should
 // pin the commit); null for a local directory.
-nlohmann::json pin_json(const OpenedPlace& pkg);  // either schema
-// open_package_any for the commands, with default_sources() (the Hugging
-// Face cache, then the Hub) unless `sources` is given: a download progress
-// display (terminal only), and the package's warnings on stderr. Commands
-// dispatch on the schema of the result (schema_v2_cli.h). `with_signature`:
-// bring an hf:// package's signature sidecar (and the validation.json it
-// covers) even without trusted signers (inspect).
-OpenedAnyPackage open_any_for_cli(const std::string& ref, bool refresh_revision = false,
-                                  const std::optional<Sources>& sources = std::nullopt, bool with_signature = false);
+nlohmann::json pin_json(const OpenedPlace& pkg);
+// The keys a consuming command's JSON names a package by: package and
+// manifest_sha256, and, for a package with an id, schema_version,
+// package_id and commit.
+nlohmann::json package_identity_json(const OpenedCatalog& pkg);
+// A package's id as every command reports it: the root's package_id, or,
+// for a schema without one (schema 1), "sha256:" and the manifest's
+// SHA-256 (what caches key the package by). With schema_version: the
+// {"schema_version", "package_id"} pair every consuming command's JSON has.
+std::string reported_package_id(const OpenedPlace& place, const PackageIdentity& id);
+nlohmann::json package_id_json(const OpenedPlace& place, const PackageIdentity& id);
+// open_package for the commands, with default_sources() (the Hugging Face
+// cache, then the Hub) unless `sources` is given: a download progress
+// display (terminal only), and the package's warnings on stderr.
+// `with_signature`: bring an hf:// package's signature sidecar (and the
+// validation.json it covers) even without trusted signers (inspect).
+OpenedPackage open_for_cli(const std::string& ref, bool refresh_revision = false,
+                           const std::optional<Sources>& sources = std::nullopt, bool with_signature = false);
 
 // --trust-signer CERT (repeatable) on a command that opens packages: owner
-// certificates a package must be signed by, added by open_any_for_cli to
+// certificates a package must be signed by, added by open_for_cli to
 // SKIPPY_TRUSTED_SIGNERS's (skippy/package_signature.h).
 void add_trust_signer_option(CLI::App* cmd);
 // Every trusted signer of this run: SKIPPY_TRUSTED_SIGNERS, then the flags.
@@ -85,7 +95,7 @@ void add_runtime_abi_option(CLI::App* cmd);
 // its rule and default (skippy/abi.h: kDefaultNativeAbiV2) in its help.
 // `schema_note` says when it applies ("" when always). Returns the option.
 CLI::Option* add_native_abi_option(CLI::App* cmd, std::string& target, const std::string& schema_note);
-void check_runtime_abi_for_cli(const OpenedAnyPackage& pkg);
+void check_runtime_abi_for_cli(const OpenedPackage& pkg);
 // --generation-defaults FILE (write-package --schema 2, convert-package --to
 // 2): the option, and the file read as generation.request_defaults
 // (parse_request_defaults_v2); nullopt for "".
@@ -94,13 +104,6 @@ std::optional<V2RequestDefaults> read_generation_defaults(const std::string& pat
 // --publisher-metadata FILE (repeatable; the same commands): a publisher
 // file of the source repository, its role from its name.
 CLI::Option* add_publisher_metadata_option(CLI::App* cmd, std::vector<std::string>& target, const std::string& schema_note);
-
-// The package as the consumer takes it, whichever its schema: schema 2's
-// catalog; schema 1's through its reader: with `tensors`, of the fragments
-// a stage of `range` reads (open_catalog_v1); else its artifacts
-// (list_catalog_v1: only a final stage's output header is read), what
-// verify and fetch need.
-OpenedCatalog catalog_for_cli(const OpenedAnyPackage& any, const std::optional<LayerRange>& range, bool tensors);
 
 // A numeric option's check: the value must parse as T and lie in [lo, hi];
 // otherwise "--flag: must be a number from lo to hi, not "two"" (CLI11's
@@ -131,6 +134,10 @@ CLI::Option* path_option(CLI::Option* opt);
 
 // A --*-timeout in seconds (fractions allowed), rounded to milliseconds.
 std::chrono::milliseconds seconds_to_ms(double s);
+// A size or rate flag's value, read by the one size parser (parse_byte_size:
+// 500M, 1.5GiB, 8GB, 123456; rates in bytes per second): every size flag takes
+// the same forms. A usage error names the flag; `min` is the least accepted.
+uint64_t size_flag(const std::string& flag, const std::string& text, uint64_t min = 0);
 
 Command register_inspect(CLI::App& app);
 Command register_write_package(CLI::App& app);
@@ -150,6 +157,11 @@ Command register_convert_package(CLI::App& app);
 Command register_restamp_package(CLI::App& app);
 // The JSON of a signature just made (sign-package, write-package --sign, publish --sign).
 nlohmann::json signature_result_json(const std::filesystem::path& dir, const PackageSignature& s);
+
+// A report's problems on stderr, two spaces in: the first few in full, then
+// how many more (a wrong source or a damaged package can have one per tensor,
+// thousands on a real model); --json always lists every one.
+void print_problems(const std::vector<std::string>& problems);
 
 // verify's report, for either schema: with `json`, `identity` (the
 // package's own keys) plus verified, artifacts, hashed_bytes, cache_hits,

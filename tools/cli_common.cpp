@@ -8,14 +8,17 @@
 #include "cli.h"
 #include "progress.h"
 #include "skippy/abi.h"
+#include "format/json_output.h"
 #include "util/env.h"
 #include "util/file.h"
 #include "skippy/hf_ref.h"
 #include "skippy/hub.h"
+#include "util/byte_size.h"
+#include "util/text.h"
 
 namespace skippy::cli {
 
-void print_json(const nlohmann::json& doc) { std::cout << doc.dump(2) << "\n"; }
+void print_json(const nlohmann::json& doc) { std::cout << json_output(doc, 2) << "\n"; }
 
 std::string aligned_rows(const std::vector<std::vector<std::string>>& rows, const std::vector<size_t>& right_aligned) {
   std::vector<size_t> width;
@@ -109,16 +112,14 @@ std::optional<V2RequestDefaults> read_generation_defaults(const std::string& pat
   return parse_request_defaults_v2(read_small_file(path, kManifestMaxBytes), path);
 }
 
-void check_runtime_abi_for_cli(const OpenedAnyPackage& pkg) {
+void check_runtime_abi_for_cli(const OpenedPackage& pkg) {
   const auto runtime = runtime_abi_from(runtime_abi_flag());
   if (!runtime) return;
-  const std::string& declared =
-      pkg.v2 ? pkg.v2->catalog.root_v2->native_abi_version : pkg.v1->manifest.skippy_abi_version;
-  check_runtime_abi(pkg.schema_version(), declared, *runtime, pkg.ref());
+  check_runtime_abi(pkg.identity(), *runtime, pkg.ref);
 }
 
 namespace {
-// open_any_for_cli's options and sources.
+// open_for_cli's options and sources.
 struct CliOpen {
   OpenOptions options;
   Sources sources;
@@ -143,11 +144,11 @@ void tell_opened(const std::string& ref, const std::optional<PackageSignature>& 
 }
 }  // namespace
 
-OpenedAnyPackage open_any_for_cli(const std::string& ref, bool refresh_revision, const std::optional<Sources>& sources,
-                                  bool with_signature) {
+OpenedPackage open_for_cli(const std::string& ref, bool refresh_revision, const std::optional<Sources>& sources,
+                           bool with_signature) {
   const CliOpen o = cli_open(refresh_revision, sources, with_signature);
-  auto pkg = open_package_any(ref, o.sources, o.options);
-  tell_opened(ref, pkg.signature(), pkg.warnings());
+  auto pkg = open_package(ref, o.sources, o.options);
+  tell_opened(ref, pkg.signature, pkg.warnings);
   return pkg;
 }
 
@@ -160,9 +161,19 @@ nlohmann::json pin_json(const std::string& ref, const std::optional<std::string>
 }
 nlohmann::json pin_json(const OpenedPlace& pkg) { return pin_json(pkg.ref, pkg.commit, pkg.revision_kind); }
 
-OpenedCatalog catalog_for_cli(const OpenedAnyPackage& any, const std::optional<LayerRange>& range, bool tensors) {
-  if (any.v2) return *any.v2;
-  return tensors && range ? open_catalog_v1(*any.v1, range) : list_catalog_v1(*any.v1, range);
+std::string reported_package_id(const OpenedPlace& place, const PackageIdentity& id) {
+  return id.package_id.empty() ? "sha256:" + place.manifest_sha256 : id.package_id;
+}
+
+nlohmann::json package_id_json(const OpenedPlace& place, const PackageIdentity& id) {
+  return {{"schema_version", id.schema_version}, {"package_id", reported_package_id(place, id)}};
+}
+
+nlohmann::json package_identity_json(const OpenedCatalog& pkg) {
+  nlohmann::json j = {{"package", pkg.ref}, {"manifest_sha256", pkg.manifest_sha256}};
+  j.update(package_id_json(pkg, pkg.catalog));
+  if (!pkg.catalog.package_id.empty()) j["commit"] = pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json();
+  return j;
 }
 
 CLI::Option* path_option(CLI::Option* opt) {
@@ -176,6 +187,21 @@ CLI::Option* path_option(CLI::Option* opt) {
 
 std::chrono::milliseconds seconds_to_ms(double s) {
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(s * 1000.0)));
+}
+
+void print_problems(const std::vector<std::string>& problems) {
+  if (!problems.empty()) std::cerr << detail::problem_lines(problems, "--json").substr(1) << "\n";
+}
+
+uint64_t size_flag(const std::string& flag, const std::string& text, uint64_t min) {
+  uint64_t v = 0;
+  try {
+    v = parse_byte_size(text);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kUsage, flag + ": " + e.what());
+  }
+  if (v < min) throw Error(ErrorKind::kUsage, flag + " " + text + ": must be at least " + std::to_string(min) + " bytes");
+  return v;
 }
 
 int print_verify_report(const VerifyReport& r, bool json, nlohmann::json identity, nlohmann::json parts, bool cache,
@@ -209,7 +235,7 @@ int print_verify_report(const VerifyReport& r, bool json, nlohmann::json identit
     std::cerr << "not verified: " << r.problems.size() << " of " << counted(r.artifacts, "artifact")
               << (r.problems.size() == 1 ? " does" : " do") << " not match the "
               << declared_by << "\n";
-    for (const auto& p : r.problems) std::cerr << "  " << p << "\n";
+    print_problems(r.problems);
   }
   return r.verified ? kExitOk : kExitInvalid;
 }

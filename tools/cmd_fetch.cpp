@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "cli.h"
-#include "schema_v2_cli.h"
+#include "stage_cli.h"
 #include "util/env.h"
 #include "skippy/error.h"
 #include "skippy/hf_ref.h"
@@ -46,6 +46,7 @@ void check_peer_flags(const PeerArgs& p) {
   if (colon == 0 || !digits || std::stoul(port) == 0 || std::stoul(port) > 65535) {
     throw Error(ErrorKind::kUsage, "--peer " + p.peer + ": expected HOST:PORT (e.g. 10.0.0.5:7470 or [::1]:7470)");
   }
+  if (!p.min_rate.empty()) (void)size_flag("--peer-min-rate", p.min_rate);  // a usage error before any file is read
 }
 
 // The sources of a `fetch --peer` (the library's chain: cache, peer, then
@@ -61,14 +62,21 @@ Sources peer_sources(const PeerArgs& p, const HfRef& ref, const peer::Topology& 
   o.connect_timeout = seconds_to_ms(p.connect_timeout);
   o.idle_timeout = seconds_to_ms(p.idle_timeout);
   if (!p.min_rate.empty()) {  // the flag, else the environment
-    const auto r = env::parse_byte_rate(p.min_rate);
-    if (!r) throw Error(ErrorKind::kUsage, "--peer-min-rate " + p.min_rate + ": expected bytes per second (e.g. 1048576, 512K, 1M; 0 = none)");
-    o.min_rate = *r;
+    o.min_rate = size_flag("--peer-min-rate", p.min_rate);
   }
   if (p.rate_window > 0) o.rate_window = seconds_to_ms(p.rate_window);
   auto chain = peer::make_peer_sources(ref, o, {make_hub_remote(hub)});
   for (const auto& w : chain.warnings) std::cerr << "warning: " << w << "\n";
   return std::move(chain.sources);
+}
+
+// fetch --local-dir: the stage's files copied, verified, into DIR.
+nlohmann::json local_dir_json(const LocalDirReport& r) {
+  return {{"dir", r.dir.string()},
+          {"copied", r.copied},
+          {"kept", r.kept},
+          {"copied_bytes", r.copied_bytes},
+          {"verified", r.verify.verified}};
 }
 
 }  // namespace
@@ -108,9 +116,14 @@ Command register_fetch(CLI::App& app) {
       "SKIPPY_HF_STALL_SECS (60: no byte moving for that long is a failed attempt), HF_HUB_ETAG_TIMEOUT and\n"
       "HF_HUB_DOWNLOAD_TIMEOUT (10 each: a metadata request or a download with no answer for that long is a\n"
       "failed attempt, with its retry line), SKIPPY_PEER_MIN_RATE,\n"
-      "SKIPPY_PEER_RATE_WINDOW.");
+      "SKIPPY_PEER_RATE_WINDOW.\n"
+      "--local-dir DIR also puts the stage's files (model-package.json, its signature, the parts) in DIR as\n"
+      "plain files at their package paths, as huggingface-cli's --local-dir does, each written under a\n"
+      "temporary name and renamed, then verified against the package; a rerun keeps what is already there\n"
+      "and verifies:\n"
+      "  skippy-model-package fetch hf://meshllm/Qwen3-8B-Q4_K_M-layers@$COMMIT --layers 0..2 --local-dir ./stage0");
   struct Args {
-    std::string ref, layers, projector;
+    std::string ref, layers, projector, local_dir;
     bool json = false, single_stage = false, refresh = false;
     unsigned connections = 0;
     PeerArgs peer;
@@ -130,6 +143,8 @@ Command register_fetch(CLI::App& app) {
                   "Connections to the Hub's storage at once, shared by all files; a large file is split into byte "
                   "ranges over them (default 8, or SKIPPY_HF_CONNECTIONS; 1 = one stream at a time)")
       ->check(CLI::Range(1u, 64u));
+  path_option(cmd->add_option("--local-dir", a->local_dir,
+                              "Also copy the stage's files, verified, into DIR as plain files at their package paths"));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   add_trust_signer_option(cmd);
   add_runtime_abi_option(cmd);
@@ -145,7 +160,7 @@ Command register_fetch(CLI::App& app) {
                              "With --peer: seconds without progress before the peer is given up for the Hub (default 30)")
                  ->check(CLI::Range(0.01, 3600.0));
   auto* rate = cmd->add_option("--peer-min-rate", a->peer.min_rate,
-                               "With --peer: the slowest transfer waited for, bytes per second (K, M, G suffixes; "
+                               "With --peer: the slowest transfer waited for, bytes per second (a size: 512K, 1M, 1MB; "
                                "default 1M or SKIPPY_PEER_MIN_RATE; 0 = none)");
   auto* window = cmd->add_option("--peer-rate-window", a->peer.rate_window,
                                  "With --peer: seconds that --peer-min-rate is averaged over (default 10 or "
@@ -160,7 +175,7 @@ Command register_fetch(CLI::App& app) {
             check_peer_flags(a->peer);
             std::optional<LayerRange> range;
             if (!a->layers.empty()) range = parse_layer_range(a->layers);
-            check_tensor_choice(a->tensors, range.has_value(), true);
+            (void)stage_choice(range, a->tensors);  // a usage error before anything is opened
             if ((!a->tensors.names.empty() || !a->tensors.file.empty()) && !a->peer.peer.empty()) {
               throw Error(ErrorKind::kUsage,
                           "--tensors / --tensors-file and --peer: a peer serves a stage by its layers or by its "
@@ -202,18 +217,21 @@ Command register_fetch(CLI::App& app) {
             if (!range && (!a->projector.empty() || a->single_stage)) {
               throw Error(ErrorKind::kUsage, "--projector and --single-stage need --layers");
             }
-            const auto any = open_any_for_cli(a->ref, a->refresh, chosen);
-            check_runtime_abi_for_cli(any);  // before any payload is brought
-            check_tensor_choice(a->tensors, range.has_value(), any.v2.has_value());
-            const bool v1 = any.v1.has_value();
-            const OpenedCatalog pkg = catalog_for_cli(any, range, false);
             SelectOptions so;
             if (!a->projector.empty()) so.projector_path = a->projector;
             so.single_stage = a->single_stage;
-            const auto s = stage_for(pkg, range, a->tensors, so, true);
+            const StageChoice choice = stage_choice(range, a->tensors, so, /*artifacts_only=*/true);
+            const auto opened = open_for_cli(a->ref, a->refresh, chosen);
+            check_runtime_abi_for_cli(opened);  // before any payload is brought
+            check_stage_choice(choice, opened.identity());
+            const OpenedCatalog pkg = opened.catalog(catalog_need(choice));
+            const bool by_id = pkg.names_artifacts_by_id;
+            const auto s = choose_stage(pkg, choice);
             auto parts = s.parts_with_projector();
             provide_parts(pkg, parts);
             const auto report = verify_if_required(pkg, parts);
+            std::optional<LocalDirReport> local;
+            if (!a->local_dir.empty()) local = export_to_local_dir(pkg, parts, a->local_dir);
             const auto downloaded = pkg.source ? pkg.source->fetched() : std::vector<std::string>{};
             const auto origins = pkg.source ? pkg.source->origins() : std::map<std::string, std::string>{};
             // The farthest place anything came from: cache, then peer, then hub.
@@ -253,14 +271,12 @@ Command register_fetch(CLI::App& app) {
                                     {"warnings", pkg.warnings},
                                     {"notes", s.notes},
                                     {"source_notes", source_notes},
-                                    {"revision", pin_json(pkg)},  // #25
+                                    {"revision", pin_json(pkg)},
                                     {"signed_by", pkg.signature ? nlohmann::json(pkg.signature->owner_id) : nlohmann::json()}};
-              if (!v1) {  // schema 2 names its package and its artifacts by id
-                doc.update({{"schema_version", pkg.catalog.schema_version},
-                            {"package_id", pkg.catalog.package_id},
-                            {"artifact_ids", ids}});
-              }
+              doc.update(package_id_json(pkg, pkg.catalog));
+              if (!pkg.catalog.package_id.empty()) doc["artifact_ids"] = ids;  // artifacts named by id
               if (!a->peer.peer.empty()) doc["peer"] = {{"endpoint", a->peer.peer}, {"stage", a->peer.stage}};
+              if (local) doc["local_dir"] = local_dir_json(*local);
               if (range) {
                 doc["layer_start"] = range->start;
                 doc["layer_end"] = range->end;
@@ -272,7 +288,7 @@ Command register_fetch(CLI::App& app) {
               for (const auto& p : parts) {
                 const std::string from = sources[p.rel_path];
                 ++count[from];
-                if (v1 && from == "peer" && !a->peer.peer.empty()) {
+                if (!by_id && from == "peer" && !a->peer.peer.empty()) {
                   std::cerr << "from the peer " << a->peer.peer << ": " << p.rel_path << " (" << human_bytes(p.bytes) << ")\n";
                 }
               }
@@ -280,11 +296,17 @@ Command register_fetch(CLI::App& app) {
                 std::cerr << "parts: " << count["peer"] << " from the peer, " << count["hub"] << " from the Hub, "
                           << count["cache"] << " already in the cache\n";
               }
-              std::cerr << "fetched " << counted(parts.size(), "part") << (v1 ? "" : " of " + pkg.catalog.package_id) << ", "
+              std::cerr << "fetched " << counted(parts.size(), "part")
+                        << (pkg.catalog.package_id.empty() ? "" : " of " + pkg.catalog.package_id) << ", "
                         << human_bytes(total) << " (" << counted(downloaded.size(), "file") << " downloaded"
                         << (count["cache"] == 0 ? std::string() : ", " + counted(count["cache"], "part") + " already in the cache")
                         << "), verified\n";
-              std::cout << pkg.root.string() << "\n";
+              if (local) {
+                std::cerr << "local dir " << local->dir.string() << ": " << counted(local->copied.size(), "file")
+                          << " copied (" << human_bytes(local->copied_bytes) << "), "
+                          << counted(local->kept.size(), "file") << " already there, verified\n";
+              }
+              std::cout << (local ? local->dir : pkg.root).string() << "\n";
             }
             return kExitOk;
           }};

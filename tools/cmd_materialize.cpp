@@ -2,7 +2,7 @@
 
 #include "cli.h"
 #include "progress.h"
-#include "schema_v2_cli.h"
+#include "stage_cli.h"
 #include "skippy/error.h"
 #include "skippy/catalog_stage.h"
 #include "skippy/materialize.h"
@@ -101,7 +101,7 @@ Command register_materialize(CLI::App& app) {
             if (a->prune) {
               std::optional<std::string> manifest;
               if (!a->ref.empty()) {
-                manifest = open_any_for_cli(a->ref).manifest_sha256();
+                manifest = open_for_cli(a->ref).manifest_sha256;
               }
               const auto r = prune_stage_cache(cache_dir, manifest);
               if (a->json) {
@@ -136,25 +136,31 @@ Command register_materialize(CLI::App& app) {
             if (!a->cache_dir.empty()) o.cache_dir = cache_dir;
             o.verify = a->verify;
             o.hash = a->sha256;
-            const auto any = open_any_for_cli(a->ref);  // a local directory or hf://, either schema
-            check_runtime_abi_for_cli(any);
-            if (by_names && any.v1) {
-              throw Error(ErrorKind::kUsage, "--tensors / --admission select tensors of a package schema 2; " + a->ref +
-                                                 " is schema 1 (use --layers)");
+            StageChoice choice;
+            if (!by_names) choice.range = range;
+            choice.tensor_names = a->tensors;
+            if (!a->admission.empty()) {
+              choice.admission = read_admission_file(a->admission);
+              choice.admission_origin = "--admission " + a->admission;
             }
-            const bool v1 = any.v1.has_value();
-            const std::optional<LayerRange> chosen = by_names ? std::nullopt : std::optional(range);
-            const OpenedCatalog pkg = catalog_for_cli(any, chosen, true);
-            // The projectors (schema 2: mmproj sidecars) the stage loads are never
-            // merged: brought, checked, and named so they are loaded from the
-            // package. A range's is chosen as select chooses it; an --admission
+            const auto opened = open_for_cli(a->ref);  // a local directory or hf://, any schema
+            check_runtime_abi_for_cli(opened);
+            check_stage_choice(choice, opened.identity());
+            const std::optional<LayerRange> chosen = choice.range;
+            const OpenedCatalog pkg = opened.catalog(catalog_need(choice));
+            const bool by_id = pkg.names_artifacts_by_id;
+            // The projectors (sidecars) the stage loads are never merged:
+            // brought, checked, and named so they are loaded from the package.
+            // A range's is chosen as select chooses it; an --admission
             // descriptor names its own.
+            StageSelection stage = choose_stage(pkg, choice);
             std::vector<StagePart> sidecars;
-            if (!a->admission.empty()) a->tensors = admission_tensors(pkg, a->admission, &sidecars);
-            const auto stage = chosen ? select_stage(pkg.catalog, range) : select_stage_tensors(pkg.catalog, a->tensors);
-            if (chosen) {
-              if (auto p = select_projector(pkg, range)) sidecars.push_back(std::move(*p));
+            if (stage.projector) sidecars.push_back(*stage.projector);
+            for (const auto& p : stage.parts) {
+              if (p.kind == CatalogArtifactKind::kSidecar) sidecars.push_back(p);
             }
+            std::erase_if(stage.parts, [](const StagePart& p) { return p.kind == CatalogArtifactKind::kSidecar; });
+            stage.projector.reset();
             provide_parts(pkg, sidecars);
             (void)verify_if_required(pkg, sidecars);
             nlohmann::json sidecar_json = nlohmann::json::array();
@@ -162,7 +168,8 @@ Command register_materialize(CLI::App& app) {
             Progress progress("materialize");
             o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
             const auto r = materialize_stage(pkg, stage, o);
-            const std::string what = chosen ? "layers " + format_layer_range(range) : std::to_string(a->tensors.size()) + " named tensors";
+            const std::string what =
+                chosen ? "layers " + format_layer_range(range) : std::to_string(stage.tensors.size()) + " named tensors";
             if (a->json) {
               nlohmann::json doc = {{"path", r.path.string()},
                                     {"tensor_count", r.tensor_count},
@@ -176,20 +183,18 @@ Command register_materialize(CLI::App& app) {
                                     {"projector", sidecars.empty() ? nlohmann::json(nullptr)
                                                                    : nlohmann::json(sidecars.front().path.string())},
                                     {"sidecars", sidecar_json},
-                                    {"warnings", nlohmann::json::array()},
+                                    {"warnings", pkg.warnings},
                                     {"notes", stage.notes}};
-              if (v1) {
-                doc["warnings"] = pkg.warnings;
-              } else {
-                doc.update({{"schema_version", pkg.catalog.schema_version}, {"package_id", pkg.catalog.package_id}});
-              }
+              doc.update(package_id_json(pkg, pkg.catalog));
               print_json(doc);
             } else {
               std::cout << r.path.string() << "\n";
-              std::cerr << (r.reused ? "reused " : "materialized ") << what << (v1 ? "" : " (package schema 2)") << ": "
+              std::cerr << (r.reused ? "reused " : "materialized ") << what
+                        << (pkg.catalog.selects_whole_parts ? "" : " (package schema " + std::to_string(pkg.catalog.schema_version) + ")")
+                        << ": "
                         << r.tensor_count << " tensors, " << human_bytes(r.bytes) << "\n";
               for (const auto& p : sidecars) {
-                std::cerr << "note: the " << (v1 ? "projector " : "sidecar ") << p.rel_path
+                std::cerr << "note: the " << (!by_id ? "projector " : "sidecar ") << p.rel_path
                           << " is not merged; load it from the package\n";
               }
               for (const auto& n : stage.notes) std::cerr << "note: " << n << "\n";

@@ -121,12 +121,14 @@ Command register_plan(CLI::App& app) {
       "--topology-out FILE --nodes NODE,NODE,...: also write the plan as the split topology serve-artifacts\n"
       "and fetch --peer read: stage sI (layers of the plan's stage I) on the Ith node (with --stages auto,\n"
       "the nodes offered, in --bandwidth order); a NODE is a node id or a node identity directory. The\n"
-      "topology pins the package: an hf:// package's commit, or --package-ref hf://ns/repo@COMMIT for a\n"
-      "local directory (the reference its nodes fetch it by; it must hold the same manifest).\n"
+      "topology pins the package: an hf:// package's commit, a Hugging Face cache snapshot's repository\n"
+      "and commit, or --package-ref hf://ns/repo@COMMIT for another local directory (the reference its\n"
+      "nodes fetch it by; it must hold the same manifest). Without --topology-out, --nodes names the\n"
+      "plan's nodes with any names (alpha,beta), printed with the stages.\n"
       "Exit 1 when the package is invalid, N exceeds the layer count, --target-tpot is missed (the plan\n"
       "is printed, with what would meet it), or no plan fits the budgets\n"
-      "(the message names the tightest stage, by how many bytes it is short, the budget it would need\n"
-      "and the largest context that fits).");
+      "(the message names the tightest stage, what it needs, the headroom its budget keeps, the budget\n"
+      "that holds both and the largest context that fits).");
   struct Args {
     std::string ref;
     uint32_t stages = 0;
@@ -225,9 +227,9 @@ Command register_plan(CLI::App& app) {
             o.activation_bytes_per_value = a->activation_bytes;
             o.include_projector = a->with_projector;
             // Sizes first: a usage error needs no package.
-            if (max_opt->count() > 0) o.max_bytes_per_stage = parse_byte_size(a->max_bytes);
+            if (max_opt->count() > 0) o.max_bytes_per_stage = size_flag("--max-bytes", a->max_bytes);
             if (budgets_opt->count() > 0) {
-              for (const auto& b : a->budgets) o.node_budgets.push_back(parse_byte_size(b));
+              for (const auto& b : a->budgets) o.node_budgets.push_back(size_flag("--budgets", b));
             }
             if (!o.node_budgets.empty() && o.node_budgets.size() != o.stages) {
               throw Error(ErrorKind::kUsage, "--budgets gives " + counted(o.node_budgets.size(), "budget") +
@@ -250,7 +252,7 @@ Command register_plan(CLI::App& app) {
               }
               mo.reserves.compute_reserve_percent = a->compute_reserve;
               mo.reserves.headroom_percent = a->headroom_percent;
-              mo.reserves.headroom_cap_bytes = parse_byte_size(a->headroom_cap);
+              mo.reserves.headroom_cap_bytes = size_flag("--headroom-cap", a->headroom_cap);
             }
             // --topology-out: one node per stage (per node offered with --stages auto).
             const auto topology = plan_topology_request(a->topology, a->ref, o.stages);
@@ -276,12 +278,12 @@ Command register_plan(CLI::App& app) {
               t.topology = topo;
               timed = std::move(t);
             }
-            const auto any = open_any_for_cli(a->ref);  // a local directory or hf://, either schema
+            const auto opened = open_for_cli(a->ref);  // a local directory or hf://, any schema
             PlanReads reads;
             reads.stages = o.stages;
             reads.metadata = context_opt->count() > 0;
             reads.tensors = timed.has_value();
-            const PlanPackage pkg = any.v2 ? plan_package(*any.v2, reads) : plan_package(*any.v1, reads);
+            const PlanPackage pkg = plan_package(opened, reads);
             if (timed) return run_time_plan(pkg, *timed);
             if (context_opt->count() > 0) {
               mo.final_stage_needs_embeddings = pkg.final_stage_loads_embeddings(o.stages);

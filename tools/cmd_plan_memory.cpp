@@ -44,7 +44,7 @@ void print_memory_plan(const PlanPackage& pkg, const MemoryPlan& p) {
   const bool timed = p.decode_time_per_token_us.has_value();
   char buf[320];
   std::snprintf(buf, sizeof buf, "  %-5s  %-11s  %12s  %12s  %12s  %12s%s%s\n", "stage", "layers", "weights", "KV+state",
-                "headroom", "memory", budgets ? "        budget" : "", timed ? "    decode" : "");
+                "needs", "headroom", budgets ? "        budget" : "", timed ? "    decode" : "");
   o << buf;
   for (const auto& s : p.stages) {
     const std::string budget = budgets ? "  " + std::string(12 - std::min<size_t>(12, human_bytes(*s.budget).size()), ' ') +
@@ -54,16 +54,17 @@ void print_memory_plan(const PlanPackage& pkg, const MemoryPlan& p) {
     if (timed) std::snprintf(t, sizeof t, "  %6.1f us", *s.decode_time_us);
     std::snprintf(buf, sizeof buf, "  %-5u  %-11s  %12s  %12s  %12s  %12s%s%s\n", s.index,
                   format_layer_range(s.range).c_str(), human_bytes(s.weight_bytes).c_str(),
-                  human_bytes(s.kv_cache_bytes + s.state_bytes).c_str(), human_bytes(s.headroom_bytes).c_str(),
-                  human_bytes(s.memory_bytes).c_str(), budget.c_str(), t);
+                  human_bytes(s.kv_cache_bytes + s.state_bytes).c_str(),
+                  human_bytes(s.memory_bytes - s.headroom_bytes).c_str(), human_bytes(s.headroom_bytes).c_str(),
+                  budget.c_str(), t);
     o << buf;
   }
   const auto& r = p.reserves;
-  o << "  memory = weights + KV/state x 100/" << (100 - r.compute_reserve_percent) << " (compute buffers)"
-    << (budgets ? " + headroom max(" + std::to_string(r.headroom_percent) + "% of budget, min(" +
-                      human_bytes(r.headroom_cap_bytes) + ", budget/2))"
-                : std::string())
-    << "\n";
+  o << "  needs = weights + KV/state x 100/" << (100 - r.compute_reserve_percent) << " (compute buffers)\n";
+  if (budgets) {
+    o << "  headroom = what a budget keeps free: max(" << r.headroom_percent << "% of the budget, min("
+      << human_bytes(r.headroom_cap_bytes) << ", budget/2)); a stage fits when needs + headroom <= budget\n";
+  }
   if (timed) {
     std::snprintf(buf, sizeof buf, "  modeled decode: slowest stage %.1f us, %.1f us per token through the pipeline\n",
                   *p.bottleneck_time_us, *p.decode_time_per_token_us);

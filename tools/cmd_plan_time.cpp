@@ -61,7 +61,12 @@ nlohmann::json time_plan_json(const CacheShape& shape, const DecodeCost& cost, c
           {"notes", p.notes}};
 }
 
-void print_time_plan(const PlanPackage& pkg, const DecodeCost& cost, const TimePlan& p) {
+void print_time_plan(const PlanPackage& pkg, const DecodeCost& cost, const TimePlan& p,
+                     const std::vector<std::string>& names) {
+  auto node_name = [&](uint32_t n) { return n < names.size() ? names[n] : std::to_string(n); };
+  size_t width = 4;
+  for (const auto& s : p.stages) width = std::max(width, node_name(s.node).size());
+  const int w = static_cast<int>(std::min<size_t>(width, 24));
   auto& o = std::cout;
   o << plan_headline(pkg) << ": " << p.layer_count << " layers in " << counted(p.stages.size(), "stage")
     << " at a context of " << p.context << " tokens, "
@@ -69,12 +74,12 @@ void print_time_plan(const PlanPackage& pkg, const DecodeCost& cost, const TimeP
   o << "  model " << human_bytes(cost.total_bytes()) << ", read per token " << human_bytes(cost.active_bytes_per_token())
     << "\n";
   char buf[320];
-  std::snprintf(buf, sizeof buf, "  %-5s  %-4s  %-11s  %10s  %10s  %10s  %10s  %10s\n", "stage", "node", "layers",
+  std::snprintf(buf, sizeof buf, "  %-5s  %-*s  %-11s  %10s  %10s  %10s  %10s  %10s\n", "stage", w, "node", "layers",
                 "active", "KV read", "memory", "stage", "hop");
   o << buf;
   for (const auto& s : p.stages) {
-    std::snprintf(buf, sizeof buf, "  %-5u  %-4u  %-11s  %10s  %10s  %10s  %7.2f ms  %7.2f ms\n", s.index, s.node,
-                  format_layer_range(s.range).c_str(), human_bytes(s.active_weight_bytes).c_str(),
+    std::snprintf(buf, sizeof buf, "  %-5u  %-*s  %-11s  %10s  %10s  %10s  %7.2f ms  %7.2f ms\n", s.index, w,
+                  node_name(s.node).substr(0, 24).c_str(), format_layer_range(s.range).c_str(), human_bytes(s.active_weight_bytes).c_str(),
                   human_bytes(s.kv_read_bytes).c_str(), human_bytes(s.memory_bytes).c_str(),
                   static_cast<double>(s.stage_time_ns) / 1e6, static_cast<double>(s.hop_time_ns) / 1e6);
     o << buf;
@@ -89,18 +94,15 @@ void print_time_plan(const PlanPackage& pkg, const DecodeCost& cost, const TimeP
     o << buf;
   }
   for (const auto& s : p.suggestions) o << "  would help: " << s << "\n";
-  for (const auto& n : p.left_out) o << "  node " << n.node << " left out: " << n.reason << "\n";
+  for (const auto& n : p.left_out) o << "  node " << node_name(n.node) << " left out: " << n.reason << "\n";
   for (const auto& n : p.notes) o << "  note: " << n << "\n";
 }
 
 }  // namespace
 
 int run_time_plan(const PlanPackage& pkg, TimePlanRequest r) {
-  std::vector<DecodeTensor> tensors;
-  tensors.reserve(pkg.catalog.tensors.size());
-  for (const auto& t : pkg.catalog.tensors) tensors.push_back({t.name, t.dims, t.stored_bytes});
   const auto shape = read_cache_shape(*pkg.metadata, r.kv_type);
-  const auto cost = read_decode_cost(*pkg.metadata, tensors, pkg.catalog.layer_count, pkg.ref);
+  const auto cost = package_decode_cost(pkg);
   r.options.final_stage_needs_embeddings = pkg.output_tied.value_or(false);
   r.options.activation_bytes_per_token = pkg.activation_width ? *pkg.activation_width * r.activation_bytes_per_value : 0;
   const auto plan = plan_time(pkg.catalog, shape, cost, r.options);
@@ -111,7 +113,7 @@ int run_time_plan(const PlanPackage& pkg, TimePlanRequest r) {
     nodes.push_back(s.node);
   }
   print_plan_report(pkg, ranges, nodes, r.topology, r.json, time_plan_json(shape, cost, r, plan),
-                    [&] { print_time_plan(pkg, cost, plan); });
+                    [&] { print_time_plan(pkg, cost, plan, r.topology ? r.topology->node_names : std::vector<std::string>{}); });
   return plan.target_met.value_or(true) ? kExitOk : 1;
 }
 

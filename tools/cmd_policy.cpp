@@ -71,45 +71,23 @@ Command register_policy(CLI::App& app) {
   add_trust_signer_option(cmd);
   return {cmd, [a]() {
               // Flags first: a usage error needs no package.
-              PolicyOverrides overrides;
-              for (const auto& o : a->overrides) add_policy_override(overrides, o);
-              auto backend = backend_by_name_or_file(a->backend);
-              const auto pkg = open_any_for_cli(a->ref);
-              // Schema 2 carries no generation.policy (the reference refuses it): built-in policy.
-              PolicyInputs in = pkg.v2 ? package_policy_inputs(*pkg.v2) : package_policy_inputs(*pkg.v1);
-              in.overrides = std::move(overrides);
-              in.backend = std::move(backend);
-              in.request.kind = *parse_request_kind(a->phase);
-              in.request.n_tokens = a->n_tokens;
-              in.request.n_kv = a->n_kv;
-              if (!a->role.empty()) in.request.indexshare_role = parse_indexshare_role(a->role);
-              if (a->top_k_opt->count() > 0) in.request.top_k = a->top_k;
-              const auto warnings = pkg.v2 ? std::vector<std::string>{} : generation_warnings(pkg.v1->manifest.generation);
-              for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
-              // Without a package policy the built-in one applies: say so (both schemas).
-              std::vector<std::string> notes;
-              if (pkg.v2) {
-                notes.push_back("package schema 2 carries no generation.policy: the built-in policy for " +
-                                in.architecture + " applies");
-              } else if (!in.policy) {
-                notes.push_back(pkg.ref() + " declares no generation.policy: the built-in policy for " + in.architecture +
-                                " applies");
-              }
-              for (const auto& n : notes) std::cerr << "note: " << n << "\n";
-              const auto d = resolve_policy(in, [](const std::string& line) { std::cerr << line << "\n"; });
+              PackagePolicyQuery q;
+              for (const auto& o : a->overrides) add_policy_override(q.overrides, o);
+              q.backend = a->backend;
+              q.request.kind = *parse_request_kind(a->phase);
+              q.request.n_tokens = a->n_tokens;
+              q.request.n_kv = a->n_kv;
+              if (!a->role.empty()) q.request.indexshare_role = parse_indexshare_role(a->role);
+              if (a->top_k_opt->count() > 0) q.request.top_k = a->top_k;
+              (void)backend_by_name_or_file(a->backend);  // a usage error before the package is opened
+              const auto pkg = open_for_cli(a->ref);
+              const auto r = resolve_package_policy(pkg, q, [](const std::string& line) { std::cerr << line << "\n"; });
+              for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
+              for (const auto& n : r.notes) std::cerr << "note: " << n << "\n";
               if (a->json) {
-                auto doc = policy_decision_json(d);
-                doc["package"] = pkg.ref();
-                doc["schema_version"] = pkg.schema_version();
-                doc["architecture"] = in.architecture;
-                nlohmann::json paths = nlohmann::json::array();
-                for (const auto p : in.backend.paths) paths.push_back(execution_path_name(p));
-                doc["backend"] = {{"name", in.backend.name}, {"paths", paths}, {"evidence", in.backend.evidence}};
-                doc["warnings"] = warnings;
-                doc["notes"] = notes;
-                print_json(doc);
+                print_json(r.document);
               } else {
-                print_human(d, pkg.ref());
+                print_human(r.decision, pkg.ref);
               }
               return kExitOk;
           }};

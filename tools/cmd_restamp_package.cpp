@@ -16,7 +16,10 @@ Command register_restamp_package(CLI::App& app) {
       "own skippy ABI. The artifacts do not depend on it: this rewrites model-package.json alone (its\n"
       "native_abi_version and, recomputed, its package_id); every artifact stays byte for byte, so a Hub\n"
       "commit of the result uploads one small file. model-package.json.sig (it signed the old bytes) is\n"
-      "removed, or signed again with --sign OWNER_DIR; validation.json (it judged the old bytes) is removed:\n"
+      "removed, or signed again with --sign OWNER_DIR, which first checks that the signature the package\n"
+      "carries (if any) still verifies and that every artifact has its declared size and SHA-256, and\n"
+      "refuses otherwise: a new signature vouches only for what was checked. validation.json (it judged the\n"
+      "old bytes) is removed:\n"
       "validate-package SRC DIR --write-result records a verdict for the new root. Already at that\n"
       "ABI: nothing is written.");
   struct Args {
@@ -26,7 +29,10 @@ Command register_restamp_package(CLI::App& app) {
   auto a = std::make_shared<Args>();
   path_option(cmd->add_option("package", a->dir, "A package schema 2 directory (holding model-package.json)"))
       ->required();
-  add_native_abi_option(cmd, a->abi, "")->required();
+  cmd->add_option("--native-abi-version", a->abi,
+                  "The skippy ABI (MAJOR.MINOR.PATCH) to write as the root's native_abi_version: the runtime "
+                  "the package is re-stamped for")
+      ->required();
   path_option(cmd->add_option("--sign", a->sign,
                               "Sign the re-stamped root with this owner identity directory (identity init-owner)"));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");

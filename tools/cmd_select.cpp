@@ -2,7 +2,7 @@
 
 #include "cli.h"
 #include "skippy/error.h"
-#include "schema_v2_cli.h"
+#include "stage_cli.h"
 #include "skippy/policy.h"
 #include "skippy/catalog_stage.h"
 #include "skippy/stage.h"
@@ -14,16 +14,17 @@ namespace {
 
 nlohmann::json select_optional(const std::optional<uint32_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
-// A part as select --json lists it: schema 1 names its role, schema 2 its
-// artifact id, kind and the stage's tensors in it.
-nlohmann::json part_json(const StagePart& p, bool v1) {
+// A part as select --json lists it: a package naming artifacts by path
+// gives its role, one naming them by id its artifact id, kind and the
+// stage's tensors in it.
+nlohmann::json part_json(const StagePart& p, bool by_id) {
   nlohmann::json j = {{"layer_index", select_optional(p.layer_index)},
                       {"path", p.path.string()},
                       {"relative_path", p.rel_path},
                       {"bytes", p.bytes},
                       {"sha256", p.sha256},
                       {"reason", p.reason}};
-  if (v1) {
+  if (!by_id) {
     j.update({{"role", part_role_label(p)}, {"tensor_count", p.tensor_count}});
   } else {
     j.update({{"artifact_id", p.artifact_id},
@@ -62,29 +63,29 @@ Command register_select(CLI::App& app) {
   add_runtime_abi_option(cmd);
   return {cmd, [a]() {
             if (a->layers.empty() && !a->tensors.given()) {
-              throw Error(ErrorKind::kUsage, "select: --layers START..END is required (or, for a schema 2 package, --tensors)");
+              throw Error(ErrorKind::kUsage, "select: --layers START..END is required (or, for a package whose catalog lists "
+                                             "its tensors, --tensors)");
             }
             std::optional<LayerRange> chosen;
             if (!a->layers.empty()) chosen = parse_layer_range(a->layers);
-            check_tensor_choice(a->tensors, chosen.has_value(), true);
-            const auto any = open_any_for_cli(a->ref);  // prints the package's warnings
-            check_runtime_abi_for_cli(any);
-            check_tensor_choice(a->tensors, chosen.has_value(), any.v2.has_value());
-            const bool v1 = any.v1.has_value();
-            // The package's (unknown projector kinds, a set-aside generation block, a
-            // moving branch) and, for schema 1, the generation block's, all in the JSON document.
-            std::vector<std::string> warnings = v1 ? any.v1->warnings : any.v2->warnings;
-            if (v1) {
-              const auto generation = generation_warnings(any.v1->manifest.generation);
-              for (const auto& w : generation) std::cerr << "warning: " << w << "\n";
-              warnings.insert(warnings.end(), generation.begin(), generation.end());
-            }
             SelectOptions o;
             if (!a->projector.empty()) o.projector_path = a->projector;
             o.single_stage = a->single_stage;
-            const OpenedCatalog pkg = catalog_for_cli(any, chosen, true);
+            const StageChoice choice = stage_choice(chosen, a->tensors, o);
+            const auto opened = open_for_cli(a->ref);  // prints the package's warnings
+            check_runtime_abi_for_cli(opened);
+            check_stage_choice(choice, opened.identity());
+            // The package's (unknown projector kinds, a set-aside generation
+            // block, a moving branch) and its generation block's, all in the JSON document.
+            std::vector<std::string> warnings = opened.warnings;
+            for (const auto& w : opened.identity().generation_warnings) {
+              std::cerr << "warning: " << w << "\n";
+              warnings.push_back(w);
+            }
+            const OpenedCatalog pkg = opened.catalog(catalog_need(choice));
             const auto& cat = pkg.catalog;
-            const auto s = stage_for(pkg, chosen, a->tensors, o);
+            const bool by_id = pkg.names_artifacts_by_id;
+            const auto s = choose_stage(pkg, choice);
             auto parts = s.parts_with_projector();
             // Consumer validation of each file (brought first through the package's
             // source, for hf://); SHA-256 too when the package demands it (hf://) or
@@ -95,7 +96,7 @@ Command register_select(CLI::App& app) {
             for (const auto& p : parts) total += p.bytes;
             if (a->json) {
               nlohmann::json jp = nlohmann::json::array();
-              for (const auto& p : parts) jp.push_back(part_json(p, v1));
+              for (const auto& p : parts) jp.push_back(part_json(p, by_id));
               nlohmann::json doc = {{"package", pkg.ref},
                                     {"model_id", cat.model_id},
                                     {"manifest_sha256", pkg.manifest_sha256},
@@ -105,42 +106,42 @@ Command register_select(CLI::App& app) {
                                     {"verified", verified.has_value()},
                                     {"notes", s.notes},
                                     {"warnings", warnings},
-                                    {"revision", pin_json(pkg)}};  // #25
+                                    {"revision", pin_json(pkg)}};
               if (chosen) {
                 doc["layer_start"] = chosen->start;
                 doc["layer_end"] = chosen->end;
               }
-              if (!v1) {  // schema 2: its identity, how the stage was chosen, every tensor's locator
+              doc.update(package_identity_json(pkg));
+              if (!cat.selects_whole_parts) {  // a stage of tensors: how it was chosen, every tensor's locator
                 nlohmann::json tensor_list = nlohmann::json::array();
                 for (const auto& t : s.tensors) {
                   tensor_list.push_back(
                       {{"name", t.name}, {"artifact_id", t.artifact_id}, {"offset", t.offset}, {"stored_bytes", t.stored_bytes}});
                 }
-                doc.update({{"schema_version", cat.schema_version},
-                            {"package_id", cat.package_id},
-                            {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
-                            {"selected_by", chosen ? "layers" : !a->tensors.admission.empty() ? "admission" : "tensors"},
+                doc.update({{"selected_by", chosen ? "layers" : choice.admission ? "admission" : "tensors"},
                             {"stage_admission",
-                             nlohmann::json::parse(stage_admission_json(stage_admission_for(pkg, s, a->tensors)))},
+                             nlohmann::json::parse(stage_admission_json(stage_admission_for(pkg, s, choice)))},
                             {"tensors", tensor_list},
                             {"signed_by", pkg.signature ? nlohmann::json(pkg.signature->owner_id) : nlohmann::json()}});
               }
               print_json(doc);
             } else {
-              std::cout << cat.model_id << (v1 ? "" : " (package schema 2)") << " "
+              std::cout << cat.model_id
+                        << (cat.selects_whole_parts ? "" : " (package schema " + std::to_string(cat.schema_version) + ")")
+                        << " "
                         << (chosen ? "layers " + format_layer_range(*chosen) + " of " + std::to_string(cat.layer_count)
                                    : std::to_string(s.tensors.size()) + " named tensors")
                         << ": " << counted(parts.size(), "part")
-                        << (v1 ? std::string() : ", " + counted(s.tensors.size(), "tensor")) << ", " << human_bytes(total)
+                        << (by_id ? ", " + counted(s.tensors.size(), "tensor") : std::string()) << ", " << human_bytes(total)
                         << "\n";
               std::vector<std::vector<std::string>> rows;
               for (const auto& p : parts) {
-                std::string what(v1 ? part_role_label(p) : catalog_artifact_kind_name(p.kind));
+                std::string what(!by_id ? part_role_label(p) : catalog_artifact_kind_name(p.kind));
                 if (p.layer_index) what += " " + std::to_string(*p.layer_index);
                 rows.push_back({what, p.rel_path, human_bytes(p.bytes)});
-                if (!v1) rows.back().push_back(counted(p.tensors.size(), "tensor"));
+                if (by_id) rows.back().push_back(counted(p.tensors.size(), "tensor"));
               }
-              std::cout << aligned_rows(rows, v1 ? std::vector<size_t>{2} : std::vector<size_t>{2, 3});
+              std::cout << aligned_rows(rows, by_id ? std::vector<size_t>{2, 3} : std::vector<size_t>{2});
               for (const auto& n : s.notes) std::cerr << "note: " << n << "\n";
             }
             return kExitOk;

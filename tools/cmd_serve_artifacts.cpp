@@ -7,8 +7,10 @@
 #include <iostream>
 #include <thread>
 
+#include "format/json_output.h"
 #include "cli.h"
-#include "schema_v2_cli.h"
+#include "stage_cli.h"
+#include "util/env.h"
 #include "util/env.h"
 #include "skippy/error.h"
 #include "skippy/hf_cache.h"
@@ -27,8 +29,9 @@ Command register_serve_artifacts(CLI::App& app) {
       "cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub), each verified against the manifest.\n"
       "A package schema 2: the root, the metadata carrier to every stage, and the payload parts holding the\n"
       "stage's tensors as the consumer selects them from the verified carrier (sidecars to the stage at layer 0).\n"
-      "Only hf://ns/repo@<40-hex commit> packages. MESH_LLM_ARTIFACT_TRANSFER: unset = off (nothing is\n"
-      "offered or served), trusted = peers of our owner or of a --trust-owner, open = any authenticated peer.\n"
+      "Only hf://ns/repo@<40-hex commit> packages. --mode (else MESH_LLM_ARTIFACT_TRANSFER): trusted = peers\n"
+      "of our owner or of a --trust-owner, open = any authenticated peer, off = start but offer and serve\n"
+      "nothing (said on stderr). With neither, serve-artifacts refuses to start (it would serve nothing).\n"
       "Prints the bound HOST:PORT on stdout (with --json: one JSON line) once listening; one log line per\n"
       "request on stderr. Stops on SIGINT or SIGTERM, within a few seconds whatever it is doing.\n"
       "Before a peer authenticates, it has --handshake-timeout (3 s) from accept to finish the TLS handshake,\n"
@@ -46,7 +49,7 @@ Command register_serve_artifacts(CLI::App& app) {
       "package_id, tensors and sidecars) before anything is served, and serve-artifacts does not start otherwise.\n"
       "The worker fetches with the same descriptor: fetch hf://... --peer HOST:PORT --stage STAGE_ID --admission FILE.");
   struct Args {
-    std::string listen, topology, identity;
+    std::string listen, topology, identity, mode;
     std::vector<std::string> trust_owner, admission;
     unsigned max_connections = 64, max_per_peer = 16, max_unauth = 32, max_unauth_per_address = 8, threads = 0;
     double idle = 30, handshake = 3, request = 10, total = 3600;
@@ -81,9 +84,23 @@ Command register_serve_artifacts(CLI::App& app) {
                   "STAGE_ID=FILE: package schema 2: that stage is the one this stage admission descriptor defines "
                   "(repeatable, one per stage)");
   cmd->add_flag("--no-preverify", a->no_preverify, "Do not verify the cached artifacts at start");
+  cmd->add_option("--mode", a->mode,
+                  "Who is served: trusted (peers of our owner or of a --trust-owner), open (any authenticated "
+                  "peer) or off (nothing); default: MESH_LLM_ARTIFACT_TRANSFER, and without it no start")
+      ->check(CLI::IsMember({"off", "trusted", "open"}));
   cmd->add_flag("--json", a->json, "Print one JSON line on stdout once listening");
   add_trust_signer_option(cmd);  // #25
   return {cmd, [a]() {
+            // The mode first: a server that would serve nothing by default
+            // does not start.
+            const auto from_env = env::get(peer::kTransferModeEnv);
+            if (a->mode.empty() && (!from_env || from_env->empty())) {
+              throw Error(ErrorKind::kUsage, std::string("serve-artifacts: no transfer mode: give --mode trusted (peers of "
+                                                         "our owner or of a --trust-owner) or --mode open (any "
+                                                         "authenticated peer), or set ") +
+                                                 std::string(peer::kTransferModeEnv) +
+                                                 "; unset, transfer is off and nothing would be served");
+            }
             peer::ServerOptions o;
             o.listen = a->listen;
             o.topology = peer::load_topology(a->topology);
@@ -105,7 +122,7 @@ Command register_serve_artifacts(CLI::App& app) {
               }
               stage->admission = read_admission_file(binding.substr(eq + 1));
             }
-            o.mode = peer::transfer_mode_from_env();
+            o.mode = a->mode.empty() ? peer::transfer_mode_from_env() : peer::parse_transfer_mode(a->mode);
             for (const auto& cert : a->trust_owner) o.trusted_owner_ids.push_back(peer::owner_id_of_certificate(cert));
             o.hf_cache = env::hf_hub_cache_dir();
             o.limits.max_connections = a->max_connections;
@@ -122,7 +139,8 @@ Command register_serve_artifacts(CLI::App& app) {
             auto identity = peer::NodeIdentity::load(a->identity);
             const auto mode = o.mode;
             if (mode == peer::TransferMode::kOff) {
-              std::cerr << "serve-artifacts: warning: " << peer::kTransferModeEnv
+              std::cerr << "serve-artifacts: warning: "
+                        << (a->mode.empty() ? std::string(peer::kTransferModeEnv) : std::string("--mode"))
                         << " is not trusted or open: transfer is off, nothing will be offered or served\n";
             } else if (mode == peer::TransferMode::kTrusted && !identity.owner_verified()) {
               std::cerr << "serve-artifacts: warning: " << a->identity
@@ -144,7 +162,7 @@ Command register_serve_artifacts(CLI::App& app) {
                                     {"owner_id", identity.owner_id()},
                                     {"mode", std::string(peer::transfer_mode_name(mode))},
                                     {"trusted_signers", trusted_signers_for_cli().size()}};
-              std::cout << doc.dump() << std::endl;
+              std::cout << json_output(doc) << std::endl;
             } else {
               std::cout << server.endpoint() << std::endl;
             }

@@ -13,7 +13,8 @@ nlohmann::json signature_result_json(const std::filesystem::path& dir, const Pac
           {"manifest_sha256", s.manifest_sha256},
           {"validation_sha256", s.validation_sha256 ? nlohmann::json(*s.validation_sha256) : nlohmann::json()},
           {"signed_at_unix_secs", s.signed_at_unix_secs},
-          {"certificate_not_after", s.not_after}};
+          {"certificate_not_after", s.not_after},
+          {"replaced_invalid_signature", s.replaced_invalid ? nlohmann::json(*s.replaced_invalid) : nlohmann::json()}};
 }
 
 Command register_sign_package(CLI::App& app) {
@@ -34,6 +35,10 @@ Command register_sign_package(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a]() {
             const auto sig = sign_package(a->dir, a->owner);
+            if (sig.replaced_invalid) {
+              std::cerr << "warning: replaced a signature that did not verify (" << *sig.replaced_invalid
+                        << "); the new one vouches for the package as it is now\n";
+            }
             if (a->json) {
               print_json(signature_result_json(a->dir, sig));
             } else {

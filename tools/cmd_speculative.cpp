@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "cli.h"
-#include "schema_v2_cli.h"
+#include "stage_cli.h"
 #include "skippy/model_source.h"
 #include "skippy/package_generation.h"
 #include "skippy/policy.h"
@@ -105,51 +105,26 @@ Command register_speculative(CLI::App& app) {
               if (!a->config.empty()) cfg = load_operator_config(a->config);
               for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
 
-              SpeculativeModel model;
-              std::optional<OpenedAnyPackage> pkg;
-              std::optional<GenerationDefaults> generation_v2;  // schema 2's block, read as schema 1's
-              std::string model_id = a->model;
-              std::vector<std::string> package_notes;  // what package_speculative_model could not check
-              if (std::filesystem::is_regular_file(a->target)) {
-                model = gguf_speculative_model(ModelSource::open(a->target));
-              } else if (pkg = open_any_for_cli(a->target); pkg->v2) {
-                generation_v2 = package_generation(*pkg->v2);
-                for (const auto& w : generation_warnings(generation_v2)) std::cerr << "warning: " << w << "\n";
-                model = package_speculative_model(*pkg->v2, generation_v2);
-                if (model_id.empty()) model_id = pkg->v2->catalog.model_id;
-              } else {
-                const OpenedPackage& v1 = *pkg->v1;
-                for (const auto& w : generation_warnings(v1.manifest.generation)) std::cerr << "warning: " << w << "\n";
-                model = package_speculative_model(v1, &package_notes);
-                for (const auto& n : package_notes) std::cerr << "note: " << n << "\n";
-                if (model_id.empty()) model_id = v1.manifest.model_id;
-              }
-              const SpeculativeSettings* entry = nullptr;
-              if (auto it = cfg.models.find(model_id); it != cfg.models.end()) entry = &it->second;
-              if (!a->model.empty() && !entry && !a->config.empty()) {
+              if (!a->model.empty() && !a->config.empty() && !cfg.models.contains(a->model)) {
                 std::cerr << "warning: " << a->config << ": no [[models]] entry for \"" << a->model
                           << "\": global defaults only\n";
               }
-              if (pkg && pkg->v2) {
-                for (const auto& l : request_defaults_lines(*pkg->v2->catalog.root_v2)) {
+              std::optional<OpenedPackage> pkg;
+              if (!std::filesystem::is_regular_file(a->target)) pkg = open_for_cli(a->target);
+              const auto p = pkg ? resolve_package_speculative(*pkg, flags, cfg, a->model)
+                                 : resolve_gguf_speculative(a->target, flags, cfg, a->model);
+              const auto& r = p.resolution;
+              for (const auto& w : p.warnings) std::cerr << "warning: " << w << "\n";
+              if (pkg) {
+                for (const auto& l : request_defaults_lines(pkg->identity().request_defaults_document)) {
                   std::cerr << "note: request defaults (sampling, not speculative decoding) " << l << "\n";
                 }
               }
-              const auto r = resolve_speculative(model, layer_settings(flags, entry, cfg.defaults));
-              for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
-              for (const auto& n : r.notes) std::cerr << "note: " << n << "\n";
+              for (const auto& n : p.notes) std::cerr << "note: " << n << "\n";
               if (a->json) {
-                auto doc = speculative_resolution_json(r);
-                // As the C API's document: the package's notes, then the plan's.
-                package_notes.insert(package_notes.end(), r.notes.begin(), r.notes.end());
-                doc["notes"] = package_notes;
+                auto doc = p.document;
                 doc["target"] = a->target;
-                doc["model"] = model_id.empty() ? nlohmann::json() : nlohmann::json(model_id);
-                // Schema 2's publisher sampling profiles: beside the plan, not part of it.
-                doc["request_defaults"] = pkg && pkg->v2 ? request_defaults_json(*pkg->v2->catalog.root_v2) : nullptr;
-                if (r.refusal) {
-                  doc["error"] = {{"kind", "refused"}, {"rule", r.refusal->rule}, {"message", r.refusal->message}};
-                }
+                if (pkg) doc.update(package_id_json(*pkg, pkg->identity()));
                 print_json(doc);
               } else {
                 print_human(r);

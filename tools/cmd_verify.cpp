@@ -3,10 +3,11 @@
 
 #include "cli.h"
 #include "progress.h"
-#include "schema_v2_cli.h"
+#include "stage_cli.h"
 #include "skippy/error.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
+#include "util/parallel.h"
 
 namespace skippy::cli {
 
@@ -31,7 +32,7 @@ Command register_verify(CLI::App& app) {
     std::string projector;
     bool no_cache = false;
     bool json = false;
-    unsigned threads = 2;
+    unsigned threads = 0;
     TensorChoice tensors;
   };
   auto a = std::make_shared<Args>();
@@ -40,30 +41,29 @@ Command register_verify(CLI::App& app) {
   cmd->add_option("--projector", a->projector, "With --layers: the declared projector the stage uses");
   add_tensor_options(cmd, a->tensors);
   cmd->add_flag("--no-cache", a->no_cache, "Hash everything; neither read nor write verification records");
-  cmd->add_option("--threads", a->threads, "Files hashed in parallel (default 2)")->check(number_in(1u, 64u));
+  cmd->add_option("--threads", a->threads, "Files hashed in parallel (default: one per core, at most 16)")->check(number_in(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   add_trust_signer_option(cmd);
   return {cmd, [a]() {
             std::optional<LayerRange> range;
             if (!a->layers.empty()) range = parse_layer_range(a->layers);
-            check_tensor_choice(a->tensors, range.has_value(), true);
-            const auto any = open_any_for_cli(a->ref);
-            check_tensor_choice(a->tensors, range.has_value(), any.v2.has_value());
+            SelectOptions so;
+            if (!a->projector.empty()) so.projector_path = a->projector;
             if (!range && !a->projector.empty()) {
               throw skippy::Error(ErrorKind::kUsage, "--projector needs --layers (without a range every projector is verified)");
             }
-            const bool v1 = any.v1.has_value();
-            const OpenedCatalog pkg = catalog_for_cli(any, range, false);
-            SelectOptions so;
-            if (!a->projector.empty()) so.projector_path = a->projector;
-            const auto s = stage_for(pkg, range, a->tensors, so, true);
+            const StageChoice choice = stage_choice(range, a->tensors, so, /*artifacts_only=*/true);
+            const auto opened = open_for_cli(a->ref);
+            check_stage_choice(choice, opened.identity());
+            const OpenedCatalog pkg = opened.catalog(catalog_need(choice));
+            const auto s = choose_stage(pkg, choice);
             auto parts = s.parts_with_projector();
-            // Schema 1 and a repository package bring and check what the stage
-            // reads first (a file rule refuses); a local schema 2 package's file
-            // rules are problems of the report.
-            if (v1 || pkg.source) provide_parts(pkg, parts);
+            // A package of whole parts and a repository package bring and check
+            // what the stage reads first (a file rule refuses); a local
+            // package's other file rules are problems of the report.
+            if (pkg.catalog.selects_whole_parts || pkg.source) provide_parts(pkg, parts);
             VerifyOptions o;
-            o.threads = a->threads;
+            o.threads = detail::worker_threads(a->threads);
             o.use_cache = !a->no_cache;
             std::optional<Progress> progress;
             progress.emplace("verify");
@@ -78,23 +78,19 @@ Command register_verify(CLI::App& app) {
             nlohmann::json jparts = nlohmann::json::array();
             for (const auto& vp : r.parts) {
               const StagePart& p = *by_path.at(vp.rel_path);
-              nlohmann::json j = v1 ? nlohmann::json{{"role", part_role_name(vp.role)}}
-                                    : nlohmann::json{{"artifact_id", p.artifact_id}, {"kind", catalog_artifact_kind_name(p.kind)}};
+              nlohmann::json j = !pkg.names_artifacts_by_id
+                                     ? nlohmann::json{{"role", part_role_name(vp.role)}}
+                                     : nlohmann::json{{"artifact_id", p.artifact_id}, {"kind", catalog_artifact_kind_name(p.kind)}};
               j.update({{"layer_index", vp.layer_index ? nlohmann::json(*vp.layer_index) : nlohmann::json()},
                         {"relative_path", vp.rel_path},
                         {"cache_hit", vp.cache_hit},
                         {"ok", vp.ok}});
               jparts.push_back(std::move(j));
             }
-            // The package's own keys: schema 2 names its package_id and commit.
-            nlohmann::json identity = {{"package", pkg.ref}, {"manifest_sha256", pkg.manifest_sha256}};
-            if (!v1) {
-              identity.update({{"schema_version", cat.schema_version},
-                               {"package_id", cat.package_id},
-                               {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()}});
-            }
-            return print_verify_report(r, a->json, std::move(identity), std::move(jparts), !a->no_cache, pkg.warnings, notes,
-                                       range, v1 ? "" : cat.package_id, v1 ? "manifest" : "catalog");
+            auto identity = package_identity_json(pkg);
+            identity["threads"] = o.threads;
+            return print_verify_report(r, a->json, std::move(identity), std::move(jparts), !a->no_cache, pkg.warnings,
+                                       notes, range, cat.package_id, pkg.declarer);
           }};
 }
 

@@ -42,7 +42,7 @@ int command_index(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace skippy::cli;
-  // No untrusted string drives the terminal (issue #29): stdout and stderr
+  // No untrusted string drives the terminal: stdout and stderr
   // escape control code points.
   const TerminalSafeOutput terminal_safe;
   // --json anywhere on the line: failures are reported as JSON too, even

@@ -1,10 +1,12 @@
 #include "plan_topology.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include "skippy/error.h"
 #include "util/file.h"
 #include "skippy/hf_ref.h"
+#include "skippy/package_layout.h"
 #include "skippy/peer_identity.h"
 #include "skippy/peer_topology.h"
 #include "util/text.h"
@@ -16,24 +18,62 @@ void add_plan_topology_options(CLI::App* cmd, PlanTopologyFlags& flags) {
                                           "Also write the split topology of this plan to FILE (serve-artifacts and "
                                           "fetch --peer read it); needs --nodes"));
   auto* nodes = cmd->add_option("--nodes", flags.nodes,
-                                "With --topology-out: the node running each stage, in stage order (with --stages auto: "
-                                "each node offered): a node id or a node identity directory, ID,ID,...")
+                                "The node running each stage, in stage order (with --stages auto: each node offered), "
+                                "NODE,NODE,...: any name for the plan to print; with --topology-out a node id or a "
+                                "node identity directory (the topology authorises them)")
                     ->delimiter(',');
   auto* ref = cmd->add_option("--package-ref", flags.package_ref,
                               "With --topology-out: the pinned reference the nodes fetch the package by, "
-                              "hf://ns/repo@COMMIT (default: the package's own, when it is an hf:// one)");
+                              "hf://ns/repo@COMMIT (default: the package's own, when it is an hf:// one or a "
+                              "snapshot in the Hugging Face cache)");
   auto* tid = cmd->add_option("--topology-id", flags.topology_id,
                               "With --topology-out: the topology's id (default: plan- and the manifest's first 12 "
                               "SHA-256 digits)");
   auto* rid = cmd->add_option("--run-id", flags.run_id, "With --topology-out: the run's id (default: the topology id)");
   out->needs(nodes);
-  for (auto* o : {nodes, ref, tid, rid}) o->needs(out);
+  for (auto* o : {ref, tid, rid}) o->needs(out);
 }
+
+namespace {
+
+// hf://ns/repo@COMMIT for a Hugging Face cache snapshot directory
+// (.../models--ns--repo/snapshots/COMMIT), else nullopt.
+std::optional<std::string> snapshot_pin(const std::filesystem::path& dir) {
+  if (!is_hf_cache_snapshot(dir)) return std::nullopt;
+  std::error_code ec;
+  const auto abs = std::filesystem::weakly_canonical(dir, ec);
+  if (ec) return std::nullopt;
+  const auto snapshot = abs.has_filename() ? abs : abs.parent_path();
+  const std::string commit = snapshot.filename().string();
+  const std::string folder = snapshot.parent_path().parent_path().filename().string();
+  if (!folder.starts_with("models--") || commit.size() != 40) return std::nullopt;
+  std::string repo = folder.substr(8);
+  const auto sep = repo.find("--");
+  if (sep == std::string::npos) return std::nullopt;
+  repo.replace(sep, 2, "/");
+  return "hf://" + repo + "@" + commit;
+}
+
+}  // namespace
 
 std::optional<PlanTopologyRequest> plan_topology_request(const PlanTopologyFlags& flags, const std::string& package,
                                                          std::optional<size_t> expected_nodes) {
-  if (flags.out.empty()) return std::nullopt;
-  if (flags.package_ref.empty() && !is_hf_ref(package)) {
+  if (flags.out.empty() && flags.nodes.empty()) return std::nullopt;
+  if (flags.out.empty()) {  // names for the plan only
+    PlanTopologyRequest r;
+    for (const auto& n : flags.nodes) {
+      if (n.empty() || std::any_of(n.begin(), n.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; })) {
+        throw Error(ErrorKind::kUsage, "--nodes: a node name must be non-empty printable text");
+      }
+      r.node_names.push_back(n);
+    }
+    if (expected_nodes && r.node_names.size() != *expected_nodes) {
+      throw Error(ErrorKind::kUsage, "--nodes gives " + counted(r.node_names.size(), "node") + " for " +
+                                         counted(*expected_nodes, "stage") + ": give one per stage, in stage order");
+    }
+    return r;
+  }
+  if (flags.package_ref.empty() && !is_hf_ref(package) && !snapshot_pin(package)) {
     throw Error(ErrorKind::kUsage, "--topology-out: " + package + " is a local directory: give --package-ref "
                                    "hf://ns/repo@COMMIT, the pinned reference the nodes fetch it by");
   }
@@ -46,6 +86,7 @@ std::optional<PlanTopologyRequest> plan_topology_request(const PlanTopologyFlags
     const std::string lower = detail::ascii_lower(n);
     if (peer::is_peer_id(lower)) {
       r.node_ids.push_back(lower);
+      r.node_names.push_back(lower.substr(0, 12));
       continue;
     }
     std::error_code ec;
@@ -59,6 +100,9 @@ std::optional<PlanTopologyRequest> plan_topology_request(const PlanTopologyFlags
                                      "issue-node --owner " + n + " --out DIR makes one)");
     }
     r.node_ids.push_back(info.node_id);
+    r.node_names.push_back(std::filesystem::path(n).lexically_normal().filename().empty()
+                               ? std::filesystem::path(n).lexically_normal().parent_path().filename().string()
+                               : std::filesystem::path(n).lexically_normal().filename().string());
   }
   if (expected_nodes && r.node_ids.size() != *expected_nodes) {
     throw Error(ErrorKind::kUsage, "--nodes gives " + counted(r.node_ids.size(), "node") + " for " +
@@ -75,6 +119,7 @@ nlohmann::json write_plan_topology(const PlanTopologyRequest& request, const Ope
                                    const std::vector<LayerRange>& ranges, const std::vector<uint32_t>& nodes) {
   peer::Topology t;
   t.package_ref = request.package_ref;
+  if (t.package_ref.empty()) t.package_ref = snapshot_pin(pkg.root).value_or("");
   if (t.package_ref.empty()) {
     const auto pin = pin_json(pkg);
     if (pin.is_null()) {

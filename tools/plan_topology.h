@@ -14,8 +14,11 @@
 namespace skippy::cli {
 
 struct PlanTopologyRequest {
-  std::filesystem::path out;
-  std::vector<std::string> node_ids;  // resolved: 64 lowercase hex each
+  std::filesystem::path out;          // empty: --nodes names the plan's nodes, no topology is written
+  std::vector<std::string> node_ids;  // with `out`, resolved: 64 lowercase hex each
+  // How the plan names each node (stage order, or --bandwidth order): a
+  // name as given, an identity directory's name, a node id's first 12 digits.
+  std::vector<std::string> node_names;
   std::string package_ref;            // --package-ref, or empty: the package's own pinned hf:// reference
   std::string topology_id;            // empty: "plan-" + the manifest digest's first 12 digits
   std::string run_id;                 // empty: the topology id
@@ -32,11 +35,13 @@ struct PlanTopologyFlags {
 };
 void add_plan_topology_options(CLI::App* cmd, PlanTopologyFlags& flags);
 
-// The request the flags make (nullopt without --topology-out), checked
-// before any package is opened: each --nodes value is a node id (64 hex
-// digits) or a node identity directory (its id is read); `expected_nodes`,
-// when known, is how many there must be; a local `package` needs
-// --package-ref. Usage errors exit 2.
+// The request the flags make (nullopt without --topology-out or --nodes),
+// checked before any package is opened. Without --topology-out a --nodes
+// value is any name (the plan prints it); with it, each is a node id (64 hex
+// digits) or a node identity directory (its id is read), since the topology
+// authorises them. `expected_nodes`, when known, is how many there must be;
+// a local `package` needs --package-ref unless it is a Hugging Face cache
+// snapshot (its repository and commit are the reference). Usage errors exit 2.
 std::optional<PlanTopologyRequest> plan_topology_request(const PlanTopologyFlags& flags, const std::string& package,
                                                          std::optional<size_t> expected_nodes);
 

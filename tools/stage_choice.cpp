@@ -1,15 +1,13 @@
-// The stage a command works on, for either schema: --layers, --tensors,
-// --tensors-file, --admission, or every artifact (see schema_v2_cli.h).
+// The stage a command works on: --layers, --tensors, --tensors-file,
+// --admission, or every artifact (see stage_cli.h).
 #include <filesystem>
 
-#include "schema_v2_cli.h"
+#include "stage_cli.h"
 #include "skippy/error.h"
 #include "util/file.h"
 
 namespace skippy::cli {
-namespace v2src_detail {
-
-nlohmann::json optional_u32(const std::optional<uint32_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+namespace stage_choice_detail {
 
 // The names of --tensors and --tensors-file, in order.
 std::vector<std::string> tensor_names(const TensorChoice& c) {
@@ -40,70 +38,46 @@ StageAdmission read_admission(const std::string& file) {
   return parse_stage_admission(read_small_file(file, 64u << 20), "--admission " + file);
 }
 
-}  // namespace v2src_detail
+}  // namespace stage_choice_detail
 
-StageAdmission read_admission_file(const std::string& file) { return v2src_detail::read_admission(file); }
+StageAdmission read_admission_file(const std::string& file) { return stage_choice_detail::read_admission(file); }
 
-std::vector<std::string> admission_tensors(const OpenedCatalog& pkg, const std::string& file,
-                                           std::vector<StagePart>* sidecars) {
-  const StageAdmission a = v2src_detail::read_admission(file);
-  const StageSelection s = select_stage_admission(pkg.catalog, a, "--admission " + file);  // checks it
-  if (sidecars) {
-    for (const auto& p : s.parts) {
-      if (p.kind == CatalogArtifactKind::kSidecar) sidecars->push_back(p);
-    }
+StageChoice stage_choice(const std::optional<LayerRange>& range, const TensorChoice& tensors, const SelectOptions& options,
+                         bool artifacts_only) {
+  if (!tensors.admission.empty() && (!tensors.names.empty() || !tensors.file.empty())) {
+    throw Error(ErrorKind::kUsage, "--admission and --tensors / --tensors-file choose a stage two ways: give one");
   }
-  return a.resident_tensor_ids;
+  StageChoice c;
+  c.range = range;
+  c.options = options;
+  c.artifacts_only = artifacts_only;
+  if (range && tensors.given()) {
+    throw Error(ErrorKind::kUsage, "--tensors / --tensors-file / --admission and --layers choose a stage two ways: give one");
+  }
+  if (!tensors.admission.empty()) {
+    c.admission = stage_choice_detail::read_admission(tensors.admission);
+    c.admission_origin = "--admission " + tensors.admission;
+  } else if (tensors.given()) {
+    c.tensor_names = stage_choice_detail::tensor_names(tensors);
+  }
+  return c;
 }
 
-StageAdmission stage_admission_for(const OpenedCatalog& pkg, const StageSelection& stage, const TensorChoice& tensors) {
-  if (!tensors.admission.empty()) return v2src_detail::read_admission(tensors.admission);
+StageAdmission stage_admission_for(const OpenedCatalog& pkg, const StageSelection& stage, const StageChoice& choice) {
+  if (choice.admission) return *choice.admission;
   return stage_admission_of(pkg.catalog, stage);
 }
 
 void add_tensor_options(CLI::App* cmd, TensorChoice& choice) {
   cmd->add_option("--tensors", choice.names,
-                  "Schema 2 packages: the stage is exactly these tensors (comma-separated names) instead of --layers")
+                  "Packages whose catalog lists tensors (schema 2): the stage is exactly these tensors (comma-separated "
+                  "names) instead of --layers")
       ->delimiter(',');
   path_option(cmd->add_option("--tensors-file", choice.file,
-                  "Schema 2 packages: the same, one tensor name a line ('#' lines and blank lines skipped)"));
+                  "The same, one tensor name a line ('#' lines and blank lines skipped)"));
   path_option(cmd->add_option("--admission", choice.admission,
-                  "Schema 2 packages: the stage is the one this stage admission descriptor (JSON, as `select --json` "
-                  "prints under stage_admission) defines: its tensors and sidecars, for this package_id only"));
-}
-
-void check_tensor_choice(const TensorChoice& choice, bool has_range, bool schema_v2) {
-  if (!choice.given()) return;
-  if (has_range) {
-    throw Error(ErrorKind::kUsage, "--tensors / --tensors-file / --admission and --layers choose a stage two ways: give one");
-  }
-  if (!choice.admission.empty() && (!choice.names.empty() || !choice.file.empty())) {
-    throw Error(ErrorKind::kUsage, "--admission and --tensors / --tensors-file choose a stage two ways: give one");
-  }
-  if (!schema_v2) {
-    throw Error(ErrorKind::kUsage, "--tensors / --tensors-file / --admission select from a package schema 2 catalog; this "
-                                   "package is schema 1 (use --layers)");
-  }
-}
-
-StageSelection stage_for(const OpenedCatalog& pkg, const std::optional<LayerRange>& range, const TensorChoice& tensors,
-                         const SelectOptions& options, bool artifacts_only) {
-  if (range) {
-    StageSelection s = select_stage(pkg.catalog, *range, artifacts_only);
-    s.projector = select_projector(pkg, *range, options);
-    return s;
-  }
-  if (options.projector_path || options.single_stage) {
-    throw Error(ErrorKind::kUsage, "--projector and --single-stage need --layers (an --admission descriptor names its "
-                                   "sidecars itself)");
-  }
-  if (!tensors.admission.empty()) {
-    return select_stage_admission(pkg.catalog, v2src_detail::read_admission(tensors.admission), "--admission " + tensors.admission);
-  }
-  if (tensors.given()) return select_stage_tensors(pkg.catalog, v2src_detail::tensor_names(tensors));
-  StageSelection s;
-  s.parts = all_parts(pkg.catalog);
-  return s;
+                  "The stage is the one this stage admission descriptor (JSON, as `select --json` prints under "
+                  "stage_admission) defines: its tensors and sidecars, for this package_id only"));
 }
 
 }  // namespace skippy::cli

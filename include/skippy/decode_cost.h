@@ -21,11 +21,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "skippy/gguf.h"
+#include "skippy/model_source.h"
 
 namespace skippy {
 
@@ -74,5 +76,10 @@ DecodeCost read_decode_cost(const GgufFile& metadata, const std::vector<DecodeTe
 
 // The tensor table of a GGUF file's header (a source model or a fragment).
 std::vector<DecodeTensor> decode_tensors_of(const GgufFile& file);
+
+// What one decoded token reads of a source model (every shard's tensors);
+// nullopt for a multimodal projector (is_multimodal_projector): an encoder
+// run once per image or clip, which decoding reads nothing of.
+std::optional<DecodeCost> model_decode_cost(const ModelSource& model);
 
 }  // namespace skippy

@@ -156,7 +156,7 @@ class HubPublisher {
 // settings.sign_owner the package is signed first. `on_verify` reports
 // hashing progress.
 // A package schema 2 directory (model-package.json says schema_version
-// 2) is read with the strict schema 2 reader (open_local_catalog_v2) and
+// 2) is read by its schema's reader (open_local_package) and
 // every catalog artifact (carrier, payload parts, sidecars) checked and
 // SHA-256-verified through the verification cache; the commit holds those
 // artifacts, model-package.json and the same optional files. LFS objects the

@@ -306,6 +306,15 @@ std::vector<std::string> generation_fields_outside_schema(const GenerationDefaul
 // inspect and select warn; validate-package warns.
 std::vector<std::string> pipeline_depths_needing_evidence(const SpeculativeDecoding& spec);
 
+// What `inspect` and `select` warn about: unsupported policy values
+// (unsupported_policy_values), an unsupported default strategy
+// (unsupported_default_strategy), package default pipeline depths above 1
+// (pipeline_depths_needing_evidence) and the fields outside generation's
+// schema that are ignored (generation_fields_outside_schema). Empty when
+// everything is known. (A generation block set aside as malformed is the
+// package's warning: OpenedPackage::warnings.)
+std::vector<std::string> generation_warnings(const std::optional<GenerationDefaults>& generation);
+
 // ABI: skippy/abi.h (kSkippyRuntimeAbi, abi_compatible).
 
 // -------------------------------------------------------------------- paths

@@ -13,10 +13,15 @@
 //
 // The cache: <cache_dir>/<manifest_sha256[:16]>-L<start>-<end>.gguf with a
 // sidecar <same>.json (manifest_sha256, model_id, layer range, size,
-// tensor_count, sha256 of the file or null when not computed). A run reuses
-// the file when the sidecar matches the package and range and the file's
-// size and header agree; when verification is required (verify_required()
-// or MaterializeOptions::verify) the parts are verified against the manifest
+// tensor_count, sha256 of the file or null when not computed,
+// parts_verified). Only a stage built from verified parts enters the cache:
+// a new entry's parts are SHA-256-checked against the package first, even
+// when the package does not require it (a local directory), since every
+// later run of the same manifest may reuse the entry, from any copy of the
+// package. A run reuses the file when the sidecar matches the package and
+// range, says its parts were verified, and the file's size and header agree;
+// when verification is required (verify_required() or
+// MaterializeOptions::verify) the parts are verified against the manifest
 // and the cached file compared byte for byte with them. Concurrent
 // materializers of one stage (threads or processes) serialize on an flock of
 // <same>.lock: one builds, the others find its result. Files are staged
@@ -92,8 +97,8 @@ struct MaterializeResult {
 };
 
 // Materializes the stage `stage` (select_stage or select_stage_tensors on
-// pkg.catalog; schema 1: open_catalog_v1 with the stage's range lists its
-// fragments). Its parts come through the package's source when missing,
+// pkg.catalog; OpenedPackage::catalog(CatalogNeed::stage(range)) lists a
+// stage's tensors). Its parts come through the package's source when missing,
 // and each passes check_part before it is read; schema 1's parts have
 // passed the reader's fragment rules (tensor counts and role keys, one
 // alignment, a layer fragment holding only its layer) and then pass the

@@ -67,6 +67,13 @@ class ModelSource {
   std::map<std::string_view, size_t> index_;
 };
 
+// Whether a GGUF is a multimodal projector (llama.cpp's mmproj convention:
+// general.architecture "clip", as its converters write it, or clip.* keys).
+// A projector is an encoder, not a decoder: it has no <arch>.block_count
+// (its blocks are clip.vision.block_count / clip.audio.block_count, its
+// tensors v.blk.N / a.blk.N) and reads nothing per decoded token.
+bool is_multimodal_projector(const GgufFile& file) noexcept;
+
 // What `inspect` reports for a source model.
 struct RoleTotals {
   uint64_t tensor_count = 0;
@@ -88,6 +95,14 @@ struct ModelSummary {
   // Mixture of experts: <arch>.expert_count and <arch>.expert_used_count
   // (nullopt for a dense model), and <arch>.expert_shared_count when present.
   std::optional<uint64_t> expert_count, expert_used_count, expert_shared_count;
+  // Set for a multimodal projector (is_multimodal_projector): its encoders'
+  // block counts and clip.projector_type, as the file declares them.
+  struct Projector {
+    std::string projector_type;                     // clip.projector_type ("" when absent)
+    std::optional<uint64_t> vision_block_count;     // clip.vision.block_count
+    std::optional<uint64_t> audio_block_count;      // clip.audio.block_count
+  };
+  std::optional<Projector> projector;
 };
 ModelSummary summarize(const ModelSource& model);
 

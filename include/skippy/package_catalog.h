@@ -86,6 +86,18 @@ struct CatalogArtifact {
   bool tensors_listed = true;
   // Publisher metadata only: its role (model_config, ...).
   std::string publisher_role;
+  // Its file was read to build the catalog (a fragment's header, the
+  // carrier): what it says must be verified before it is trusted where the
+  // package requires verification (unless hashed_on_read).
+  bool read_for_catalog = false;
+  // Its SHA-256 was checked when the catalog was built (a schema 2
+  // carrier: the locators are only as good as it is), so a stage's
+  // verification need not hash it again.
+  bool hashed_on_read = false;
+  // Only its first bytes were read (CatalogNeed::headers(): the file is not
+  // here, and a prefix cannot be checked against its SHA-256): its tensors
+  // are listed for counting and sizing, never for loading.
+  bool header_only = false;
   // How a stage reads it. True: whole (schema 1's fragments, each a GGUF a
   // runtime loads whole; the carrier; sidecars): a stage that reads any of
   // it reads all its bytes. False: by extents (schema 2's payload parts): a
@@ -109,11 +121,72 @@ struct CatalogTensor {
   TensorRole role = TensorRole::kGlobal;
 };
 
-struct PackageCatalog {
+// How a package's runtime ABI is judged (skippy/abi.h: check_runtime_abi):
+// schema 1's rule (the runtime's major, a minor no newer than the
+// runtime's), or exactly the runtime's version (schema 2).
+enum class AbiRule { kSameMajorNoNewerMinor, kExact };
+
+// What a package is, whichever its schema: one shape its reader fills from
+// the root (skippy/package.h), the same for every consumer.
+struct PackageIdentity {
   uint32_t schema_version = 0;
+  // The package's own id: schema 2's package_id (a digest of its root);
+  // empty for a schema without one.
   std::string package_id;
   std::string model_id;
   uint32_t layer_count = 0;
+  // The runtime ABI the package declares (schema 1's skippy_abi_version,
+  // schema 2's native_abi_version), the field that declares it and its rule.
+  std::string abi_version;
+  std::string abi_field = "skippy_abi_version";
+  AbiRule abi_rule = AbiRule::kSameMajorNoNewerMinor;
+  // The source model (schema 2's optional strings empty when absent; its
+  // files' sizes in SourceFile::size_bytes).
+  SourceModel source_model;
+  // The width a stage boundary carries, when the package declares it
+  // (schema 1's activation_width; schema 2 declares none, a reader derives
+  // it from the directory: skippy/stage.h activation_width_tensor).
+  std::optional<uint64_t> activation_width;
+  // The package's generation defaults in one model (schema 1's; schema 2's
+  // speculative_decoding read as it), or why they were set aside (the
+  // package still serves layers; what resolves generation refuses, naming
+  // it), or why they cannot be read as that model.
+  std::optional<GenerationDefaults> generation;
+  // Malformed, set aside by the reader: the package still serves layers;
+  // policy, speculative decoding and publishing refuse, naming it.
+  std::optional<std::string> generation_problem;
+  // Well-formed for its schema but without a meaning in the one model (a
+  // schema 2 block schema 1's rules refuse): speculative decoding refuses.
+  std::optional<std::string> generation_untranslatable;
+  // The layers the package's generation defaults name as its native MTP
+  // (NextN) block: every native-mtp proposer's and strategy's
+  // layer_indices, ascending, each once.
+  std::vector<uint32_t> native_mtp_layers;
+  // What the package's generation block deserves a warning for
+  // (generation_warnings), where its schema's consumers warn about it.
+  std::vector<std::string> generation_warnings;
+  // Whether the package's schema can declare generation.policy and
+  // thresholds at all (schema 2 cannot: the reference refuses them).
+  bool declares_generation_policy = true;
+  // Package-level request defaults (schema 2's root; none in schema 1), as
+  // parsed and as the root's own JSON holds them (null when absent), and the
+  // publisher files and their typed defaults.
+  std::optional<V2RequestDefaults> request_defaults;
+  nlohmann::json request_defaults_document;
+  std::vector<V2PublisherMetadata> publisher_metadata;
+  std::optional<V2PublisherDefaults> publisher_defaults;
+  // The sidecars a root declares with their names (kind, name, artifact:
+  // schema 2's; schema 1's projectors are its catalog's sidecar artifacts).
+  std::vector<V2Sidecar> sidecars;
+  // How the package's stages are chosen: whole parts by their role (the
+  // spec's rule for fragments), or each tensor by its name.
+  bool selects_whole_parts = false;
+  // The consumer checks every declared sidecar's file when a stage is
+  // selected (the spec's rule for schema 1's projectors).
+  bool checks_declared_sidecars = false;
+};
+
+struct PackageCatalog : PackageIdentity {
   std::string architecture;             // general.architecture
   std::vector<CatalogArtifact> artifacts;  // in the order the root lists them
   size_t carrier = 0;                   // index of the metadata carrier
@@ -121,16 +194,9 @@ struct PackageCatalog {
   // The carrier itself (its KVs, the source's; its directory), for a
   // writer or a stage view that needs more than the tables.
   std::shared_ptr<const GgufFile> carrier_file;
-  // The width a stage boundary carries, when the package declares it
-  // (schema 1's activation_width; schema 2 declares none, a reader derives
-  // it from the directory: skippy/stage.h activation_width_tensor).
-  std::optional<uint64_t> activation_width;
-  // The layers the package's generation defaults name as its native MTP
-  // (NextN) block: every native-mtp proposer's and strategy's
-  // layer_indices, ascending, each once.
-  std::vector<uint32_t> native_mtp_layers;
-  std::optional<PackageRootV2> root_v2;  // schema 2: the root as parsed
-  std::optional<PackageManifest> manifest_v1;  // schema 1: the manifest as parsed
+  // The package's own bookkeeping keys in the carrier (its reader's), never
+  // copied into a materialized stage; null: none.
+  bool (*bookkeeping_key)(std::string_view key) = nullptr;
   // Schema 1: each artifact's fragment as add_fragment_v1 read it (null
   // for an artifact whose header was not read), parallel to `artifacts`.
   std::vector<std::shared_ptr<const GgufFile>> fragment_files;
@@ -161,6 +227,19 @@ std::optional<uint32_t> tensor_name_layer(std::string_view name) noexcept;
 // "layers/layer-NNNNN.gguf" / "layers/layer-NNNNN-partMM.gguf" -> NNNNN
 // (decimal digits; MM decimal digits); nullopt for any other path.
 std::optional<uint32_t> artifact_path_layer(std::string_view path) noexcept;
+
+// The reference runtime's rule for a width a package does not declare,
+// applied to the fragment (or carrier directory) holding layer `layer`: the
+// element count of blk.<layer>.hc_attn_norm.weight (hyper-connected models)
+// if it has it, else of blk.<layer>.attn_norm.weight. Names match exactly
+// (blk.0.cross_attn_norm.weight does not count). nullopt when neither is
+// there. The one implementation of the rule (the readers, plan, inspect and
+// the C API use it).
+struct WidthTensor {
+  std::string name;
+  uint64_t elements = 0;
+};
+std::optional<WidthTensor> activation_width_tensor(const GgufFile& file, uint32_t layer);
 
 // Builds the catalog of a schema 2 package from its validated root and its
 // carrier, opened with GgufLimits::directory_only (the caller checked the
@@ -236,7 +315,12 @@ PackageCatalog catalog_artifacts_v1(const PackageManifest& manifest);
 // may be empty is a stage's question: StageView.)
 void check_layer_fragment_v1(const PackageCatalog& catalog, size_t artifact);
 // For the metadata part it also sets carrier_file and architecture.
-void add_fragment_v1(PackageCatalog& catalog, size_t artifact, std::shared_ptr<const GgufFile> fragment);
+// With `header_only`, `fragment` is the file's first bytes parsed with
+// GgufLimits::directory_only: each tensor must lie within the artifact's
+// declared size, a repeated global is compared by type, dims and size (its
+// bytes are not here), and the artifact is marked header_only.
+void add_fragment_v1(PackageCatalog& catalog, size_t artifact, std::shared_ptr<const GgufFile> fragment,
+                     bool header_only = false);
 
 // The whole schema 1 reader: catalog_artifacts_v1, add_fragment_v1 for
 // every model part whose header `fragments` holds (keyed by relative path;

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "skippy/manifest_v2.h"
+#include "skippy/package.h"
 #include "skippy/package_catalog.h"
 
 namespace skippy {
@@ -57,7 +58,7 @@ struct ConvertToV2Options {
   std::optional<std::filesystem::path> source;  // the original source (any shard) to certify against
   bool allow_uncertified = false;               // write without a source
   bool force = false;                           // replace a non-empty out_dir
-  unsigned threads = 2;
+  unsigned threads = 0;  // worker threads; 0: one per core (at most 16)
   std::function<void(uint64_t, uint64_t)> on_progress;  // certification bytes
   // The root's native_abi_version (skippy/abi.h): the one runtime ABI that
   // admits it; schema 1's skippy_abi_version is another rule and is not
@@ -111,14 +112,14 @@ struct CertifyResult {
   std::vector<uint64_t> source_bytes;
 };
 CertifyResult certify_catalog(const PackageCatalog& catalog, const std::filesystem::path& package_dir,
-                              const std::filesystem::path& source, bool hash_artifacts, unsigned threads = 2,
+                              const std::filesystem::path& source, bool hash_artifacts, unsigned threads = 0,
                               const std::function<void(uint64_t, uint64_t)>& on_progress = {});
 
 struct ConvertToV1Options {
-  std::filesystem::path package_dir;   // the schema 2 package (catalog from open_local_catalog_v2)
+  std::filesystem::path package_dir;   // the schema 2 package (read by open_local_package)
   std::filesystem::path out_dir;
   bool force = false;
-  unsigned threads = 2;
+  unsigned threads = 0;  // worker threads; 0: one per core (at most 16)
   std::function<void(uint64_t, uint64_t)> on_progress;
 };
 
@@ -131,9 +132,10 @@ struct ConvertToV1Result {
   std::vector<std::string> notes;
 };
 
-// `catalog` is the opened package's (consumer checks done by the caller,
-// e.g. open_local_catalog_v2); payload parts are size-checked here and their
-// bytes hashed on the way through against the catalog's SHA-256.
-ConvertToV1Result convert_package_to_v1(const PackageCatalog& catalog, const ConvertToV1Options& options);
+// `package` is the opened package schema 2 (open_local_package; another
+// schema is refused, Error(kUsage)); its catalog is read here, its payload
+// parts size-checked and their bytes hashed on the way through against the
+// catalog's SHA-256.
+ConvertToV1Result convert_package_to_v1(const OpenedPackage& package, const ConvertToV1Options& options);
 
 }  // namespace skippy

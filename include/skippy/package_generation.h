@@ -11,12 +11,14 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "skippy/catalog_stage.h"
+#include "skippy/package.h"
 #include "skippy/model_source.h"
 #include "skippy/policy.h"
 #include "skippy/speculative.h"
@@ -24,37 +26,67 @@
 
 namespace skippy {
 
-// The package's generation.policy and thresholds, general.architecture and
-// (when the metadata declares it) <arch>.attention.indexer.top_k as the
-// request's top_k. The caller fills in the rest of the request, the backend
-// and any overrides.
-// Both throw Error(kInvalidInput) naming the field when the manifest's
+// The package's generation policy and thresholds (its identity's
+// generation), general.architecture and (when the metadata declares it)
+// <arch>.attention.indexer.top_k as the request's top_k. The caller fills
+// in the rest of the request, the backend and any overrides.
+// Both throw Error(kInvalidInput) naming the field when the package's
 // generation block was set aside as malformed (generation_problem).
 PolicyInputs package_policy_inputs(const OpenedPackage& pkg);
 
-// The package's speculative_decoding (pointing into pkg.manifest: keep pkg
-// alive), its layer count and the NextN layers among those its native-mtp
-// proposers and strategies name. An hf:// package's layer that is not in the
-// cache yet is not downloaded for this: nextn_layers is then nullopt and a
-// note says so.
+// The package's speculative_decoding (pointing into pkg's identity: keep
+// pkg alive), its layer count and the NextN layers among those its
+// native-mtp proposers and strategies name (the reader's catalog of those
+// layers). An hf:// package's layer whose file the reader would read and
+// that is not in the cache yet is not downloaded for this: nextn_layers is
+// then nullopt and a note says so.
 SpeculativeModel package_speculative_model(const OpenedPackage& pkg, std::vector<std::string>* notes = nullptr);
 
-// Schema 2 (the same consumers, a second reader): the root's generation
-// read as schema 1's (generation_v1_of, skippy/generation_v2.h: a block
-// with no schema 1 meaning is refused, Error(kInvalidInput) naming the
-// field); nullopt when the root has none.
-std::optional<GenerationDefaults> package_generation(const OpenedCatalog& pkg);
+// ------------------------------------------- the commands' documents
 
-// Schema 2 has no generation.policy or thresholds (the reference refuses
-// them at parse): the architecture and the IndexShare top-k from the
-// carrier's KVs, no policy (the resolver uses the built-in one).
-PolicyInputs package_policy_inputs(const OpenedCatalog& pkg);
+// A request for resolve_package_policy: the request shape, the backend (a
+// built-in name or a description file), operator overrides, and what the
+// caller knows better than the package (top_k, the layer's IndexShare role).
+struct PackagePolicyQuery {
+  PolicyRequest request;
+  std::string backend = "reference";
+  PolicyOverrides overrides;
+};
 
-// Schema 2: `generation` is package_generation(pkg) (the result points into
-// it: keep it alive); the layer count is the catalog's, and the NextN layers
-// among those named are found in the carrier's tensor directory (no payload
-// is read, nothing is downloaded).
-SpeculativeModel package_speculative_model(const OpenedCatalog& pkg, const std::optional<GenerationDefaults>& generation);
+// The generation path a request shape resolves to for a package, with what
+// a person should know: the inputs, the decision, the package's generation
+// warnings, notes (the built-in policy applying), and the resolver's
+// telemetry lines. `document` is the one JSON document the policy command
+// and the C API print.
+struct PackagePolicy {
+  PolicyInputs inputs;
+  PolicyDecision decision;
+  std::vector<std::string> warnings, notes, log;
+  nlohmann::json document;
+};
+// package_policy_inputs, then the query's request, backend and overrides
+// (a query top_k wins over the package's), then resolve_policy; `on_log`
+// sees each telemetry line as it is made (it is also kept in `log`).
+PackagePolicy resolve_package_policy(const OpenedPackage& pkg, const PackagePolicyQuery& query,
+                                     const std::function<void(const std::string&)>& on_log = {});
+
+// The speculative-decoding plan for a package or a GGUF served directly:
+// its model (package_speculative_model, gguf_speculative_model), the
+// settings layered (flags, then the operator config's entry for `model`
+// (default: the package's model_id), then its defaults), resolved, with
+// the warnings and notes to show and the one JSON document the speculative
+// command and the C API print (`target` as the caller named it).
+struct PackageSpeculative {
+  SpeculativeModel model;
+  SpeculativeResolution resolution;
+  std::string model_id;
+  std::vector<std::string> warnings, notes;  // of the package and of the plan, in that order
+  nlohmann::json document;
+};
+PackageSpeculative resolve_package_speculative(const OpenedPackage& pkg, const SpeculativeSettings& flags,
+                                               const OperatorConfig& config = {}, const std::string& model_entry = "");
+PackageSpeculative resolve_gguf_speculative(const std::filesystem::path& gguf, const SpeculativeSettings& flags,
+                                            const OperatorConfig& config = {}, const std::string& model_entry = "");
 
 // A GGUF served directly (no package): every layer holding the NextN tensors.
 SpeculativeModel gguf_speculative_model(const ModelSource& model);

@@ -141,6 +141,23 @@ std::filesystem::path check_package_file(const std::filesystem::path& root, cons
 // repository's blobs/), that repository's cache folder. Sets `ec` and
 // returns an empty path when the directory cannot be resolved.
 std::filesystem::path local_package_boundary(const std::filesystem::path& dir, std::error_code& ec);
+// A package directory that is a snapshot of a Hugging Face cache
+// repository (or a path inside one: .../models--NS--REPO/snapshots/REV/...)
+// is read as the cache is read through hf://: every artifact SHA-256-checked
+// before use, and a file whose blob is named by another digest refused at
+// once (check_cached_blob_name). Nothing writes into one: the blobs are
+// shared by every hf:// reader of the cache.
+bool is_hf_cache_snapshot(const std::filesystem::path& dir) noexcept;
+// Throws Error(kUsage) naming `dir`, the cache and `what` (the command or
+// flag that would write) when `dir` is, or lies inside, such a snapshot,
+// with the advice to copy it first.
+void refuse_hf_cache_snapshot(const std::filesystem::path& dir, std::string_view what);
+// `real` (a package file resolved through its links) is a cache blob named
+// by a SHA-256 (a Hub LFS file): that name must be `declared_sha256`, the
+// digest the package declares for the file; Error(kIntegrity) "<label>: ..."
+// otherwise. Nothing for any other file.
+void check_cached_blob_name(const std::filesystem::path& real, const std::filesystem::path& boundary,
+                            std::string_view declared_sha256, std::string_view label);
 // The names of a schema 1 artifact (`role`: "layer", "projector", ...) and of a schema 2 catalog artifact.
 PackageFileNames manifest_file_names(std::string_view ref, std::string_view rel, std::string_view role);
 PackageFileNames catalog_file_names(std::string_view ref, std::string_view id, std::string_view rel);

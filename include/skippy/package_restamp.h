@@ -9,7 +9,12 @@
 //
 // The files bound to the old root's bytes are handled, never left lying:
 //   - model-package.json.sig signs the old bytes: removed, or, with
-//     sign_owner_dir, replaced by a signature of the new root;
+//     sign_owner_dir, replaced by a signature of the new root. Signing
+//     first checks what it will vouch for: the signature the package
+//     carries (if any) must verify over the root as it is, and every
+//     artifact must have its declared size and SHA-256 (Error(kIntegrity)
+//     otherwise, before anything is written): a root edited after it was
+//     signed is never signed again;
 //   - validation.json names the old manifest's SHA-256 (publish refuses it
 //     against the new one): removed; validate-package SOURCE DIR --write-result
 //     certifies the re-stamped package again (its artifacts are unchanged);

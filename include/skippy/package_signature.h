@@ -56,11 +56,15 @@ struct PackageSignature {
   int64_t signed_at_unix_secs = 0;
   std::string manifest_sha256;
   std::optional<std::string> validation_sha256;  // when validation.json is covered
+  // sign_package only: the sidecar it replaced did not verify over the
+  // bytes it signed, and why (a person should know what was overwritten).
+  std::optional<std::string> replaced_invalid;
 };
 
 // Signs `package_dir`/model-package.json (and validation.json when present)
 // with the owner key in `owner_dir` (owner.key, owner.crt) and writes the
-// sidecar atomically. Refuses an owner key group or others may read, a key
+// sidecar atomically (an existing sidecar that does not verify is replaced,
+// and said so: replaced_invalid). Refuses an owner key group or others may read, a key
 // that does not match owner.crt, and a certificate outside its validity
 // period. Throws Error naming the file.
 PackageSignature sign_package(const std::filesystem::path& package_dir, const std::filesystem::path& owner_dir);

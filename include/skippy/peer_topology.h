@@ -91,9 +91,9 @@ struct PeerArtifact {
 
 // What a stage may fetch besides model-package.json (always allowed, up to
 // kManifestMaxBytes, when its SHA-256 is the topology's), for a package of
-// either schema, from its catalog (skippy/package_catalog.h: schema 1's
-// from its reader, catalog_artifacts_v1 or list_catalog_v1; schema 2's built
-// from the verified carrier):
+// any schema, from the catalog its reader builds (skippy/package.h:
+// CatalogNeed::root_only or artifacts(range); schema 2's from the verified
+// carrier):
 //   the metadata carrier (schema 1: shared/metadata.gguf): every stage;
 //   the parts holding the stage's tensors, exactly as the consumer selects
 //     them (select_stage over the stage's range: the layers in range, the
@@ -104,7 +104,7 @@ struct PeerArtifact {
 //     publisher file when the range starts at layer 0.
 // Whether the output is tied is known once the output's tensors are in the
 // catalog (schema 2 always; schema 1 once shared/output.gguf's header is
-// read, list_catalog_v1 with a final range). A schema 1 catalog without them
+// read, CatalogNeed::artifacts with a final range). A schema 1 catalog without them
 // gives a final stage the embeddings as if it were tied and says so
 // (output_tie_known false): a client asks for them only when its consumer
 // needs them, and the server reads the output before it serves them. (The

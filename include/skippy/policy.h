@@ -231,13 +231,6 @@ PolicyDecision resolve_policy(const PolicyInputs& inputs, const PolicyLogSink& l
 nlohmann::json policy_telemetry_json(const PolicyTelemetry& telemetry);
 nlohmann::json policy_decision_json(const PolicyDecision& decision);
 
-// What `inspect` and `select` warn about: unsupported policy values
-// (unsupported_policy_values), an unsupported default strategy
-// (unsupported_default_strategy), package default pipeline depths above 1
-// (pipeline_depths_needing_evidence) and the fields outside generation's
-// schema that are ignored (generation_fields_outside_schema). Empty when
-// everything is known. (A generation block set aside as malformed is the
-// package's warning: OpenedPackage::warnings.)
-std::vector<std::string> generation_warnings(const std::optional<GenerationDefaults>& generation);
+// (generation_warnings: skippy/manifest.h.)
 
 }  // namespace skippy

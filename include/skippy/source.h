@@ -112,6 +112,19 @@ class Remote {
   virtual std::vector<RemoteOutcome> fetch(const HfRepoCache& cache, const std::string& commit,
                                            const std::vector<RemoteFile>& files,
                                            const std::function<void(uint64_t)>& on_bytes) = 0;
+  // The first `length` bytes of `file` at `commit` (a GGUF header: a plan
+  // reads tensor tables, not tensors) without bringing the file; at most
+  // `length` bytes come back (fewer only at the file's end). nullopt when
+  // this remote cannot read part of a file (a peer serves whole files).
+  // Unlike the other methods, may be called from several threads at once.
+  virtual std::optional<std::vector<uint8_t>> read_head(const HfRepoCache& cache, const std::string& commit,
+                                                        const RemoteFile& file, uint64_t length) {
+    (void)cache;
+    (void)commit;
+    (void)file;
+    (void)length;
+    return std::nullopt;
+  }
   // What the last fetch() did that the user should know but that failed
   // nothing (a damaged record of a partial download it started over); the
   // notes are handed over once. None by default.
@@ -144,48 +157,19 @@ struct OpenOptions {
 };
 
 // Resolves `ref` (a local package directory or an hf:// reference) and
-// validates the manifest (open_package_dir's checks). For hf://, the
-// returned package's ArtifactSource brings exactly the artifacts a selection
-// asks for, and always_verify is set; a revision that may move (a branch,
-// "main" always, or a name no remote could classify; not a commit nor a tag
-// the Hub knows) adds a warning naming the commit to pin, and
-// revision_kind says which it was. With sources.trusted_signers, the package must
-// be signed by one of them (check_package_trust: kUnauthorized, kIntegrity),
-// and every artifact it uses is then SHA-256-verified. Throws Error with the kind of what failed
-// (kUsage for a malformed reference, kNotFound, kOffline, kUnauthorized,
-// kIntegrity, kTransport, kIo, kInvalidInput), naming the reference.
-// A schema 2 package is refused (kInvalidInput, naming the schema and
-// open_package_any).
+// opens it (open_package_dir: the root read, its reader chosen, the
+// reader's checks). For hf://, the returned package's ArtifactSource brings
+// exactly the artifacts a catalog or a selection asks for, and
+// always_verify is set; a revision that may move (a branch, "main" always,
+// or a name no remote could classify; not a commit nor a tag the Hub knows)
+// adds a warning naming the commit to pin, and revision_kind says which it
+// was. With sources.trusted_signers, the package must be signed by one of
+// them (check_package_trust: kUnauthorized, kIntegrity), checked before the
+// reader brings any other file; every artifact it uses is then
+// SHA-256-verified. Throws Error with the kind of what failed (kUsage for a
+// malformed reference, kNotFound, kOffline, kUnauthorized, kIntegrity,
+// kTransport, kIo, kInvalidInput), naming the reference.
 OpenedPackage open_package(std::string_view ref, const Sources& sources, const OpenOptions& options = {});
-
-// A package of either schema, as open_package_any found it: exactly one of
-// v1 (schema 1, skippy/stage.h) and v2 (schema 2, skippy/catalog_stage.h) is
-// set. The accessors give what both have.
-struct OpenedAnyPackage {
-  std::optional<OpenedPackage> v1;
-  std::optional<OpenedCatalog> v2;
-
-  uint32_t schema_version() const noexcept { return v2 ? 2 : 1; }
-  const std::string& ref() const { return v2 ? v2->ref : v1->ref; }
-  const std::filesystem::path& root() const { return v2 ? v2->root : v1->root; }
-  const std::string& manifest_sha256() const { return v2 ? v2->manifest_sha256 : v1->manifest_sha256; }
-  const std::optional<std::string>& commit() const { return v2 ? v2->commit : v1->commit; }
-  const std::vector<std::string>& warnings() const { return v2 ? v2->warnings : v1->warnings; }
-  const std::shared_ptr<ArtifactSource>& source() const { return v2 ? v2->source : v1->source; }
-  const std::optional<PackageSignature>& signature() const { return v2 ? v2->signature : v1->signature; }
-};
-
-// open_package for a package of either schema, through the same sources:
-// the manifest is brought (hf://: cache, then each remote in order) and its
-// schema_version (peek_schema_version) decides. Schema 1: open_package's
-// result in v1. Schema 2: open_catalog_dir in v2, whose ArtifactSource is
-// the one open_package would give (the carrier comes through it first, and
-// is checked, size and SHA-256, before its locators are trusted), with
-// always_verify, commit and the moving-branch warning for hf://, and the
-// trusted-signer rule (the signature covers model-package.json's bytes,
-// whichever schema). A manifest of neither schema is read as schema 1 (whose
-// parser says what is wrong with it). Throws as open_package.
-OpenedAnyPackage open_package_any(std::string_view ref, const Sources& sources, const OpenOptions& options = {});
 
 // ------------------------------------------------ write-package's sources
 
@@ -211,6 +195,7 @@ struct ResolvedModelSource {
   bool from_hub = false;
   std::vector<std::string> downloaded;  // repository paths not cached before
   std::vector<std::filesystem::path> publisher_files;  // with publisher_files: local copies, in that order
+  std::vector<std::string> warnings;    // for the user (a local source's revision that is not a commit)
 };
 
 // Local path first (an existing file wins over a coordinate of the same

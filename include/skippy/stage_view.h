@@ -4,7 +4,7 @@
 // as one tensor table and one metadata view.
 //
 // The parts are the fragments the schema 1 catalog reader read
-// (skippy/catalog_stage.h: open_catalog_v1 with the stage's range), which
+// (OpenedPackage::catalog(CatalogNeed::stage(range)), skippy/package.h), which
 // checked what a loader relies on beyond select_stage()'s file checks:
 //   - every part parses as GGUF and holds the tensor count its manifest entry
 //     declares;

@@ -52,7 +52,7 @@ namespace skippy {
 std::filesystem::path default_verification_cache_dir();
 
 struct VerifyOptions {
-  unsigned threads = 2;   // files hash in parallel, one thread per file
+  unsigned threads = 0;   // files hash in parallel, one thread per file; 0: one per core (at most 16)
   bool use_cache = true;  // false: hash everything, read and write no records
   std::optional<std::filesystem::path> cache_dir;  // default_verification_cache_dir() when unset
   // Bytes hashed so far and bytes to hash (cache misses only). May be called
@@ -115,6 +115,11 @@ bool verify_required(const OpenedPlace& pkg);
 std::optional<VerifyReport> verify_if_required(const OpenedPlace& pkg, const std::vector<StagePart>& parts,
                                                const VerifyOptions& options = {});
 
+// verify_if_required for the artifacts a reader read to build `pkg`'s
+// catalog (CatalogArtifact::read_for_catalog) and did not hash then: what a
+// catalog says of tensors is only as good as the files it came from.
+std::optional<VerifyReport> verify_catalog_reads(const OpenedCatalog& pkg, const VerifyOptions& options = {});
+
 // ------------------------------------------- files outside a package
 
 // A file whose SHA-256 and size another party declared (a Hub repository
@@ -138,5 +143,27 @@ std::vector<bool> cached_verifications(std::string_view scope, const std::vector
 // once (at most 50 ms); a file that changes meanwhile is not recorded.
 void record_verifications(std::string_view scope, const std::vector<FileClaim>& claims,
                           const VerifyOptions& options = {});
+
+// fetch --local-dir: a stage's files as plain files under `dir` (as
+// huggingface-cli's --local-dir), at their declared paths: model-package.json
+// (its SHA-256 the one the package was opened with), its signature when the
+// package has one, and `parts` (brought and checked: provide_parts). Each
+// file is written under a temporary name and renamed into place
+// (copy_file_range from the part; nothing half-written under a final name);
+// a file already there of its declared size and SHA-256 is kept (the
+// verification cache makes a rerun cheap). Then every part in `dir` is
+// verified against the package's declaration (verify_parts on `dir`).
+// Refuses (Error(kUsage)) a `dir` inside a Hugging Face cache snapshot or
+// the package's own directory. Throws Error(kIo) when a file cannot be
+// written, Error(kIntegrity) naming a part whose copy does not verify.
+struct LocalDirReport {
+  std::filesystem::path dir;
+  std::vector<std::string> copied;  // relative paths written by this call
+  std::vector<std::string> kept;    // relative paths already there, verified
+  uint64_t copied_bytes = 0;
+  VerifyReport verify;              // of every part in `dir`
+};
+LocalDirReport export_to_local_dir(const OpenedPlace& pkg, const std::vector<StagePart>& parts,
+                                   const std::filesystem::path& dir, const VerifyOptions& options = {});
 
 }  // namespace skippy

@@ -1,5 +1,6 @@
 // The C API (include/skippy/skippy.h) over the C++ library: every entry
 // point catches everything, turns it into a status and a per-thread message.
+#include "format/json_output.h"
 #include "skippy/skippy.h"
 
 #include <cstdlib>
@@ -15,8 +16,6 @@
 #include "skippy/error.h"
 #include "util/file.h"
 #include "skippy/hub.h"
-#include "skippy/manifest.h"
-#include "skippy/manifest_v2.h"
 #include "skippy/materialize.h"
 #include "skippy/package_catalog.h"
 #include "skippy/package_generation.h"
@@ -28,23 +27,19 @@
 #include "skippy/version.h"
 
 struct skippy_package {
-  skippy::OpenedPackage pkg;                // schema 1
-  std::optional<skippy::OpenedCatalog> v2;  // package schema 2
-  // What the getters read, whichever the schema: where the package is, and
-  // its catalog (schema 1: the manifest's artifacts, catalog_artifacts_v1;
-  // no fragment is read for it).
-  const skippy::OpenedPlace* place = nullptr;
-  skippy::PackageCatalog v1_catalog;
-  const skippy::PackageCatalog* catalog = nullptr;
-  std::string abi, commit, source_repo, source_revision, source_file;
+  skippy::OpenedPackage pkg;
+  // What the getters read: the package's catalog of artifacts (its reader's
+  // CatalogNeed::artifacts: a carrier read and checked where the schema has
+  // one; no fragment read).
+  skippy::OpenedCatalog listed;
+  std::string commit;
   std::optional<uint64_t> activation_width;
 };
 
 struct skippy_stage {
   skippy_package* package = nullptr;
-  // The catalog the stage was selected from: the package's (schema 2), or
-  // the catalog of the fragments this stage reads (schema 1:
-  // open_catalog_v1 with the range; no other fragment is brought).
+  // The catalog the stage was selected from (CatalogNeed::stage: the
+  // reader brings only what this stage reads).
   std::shared_ptr<const skippy::OpenedCatalog> opened;
   skippy::StageSelection stage;          // open_stage's: parts brought and checked, the projector
   std::vector<skippy::StagePart> parts;  // stage.parts, then the projector (if any)
@@ -103,42 +98,14 @@ char* new_c_string(const std::string& s) {
   return p;
 }
 
-// The one way the C API opens a package, of either schema, from a local
-// directory or hf:// (open_package_any: the same sources as the CLI).
+// The one way the C API opens a package, of any schema, from a local
+// directory or hf:// (open_package: the same sources as the CLI).
 void open_into(skippy_package& p, const char* ref, const skippy::Sources& sources) {
-  auto any = skippy::open_package_any(ref, sources);
-  if (any.v2) {
-    p.v2 = std::move(*any.v2);
-    p.place = &*p.v2;
-    p.catalog = &p.v2->catalog;
-    const auto& root = *p.catalog->root_v2;
-    p.abi = root.native_abi_version;
-    p.source_repo = root.source_model.repo.value_or("");
-    p.source_revision = root.source_model.revision.value_or("");
-    p.source_file = root.source_model.primary_file.value_or("");
-    if (p.catalog->carrier_file && p.catalog->layer_count > 0) {
-      if (const auto w = skippy::activation_width_tensor(*p.catalog->carrier_file, 0)) p.activation_width = w->elements;
-    }
-  } else {
-    p.pkg = std::move(*any.v1);
-    p.place = &p.pkg;
-    p.v1_catalog = skippy::catalog_artifacts_v1(p.pkg.manifest);
-    p.catalog = &p.v1_catalog;
-    const auto& m = p.pkg.manifest;
-    p.abi = m.skippy_abi_version;
-    p.source_repo = m.source_model.repo;
-    p.source_revision = m.source_model.revision;
-    p.source_file = m.source_model.primary_file;
-    p.activation_width = skippy::activation_width_of(p.pkg).width;  // the reference runtime's fallback when undeclared
-  }
-  p.commit = p.place->commit.value_or("");
-}
-
-// The catalog opened for a stage of `range`: the package's own (schema 2,
-// aliased, not copied) or a schema 1 catalog of the fragments it reads.
-std::shared_ptr<const skippy::OpenedCatalog> stage_catalog(skippy_package& p, skippy::LayerRange range) {
-  if (p.v2) return {std::shared_ptr<const skippy::OpenedCatalog>(), &*p.v2};
-  return std::make_shared<const skippy::OpenedCatalog>(skippy::open_catalog_v1(p.pkg, range));
+  p.pkg = skippy::open_package(ref, sources);
+  p.listed = p.pkg.catalog(skippy::CatalogNeed::artifacts());
+  // The reference runtime's fallback when the package declares no width.
+  p.activation_width = p.pkg.reader->activation_width(p.pkg, &p.listed.catalog).width;
+  p.commit = p.pkg.commit.value_or("");
 }
 
 }  // namespace
@@ -181,7 +148,7 @@ skippy_status skippy_package_open(const char* ref, skippy_package** out) {
   });
 }
 
-// ---- Signed packages (#25) ----
+// ---- Signed packages ----
 skippy_status skippy_package_open_trusted(const char* ref, const char* const* trusted_signers, size_t n_signers,
                                           skippy_package** out) {
   if (out == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_package_open_trusted: out is NULL");
@@ -204,7 +171,7 @@ skippy_status skippy_package_open_trusted(const char* ref, const char* const* tr
   });
 }
 const char* skippy_package_signer(const skippy_package* p) {
-  return p && p->place->signature ? p->place->signature->owner_id.c_str() : nullptr;
+  return p && p->pkg.signature ? p->pkg.signature->owner_id.c_str() : nullptr;
 }
 // ---- end signed packages ----
 
@@ -217,32 +184,35 @@ skippy_status skippy_package_check_runtime_abi(const skippy_package* p, const ch
     if (runtime_abi != nullptr && *runtime_abi != '\0') flag = runtime_abi;
     const auto runtime = skippy::runtime_abi_from(flag);
     if (!runtime) return;
-    const uint32_t schema = p->catalog->schema_version;
-    skippy::check_runtime_abi(schema, p->abi, *runtime, p->place->ref);
+    skippy::check_runtime_abi(p->pkg.identity(), *runtime, p->pkg.ref);
   });
 }
 
-const char* skippy_package_model_id(const skippy_package* p) { return p ? p->catalog->model_id.c_str() : ""; }
-const char* skippy_package_manifest_sha256(const skippy_package* p) { return p ? p->place->manifest_sha256.c_str() : ""; }
-const char* skippy_package_abi_version(const skippy_package* p) { return p ? p->abi.c_str() : ""; }
-const char* skippy_package_source_repo(const skippy_package* p) { return p ? p->source_repo.c_str() : ""; }
-const char* skippy_package_source_revision(const skippy_package* p) { return p ? p->source_revision.c_str() : ""; }
-const char* skippy_package_source_file(const skippy_package* p) { return p ? p->source_file.c_str() : ""; }
-uint32_t skippy_package_layer_count(const skippy_package* p) { return p ? p->catalog->layer_count : 0; }
+const char* skippy_package_model_id(const skippy_package* p) { return p ? p->pkg.identity().model_id.c_str() : ""; }
+const char* skippy_package_manifest_sha256(const skippy_package* p) { return p ? p->pkg.manifest_sha256.c_str() : ""; }
+const char* skippy_package_abi_version(const skippy_package* p) { return p ? p->pkg.identity().abi_version.c_str() : ""; }
+const char* skippy_package_source_repo(const skippy_package* p) {
+  return p ? p->pkg.identity().source_model.repo.c_str() : "";
+}
+const char* skippy_package_source_revision(const skippy_package* p) {
+  return p ? p->pkg.identity().source_model.revision.c_str() : "";
+}
+const char* skippy_package_source_file(const skippy_package* p) {
+  return p ? p->pkg.identity().source_model.primary_file.c_str() : "";
+}
+uint32_t skippy_package_layer_count(const skippy_package* p) { return p ? p->pkg.identity().layer_count : 0; }
 uint64_t skippy_package_activation_width(const skippy_package* p) {
   return p ? p->activation_width.value_or(0) : 0;
 }
-size_t skippy_package_warning_count(const skippy_package* p) { return p ? p->place->warnings.size() : 0; }
+size_t skippy_package_warning_count(const skippy_package* p) { return p ? p->pkg.warnings.size() : 0; }
 const char* skippy_package_warning(const skippy_package* p, size_t index) {
-  return p && index < p->place->warnings.size() ? p->place->warnings[index].c_str() : nullptr;
+  return p && index < p->pkg.warnings.size() ? p->pkg.warnings[index].c_str() : nullptr;
 }
-const char* skippy_package_root(const skippy_package* p) { return p ? p->place->root.c_str() : ""; }
-const char* skippy_package_commit(const skippy_package* p) { return p && p->place->commit ? p->commit.c_str() : nullptr; }
-uint32_t skippy_package_schema_version(const skippy_package* p) {
-  return p ? p->catalog->schema_version : 0;
-}
+const char* skippy_package_root(const skippy_package* p) { return p ? p->pkg.root.c_str() : ""; }
+const char* skippy_package_commit(const skippy_package* p) { return p && p->pkg.commit ? p->commit.c_str() : nullptr; }
+uint32_t skippy_package_schema_version(const skippy_package* p) { return p ? p->pkg.schema_version() : 0; }
 const char* skippy_package_id(const skippy_package* p) {
-  return p && !p->catalog->package_id.empty() ? p->catalog->package_id.c_str() : nullptr;
+  return p && !p->pkg.identity().package_id.empty() ? p->pkg.identity().package_id.c_str() : nullptr;
 }
 
 skippy_status skippy_stage_select(skippy_package* package, uint32_t layer_start, uint32_t layer_end,
@@ -258,7 +228,7 @@ skippy_status skippy_stage_select(skippy_package* package, uint32_t layer_start,
     auto s = std::make_unique<skippy_stage>();
     s->package = package;
     const skippy::LayerRange range{layer_start, layer_end};
-    s->opened = stage_catalog(*package, range);
+    s->opened = std::make_shared<const skippy::OpenedCatalog>(package->pkg.catalog(skippy::CatalogNeed::stage(range)));
     const auto& opened = *s->opened;
     skippy::SelectOptions options;
     if (projector_path != nullptr) options.projector_path = projector_path;
@@ -303,7 +273,7 @@ skippy_status skippy_stage_verify(skippy_stage* stage, int use_cache, uint64_t* 
     const auto r = skippy::verify_stage(*stage->opened, all, o);
     if (hashed_bytes != nullptr) *hashed_bytes = r.hashed_bytes;
     if (!r.verified) {
-      std::string msg = stage->package->place->ref + ": SHA-256 verification failed:";
+      std::string msg = stage->package->pkg.ref + ": SHA-256 verification failed:";
       for (const auto& problem : r.problems) msg += "\n  " + problem;
       throw skippy::Error(skippy::ErrorKind::kIntegrity, msg);
     }
@@ -331,19 +301,10 @@ skippy_status skippy_policy_resolve(skippy_package* package, const char* phase, 
   const auto kind = phase ? skippy::parse_request_kind(phase) : std::nullopt;
   if (!kind) return fail(SKIPPY_ERR_USAGE, "skippy_policy_resolve: phase must be \"decode\", \"prefill\" or \"verify\"");
   return guarded([&] {
-    // As the policy command: schema 2 carries no generation.policy (the built-in one applies).
-    auto in = package->v2 ? skippy::package_policy_inputs(*package->v2) : skippy::package_policy_inputs(package->pkg);
-    in.backend = skippy::backend_by_name_or_file(backend ? backend : "reference");
-    in.request.kind = *kind;
-    in.request.n_tokens = n_tokens;
-    in.request.n_kv = n_kv;
-    std::vector<std::string> log;
-    const auto d = skippy::resolve_policy(in, [&](const std::string& line) { log.push_back(line); });
-    auto doc = skippy::policy_decision_json(d);
-    doc["architecture"] = in.architecture;
-    doc["warnings"] = package->v2 ? std::vector<std::string>{} : skippy::generation_warnings(package->pkg.manifest.generation);
-    doc["log"] = log;
-    *json_out = new_c_string(doc.dump());
+    skippy::PackagePolicyQuery q;
+    q.request = {*kind, n_tokens, n_kv, std::nullopt, std::nullopt};
+    if (backend) q.backend = backend;
+    *json_out = new_c_string(skippy::json_output(skippy::resolve_package_policy(package->pkg, q).document));
   });
 }
 
@@ -353,25 +314,11 @@ skippy_status skippy_speculative_resolve(skippy_package* package, const char* st
   if (package == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_speculative_resolve: package is NULL");
   std::optional<skippy::SpeculativeRefusal> refused;
   const auto st = guarded([&] {
-    std::vector<std::string> notes;
-    // As the speculative command: schema 2's generation block read as
-    // schema 1's (package_generation; the model points into it).
-    std::optional<skippy::GenerationDefaults> generation_v2;
-    if (package->v2) generation_v2 = skippy::package_generation(*package->v2);
-    const auto model = package->v2 ? skippy::package_speculative_model(*package->v2, generation_v2)
-                                   : skippy::package_speculative_model(package->pkg, &notes);
     skippy::SpeculativeSettings flags;
     if (strategy) flags.strategy = strategy;
-    const auto r = skippy::resolve_speculative(model, skippy::layer_settings(flags, nullptr, {}));
-    auto doc = skippy::speculative_resolution_json(r);
-    doc["model"] = package->catalog->model_id;
-    for (const auto& n : r.notes) notes.push_back(n);
-    doc["notes"] = notes;
-    if (r.refusal) {
-      doc["error"] = {{"kind", "refused"}, {"rule", r.refusal->rule}, {"message", r.refusal->message}};
-      refused = *r.refusal;
-    }
-    *json_out = new_c_string(doc.dump());
+    const auto r = skippy::resolve_package_speculative(package->pkg, flags);
+    refused = r.resolution.refusal;
+    *json_out = new_c_string(skippy::json_output(r.document));
   });
   if (st == SKIPPY_OK && refused) {
     return fail(SKIPPY_ERR_INVALID_INPUT, "speculative decoding refused (rule " + refused->rule + "): " + refused->message);

@@ -13,7 +13,7 @@
 #include "skippy/stage_admission.h"
 #include "util/sha256.h"
 #include "consume/projector_rule.h"
-#include "consume/verification_cache.h"
+#include "format/verification_cache.h"
 
 namespace skippy {
 namespace {
@@ -21,10 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 
 
-fs::path check_catalog_file(const std::string& ref, const fs::path& root, const fs::path& boundary,
-                            const std::string& id, const std::string& rel, uint64_t bytes) {
-  return check_package_file(root, boundary, rel, bytes, catalog_file_names(ref, id, rel));
-}
 
 // The layers of the NextN/MTP block: those holding a blk.N.nextn.* tensor.
 std::set<uint32_t> nextn_block_layers(const PackageCatalog& cat) {
@@ -50,6 +46,7 @@ StagePart part_of(const CatalogArtifact& a, std::string reason) {
   p.bytes = a.bytes;
   p.tensor_count = a.tensor_count;
   p.sha256 = a.sha256;
+  p.hashed_on_read = a.hashed_on_read;
   p.reason = std::move(reason);
   return p;
 }
@@ -79,188 +76,13 @@ StageSelection assemble_stage(const PackageCatalog& cat, const std::vector<std::
 
 }  // namespace
 
-OpenedCatalog open_catalog_dir(std::string ref, const fs::path& root, const fs::path& boundary,
-                               std::shared_ptr<ArtifactSource> source) {
-  OpenedCatalog pkg;
-  pkg.schema_version = kPackageSchemaV2;
-  pkg.ref = std::move(ref);
-  pkg.root = root;
-  pkg.boundary = boundary;
-  pkg.source = std::move(source);
-  std::error_code ec;
-  const fs::path manifest_path = pkg.root / std::string(kManifestFileName);
-  if (!fs::exists(manifest_path, ec)) throw_not_found(pkg.ref + ": no " + std::string(kManifestFileName));
-  const std::string text = read_small_file(manifest_path, kManifestMaxBytes);
-  pkg.manifest_sha256 = sha256_hex(text);
-  const PackageRootV2 root_v2 = parse_package_root_v2(text, manifest_path.string());
-
-  const V2Artifact* carrier = nullptr;
-  for (const auto& a : root_v2.artifacts) {
-    if (a.id == root_v2.source_model.metadata_artifact_id) carrier = &a;
-  }
-  // parse_package_root_v2 guarantees the carrier is catalogued.
-  if (carrier->byte_size > kCarrierMaxBytes) {
-    throw_invalid(pkg.ref + ": metadata carrier " + carrier->id + " (" + carrier->path + ") is catalogued at " +
-                  std::to_string(carrier->byte_size) + " bytes, over the " + std::to_string(kCarrierMaxBytes) +
-                  "-byte cap for a carrier (refused before it is fetched or read)");
-  }
-  if (pkg.source) {
-    if (!is_safe_relative_path(carrier->path)) {
-      throw_invalid(pkg.ref + ": artifact " + carrier->id + " (" + carrier->path + "): not a safe relative path");
-    }
-    ArtifactEntry e;
-    e.path = carrier->path;
-    e.artifact_bytes = carrier->byte_size;
-    e.sha256 = carrier->sha256;
-    try {
-      pkg.source->provide({&e});
-    } catch (const Error& err) {
-      throw err.with_context(pkg.ref + ": metadata carrier " + carrier->id + " (" + carrier->path + ")");
-    }
-  }
-  const fs::path real = check_catalog_file(pkg.ref, pkg.root, pkg.boundary, carrier->id, carrier->path, carrier->byte_size);
-  if (!pkg.source || !pkg.source->verified_while_fetching(carrier->path)) {
-    // Through the verification cache: a repeat open of the same carrier file
-    // (same identity and metadata) is not hashed again.
-    const std::string digest =
-        detail::sha256_file_cached(pkg.manifest_sha256, real, carrier->path, carrier->sha256, carrier->byte_size);
-    if (digest != carrier->sha256) {
-      throw_integrity(pkg.ref + ": artifact " + carrier->id + " (" + carrier->path + "): SHA-256 " + digest +
-                      " differs from the catalog's " + carrier->sha256 + " (the metadata carrier is not the one the "
-                      "package_id commits to)" +
-                      (pkg.source ? "; the cached copy is damaged: remove " + real.string() + " and fetch again" : ""));
-    }
-  }
-  GgufLimits limits;
-  limits.directory_only = true;
-  std::shared_ptr<const GgufFile> file;
-  try {
-    file = std::make_shared<const GgufFile>(GgufFile::open(real, limits));
-  } catch (const Error& e) {
-    throw e.with_context(pkg.ref + ": metadata carrier " + carrier->path);
-  }
-  pkg.catalog = build_catalog_v2(root_v2, std::move(file), pkg.ref + ": " + carrier->path);
-  return pkg;
-}
-
-OpenedCatalog open_local_catalog_v2(const fs::path& dir) {
-  const std::string ref = dir.string();
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw_not_found(ref + ": no such package directory");
-  const fs::path boundary = local_package_boundary(dir, ec);
-  if (ec) throw_invalid(ref + ": cannot resolve: " + ec.message());
-  return open_catalog_dir(ref, fs::absolute(dir), boundary);
-}
-
 namespace {
 
-// Reads the headers of these model parts (catalog indexes, in load order)
-// into the catalog, bringing them through pkg.source in one batch first.
-void read_fragments_v1(const OpenedPackage& pkg, PackageCatalog& cat, const std::vector<const ArtifactEntry*>& model,
-                       const std::vector<size_t>& which) {
-  if (pkg.source && !which.empty()) {
-    std::vector<const ArtifactEntry*> want;
-    for (const size_t i : which) {
-      if (!is_safe_relative_path(model.at(i)->path)) {
-        throw_invalid(pkg.ref + ": artifact path \"" + model.at(i)->path + "\" is not a safe relative path");
-      }
-      want.push_back(model.at(i));
-    }
-    pkg.source->provide(want);
-  }
-  for (const size_t i : which) {
-    const CatalogArtifact& a = cat.artifacts[i];
-    const fs::path real = check_artifact_file(pkg, *model.at(i), part_role_name(a.role.value_or(PartRole::kMetadata)));
-    try {
-      add_fragment_v1(cat, i, std::make_shared<const GgufFile>(GgufFile::open(real)));
-    } catch (const Error& err) {
-      throw err.with_context(pkg.ref);
-    }
-  }
-}
-
-// Whether a stage of `range` reads the schema 1 part `a` (the tied output's
-// embeddings aside: known once the output part is read).
-bool stage_reads_part_v1(const CatalogArtifact& a, LayerRange range, uint32_t layer_count) {
-  switch (a.role.value_or(PartRole::kMetadata)) {
-    case PartRole::kMetadata: return true;
-    case PartRole::kEmbeddings: return range.start == 0;
-    case PartRole::kLayer: return a.layer && *a.layer >= range.start && *a.layer < range.end;
-    case PartRole::kOutput: return range.end == layer_count;
-    case PartRole::kProjector: return false;
-  }
-  return false;
-}
-
-}  // namespace
-
-PackageCatalog read_catalog_v1(const OpenedPackage& pkg, std::optional<LayerRange> range) {
-  const auto& m = pkg.manifest;
-  if (range) check_stage_range(pkg.ref, *range, m.layer_count);
-  std::vector<const ArtifactEntry*> model = {&m.shared.metadata, &m.shared.embeddings};
-  for (const auto& l : m.layers) model.push_back(&l);
-  model.push_back(&m.shared.output);
-  PackageCatalog cat = catalog_artifacts_v1(m);  // lists the model parts in `model`'s order, then the projectors
-  std::vector<size_t> which;
-  for (size_t i = 0; i < cat.artifacts.size(); ++i) {
-    const CatalogArtifact& a = cat.artifacts[i];
-    if (a.kind == CatalogArtifactKind::kSidecar) continue;
-    if (!range || stage_reads_part_v1(a, *range, m.layer_count)) which.push_back(i);
-  }
-  read_fragments_v1(pkg, cat, model, which);
-  if (range && range->end == m.layer_count && range->start != 0 && cat.find_tensor("output.weight") == nullptr) {
-    // A tied output projection reads the token embeddings (whole part, as select_stage loads it).
-    std::vector<size_t> embeddings;
-    for (size_t i = 0; i < cat.artifacts.size(); ++i) {
-      if (cat.artifacts[i].role == PartRole::kEmbeddings) embeddings.push_back(i);
-    }
-    // Load order keeps the first copy of a repeated global: rebuild with the embeddings in place.
-    PackageCatalog again = catalog_artifacts_v1(m);
-    which.insert(which.begin() + 1, embeddings.begin(), embeddings.end());
-    read_fragments_v1(pkg, again, model, which);
-    cat = std::move(again);
-  }
-  try {
-    for (size_t i = 0; i < cat.artifacts.size(); ++i) check_layer_fragment_v1(cat, i);
-  } catch (const Error& err) {
-    throw err.with_context(pkg.ref);
-  }
-  return cat;
-}
-
-OpenedCatalog list_catalog_v1(const OpenedPackage& pkg, std::optional<LayerRange> range) {
-  OpenedCatalog out;
-  static_cast<OpenedPlace&>(out) = pkg;
-  out.catalog = catalog_artifacts_v1(pkg.manifest);
-  if (range) {
-    check_stage_range(pkg.ref, *range, pkg.manifest.layer_count);
-    if (range->end == pkg.manifest.layer_count) {
-      // Whether the output is tied (a final stage then loads the embeddings).
-      const auto& m = pkg.manifest;
-      std::vector<const ArtifactEntry*> model = {&m.shared.metadata, &m.shared.embeddings};
-      for (const auto& l : m.layers) model.push_back(&l);
-      model.push_back(&m.shared.output);
-      read_fragments_v1(pkg, out.catalog, model, {model.size() - 1});
-    }
-  }
-  return out;
-}
-
-OpenedCatalog open_catalog_v1(const OpenedPackage& pkg, std::optional<LayerRange> range) {
-  OpenedCatalog out;
-  static_cast<OpenedPlace&>(out) = pkg;
-  out.catalog = read_catalog_v1(pkg, range);
-  return out;
-}
-
-namespace {
-
-// Schema 1's rule: whole parts by their role, in load order (the spec's
-// Layer Selection for fragments), each with every tensor the catalog lists
-// in it. The metadata, the embeddings when the range starts at 0 or reads
+// The rule for a package of whole parts: by their role, in load order (the
+// spec's Layer Selection for fragments), each with every tensor the catalog
+// lists in it. The metadata, the embeddings when the range starts at 0 or reads
 // a tied output, the range's layers, the output when it ends at layer_count.
-StageSelection select_parts_v1(const PackageCatalog& cat, LayerRange range, const std::string& who, bool artifacts_only) {
-  const PackageManifest& m = *cat.manifest_v1;
+StageSelection select_whole_parts(const PackageCatalog& cat, LayerRange range, const std::string& who, bool artifacts_only) {
   const auto reads = [&](TensorRole role, uint32_t layer, bool tied) {
     return stage_reads(role, layer, range, cat.layer_count, tied);
   };
@@ -292,7 +114,7 @@ StageSelection select_parts_v1(const PackageCatalog& cat, LayerRange range, cons
   for (const auto& [i, why] : picked) {
     const CatalogArtifact& a = cat.artifacts[i];
     if (!a.tensors_listed && (!artifacts_only || a.role == PartRole::kOutput)) {
-      throw Error(ErrorKind::kUsage, who + ": " + a.path + "'s tensors are not in the catalog (read_catalog_v1 lists them)");
+      throw Error(ErrorKind::kUsage, who + ": " + a.path + "'s tensors are not in the catalog (CatalogNeed::stage lists them)");
     }
     slot[i] = s.parts.size();
     s.parts.push_back(part_of(a, why));
@@ -304,8 +126,11 @@ StageSelection select_parts_v1(const PackageCatalog& cat, LayerRange range, cons
     s.tensors.push_back({t.name, cat.artifacts[t.artifact].id, t.offset, t.stored_bytes});
   }
   if (tied && !owns_input) {
-    s.notes.push_back("final stage also loads " + m.shared.embeddings.path +
-                      ": the model's output projection is tied to its token embeddings");
+    for (const auto& a : cat.artifacts) {
+      if (a.role != PartRole::kEmbeddings) continue;
+      s.notes.push_back("final stage also loads " + a.path +
+                        ": the model's output projection is tied to its token embeddings");
+    }
   }
   return s;
 }
@@ -315,7 +140,7 @@ StageSelection select_parts_v1(const PackageCatalog& cat, LayerRange range, cons
 StageSelection select_stage(const PackageCatalog& cat, LayerRange range, bool artifacts_only) {
   const std::string who = cat.model_id.empty() ? std::string("package") : cat.model_id;
   check_stage_range(who, range, cat.layer_count);
-  if (cat.manifest_v1) return select_parts_v1(cat, range, who, artifacts_only);
+  if (cat.selects_whole_parts) return select_whole_parts(cat, range, who, artifacts_only);
   const bool tied = cat.find_tensor("output.weight") == nullptr;
   const std::set<uint32_t> nextn = nextn_block_layers(cat);
   const bool owns_output = range.end == cat.layer_count;
@@ -358,9 +183,9 @@ std::optional<StagePart> select_projector(const OpenedCatalog& pkg, LayerRange r
   }
   const auto pick = consume_detail::pick_projector(declared, options.projector_path,
                                                    range.start == 0 || options.single_stage, pkg.ref);
-  if (cat.manifest_v1) {
-    // Schema 1's declared projectors: safe paths, and (when on disk, as
-    // every one is in a local package) regular files of the declared size.
+  if (cat.checks_declared_sidecars) {
+    // The declared projectors: safe paths, and (when on disk, as every one
+    // is in a local package) regular files of the declared size.
     // A remote package's projectors that no stage asked for stay on the
     // Hub: only their paths are checked until one is fetched.
     for (const auto* a : sidecars) {
@@ -421,8 +246,8 @@ StageAdmission stage_admission_of(const PackageCatalog& cat, const StageSelectio
   // as the root declares them.
   std::vector<V2Sidecar> sidecars;
   for (const auto& p : stage.parts_with_projector()) {
-    if (p.kind != CatalogArtifactKind::kSidecar || !cat.root_v2) continue;
-    for (const auto& s : cat.root_v2->sidecars) {
+    if (p.kind != CatalogArtifactKind::kSidecar) continue;
+    for (const auto& s : cat.sidecars) {
       if (s.artifact_id == p.artifact_id) sidecars.push_back(s);
     }
   }
@@ -455,5 +280,55 @@ std::vector<StagePart> all_parts(const PackageCatalog& cat) {
   return out;
 }
 
+
+}  // namespace skippy
+
+namespace skippy {
+
+CatalogNeed catalog_need(const StageChoice& choice) {
+  if (choice.range) return choice.artifacts_only ? CatalogNeed::artifacts(choice.range) : CatalogNeed::stage(*choice.range);
+  if (!choice.tensor_names.empty() || choice.admission) return CatalogNeed::all();
+  return CatalogNeed::artifacts();
+}
+
+void check_stage_choice(const StageChoice& choice, const PackageIdentity& package) {
+  const bool by_tensors = !choice.tensor_names.empty() || choice.admission.has_value();
+  if (choice.range && by_tensors) {
+    throw Error(ErrorKind::kUsage, "--tensors / --tensors-file / --admission and --layers choose a stage two ways: give one");
+  }
+  if (!choice.tensor_names.empty() && choice.admission) {
+    throw Error(ErrorKind::kUsage, "--admission and --tensors / --tensors-file choose a stage two ways: give one");
+  }
+  if (!choice.range && (choice.options.projector_path || choice.options.single_stage)) {
+    throw Error(ErrorKind::kUsage, "--projector and --single-stage need --layers (an --admission descriptor names its "
+                                   "sidecars itself)");
+  }
+  if (by_tensors && package.selects_whole_parts) {
+    throw Error(ErrorKind::kUsage, "--tensors / --tensors-file / --admission select tensors from a package's catalog; "
+                                   "this package (schema " + std::to_string(package.schema_version) +
+                                       ") chooses its stages' parts by layer range (use --layers)");
+  }
+  // A descriptor for another package is refused on the root's word, before
+  // any artifact (the carrier included) is brought.
+  if (choice.admission && choice.admission->package_id != package.package_id) {
+    throw Error(ErrorKind::kInvalidInput,
+                choice.admission_origin + ": package_id: stage admission package id \"" + choice.admission->package_id +
+                    "\" does not match the package's \"" + package.package_id + "\" (a descriptor for another package)");
+  }
+}
+
+StageSelection choose_stage(const OpenedCatalog& pkg, const StageChoice& choice) {
+  check_stage_choice(choice, pkg.catalog);
+  if (choice.range) {
+    StageSelection s = select_stage(pkg.catalog, *choice.range, choice.artifacts_only);
+    s.projector = select_projector(pkg, *choice.range, choice.options);
+    return s;
+  }
+  if (choice.admission) return select_stage_admission(pkg.catalog, *choice.admission, choice.admission_origin);
+  if (!choice.tensor_names.empty()) return select_stage_tensors(pkg.catalog, choice.tensor_names);
+  StageSelection s;
+  s.parts = all_parts(pkg.catalog);
+  return s;
+}
 
 }  // namespace skippy

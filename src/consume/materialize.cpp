@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 MaterializeResult materialize_stage(const OpenedCatalog& pkg, const StageSelection& stage,
                                     const MaterializeOptions& options) {
   const PackageCatalog& cat = pkg.catalog;
-  const bool v1 = pkg.schema_version == kManifestSchemaVersion;
+  const bool whole_parts = cat.selects_whole_parts;
   // Every part's file rules first, then the layout: nothing is written or
   // locked before both hold. Missing parts come through the package's
   // source first (hf://: the cache, a peer, the Hub; nothing for a local
@@ -26,9 +26,9 @@ MaterializeResult materialize_stage(const OpenedCatalog& pkg, const StageSelecti
   StageSelection resolved = stage;
   resolved.projector.reset();  // never merged, never verified here
   provide_parts(pkg, resolved.parts);
-  // Schema 1: the stage's own rules over the fragments the reader read
-  // (every layer in range present and holding tensors).
-  if (v1) (void)StageView::open(cat, resolved);
+  // A package of whole fragments: the stage's own rules over the fragments
+  // the reader read (every layer in range present and holding tensors).
+  if (whole_parts) (void)StageView::open(cat, resolved);
   std::map<size_t, std::shared_ptr<const MappedFile>> files;
   for (const auto& p : resolved.parts) {
     if (p.kind == CatalogArtifactKind::kSidecar || p.tensors.empty()) continue;  // schema 1's carrier holds tensors
@@ -51,11 +51,10 @@ MaterializeResult materialize_stage(const OpenedCatalog& pkg, const StageSelecti
   job.writer = &w;
   job.verify = options.verify || verify_required(pkg);  // hf://, trusted signers, SKIPPY_VERIFY_PACKAGE_SHA
   job.verify_parts = [&] {
-    if (v1 && !options.verify) {
-      (void)verify_if_required(pkg, resolved.parts);
-      return;
-    }
-    materialize_detail::throw_unless_verified(pkg.ref, v1 ? "parts do not match the manifest" : "artifacts do not match the catalog",
+    // Whole fragments without --verify: the stage loader's wording when the
+    // package requires verification (it names the damaged cached files to remove).
+    if (whole_parts && !options.verify && verify_if_required(pkg, resolved.parts)) return;
+    materialize_detail::throw_unless_verified(pkg.ref, pkg.names_artifacts_by_id ? "artifacts do not match the catalog" : "parts do not match the manifest",
                                               verify_stage(pkg, resolved));
   };
   return materialize_detail::write_materialized(job, options);

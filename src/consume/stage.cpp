@@ -9,146 +9,38 @@
 #include "skippy/gguf.h"
 #include "skippy/model_source.h"
 #include "util/sha256.h"
+#include "skippy/catalog_stage.h"
+#include "skippy/verify.h"
 
 namespace skippy {
 namespace {
 
 namespace fs = std::filesystem;
 
-[[noreturn]] void fail(const OpenedPackage& pkg, const std::string& what) { throw_invalid(pkg.ref + ": " + what); }
-
-
-StagePart make_part(const OpenedPackage& pkg, const ArtifactEntry& e, PartRole role, std::optional<uint32_t> layer,
-                    std::string reason) {
-  StagePart part;
-  part.artifact_id = e.path;
-  part.rel_path = e.path;
-  part.kind = role == PartRole::kMetadata ? CatalogArtifactKind::kCarrier : CatalogArtifactKind::kPayload;
-  part.role = role;
-  part.layer_index = layer;
-  part.path = check_artifact_file(pkg, e, part_role_name(role));
-  part.bytes = e.artifact_bytes;
-  part.tensor_count = e.tensor_count;
-  part.sha256 = e.sha256;
-  part.reason = std::move(reason);
-  return part;
-}
-
-// Asks the package's artifact source (if any) for these entries, once each.
-void provide(const OpenedPackage& pkg, std::vector<const ArtifactEntry*> entries) {
-  if (!pkg.source || entries.empty()) return;
-  for (const auto* e : entries) {
-    if (!is_safe_relative_path(e->path)) fail(pkg, "artifact path \"" + e->path + "\" is not a safe relative path");
-  }
-  std::sort(entries.begin(), entries.end());
-  entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
-  pkg.source->provide(entries);
-}
-
 }  // namespace
 
-fs::path check_artifact_file(const OpenedPackage& pkg, const ArtifactEntry& e, std::string_view what) {
-  return check_package_file(pkg.root, pkg.boundary, e.path, e.artifact_bytes, manifest_file_names(pkg.ref, e.path, what));
-}
-
-
-OpenedPackage open_local_package(const fs::path& root) {
-  const std::string name = root.string();
-  std::error_code ec;
-  if (!fs::exists(root, ec)) throw_not_found(name + ": no such package directory");
-  if (!fs::is_directory(root, ec)) throw_invalid(name + ": not a package directory");
-  const fs::path boundary = local_package_boundary(root, ec);
-  if (ec) throw_invalid(name + ": cannot resolve: " + ec.message());
-  return open_package_dir(name, fs::absolute(root), boundary);
-}
-
-OpenedPackage open_package_dir(std::string ref, const fs::path& root, const fs::path& boundary) {
-  OpenedPackage pkg;
-  pkg.ref = std::move(ref);
-  pkg.root = root;
-  pkg.boundary = boundary;
-  std::error_code ec;
-  const fs::path manifest_path = root / std::string(kManifestFileName);
-  if (!fs::exists(manifest_path, ec)) {
-    if (const auto interrupted = interrupted_write_package(root)) throw_not_found(pkg.ref + ": " + *interrupted);
-    throw_not_found(pkg.ref + ": no " + std::string(kManifestFileName) + " (not a layer package)");
-  }
-  const std::string text = read_small_file(manifest_path, kManifestMaxBytes);
-  pkg.manifest = parse_manifest(text, manifest_path.string(), GenerationProblems::kSetAside);
-  pkg.manifest_sha256 = sha256_hex(text);
-  if (pkg.manifest.generation_problem) {
-    pkg.warnings.push_back(*pkg.manifest.generation_problem +
-                           "; the generation block is ignored (it is policy, not tensor layout): layers are "
-                           "selected, verified and materialized as usual, while policy and speculative refuse");
-  }
-  for (size_t i = 0; i < pkg.manifest.projectors.size(); ++i) {
-    const auto& p = pkg.manifest.projectors[i];
-    if (!is_known_projector_kind(p.kind)) {
-      pkg.warnings.push_back("projectors[" + std::to_string(i) + "] (" + p.path + "): kind \"" + p.kind +
-                             "\" is not supported by this runtime, so no stage uses it (text stages are served; "
-                             "stage 0 gets the first mmproj, if any); a stage that asks for it is refused");
-    }
-  }
-  const auto abi = parse_abi_version(pkg.manifest.skippy_abi_version);
-  if (!abi || !abi_compatible(*abi, kRuntimeAbiVersion)) {
-    throw_invalid(manifest_path.string() + ": skippy_abi_version " + pkg.manifest.skippy_abi_version +
-                  " is not compatible with this runtime's ABI " + format_abi_version(kRuntimeAbiVersion) +
-                  " (needs major " + std::to_string(kRuntimeAbiVersion.major) + " and minor <= " +
-                  std::to_string(kRuntimeAbiVersion.minor) + "); refusing to load it");
-  }
-  return pkg;
-}
-
-StagePart check_metadata_only(const OpenedPackage& pkg) {
-  provide(pkg, {&pkg.manifest.shared.metadata});
-  auto part = make_part(pkg, pkg.manifest.shared.metadata, PartRole::kMetadata, std::nullopt, "metadata");
+StagePart check_metadata_only(const OpenedCatalog& pkg) {
+  const auto& cat = pkg.catalog;
+  std::vector<StagePart> parts = {all_parts(cat).front()};  // the carrier
+  parts.front().reason = "metadata";
+  provide_parts(pkg, parts);
+  if (cat.carrier_file) return parts.front();  // read (and checked) by the reader already
   try {
-    (void)GgufFile::open(part.path);
+    (void)GgufFile::open(parts.front().path);
   } catch (const Error& e) {
-    throw e.with_context(pkg.ref + ": " + part.rel_path);
+    throw e.with_context(pkg.ref + ": " + parts.front().rel_path);
   }
-  return part;
+  return parts.front();
 }
 
-std::optional<WidthTensor> activation_width_tensor(const GgufFile& layer_fragment, uint32_t layer) {
-  const std::string blk = "blk." + std::to_string(layer) + ".";
-  // Exact names: blk.N.cross_attn_norm.weight or blk.N.nextn.attn_norm.weight never count.
-  for (const std::string& name : {blk + "hc_attn_norm.weight", blk + "attn_norm.weight"}) {
-    if (const auto* t = layer_fragment.find_tensor(name)) {
-      uint64_t n = 1;
-      for (const int64_t d : t->ne) n *= static_cast<uint64_t>(d);
-      return WidthTensor{name, n};
-    }
+std::shared_ptr<const GgufFile> package_metadata(const OpenedCatalog& pkg) {
+  if (pkg.catalog.carrier_file) {
+    (void)verify_catalog_reads(pkg);
+    return pkg.catalog.carrier_file;
   }
-  return std::nullopt;
-}
-
-ActivationWidth activation_width_of(const OpenedPackage& pkg) {
-  const auto& m = pkg.manifest;
-  if (m.activation_width) return {m.activation_width, false, ""};
-  const std::string missing = "the manifest has no activation_width";
-  if (m.layers.empty()) return {std::nullopt, false, missing + " and no layers: the activation width is unknown"};
-  const auto& first = m.layers.front();
-  std::error_code ec;
-  if (!is_safe_relative_path(first.path) || !fs::exists(pkg.root / first.path, ec)) {
-    return {std::nullopt, false,
-            missing + " and " + first.path + " is not on disk to read it from: the activation width is unknown"};
-  }
-  try {
-    const auto part = make_part(pkg, first, PartRole::kLayer, first.layer_index, "activation width");
-    const auto g = GgufFile::open(part.path);
-    if (const auto t = activation_width_tensor(g, first.layer_index)) {
-      return {t->elements, true,
-              missing + "; using " + std::to_string(t->elements) + ", the element count of " + t->name + " in " +
-                  first.path + " (the reference runtime's fallback)"};
-    }
-    const std::string blk = "blk." + std::to_string(first.layer_index) + ".";
-    return {std::nullopt, false,
-            missing + " and " + first.path + " has neither " + blk + "hc_attn_norm.weight nor " + blk +
-                "attn_norm.weight: the activation width is unknown"};
-  } catch (const Error& e) {
-    return {std::nullopt, false, missing + " and " + first.path + " cannot be read (" + e.what() + ")"};
-  }
+  const auto meta = check_metadata_only(pkg);
+  (void)verify_if_required(pkg, {meta});
+  return std::make_shared<const GgufFile>(GgufFile::open(meta.path));
 }
 
 std::string_view part_role_label(const StagePart& part) noexcept {
@@ -171,10 +63,7 @@ ArtifactEntry part_entry(const StagePart& part) {
 }
 
 fs::path check_part(const OpenedPlace& pkg, const StagePart& part) {
-  return check_package_file(pkg.root, pkg.boundary, part.rel_path, part.bytes,
-                            pkg.schema_version == kManifestSchemaVersion
-                                ? manifest_file_names(pkg.ref, part.rel_path, part_role_label(part))
-                                : catalog_file_names(pkg.ref, part.artifact_id, part.rel_path));
+  return check_place_file(pkg, part.artifact_id, part.rel_path, part.bytes, part.sha256, part_role_label(part));
 }
 
 void provide_parts(const OpenedPlace& pkg, std::vector<StagePart>& parts) {
@@ -183,7 +72,7 @@ void provide_parts(const OpenedPlace& pkg, std::vector<StagePart>& parts) {
     std::set<std::string> seen;
     for (const auto& p : parts) {
       if (!is_safe_relative_path(p.rel_path)) {
-        throw_invalid(pkg.schema_version == kManifestSchemaVersion
+        throw_invalid(!pkg.names_artifacts_by_id
                           ? pkg.ref + ": artifact path \"" + p.rel_path + "\" is not a safe relative path"
                           : pkg.ref + ": artifact " + p.artifact_id + " (" + p.rel_path + "): not a safe relative path");
       }

@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "format/json_output.h"
 #include "util/env.h"
 #include "skippy/error.h"
 #include "util/file.h"
@@ -25,6 +26,9 @@ struct Sidecar {
   std::string manifest_sha256, model_id, sha256;
   LayerRange range;
   uint64_t size = 0, tensor_count = 0;
+  // Built from parts whose SHA-256 matched the package's digests (entries
+  // without it, or from older versions, are rebuilt, never trusted).
+  bool parts_verified = false;
 };
 
 std::string sidecar_json(const Sidecar& s) {
@@ -37,7 +41,8 @@ std::string sidecar_json(const Sidecar& s) {
   j["size"] = s.size;
   j["sha256"] = s.sha256.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.sha256);
   j["tensor_count"] = s.tensor_count;
-  return j.dump(2) + "\n";
+  j["parts_verified"] = s.parts_verified;
+  return json_output(j, 2) + "\n";
 }
 
 std::optional<Sidecar> read_sidecar(const fs::path& p) {
@@ -52,6 +57,7 @@ std::optional<Sidecar> read_sidecar(const fs::path& p) {
     s.size = j.at("size").get<uint64_t>();
     if (!j.at("sha256").is_null()) s.sha256 = j.at("sha256").get<std::string>();
     s.tensor_count = j.at("tensor_count").get<uint64_t>();
+    s.parts_verified = j.contains("parts_verified") && j["parts_verified"].is_boolean() && j["parts_verified"].get<bool>();
     if ((!s.sha256.empty() && !is_sha256_hex(s.sha256)) || !is_sha256_hex(s.manifest_sha256)) return std::nullopt;
     return s;
   } catch (const std::exception&) {
@@ -182,7 +188,9 @@ MaterializeResult write_materialized(const StageFileJob& job, const MaterializeO
   // Check-then-build under the entry's lock: concurrent materializers of this
   // stage do the work once; the others wait and reuse it.
   const auto lock = detail::FileLock::acquire(dir / (name + ".lock"), /*wait=*/true);
-  if (auto s = reusable(job, range, gguf, json)) {
+  auto s_reused = reusable(job, range, gguf, json);
+  if (s_reused && !job.verify && !s_reused->parts_verified) s_reused.reset();
+  if (auto& s = s_reused) {
     r.reused = true;
     r.bytes = s->size;
     if (options.hash && s->sha256.empty()) {
@@ -192,6 +200,9 @@ MaterializeResult write_materialized(const StageFileJob& job, const MaterializeO
     r.sha256 = s->sha256;
     return r;
   }
+  // Nothing enters the shared cache from unverified bytes: every later run
+  // of this manifest would reuse it, from whatever copy of the package.
+  if (!job.verify && job.verify_parts) job.verify_parts();
   // No sidecar while the file is replaced: a crash leaves an entry that is
   // rebuilt, never one that is trusted.
   fs::remove(json, ec);
@@ -204,6 +215,7 @@ MaterializeResult write_materialized(const StageFileJob& job, const MaterializeO
   s.size = r.bytes;
   s.sha256 = r.sha256;
   s.tensor_count = r.tensor_count;
+  s.parts_verified = static_cast<bool>(job.verify_parts);
   write_file_atomic(json, sidecar_json(s));
   return r;
 }

@@ -39,8 +39,7 @@ void refuse_inside_package(const std::string& ref, const fs::path& boundary, con
 
 // The package's own bookkeeping in its carrier, never copied into a stage.
 bool bookkeeping_key(const PackageCatalog& cat, std::string_view key) {
-  if (cat.schema_version == kManifestSchemaVersion) return is_fragment_key(key);
-  return is_carrier_key(key) || key.starts_with("split.");
+  return cat.bookkeeping_key && cat.bookkeeping_key(key);
 }
 
 GgufWriter catalog_stage_writer(const PackageCatalog& cat, const std::vector<size_t>& tensors,

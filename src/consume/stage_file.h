@@ -39,7 +39,10 @@ struct StageFileJob {
   // a cached file reusable only when its every byte is what would be
   // written now. `verify_parts` checks the sources against the package's
   // digests (throwing Error(kIntegrity)) before anything is reused or
-  // written; it is called only when `verify`.
+  // written when `verify`, and in every case before a new cache entry is
+  // written: the shared stage cache holds only stages built from verified
+  // parts (its entries are reused by every later run of the same manifest,
+  // whatever directory holds the parts then).
   bool verify = false;
   std::function<void()> verify_parts;
 };

@@ -13,7 +13,7 @@ StageView StageView::open(const PackageCatalog& catalog, const StageSelection& s
     throw Error(ErrorKind::kUsage, "stage selection must start with the metadata part");
   }
   if (!selection.range) throw Error(ErrorKind::kUsage, "a stage view needs a layer range");
-  if (!catalog.manifest_v1) throw Error(ErrorKind::kUsage, "a stage view is of a schema 1 package's fragments");
+  if (!catalog.selects_whole_parts) throw Error(ErrorKind::kUsage, "a stage view is of a package of whole fragments");
   StageView v;
   v.range_ = *selection.range;
   v.parts_ = selection.parts;
@@ -32,8 +32,8 @@ StageView StageView::open(const PackageCatalog& catalog, const StageSelection& s
     }
     const auto file = it->second < catalog.fragment_files.size() ? catalog.fragment_files[it->second] : nullptr;
     if (!file) {
-      throw Error(ErrorKind::kUsage, part.rel_path + ": its header is not in the catalog (open_catalog_v1 with the "
-                                     "stage's range reads it)");
+      throw Error(ErrorKind::kUsage, part.rel_path + ": its header is not in the catalog (CatalogNeed::stage with "
+                                     "the stage's range reads it)");
     }
     for (const auto& f : files) {
       if (f == file) throw Error(ErrorKind::kUsage, part.rel_path + ": listed twice in the stage");

@@ -1,5 +1,7 @@
 #include "skippy/verify.h"
 
+#include "skippy/catalog_stage.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,7 +20,7 @@
 #include "util/file.h"
 #include "util/sha256.h"
 #include "util/parallel.h"
-#include "consume/verification_cache.h"
+#include "format/verification_cache.h"
 
 namespace skippy {
 namespace {
@@ -282,9 +284,8 @@ VerifyReport verify_parts(const OpenedPlace& pkg, const std::vector<StagePart>& 
       if (seen.insert(p.rel_path).second) unique.push_back(&p);
     }
   }
-  // Problems name a part as its schema does: its path and the manifest, or
+  // Problems name a part as its package does: its path and the manifest, or
   // its artifact id and the catalog.
-  const bool v1 = pkg.schema_version == kManifestSchemaVersion;
   // A part brought and checked (provide_parts) is hashed where it was
   // found; any other passes the file rule first (a part that is missing,
   // outside the package or of another size is a problem of the report).
@@ -308,15 +309,12 @@ VerifyReport verify_parts(const OpenedPlace& pkg, const std::vector<StagePart>& 
   for (size_t i = 0; i < unique.size(); ++i) {
     if (!refused[i].empty()) continue;
     const StagePart& p = *unique[i];
-    claims.push_back({&paths[i], &p.rel_path, &p.sha256, p.bytes,
-                      v1 ? p.rel_path : "artifact " + p.artifact_id + " (" + p.rel_path + ")"});
+    claims.push_back({&paths[i], &p.rel_path, &p.sha256, p.bytes, artifact_label(pkg, p.artifact_id, p.rel_path)});
     claim_of.push_back(i);
   }
+  const DeclaredWording wording = declared_wording(pkg);
   VerifyReport hashed =
-      verify_claims(pkg.manifest_sha256, pkg.source.get(), claims,
-                    v1 ? Declarer{"manifest says", "manifest says artifact_bytes"}
-                       : Declarer{"the catalog says", "the catalog says byte_size"},
-                    options);
+      verify_claims(pkg.manifest_sha256, pkg.source.get(), claims, Declarer{wording.digest, wording.size}, options);
   VerifyReport r;
   r.artifacts = unique.size();
   r.hashed_bytes = hashed.hashed_bytes;
@@ -338,12 +336,11 @@ VerifyReport verify_parts(const OpenedPlace& pkg, const std::vector<StagePart>& 
 }
 
 VerifyReport verify_stage(const OpenedPlace& pkg, const StageSelection& stage, const VerifyOptions& options) {
-  // A schema 2 carrier was hashed when the package was opened; schema 1's
-  // (shared/metadata.gguf) is a fragment like the others.
-  const bool carrier_hashed = pkg.schema_version != kManifestSchemaVersion;
+  // A part the reader hashed when it built the catalog (a schema 2 carrier)
+  // is not hashed again.
   std::vector<StagePart> parts;
   for (const auto& p : stage.parts) {
-    if (p.kind != CatalogArtifactKind::kCarrier || !carrier_hashed) parts.push_back(p);
+    if (!p.hashed_on_read) parts.push_back(p);
   }
   return verify_parts(pkg, parts, options);
 }
@@ -368,6 +365,17 @@ std::optional<VerifyReport> verify_if_required(const OpenedPlace& pkg, const std
     throw_failed(pkg.ref, r, pkg.source != nullptr, paths);
   }
   return r;
+}
+
+std::optional<VerifyReport> verify_catalog_reads(const OpenedCatalog& pkg, const VerifyOptions& options) {
+  std::vector<StagePart> read;
+  for (auto& p : all_parts(pkg.catalog)) {
+    const auto& a = pkg.catalog.artifacts.at(pkg.catalog.artifact_index.at(p.artifact_id));
+    if (a.read_for_catalog && !a.hashed_on_read) read.push_back(std::move(p));
+  }
+  if (read.empty()) return std::nullopt;
+  provide_parts(pkg, read);  // on disk already: the reader read them
+  return verify_if_required(pkg, read, options);
 }
 
 std::vector<bool> cached_verifications(std::string_view scope, const std::vector<FileClaim>& claims,

@@ -10,6 +10,7 @@
 #include "skippy/error.h"
 #include "gguf/ggml_types.h"
 #include "skippy/package_catalog.h"
+#include "format/schema2/reader.h"
 
 namespace skippy {
 namespace {
@@ -155,10 +156,7 @@ bool catalog_skips_tensor(std::span<const int64_t> ne) noexcept {
 
 PackageCatalog catalog_artifacts_v2(const PackageRootV2& root, std::string_view origin) {
   PackageCatalog cat;
-  cat.schema_version = root.schema_version;
-  cat.package_id = root.package_id;
-  cat.model_id = root.model_id;
-  cat.layer_count = root.layer_count;
+  static_cast<PackageIdentity&>(cat) = schema2::identity_of(root, origin);
 
   // Artifacts: kinds, path layers, part indexes (rank by id among payloads).
   std::map<std::string, std::string> sidecar_kind;
@@ -209,7 +207,6 @@ PackageCatalog catalog_artifacts_v2(const PackageRootV2& root, std::string_view 
   if (payload.empty()) carrier_fail(origin, "the package has no payload artifacts (only the carrier and sidecars)");
   for (size_t p = 0; p < payload.size(); ++p) cat.artifacts[payload[p]].part_index = static_cast<uint32_t>(p);
   for (auto& a : cat.artifacts) a.tensors_listed = false;
-  cat.root_v2 = root;
   return cat;
 }
 
@@ -345,17 +342,7 @@ PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const
   }
 
   cat.carrier_file = std::move(carrier_file);
-  if (root.generation && root.generation->speculative_decoding) {
-    std::set<uint32_t> mtp;
-    const auto& sd = *root.generation->speculative_decoding;
-    for (const auto& [id, p] : sd.proposers) {
-      if (p.type == "native-mtp") mtp.insert(p.layer_indices.begin(), p.layer_indices.end());
-    }
-    for (const auto& [id, s] : sd.strategies) {
-      if (s.type == "native-mtp") mtp.insert(s.layer_indices.begin(), s.layer_indices.end());
-    }
-    cat.native_mtp_layers.assign(mtp.begin(), mtp.end());
-  }
+  cat.bookkeeping_key = [](std::string_view key) { return is_carrier_key(key) || key.starts_with("split."); };
   return cat;
 }
 

@@ -7,6 +7,7 @@
 
 #include "skippy/error.h"
 #include "skippy/package_catalog.h"
+#include "format/schema1/reader.h"
 
 namespace skippy {
 namespace {
@@ -38,8 +39,10 @@ void check_fragment_role(const CatalogArtifact& a, const GgufFile& f) {
 }
 
 // Two copies of one tensor: the same type, shape and bytes.
-bool same_tensor_bytes(const GgufFile& fa, const GgufTensorInfo& a, const GgufFile& fb, const GgufTensorInfo& b) {
+bool same_tensor_bytes(const GgufFile& fa, const GgufTensorInfo& a, const GgufFile& fb, const GgufTensorInfo& b,
+                       bool shape_only) {
   if (a.type != b.type || a.ne != b.ne || a.bytes != b.bytes) return false;
+  if (shape_only) return true;
   const auto x = fa.tensor_data(a), y = fb.tensor_data(b);
   return std::equal(x.begin(), x.end(), y.begin(), y.end());
 }
@@ -63,9 +66,8 @@ CatalogArtifact v1_artifact(const ArtifactEntry& e, CatalogArtifactKind kind, Pa
 
 PackageCatalog catalog_artifacts_v1(const PackageManifest& m) {
   PackageCatalog cat;
-  cat.schema_version = m.schema_version;
-  cat.model_id = m.model_id;
-  cat.layer_count = m.layer_count;
+  static_cast<PackageIdentity&>(cat) = schema1::identity_of(m);
+  cat.bookkeeping_key = [](std::string_view key) { return is_fragment_key(key); };
   cat.artifacts.push_back(v1_artifact(m.shared.metadata, CatalogArtifactKind::kCarrier, PartRole::kMetadata, std::nullopt));
   cat.artifacts.push_back(v1_artifact(m.shared.embeddings, CatalogArtifactKind::kPayload, PartRole::kEmbeddings, std::nullopt));
   for (const auto& l : m.layers) {
@@ -84,21 +86,10 @@ PackageCatalog catalog_artifacts_v1(const PackageManifest& m) {
   for (size_t i = 0; i < cat.artifacts.size(); ++i) cat.artifact_index.emplace(cat.artifacts[i].id, i);
   cat.carrier = 0;
   cat.fragment_files.resize(cat.artifacts.size());
-  cat.activation_width = m.activation_width;
-  if (m.generation && m.generation->speculative_decoding) {
-    std::set<uint32_t> mtp;
-    auto take = [&](const std::string& type, const ProposerFields& f) {
-      if (type == "native-mtp" && f.layer_indices) mtp.insert(f.layer_indices->begin(), f.layer_indices->end());
-    };
-    for (const auto& [id, p] : m.generation->speculative_decoding->proposers) take(p.type, p);
-    for (const auto& [id, s] : m.generation->speculative_decoding->strategies) take(s.type, s);
-    cat.native_mtp_layers.assign(mtp.begin(), mtp.end());
-  }
-  cat.manifest_v1 = m;
   return cat;
 }
 
-void add_fragment_v1(PackageCatalog& cat, size_t artifact, std::shared_ptr<const GgufFile> fragment) {
+void add_fragment_v1(PackageCatalog& cat, size_t artifact, std::shared_ptr<const GgufFile> fragment, bool header_only) {
   if (artifact >= cat.artifacts.size() || !fragment) throw Error(ErrorKind::kUsage, "add_fragment_v1: no such artifact");
   cat.fragment_files.resize(cat.artifacts.size());
   CatalogArtifact& a = cat.artifacts[artifact];
@@ -126,6 +117,10 @@ void add_fragment_v1(PackageCatalog& cat, size_t artifact, std::shared_ptr<const
     break;
   }
   for (const auto& t : f.tensors()) {
+    if (header_only && (t.file_offset > a.bytes || t.bytes > a.bytes - t.file_offset)) {
+      throw_invalid(a.path + ": tensor '" + std::string(t.name) + "' lies past the " + std::to_string(a.bytes) +
+                    " bytes the manifest declares for the file");
+    }
     const auto place = classify_tensor(t.name);
     if (const auto it = cat.tensor_index.find(std::string(t.name)); it != cat.tensor_index.end()) {
       // The reference writer repeats each global "extra" (rope_freqs, ...)
@@ -134,7 +129,7 @@ void add_fragment_v1(PackageCatalog& cat, size_t artifact, std::shared_ptr<const
       const CatalogTensor& first = cat.tensors[it->second];
       const GgufFile& first_file = first.artifact == artifact ? f : *cat.fragment_files.at(first.artifact);
       const GgufTensorInfo* first_info = first_file.find_tensor(t.name);
-      if (place.role == TensorRole::kGlobal && first_info && same_tensor_bytes(first_file, *first_info, f, t)) {
+      if (place.role == TensorRole::kGlobal && first_info && same_tensor_bytes(first_file, *first_info, f, t, header_only || cat.artifacts[first.artifact].header_only)) {
         ++cat.merged_duplicates;
         continue;
       }
@@ -157,6 +152,8 @@ void add_fragment_v1(PackageCatalog& cat, size_t artifact, std::shared_ptr<const
     cat.tensors.push_back(std::move(ct));
   }
   a.tensors_listed = true;
+  a.read_for_catalog = !header_only;  // a prefix cannot be verified; nothing is loaded from it
+  a.header_only = header_only;
   if (a.kind == CatalogArtifactKind::kCarrier) {
     cat.architecture = std::string(f.architecture());
     cat.carrier_file = fragment;

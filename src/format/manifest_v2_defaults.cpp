@@ -446,8 +446,8 @@ void validate_v2_publisher(const PackageRootV2& m, const FieldReader& r) {
 }  // namespace manifest_v2_detail
 
 V2RequestDefaults parse_request_defaults_v2(std::string_view json_text, std::string_view origin) {
-  const FieldReader r{std::string(origin)};
-  const json j = parse_strict_json(json_text, r, 64);
+  const manifest_detail::FieldReader r{std::string(origin)};
+  const manifest_detail::json j = manifest_detail::parse_strict_json(json_text, r, 64);
   V2RequestDefaults d = manifest_v2_detail::parse_v2_request_defaults(j, "generation.request_defaults", r);
   manifest_v2_detail::validate_v2_request_defaults(d, r);
   return d;

@@ -5,6 +5,7 @@
 
 #include "skippy/error.h"
 #include "util/file.h"
+#include "util/sha256.h"
 #include "skippy/gguf.h"
 #include "skippy/manifest.h"
 #include "skippy/model_source.h"
@@ -184,6 +185,59 @@ std::filesystem::path local_package_boundary(const std::filesystem::path& dir, s
     return repo;
   }
   return real;
+}
+
+namespace {
+
+// The cache repository folder (models--NS--REPO, holding blobs/) whose
+// snapshot `dir` is or lies in; empty when none.
+std::filesystem::path cache_repo_of(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path real = fs::weakly_canonical(dir, ec);
+  if (ec) return {};
+  for (fs::path p = real; p.has_relative_path() && p != p.root_path(); p = p.parent_path()) {
+    const fs::path snapshots = p.parent_path();
+    const fs::path repo = snapshots.parent_path();
+    const std::string name = repo.filename().string();
+    if (snapshots.filename() == "snapshots" &&
+        (name.starts_with("models--") || name.starts_with("datasets--") || name.starts_with("spaces--")) &&
+        fs::is_directory(repo / "blobs", ec)) {
+      return repo;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+bool is_hf_cache_snapshot(const std::filesystem::path& dir) noexcept {
+  try {
+    return !cache_repo_of(dir).empty();
+  } catch (...) {
+    return false;
+  }
+}
+
+void refuse_hf_cache_snapshot(const std::filesystem::path& dir, std::string_view what) {
+  const auto repo = cache_repo_of(dir);
+  if (repo.empty()) return;
+  throw Error(ErrorKind::kUsage,
+              dir.string() + " is a snapshot in the Hugging Face cache (" + repo.string() + "): " + std::string(what) +
+                  " would write into it, and its files are links to blobs every hf:// reader of the cache shares. "
+                  "Copy the package first (cp -rL " + dir.string() + " COPY) and work on the copy");
+}
+
+void check_cached_blob_name(const std::filesystem::path& real, const std::filesystem::path& boundary,
+                            std::string_view declared_sha256, std::string_view label) {
+  namespace fs = std::filesystem;
+  if (real.parent_path() != boundary / "blobs") return;
+  const std::string name = real.filename().string();
+  if (name.size() != 64 || !is_sha256_hex(name)) return;  // a git blob id names a small file: no digest to compare
+  if (sha256_equal(name, declared_sha256)) return;
+  throw Error(ErrorKind::kIntegrity, std::string(label) + ": links to the cache blob " + name +
+                                         ", whose name is another file's SHA-256 (the package declares " +
+                                         std::string(declared_sha256) + ")");
 }
 
 std::filesystem::path check_package_file(const std::filesystem::path& root, const std::filesystem::path& boundary,

@@ -1,7 +1,9 @@
 // Signed packages: the sidecar model-package.json.sig (skippy/package_signature.h).
+#include "format/json_output.h"
 #include "util/openssl_handles.h"
 #include "util/owner_certificate.h"
 #include "skippy/package_signature.h"
+#include "skippy/package_layout.h"
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -42,7 +44,7 @@ using detail::check_owner_certificate;
 using detail::parse_certificate_pem;
 
 // The sidecar's JSON, strictly: a key twice in one object or a field it
-// does not declare is refused (issue #29: a duplicate "signature", bad
+// does not declare is refused (a duplicate "signature", bad
 // first and good last, was accepted).
 nlohmann::json parse_sidecar_json(const std::string& text, const std::string& where) {
   const manifest_detail::FieldReader r(where);
@@ -126,6 +128,7 @@ PackageSignature describe(X509* cert, const std::string& owner_id) {
 
 PackageSignature sign_package(const std::filesystem::path& package_dir, const std::filesystem::path& owner_dir) {
   using namespace package_signature_detail;
+  refuse_hf_cache_snapshot(package_dir, "sign-package");
   const fs::path key_path = owner_dir / "owner.key";
   const fs::path cert_path = owner_dir / "owner.crt";
   std::error_code ec;
@@ -147,6 +150,11 @@ PackageSignature sign_package(const std::filesystem::path& package_dir, const st
   const auto validation = read_if_present(package_dir / std::string(kValidationFileName), kValidationMaxBytes);
 
   PackageSignature out = describe(cert.get(), owner_id);
+  try {
+    (void)read_package_signature(package_dir);
+  } catch (const Error& e) {
+    out.replaced_invalid = e.what();
+  }
   out.signed_at_unix_secs = static_cast<int64_t>(std::time(nullptr));
   out.manifest_sha256 = sha256_hex(manifest);
   nlohmann::ordered_json doc = {
@@ -162,7 +170,7 @@ PackageSignature sign_package(const std::filesystem::path& package_dir, const st
     doc["validation_sha256"] = *out.validation_sha256;
     doc["validation_signature"] = base64(ed25519_sign(key.get(), *validation));
   }
-  write_file_atomic(package_dir / std::string(kSignatureFileName), doc.dump(2) + "\n");
+  write_file_atomic(package_dir / std::string(kSignatureFileName), json_output(doc, 2) + "\n");
   return out;
 }
 

@@ -1,4 +1,5 @@
 // Package schema 2 stage admission descriptors (see skippy/stage_admission.h).
+#include "format/json_output.h"
 #include "skippy/stage_admission.h"
 
 #include <algorithm>
@@ -102,12 +103,14 @@ std::string stage_admission_json(const StageAdmission& a) {
   doc["package_id"] = a.package_id;
   doc["resident_tensor_ids"] = a.resident_tensor_ids;
   doc["sidecars"] = std::move(sidecars);
-  return doc.dump();
+  return json_output(doc);
 }
 
 void check_stage_admission(const StageAdmission& a, const PackageCatalog& cat, std::string_view origin) {
   const std::string who(origin);
-  if (cat.schema_version != 2 || !cat.root_v2) {
+  // A descriptor names tensors by id: a package whose stages are whole
+  // parts has no tensor ids to admit.
+  if (cat.selects_whole_parts) {
     throw_invalid(who + ": a stage admission descriptor admits a stage of a package schema 2 package; " +
                   (cat.model_id.empty() ? std::string("this package") : cat.model_id) + " is schema " +
                   std::to_string(cat.schema_version));
@@ -131,7 +134,7 @@ void check_stage_admission(const StageAdmission& a, const PackageCatalog& cat, s
                     " (not in the package's tensor catalog)");
     }
   }
-  const auto& declared = cat.root_v2->sidecars;
+  const auto& declared = cat.sidecars;
   for (size_t i = 0; i < a.sidecars.size(); ++i) {
     if (std::find(declared.begin(), declared.end(), a.sidecars[i]) == declared.end()) {
       throw_invalid(who + ": " + index_path("sidecars", i) + ": unknown sidecar " + describe_sidecar(a.sidecars[i]) +

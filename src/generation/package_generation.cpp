@@ -4,9 +4,10 @@
 #include <string_view>
 
 #include "skippy/error.h"
-#include "format/generation_v2.h"
 #include "skippy/gguf.h"
 #include "skippy/package_catalog.h"
+#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/verify.h"
 
 namespace skippy {
@@ -34,14 +35,21 @@ std::set<uint32_t> nextn_layers_of(const PackageCatalog& cat, const std::set<uin
   return found;
 }
 
-// A generation block set aside as malformed: nothing may be resolved from it
-// (the spec: policy values are never reinterpreted; a broken block is not
-// an absent one).
+// A generation block set aside as malformed, or one the package's schema
+// holds that has no meaning in the one model: nothing may be resolved from
+// it (the spec: policy values are never reinterpreted; a broken block is
+// not an absent one).
 void refuse_set_aside_generation(const OpenedPackage& pkg, std::string_view what) {
-  if (const auto& problem = pkg.manifest.generation_problem) {
+  if (const auto& problem = pkg.identity().generation_problem) {
     throw_invalid(pkg.ref + ": cannot resolve " + std::string(what) + ": the manifest's generation block is malformed (" +
                   *problem + ")");
   }
+}
+
+// A block the one model cannot read (a schema 2 block schema 1's rules
+// refuse): it is refused, not reinterpreted.
+void refuse_untranslatable_generation(const OpenedPackage& pkg) {
+  if (const auto& problem = pkg.identity().generation_untranslatable) throw_invalid(*problem);
 }
 
 }  // namespace
@@ -49,11 +57,10 @@ void refuse_set_aside_generation(const OpenedPackage& pkg, std::string_view what
 PolicyInputs package_policy_inputs(const OpenedPackage& pkg) {
   refuse_set_aside_generation(pkg, "a generation policy");
   PolicyInputs in;
-  (void)verify_if_required(pkg, {check_metadata_only(pkg)});
-  const auto meta = GgufFile::open(pkg.root / pkg.manifest.shared.metadata.path);
-  in.architecture = std::string(meta.architecture());
-  if (auto k = meta.get_uint(in.architecture + ".attention.indexer.top_k")) in.request.top_k = *k;
-  if (const auto& gen = pkg.manifest.generation) {
+  const auto meta = package_metadata(pkg.catalog(CatalogNeed::artifacts()));
+  in.architecture = std::string(meta->architecture());
+  if (auto k = meta->get_uint(in.architecture + ".attention.indexer.top_k")) in.request.top_k = *k;
+  if (const auto& gen = pkg.identity().generation) {
     in.policy = gen->policy;
     in.thresholds = gen->thresholds;
   }
@@ -77,59 +84,34 @@ std::set<uint32_t> named_layers(const SpeculativeDecoding& spec) {
 
 SpeculativeModel package_speculative_model(const OpenedPackage& pkg, std::vector<std::string>* notes) {
   refuse_set_aside_generation(pkg, "speculative decoding");
+  refuse_untranslatable_generation(pkg);
   SpeculativeModel model;
-  const auto& gen = pkg.manifest.generation;
+  const auto& gen = pkg.identity().generation;
   if (gen && gen->speculative_decoding) model.package = &*gen->speculative_decoding;
-  model.layer_count = pkg.manifest.layer_count;
+  model.layer_count = pkg.identity().layer_count;
   std::set<uint32_t> named;
   if (model.package) named = package_generation_detail::named_layers(*model.package);
-  // The named layers' fragments, read into the package's catalog.
-  std::unordered_map<std::string, std::shared_ptr<const GgufFile>> headers;
+  std::vector<uint32_t> layers;
   for (const uint32_t l : named) {
-    if (l >= pkg.manifest.layers.size()) continue;  // the rules check reports it
-    if (pkg.source && !std::filesystem::exists(pkg.root / pkg.manifest.layers[l].path)) {
+    if (l < model.layer_count) layers.push_back(l);  // (the rules check reports the others)
+  }
+  // The named layers' tensors, never downloaded for this: a layer whose
+  // file the reader would read and that is not in the cache leaves the
+  // check undone, with a note.
+  if (pkg.source) {
+    for (const auto& a : pkg.reader->catalog(pkg, CatalogNeed::root_only()).artifacts) {
+      if (a.role != PartRole::kLayer || !a.layer || !a.read_whole || !named.contains(*a.layer)) continue;
+      if (std::filesystem::exists(pkg.root / a.path)) continue;
       if (notes) {
-        notes->push_back("layer " + std::to_string(l) + " is not in the cache: NextN tensors not checked (rule "
+        notes->push_back("layer " + std::to_string(*a.layer) + " is not in the cache: NextN tensors not checked (rule "
                          "layer_indices_hold_nextn not applied; fetch the layer to apply it)");
       }
       return model;  // nextn_layers stays nullopt
     }
-    const LayerRange range{l, l + 1};
-    const auto opened = open_catalog_v1(pkg, range);
-    for (const auto& part : open_stage(opened, range).parts) {
-      if (part.role != PartRole::kLayer) continue;
-      (void)verify_if_required(pkg, {part});
-      headers[part.rel_path] = std::make_shared<const GgufFile>(GgufFile::open(part.path));
-    }
   }
-  model.nextn_layers = nextn_layers_of(build_catalog_v1(pkg.manifest, headers), named);
-  return model;
-}
-
-std::optional<GenerationDefaults> package_generation(const OpenedCatalog& pkg) {
-  const auto& root = pkg.catalog.root_v2;
-  if (!root || !root->generation) return std::nullopt;
-  return generation_v1_of(*root->generation, pkg.catalog.layer_count,
-                          (pkg.root / std::string(kManifestFileName)).string());
-}
-
-PolicyInputs package_policy_inputs(const OpenedCatalog& pkg) {
-  PolicyInputs in;
-  in.architecture = pkg.catalog.architecture;
-  if (pkg.catalog.carrier_file) {
-    if (auto k = pkg.catalog.carrier_file->get_uint(in.architecture + ".attention.indexer.top_k")) in.request.top_k = *k;
-  }
-  return in;  // schema 2 has no generation.policy or thresholds
-}
-
-SpeculativeModel package_speculative_model(const OpenedCatalog& pkg, const std::optional<GenerationDefaults>& generation) {
-  SpeculativeModel model;
-  if (generation && generation->speculative_decoding) model.package = &*generation->speculative_decoding;
-  model.layer_count = pkg.catalog.layer_count;
-  // The carrier's directory names every tensor (checked against the root's
-  // digest when the package was opened): no payload is read.
-  model.nextn_layers = model.package ? nextn_layers_of(pkg.catalog, package_generation_detail::named_layers(*model.package))
-                                     : std::set<uint32_t>{};
+  const OpenedCatalog opened = pkg.catalog(CatalogNeed::of_layers(layers));
+  (void)verify_catalog_reads(opened);
+  model.nextn_layers = nextn_layers_of(opened.catalog, named);
   return model;
 }
 

@@ -147,20 +147,4 @@ void add_policy_override(PolicyOverrides& o, std::string_view text) {
         "compact_flash_min_kv, dense_mask_max_bytes, experimental.<switch>)");
 }
 
-std::vector<std::string> generation_warnings(const std::optional<GenerationDefaults>& generation) {
-  std::vector<std::string> out;
-  if (!generation) return out;
-  if (generation->policy) out = unsupported_policy_values(*generation->policy);
-  if (generation->speculative_decoding) {
-    if (auto w = unsupported_default_strategy(*generation->speculative_decoding)) out.push_back(std::move(*w));
-    for (auto& w : pipeline_depths_needing_evidence(*generation->speculative_decoding)) out.push_back(std::move(w));
-  }
-  // The policy's unknown fields are already in unsupported_policy_values.
-  const std::vector<std::string> said = out;
-  for (auto& w : generation_fields_outside_schema(*generation)) {
-    if (std::find(said.begin(), said.end(), w) == said.end()) out.push_back(std::move(w) + "; ignored");
-  }
-  return out;
-}
-
 }  // namespace skippy

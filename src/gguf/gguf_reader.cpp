@@ -6,6 +6,7 @@
 
 #include "util/file.h"
 #include "skippy/error.h"
+#include "util/control_chars.h"
 #include "gguf/ggml_types.h"
 #include "skippy/gguf.h"
 
@@ -406,6 +407,10 @@ void GgufFile::parse_all(const GgufLimits& limits) {
                                 std::to_string(kGgufMaxTensorName) + " bytes");
     }
     if (!is_valid_utf8(name)) c.fail(t.info_offset, "tensor name is not valid UTF-8");
+    // The rule every identity string follows (stage admission descriptors,
+    // manifests): a name with a control character (NUL, ESC, a newline, a
+    // bidirectional control) is one ggml would cut or a terminal would act on.
+    if (const auto why = control_character_problem(name)) c.fail(t.info_offset, "tensor name " + *why);
     t.name = name;
     const uint64_t nd_at = c.pos();
     const auto n_dims = c.read<uint32_t>("tensor dimension count");

@@ -155,6 +155,14 @@ uint64_t ModelSource::tensor_bytes() const noexcept {
   return n;
 }
 
+bool is_multimodal_projector(const GgufFile& file) noexcept {
+  if (file.architecture() == "clip") return true;
+  for (const auto& kv : file.kvs()) {
+    if (kv.key.starts_with("clip.")) return true;
+  }
+  return false;
+}
+
 ModelSummary summarize(const ModelSource& model) {
   ModelSummary s;
   const auto& p = model.primary();
@@ -167,6 +175,13 @@ ModelSummary summarize(const ModelSource& model) {
   s.expert_shared_count = p.get_uint(arch + ".expert_shared_count");
   if (s.expert_count == 0) s.expert_count.reset();
   s.alignment = p.alignment();
+  if (is_multimodal_projector(p)) {
+    ModelSummary::Projector pj;
+    pj.projector_type = std::string(p.get_string("clip.projector_type").value_or(""));
+    pj.vision_block_count = p.get_uint("clip.vision.block_count");
+    pj.audio_block_count = p.get_uint("clip.audio.block_count");
+    s.projector = std::move(pj);
+  }
   uint32_t layers = 0;
   if (const auto bc = p.block_count(); bc && *bc <= 100000) layers = static_cast<uint32_t>(*bc);
   for (const auto& t : model.tensors()) {

@@ -201,9 +201,9 @@ size_t on_read(char* buffer, size_t size, size_t n, void* user) {
   return static_cast<size_t>(got);
 }
 
+// Failures worth another attempt: the connection or the transfer broke.
 bool retryable_code(CURLcode c) {
   switch (c) {
-    case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_CONNECT:
     case CURLE_OPERATION_TIMEDOUT:
     case CURLE_PARTIAL_FILE:
@@ -316,7 +316,12 @@ HttpResult HttpConnection::perform(const HttpRequest& req) {
       msg = "nothing moved for " + std::to_string(req.stall_timeout_secs) + " s (the server took the request and " +
             (t.resp.status > 0 ? "stopped sending" : "never answered") + "; the limit is SKIPPY_HF_STALL_SECS)";
     }
-    return {std::nullopt, TransportError{msg, retryable_code(rc)}};
+    if (rc == CURLE_COULDNT_RESOLVE_HOST) {
+      // A name that does not resolve is a wrong endpoint or no network, not
+      // a blip: retrying only delays the answer.
+      msg += " (not retried: check HF_ENDPOINT and the network; HF_HUB_OFFLINE=1 uses the cache alone)";
+    }
+        return {std::nullopt, TransportError{msg, retryable_code(rc)}};
   }
   return {std::move(t.resp), std::nullopt};
 }
@@ -356,7 +361,11 @@ std::string server_reason(const HttpResponse& r) {
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
   }
   d = trim(d);
-  if (d.size() > 300) d = d.substr(0, 300) + "...";
+  if (d.size() > 300) {
+    size_t cut = 300;  // never inside a UTF-8 sequence
+    while (cut > 0 && (static_cast<unsigned char>(d[cut]) & 0xC0) == 0x80) --cut;
+    d = d.substr(0, cut) + "...";
+  }
   return d;
 }
 
@@ -421,7 +430,7 @@ bool is_hub_api_url(const std::string& endpoint, const std::string& url) {
   const std::string base = endpoint.substr(origin.size());  // a mirror's path prefix, usually ""
   std::string_view raw = std::string_view(url).substr(origin.size());
   raw = raw.substr(0, raw.find_first_of("?#"));
-  // Decided on the path the server will see (issue #29: ".." spelled
+  // Decided on the path the server will see (".." spelled
   // "%2e%2e" reached storage with the token).
   const auto normalized = normalized_path(raw);
   if (!normalized) return false;

@@ -513,6 +513,21 @@ class HubRemote final : public Remote {
     return out;
   }
 
+  // One ranged request for the file's first bytes, after the HEAD that
+  // checks its size and SHA-256 (the etag) against what the caller expects.
+  std::optional<std::vector<uint8_t>> read_head(const HfRepoCache& cache, const std::string& commit,
+                                                const RemoteFile& file, uint64_t length) override {
+    auto& repo = repo_for(cache);
+    const std::string what = "hf://" + cache.repo_id() + "@" + commit + ": " + file.path;
+    const FileMeta meta = repo.checked_head(commit, file, what);
+    detail::PrefixTarget target(what, meta.size, 0, std::min(length, meta.size));
+    if (target.bytes().empty()) return std::vector<uint8_t>{};
+    detail::ConnectionPool pool(1);
+    const auto o = repo.ranged_options(pool, meta, commit, file.path, what, target.bytes().size());
+    if (!detail::fetch_ranges(target, {meta.download_url, meta.token_allowed}, o)) return std::nullopt;  // no Range here
+    return std::move(target.bytes());
+  }
+
   std::vector<std::string> take_notes() override {
     std::lock_guard g(mu_);
     return std::exchange(notes_, {});

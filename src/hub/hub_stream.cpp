@@ -30,46 +30,6 @@ using Range = detail::ByteRanges::Range;
 constexpr uint64_t kFirstHeaderBytes = uint64_t{1} << 20;
 constexpr uint64_t kMaxHeaderBytes = uint64_t{1} << 30;
 
-// [first, end) of a file of `size` bytes into memory (a header prefix).
-class PrefixTarget final : public detail::RangeTarget {
- public:
-  PrefixTarget(std::string what, uint64_t size, uint64_t first, uint64_t end)
-      : what_(std::move(what)), size_(size), first_(first), buf_(end - first) {}
-  const std::string& what() const override { return what_; }
-  uint64_t size() const override { return size_; }
-  std::vector<Range> missing() const override {
-    return got_ < buf_.size() ? std::vector<Range>{{first_ + got_, first_ + buf_.size()}} : std::vector<Range>{};
-  }
-  uint64_t received() const override { return got_; }
-  void write_at(uint64_t offset, std::span<const uint8_t> data) override {
-    if (offset < first_ || offset - first_ + data.size() > buf_.size()) {
-      throw_integrity(what_ + ": bytes arrived outside the range asked for");
-    }
-    std::memcpy(buf_.data() + (offset - first_), data.data(), data.size());
-    got_ = std::max<uint64_t>(got_, offset - first_ + data.size());
-  }
-  void pump(std::chrono::milliseconds wait) override {
-    std::unique_lock g(mu_);
-    cv_.wait_for(g, wait, [&] { return woken_; });
-    woken_ = false;
-  }
-  void notify() override {
-    std::lock_guard g(mu_);
-    woken_ = true;
-    cv_.notify_all();
-  }
-  std::vector<uint8_t>& bytes() { return buf_; }
-
- private:
-  std::string what_;
-  uint64_t size_, first_;
-  std::vector<uint8_t> buf_;
-  std::atomic<uint64_t> got_{0};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool woken_ = false;
-};
-
 // A whole (small) file to disk, ranges written in place.
 class FileTarget final : public detail::RangeTarget {
  public:
@@ -363,7 +323,7 @@ struct StreamedHubSource::State {
     uint64_t want = std::min(size, kFirstHeaderBytes);
     uint64_t header_end = 0;
     for (;;) {
-      PrefixTarget t(what(i), size, prefix.size(), want);
+      detail::PrefixTarget t(what(i), size, prefix.size(), want);
       detail::fetch_hub_ranges(hub, repo, commit, files[i], t, pool, want - prefix.size());
       prefix.insert(prefix.end(), t.bytes().begin(), t.bytes().end());
       if (opt.on_bytes) opt.on_bytes(t.bytes().size());

@@ -1,4 +1,4 @@
-// publish's files beside the artifacts (#25): README.md, the manifest,
+// publish's files beside the artifacts: README.md, the manifest,
 // validation.json and the signature sidecar, each checked before it is
 // queued (skippy/hub_publish.h: add_package_metadata).
 #include "skippy/error.h"

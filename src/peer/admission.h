@@ -1,5 +1,5 @@
 // Who gets a connection slot on the server, before and after authentication
-// (issue #20: a flood of unauthenticated sockets must not starve
+// (a flood of unauthenticated sockets must not starve
 // authenticated peers). Internal to src/peer; thread-safe.
 //
 // Two pools, each with its own cap:
@@ -14,7 +14,7 @@
 // When its address already holds max_unauthenticated_per_address, a
 // newcomer takes the slot of that address's oldest connection that has not
 // delivered its ClientHello (a flood from a legitimate peer's own address,
-// same host or same NAT, must not lock it out, issue #29); when every one of
+// same host or same NAT, must not lock it out); when every one of
 // them has, the newcomer is refused. A connection whose ClientHello is
 // answered keeps its slot: the answer waits for hello(), which says whether
 // the slot is still its own.

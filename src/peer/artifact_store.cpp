@@ -15,6 +15,7 @@
 #include "skippy/package_signature.h"
 #include "util/sha256.h"
 #include "skippy/catalog_stage.h"
+#include "skippy/package.h"
 #include "skippy/verify.h"
 
 namespace skippy::peer::detail {
@@ -68,10 +69,10 @@ Decision refuse(Refusal r, std::string why) {
   return d;
 }
 
-// How the server's log names an artifact: as its schema does (schema 1 by
-// its role and path, schema 2 by its id and path).
-std::string describe(const PackageCatalog& listing, const CatalogArtifact& a) {
-  if (!listing.manifest_v1) return "artifact " + a.id + " (" + a.path + ")";
+// How the server's log names an artifact: as its package does (by its id
+// and path, or by its role and path).
+std::string describe(const OpenedPlace& pkg, const CatalogArtifact& a) {
+  if (pkg.names_artifacts_by_id) return "artifact " + a.id + " (" + a.path + ")";
   const PartRole role = a.role.value_or(PartRole::kMetadata);
   if (role == PartRole::kLayer && a.layer) return "layer " + std::to_string(*a.layer) + " (" + a.path + ")";
   return std::string(part_role_name(role)) + " (" + a.path + ")";
@@ -187,24 +188,17 @@ std::shared_ptr<const ArtifactStore::Package> ArtifactStore::load_package(std::s
     return nullptr;
   }
   auto pkg = std::make_shared<OpenedPackage>();
-  std::shared_ptr<const PackageRootV2> root_v2;
   std::shared_ptr<const PackageCatalog> listing;
   try {
-    // The package's artifacts as its reader lists them, before any fragment
-    // or carrier is read.
-    if (peek_schema_version(*text) == kPackageSchemaV2) {
-      root_v2 = std::make_shared<const PackageRootV2>(parse_package_root_v2(*text, "model-package.json"));
-      listing = std::make_shared<const PackageCatalog>(catalog_artifacts_v2(*root_v2, "model-package.json"));
-    } else {
-      pkg->manifest = parse_manifest(*text, "model-package.json");
-      listing = std::make_shared<const PackageCatalog>(catalog_artifacts_v1(pkg->manifest));
-    }
+    // The package's artifacts as its reader lists them, before any file is read.
+    pkg->reader = open_package_reader(*text, "model-package.json");
+    listing = std::make_shared<const PackageCatalog>(pkg->reader->catalog(*pkg, CatalogNeed::root_only()));
   } catch (const Error& e) {
     *why = std::string("model-package.json does not parse: ") + e.what();
     return nullptr;
   }
   if (!trusted_signers_.empty()) {
-    // #25: the signature must vouch for exactly the bytes just read.
+    // the signature must vouch for exactly the bytes just read.
     try {
       const auto sig = check_package_trust(snapshot_dir_, trusted_signers_, topology_.package_ref);
       if (!sig || !sha256_equal(sig->manifest_sha256, sha)) {
@@ -222,11 +216,16 @@ std::shared_ptr<const ArtifactStore::Package> ArtifactStore::load_package(std::s
   pkg->always_verify = true;
   pkg->manifest_sha256 = sha;
   pkg->commit = commit_;
+  try {
+    pkg->reader->on_open(*pkg);
+  } catch (const Error& e) {
+    *why = std::string("not served: ") + e.what();
+    return nullptr;
+  }
   auto p = std::make_shared<Package>();
   p->state = state;
   p->text = std::move(text);
   p->pkg = std::move(pkg);
-  p->root_v2 = std::move(root_v2);
   p->listing = std::move(listing);
   std::lock_guard g(mu_);
   package_ = p;
@@ -325,7 +324,7 @@ Decision ArtifactStore::authorize(const wire::Request& req, const std::string& p
   std::string why;
   const auto package = load_package(&why);
   if (!package) return refuse(Refusal::kUnavailable, why);
-  // #25: the signature sidecar and validation.json, for either schema.
+  // the signature sidecar and validation.json, for either schema.
   if (req.rel_path == kSignatureFileName || req.rel_path == kValidationFileName) {
     return small_file(req, package->pkg->boundary);
   }
@@ -345,16 +344,16 @@ Decision ArtifactStore::authorize(const wire::Request& req, const std::string& p
     return d;
   }
   const PackageCatalog& listing = *package->listing;
-  const bool v2 = !listing.manifest_v1;
+  const bool by_id = package->pkg->names_artifacts_by_id;
   const CatalogArtifact* declared = nullptr;
   for (const auto& a : listing.artifacts) {
     if (a.path == req.rel_path) declared = &a;
   }
   if (!declared) {
     return refuse(Refusal::kUnavailable,
-                  req.rel_path + " is not declared in the " + (v2 ? "artifact catalog" : "manifest"));
+                  req.rel_path + " is not declared in the " + (by_id ? "artifact catalog" : "manifest"));
   }
-  const std::string what = describe(listing, *declared);
+  const std::string what = describe(*package->pkg, *declared);
   try {
     check_stage_layers(*stage, listing.layer_count);
   } catch (const Error& e) {
@@ -389,7 +388,8 @@ Decision ArtifactStore::authorize(const wire::Request& req, const std::string& p
         defined += ", output not tied";
       }
       return refuse(Refusal::kUnavailable,
-                    what + " is not part of stage " + stage->stage_id + " (" + defined + (v2 ? ", package schema 2" : "") + ")");
+                    what + " is not part of stage " + stage->stage_id + " (" + defined +
+                        (listing.selects_whole_parts ? "" : ", package schema " + std::to_string(listing.schema_version)) + ")");
     }
   }
   if (auto bad = expectation_problem(req, declared->bytes, declared->sha256)) {
@@ -439,9 +439,9 @@ void ArtifactStore::require_admissions() {
     throw_not_found(who + " is checked against the package before serving, and the package cannot be read: " + why +
                     " (fetch it first)");
   }
-  if (!package->root_v2) {
-    throw_invalid(who + ": a stage admission descriptor defines a stage of a package schema 2; this package is schema 1 "
-                        "(its stages are their layer ranges)");
+  if (package->listing->selects_whole_parts) {
+    throw_invalid(who + ": a stage admission descriptor defines a stage by its tensors; this package is schema " +
+                  std::to_string(package->listing->schema_version) + ", whose stages are their layer ranges");
   }
   const auto catalog = catalog_of(package, /*read_output=*/false, &why);
   if (!catalog) throw_invalid(who + " cannot be checked: " + why);
@@ -500,41 +500,31 @@ Decision ArtifactStore::small_file(const wire::Request& req, const fs::path& bou
 std::shared_ptr<const PackageCatalog> ArtifactStore::catalog_of(const std::shared_ptr<const Package>& package,
                                                                bool read_output, std::string* why) {
   const PackageCatalog& listing = *package->listing;
-  if (listing.manifest_v1 && !read_output) return package->listing;
+  const bool whole_parts = listing.selects_whole_parts;
+  if (whole_parts && !read_output) return package->listing;
   {
     std::lock_guard g(mu_);
     if (catalog_ && catalog_package_ == package) return catalog_;
   }
-  // Schema 2: the carrier; schema 1: shared/output.gguf. Verified before
-  // its header is read.
-  const CatalogArtifact* source = &listing.artifacts.at(listing.carrier);
-  for (const auto& a : listing.artifacts) {
-    if (listing.manifest_v1 && a.role == PartRole::kOutput) source = &a;
-  }
-  const std::string needed = listing.manifest_v1 ? "cannot tell whether the output is tied to the embeddings: "
-                                                 : "cannot tell what the stage needs without its metadata carrier: ";
-  if (!open_verified(*package->pkg, part_of(listing, *source), why)) {
-    *why = needed + *why;
-    return nullptr;
-  }
+  const std::string needed = whole_parts ? "cannot tell whether the output is tied to the embeddings: "
+                                         : "cannot tell what the stage needs without its metadata carrier: ";
   std::shared_ptr<const PackageCatalog> catalog;
   try {
-    if (listing.manifest_v1) {
-      // The reader, on the output just verified (the range of the last layer reads only it).
-      const LayerRange final_layer{listing.layer_count - 1, listing.layer_count};
-      catalog = std::make_shared<const PackageCatalog>(list_catalog_v1(*package->pkg, final_layer).catalog);
-    } else {
-      GgufLimits limits;
-      limits.directory_only = true;
-      std::error_code ec;
-      const fs::path real = fs::canonical(package->pkg->root / source->path, ec);
-      if (ec) throw_invalid(source->path + ": cannot resolve: " + ec.message());
-      auto gguf = std::make_shared<const GgufFile>(GgufFile::open(real, limits));
-      catalog = std::make_shared<const PackageCatalog>(build_catalog_v2(*package->root_v2, std::move(gguf), source->path));
-    }
+    // The reader's catalog of a final stage's artifacts (the range of the
+    // last layer reads only what says whether the output is tied).
+    const LayerRange final_layer{listing.layer_count - 1, listing.layer_count};
+    catalog = std::make_shared<const PackageCatalog>(package->pkg->reader->catalog(*package->pkg, CatalogNeed::artifacts(final_layer)));
   } catch (const std::exception& e) {
-    *why = listing.manifest_v1 ? needed + e.what() : std::string("the metadata carrier cannot be read: ") + e.what();
+    *why = whole_parts ? needed + e.what() : std::string("the metadata carrier cannot be read: ") + e.what();
     return nullptr;
+  }
+  // What the reader read, verified before its catalog is trusted.
+  for (const auto& a : catalog->artifacts) {
+    if (!a.read_for_catalog || a.hashed_on_read) continue;
+    if (!open_verified(*package->pkg, part_of(listing, a), why)) {
+      *why = needed + *why;
+      return nullptr;
+    }
   }
   std::lock_guard g(mu_);
   catalog_package_ = package;

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "peer/protocol.h"
-#include "skippy/manifest_v2.h"
+#include "skippy/package.h"
 #include "skippy/package_catalog.h"
 #include "skippy/peer.h"
 #include "skippy/stage.h"
@@ -43,14 +43,14 @@ struct Decision {
 
 class ArtifactStore {
  public:
-  // #25: with `trusted_signers`, the package is served only while its
+  // with `trusted_signers`, the package is served only while its
   // signature sidecar verifies and names one of them (checked each time the
   // manifest is read; every request is refused otherwise).
   ArtifactStore(Topology topology, std::filesystem::path hf_cache,
                 std::optional<std::filesystem::path> verification_cache_dir,
                 std::vector<std::filesystem::path> trusted_signers = {});
 
-  // #25: with trusted signers, throws what check_package_trust finds wrong
+  // with trusted signers, throws what check_package_trust finds wrong
   // with the cached package now (kNotFound when it is not in the cache).
   // serve-artifacts calls it before listening: it does not start on a
   // package its anchors do not vouch for.
@@ -79,12 +79,10 @@ class ArtifactStore {
   struct Package {  // model-package.json as last read, keyed by file state
     std::string state;  // dev/ino/size/mtime/ctime of the resolved file
     std::shared_ptr<const std::string> text;
-    // Schema 1: the manifest. Schema 2: root, boundary and manifest SHA-256
-    // only (what open_verified needs); the root is in root_v2.
+    // The package as its reader opened it (place: root, boundary, manifest SHA-256).
     std::shared_ptr<const OpenedPackage> pkg;
-    std::shared_ptr<const PackageRootV2> root_v2;
     // The artifacts as the package's reader lists them before reading any
-    // file (catalog_artifacts_v1 / catalog_artifacts_v2).
+    // file (CatalogNeed::root_only).
     std::shared_ptr<const PackageCatalog> listing;
   };
   // The topology's package if it is in the cache and its manifest is the
@@ -93,16 +91,16 @@ class ArtifactStore {
   // Resolves, checks and verifies one declared artifact; on success an open
   // descriptor whose file is the one verified. Else a reason in *why.
   std::shared_ptr<ServedFile> open_verified(const OpenedPackage& pkg, StagePart part, std::string* why);
-  // The catalog a stage's artifact set is computed from (stage_artifacts),
-  // the one schema-specific step: schema 2's built from its carrier once
-  // the carrier is verified; schema 1's the listing, or with `read_output`
-  // the listing plus the verified shared/output.gguf's header (whether the
-  // output is tied: list_catalog_v1). Kept while the manifest is the same;
-  // else null with *why.
+  // The catalog a stage's artifact set is computed from (stage_artifacts):
+  // the listing, when the package chooses whole parts by role and the
+  // question is not whether the output is tied; else the reader's catalog
+  // of a final stage's artifacts (a reader of whole parts reads the
+  // output's header; another its carrier), every file it read verified.
+  // Kept while the manifest is the same; else null with *why.
   std::shared_ptr<const PackageCatalog> catalog_of(const std::shared_ptr<const Package>& package, bool read_output,
                                                    std::string* why);
   std::shared_ptr<std::mutex> path_lock(const std::string& rel_path);
-  // #25: model-package.json.sig or validation.json, read from the snapshot
+  // model-package.json.sig or validation.json, read from the snapshot
   // (inside the repo folder, a regular file, capped), served like the manifest.
   Decision small_file(const wire::Request& request, const std::filesystem::path& boundary);
 

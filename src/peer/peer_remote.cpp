@@ -15,7 +15,7 @@
 #include "skippy/hf_ref.h"
 #include "skippy/gguf.h"
 #include "skippy/manifest.h"
-#include "skippy/manifest_v2.h"
+#include "skippy/package.h"
 #include "skippy/package_catalog.h"
 #include "skippy/package_signature.h"
 #include "skippy/package_layout.h"
@@ -162,23 +162,30 @@ class PeerRemote final : public Remote {
                     o_.topology.manifest_sha256 + " (the peer serves only the topology's package)";
         return p;
       }
-      // The catalog the stage's set is computed from: schema 2's from the
-      // carrier once it is cached; schema 1's the manifest's artifacts
-      // (catalog_artifacts_v1). Whether a schema 1 output is tied is not
-      // read here: a final stage's set then holds the embeddings, which the
-      // stage consumer asks for only when its output is tied (the peer
-      // applies the exact rule), so the superset costs at most one refusal
-      // for a file nobody asks for.
-      std::optional<PackageCatalog> catalog;
-      if (peek_schema_version(text) == kPackageSchemaV2) {
-        const auto root = parse_package_root_v2(text, kManifestFileName);
-        catalog = cached_catalog_v2(cache, root);
-        if (!catalog) {
-          p.artifacts = only_carrier(root);
+      // The catalog the stage's set is computed from: the root's listing
+      // when the package chooses whole parts by role; else (the stage's
+      // tensors decide) the reader's catalog once what it reads (the
+      // carrier) is in the cache, and only the carrier before. Whether an
+      // output of whole parts is tied is not read here: a final stage's set
+      // then holds the embeddings, which the stage consumer asks for only
+      // when its output is tied (the peer applies the exact rule), so the
+      // superset costs at most one refusal for a file nobody asks for.
+      OpenedPackage pkg;
+      pkg.ref = o_.topology.package_ref;
+      pkg.root = cache.snapshot_dir(commit_);
+      std::error_code ec;
+      pkg.boundary = std::filesystem::canonical(cache.repo_dir(), ec);
+      pkg.manifest_sha256 = sha;
+      pkg.reader = open_package_reader(text, kManifestFileName);
+      pkg.reader->on_open(pkg);
+      std::optional<PackageCatalog> catalog = pkg.reader->catalog(pkg, CatalogNeed::root_only());
+      if (!catalog->selects_whole_parts) {
+        try {
+          catalog = pkg.reader->catalog(pkg, CatalogNeed::artifacts());
+        } catch (const Error&) {
+          p.artifacts = only_carrier(*catalog);
           return p;
         }
-      } else {
-        catalog = catalog_artifacts_v1(parse_manifest(text, kManifestFileName));
       }
       try {
         p.artifacts = stage_artifacts(stage_, *catalog);
@@ -191,35 +198,15 @@ class PeerRemote final : public Remote {
     return p;
   }
 
-  // Package schema 2: the carrier, which every stage may have; once it is
-  // in the cache with the root's size and digest (the consumer brings it
-  // first), the catalog it gives (nullopt before).
-  static const V2Artifact& carrier_of(const PackageRootV2& root) {
-    for (const auto& a : root.artifacts) {
-      if (a.id == root.source_model.metadata_artifact_id) return a;
-    }
-    throw_invalid("the root names no metadata carrier");  // (parse_package_root_v2 guarantees it)
-  }
-  StageArtifacts only_carrier(const PackageRootV2& root) const {
-    const V2Artifact& carrier = carrier_of(root);
+  // The carrier, which every stage may have (before the catalog it gives is
+  // in the cache).
+  StageArtifacts only_carrier(const PackageCatalog& listing) const {
+    const CatalogArtifact& carrier = listing.artifacts.at(listing.carrier);
     StageArtifacts s;
     s.range = stage_.layers;
-    s.artifacts.push_back({carrier.path, PartRole::kMetadata, std::nullopt, carrier.byte_size, carrier.sha256,
+    s.artifacts.push_back({carrier.path, PartRole::kMetadata, std::nullopt, carrier.bytes, carrier.sha256,
                            "every stage reads the metadata carrier"});
     return s;
-  }
-  std::optional<PackageCatalog> cached_catalog_v2(const HfRepoCache& cache, const PackageRootV2& root) const {
-    const V2Artifact& carrier = carrier_of(root);
-    const auto local = cache.snapshot_file(commit_, carrier.path);
-    std::error_code ec;
-    if (!local || std::filesystem::file_size(*local, ec) != carrier.byte_size || ec ||
-        !sha256_equal(sha256_file(*local), carrier.sha256)) {
-      return std::nullopt;
-    }
-    GgufLimits limits;
-    limits.directory_only = true;
-    auto gguf = std::make_shared<const GgufFile>(GgufFile::open(*local, limits));
-    return build_catalog_v2(root, std::move(gguf), carrier.path);
   }
 
   RemoteOutcome fetch_one(const HfRepoCache& cache, const RemoteFile& file, const StagePlan& plan,
@@ -285,7 +272,7 @@ class PeerRemote final : public Remote {
     });
   }
 
-  // #25: model-package.json.sig or validation.json, which the manifest does
+  // model-package.json.sig or validation.json, which the manifest does
   // not declare: its SHA-256 is the caller's (validation.json: the
   // sidecar's) when given, else what arrives; the signature check after the
   // fetch judges the bytes. Small: received into memory, then written.

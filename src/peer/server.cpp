@@ -139,7 +139,7 @@ struct ArtifactServer::Impl {
         admission(admission_limits(opts.limits)),
         preauth(opts.log ? opts.log : default_log) {
     if (!opts.log) opts.log = default_log;
-    store.require_trusted();  // #25: no start on a package the trusted signers do not vouch for
+    store.require_trusted();  // no start on a package the trusted signers do not vouch for
     store.require_admissions();  // descriptors of another package (or tensors it lacks) refused before serving
   }
 

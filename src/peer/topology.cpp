@@ -5,6 +5,7 @@
 #include <tuple>
 #include <vector>
 
+#include "format/json_output.h"
 #include "format/manifest_json.h"
 #include "skippy/catalog_stage.h"
 #include "util/control_chars.h"
@@ -138,7 +139,7 @@ Topology load_topology(const std::filesystem::path& file) {
 }
 
 std::string format_topology(const Topology& topology) {
-  auto text = [](const std::string& s) { return json(s).dump(); };
+  auto text = [](const std::string& s) { return json_output(json(s)); };
   std::string out = "{\n";
   out += "  \"topology_id\": " + text(topology.topology_id) + ",\n";
   out += "  \"run_id\": " + text(topology.run_id) + ",\n";
@@ -237,12 +238,12 @@ StageArtifacts stage_artifacts(const TopologyStage& stage, const PackageCatalog&
   };
   add(catalog.artifacts.at(catalog.carrier), PartRole::kMetadata, "every stage reads the metadata carrier");
   // The consumer's selection (select_stage: the spec's rule, the tied
-  // output's embeddings included). A schema 1 catalog that has not read
-  // shared/output.gguf cannot say whether the output is tied: a final
+  // output's embeddings included). A catalog of whole parts that has not
+  // read the output's header cannot say whether the output is tied: a final
   // stage's set is then chosen as if it were (the embeddings in it).
   const CatalogArtifact* output = nullptr;
   for (const auto& a : catalog.artifacts) {
-    if (catalog.manifest_v1 && a.role == PartRole::kOutput) output = &a;
+    if (catalog.selects_whole_parts && a.role == PartRole::kOutput) output = &a;
   }
   s.output_tie_known = !(s.owns_output && output && !output->tensors_listed);
   StageSelection selected;

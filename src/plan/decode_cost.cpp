@@ -1,6 +1,7 @@
 // read_decode_cost(): bytes one decoded token reads, per layer (skippy/decode_cost.h).
 #include "skippy/decode_cost.h"
 
+#include <iterator>
 #include <limits>
 
 #include "skippy/error.h"
@@ -138,6 +139,16 @@ DecodeCost read_decode_cost(const GgufFile& meta, const std::vector<DecodeTensor
                       arch + ".nextn_predict_layers): ordinary decoding does not run them");
   }
   return c;
+}
+
+std::optional<DecodeCost> model_decode_cost(const ModelSource& model) {
+  if (is_multimodal_projector(model.primary())) return std::nullopt;
+  std::vector<DecodeTensor> tensors;
+  for (const auto& shard : model.shards()) {
+    auto t = decode_tensors_of(shard);
+    tensors.insert(tensors.end(), std::make_move_iterator(t.begin()), std::make_move_iterator(t.end()));
+  }
+  return read_decode_cost(model.primary(), tensors, model.layer_count(), model.primary().name());
 }
 
 }  // namespace skippy

@@ -193,13 +193,17 @@ MemoryPlan plan_memory(const PackageCatalog& cat, const CacheShape& shape, const
     std::string msg = "plan: no split into " + detail::counted(N, "stage") + " fits the budgets at a context of " +
                       std::to_string(o.context) + " tokens: in the least-full split (" + layout + ") " +
                       detail::counted(over, "stage") + (over == 1 ? " is" : " are") + " over; the tightest, stage " + std::to_string(worst->index) +
-                      " (layers " + format_layer_range(worst->range) + "), needs " + bytes_text(worst->memory_bytes) +
-                      " (weights " + std::to_string(worst->weight_bytes) + ", KV cache and state " +
+                      " (layers " + format_layer_range(worst->range) + "), needs " +
+                      bytes_text(worst->memory_bytes - worst->headroom_bytes) + " itself (weights " +
+                      std::to_string(worst->weight_bytes) + ", KV cache and state " +
                       std::to_string(worst->kv_cache_bytes + worst->state_bytes) + " charged as " +
-                      std::to_string(worst->charged_cache_bytes) + ", headroom " + std::to_string(worst->headroom_bytes) +
-                      ") but its budget is " + bytes_text(*worst->budget) + ": short by " +
+                      std::to_string(worst->charged_cache_bytes) + ") and its budget keeps a headroom of " +
+                      bytes_text(worst->headroom_bytes) + " free: " + bytes_text(worst->memory_bytes) +
+                      " in all, over its budget of " + bytes_text(*worst->budget) + " by " +
                       bytes_text(worst->memory_bytes - *worst->budget) + ". ";
-    msg += "Stage " + std::to_string(worst->index) + " would fit with a budget of " +
+    msg += "The headroom grows with the budget (max(" + std::to_string(o.reserves.headroom_percent) +
+           "% of it, min(" + std::to_string(o.reserves.headroom_cap_bytes) + " bytes, half of it))): stage " +
+           std::to_string(worst->index) + " fits in a budget of " +
            bytes_text(budget_for(o.reserves, worst->memory_bytes - worst->headroom_bytes)) +
            (over > 1 ? " (and the other stages over budget need more too)" : "") + "; ";
     // The largest context at which these budgets fit (memory grows with it).

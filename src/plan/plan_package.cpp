@@ -4,6 +4,8 @@
 
 #include "skippy/error.h"
 #include "skippy/plan.h"
+#include "skippy/catalog_stage.h"
+#include "skippy/decode_cost.h"
 #include "skippy/verify.h"
 
 namespace skippy {
@@ -13,72 +15,40 @@ bool PlanPackage::final_stage_loads_embeddings(uint32_t stages) const {
 }
 
 PlanPackage plan_package(const OpenedPackage& pkg, const PlanReads& reads) {
+  const uint32_t layers = pkg.identity().layer_count;
+  const bool tie = reads.stages >= 2 && reads.stages <= layers;
+  // By default what a reader lists without reading payloads: a schema whose
+  // stages are not whole parts (a carrier's tensor table) lists the tensors
+  // the per-stage bytes are counted from.
+  CatalogNeed need = CatalogNeed::artifacts();
+  if (reads.tensors) {
+    // Tensor sizes, not tensors: an hf:// package's absent parts are read
+    // as their headers alone (a few KiB each, not the model).
+    need = CatalogNeed::headers();
+  } else if (tie) {
+    // Whether the output is tied: the catalog of a final stage's artifacts
+    // (a reader of whole parts reads the output's header, and no other).
+    need = CatalogNeed::artifacts(LayerRange{layers - 1, layers});
+  }
   PlanPackage out;
   static_cast<OpenedPlace&>(out) = pkg;
-  const auto& m = pkg.manifest;
-  if (reads.tensors) {
-    // The tensor table lives in the fragments' headers: every one is needed.
-    // An hf:// package brings none for a plan (that would be the whole model).
-    if (pkg.source) {
-      size_t missing = 0;
-      std::vector<const ArtifactEntry*> entries = {&m.shared.embeddings, &m.shared.output};
-      for (const auto& l : m.layers) entries.push_back(&l);
-      for (const auto* e : entries) missing += std::filesystem::exists(pkg.root / e->path) ? 0 : 1;
-      if (missing > 0) {
-        throw Error(ErrorKind::kNotFound,
-                    pkg.ref + ": planning for time per token reads every fragment's tensor table, and " +
-                        std::to_string(missing) + " of " + std::to_string(entries.size()) +
-                        " fragments are not in the cache: `skippy-model-package fetch " + pkg.ref +
-                        "` brings them (or plan a package schema 2, whose carrier holds the table)");
-      }
-    }
-    auto parts = all_parts(catalog_artifacts_v1(m));
-    provide_parts(pkg, parts);
-    (void)verify_if_required(pkg, parts);  // hf://: trust nothing unverified
-    out.catalog = read_catalog_v1(pkg);
-    out.output_tied = out.catalog.find_tensor("output.weight") == nullptr;
-    out.metadata = out.catalog.carrier_file;
-  } else {
-    out.catalog = catalog_artifacts_v1(m);
-    if (reads.stages >= 2 && reads.stages <= m.layer_count) {
-      // Whether the output is tied: the reader with a final stage's range
-      // reads shared/output.gguf's header (and no other fragment's).
-      out.catalog = list_catalog_v1(pkg, LayerRange{m.layer_count - 1, m.layer_count}).catalog;
-      std::vector<StagePart> output;
-      for (auto& p : all_parts(out.catalog)) {
-        if (p.role == PartRole::kOutput) output.push_back(std::move(p));
-      }
-      (void)verify_if_required(pkg, output);  // hf://: trust nothing unverified
-      out.output_tied = out.catalog.find_tensor("output.weight") == nullptr;
-    }
-    if (reads.metadata) {
-      const auto meta = check_metadata_only(pkg);
-      (void)verify_if_required(pkg, {meta});
-      out.metadata = std::make_shared<const GgufFile>(GgufFile::open(meta.path));
-    }
-  }
-  const auto width = activation_width_of(pkg);
+  OpenedCatalog opened = pkg.catalog(need);
+  (void)verify_catalog_reads(opened);  // hf://: trust nothing unverified
+  out.catalog = opened.catalog;
+  if (reads.tensors || tie || out.catalog.carrier_file) out.output_tied = out.catalog.find_tensor("output.weight") == nullptr;
+  if (out.catalog.carrier_file || reads.metadata || reads.tensors) out.metadata = package_metadata(opened);
+  const auto width = pkg.reader->activation_width(pkg, &out.catalog);
   out.activation_width = width.width;
   out.activation_width_note = width.note;
   return out;
 }
 
-PlanPackage plan_package(const OpenedCatalog& pkg, const PlanReads&) {
-  PlanPackage out;
-  static_cast<OpenedPlace&>(out) = pkg;
-  out.catalog = pkg.catalog;
-  out.output_tied = pkg.catalog.find_tensor("output.weight") == nullptr;
-  // The carrier holds the source's KVs and the whole directory; it was
-  // checked against the catalog (size, SHA-256) when the package was opened.
-  out.metadata = pkg.catalog.carrier_file;
-  if (pkg.catalog.carrier_file && pkg.catalog.layer_count > 0) {
-    if (const auto w = activation_width_tensor(*pkg.catalog.carrier_file, 0)) {
-      out.activation_width = w->elements;
-      out.activation_width_note = "package schema 2: the activation width " + std::to_string(w->elements) +
-                                  " is the element count of blk.0's attn_norm in the carrier's directory";
-    }
-  }
-  return out;
+DecodeCost package_decode_cost(const PlanPackage& pkg) {
+  if (!pkg.metadata) throw Error(ErrorKind::kUsage, pkg.ref + ": package_decode_cost needs a package planned with tensors");
+  std::vector<DecodeTensor> tensors;
+  tensors.reserve(pkg.catalog.tensors.size());
+  for (const auto& t : pkg.catalog.tensors) tensors.push_back({t.name, t.dims, t.stored_bytes});
+  return read_decode_cost(*pkg.metadata, tensors, pkg.catalog.layer_count, pkg.ref);
 }
 
 Plan plan_stages(const PlanPackage& pkg, PlanOptions o) {

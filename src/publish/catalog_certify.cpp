@@ -211,7 +211,7 @@ CertOutput certify(const CertInput& in, const std::filesystem::path& source, uns
   CertOutput out;
   out.shard_sha256.resize(n_shards);
   out.shard_bytes.resize(n_shards);
-  detail::run_jobs_largest_first(sizes, std::max(1u, threads), [&](size_t job) {
+  detail::run_jobs_largest_first(sizes, threads, [&](size_t job) {
     if (job >= n_shards) {
       const size_t f = job - n_shards;
       if (!in.hash_files) return;
@@ -295,8 +295,9 @@ CertInput cert_input_of(const PackageCatalog& catalog, const std::filesystem::pa
     in.tensors.push_back({t.name, t.ggml_type, t.dims, file_of.at(t.artifact), t.offset, t.stored_bytes});
   }
   in.kvs = catalog.carrier_file.get();
-  if (catalog.root_v2) {
-    for (const auto& f : catalog.root_v2->source_model.files) in.source_files.push_back({f.path, f.byte_size, f.sha256});
+  // The source files the package records with their sizes and digests.
+  for (const auto& f : catalog.source_model.files) {
+    if (f.size_bytes && f.sha256) in.source_files.push_back({f.path, *f.size_bytes, *f.sha256});
   }
   in.layer_count = catalog.layer_count;
   in.hash_files = hash_artifacts;

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 
+#include "publish/package_readme.h"
 #include "publish/carrier_writer.h"
 #include "publish/certify.h"
 #include "publish/publisher_metadata.h"
@@ -139,6 +140,7 @@ struct Payload {
 
 // Where the output goes: refused early when it is there and not ours to replace.
 void check_out_dir(const fs::path& out, bool force) {
+  refuse_hf_cache_snapshot(out, "--out-dir");
   std::error_code ec;
   if (!fs::exists(out, ec)) return;
   if (!fs::is_directory(out, ec)) throw_invalid(out.string() + ": exists and is not a directory");
@@ -456,10 +458,12 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   for (const auto& f : publisher.files) {
     const fs::path to = staging.path() / f.artifact.path;
     fs::create_directories(to.parent_path());
-    write_file_atomic(to, f.contents, Durability::kRenameOnly);
+    write_file_atomic(to, f.contents);  // durable: the root written after it names its SHA-256
     dirs.insert(to.parent_path());
     r.artifacts.push_back({f.artifact.id, f.artifact.path, "", f.artifact.byte_size, f.artifact.sha256, "written"});
   }
+  // The model card write-package --schema 2 writes, for the same root.
+  write_file_atomic(staging.path() / std::string(kPackageReadme), detail::package_readme_v2(root, sha256_hex(root_text), r.certified));
   write_file_atomic(staging.path() / kManifestFileName, root_text);
   for (const auto& d : dirs) fsync_directory(d);
   // The output's own files, by the consumers' rule (each artifact a regular

@@ -13,6 +13,8 @@
 #include "util/file.h"
 #include "format/generation_v2.h"
 #include "skippy/package_convert.h"
+
+#include "format/schema2/reader.h"
 #include "skippy/package_layout.h"
 #include "util/sha256.h"
 
@@ -31,11 +33,15 @@ std::optional<GenerationDefaults> generation_v1(const std::optional<V2Generation
 
 }  // namespace convert_v1_detail
 
-ConvertToV1Result convert_package_to_v1(const PackageCatalog& cat, const ConvertToV1Options& o) {
+ConvertToV1Result convert_package_to_v1(const OpenedPackage& pkg, const ConvertToV1Options& o) {
   using namespace convert_v1_detail;
   using namespace detail;
-  if (!cat.root_v2 || !cat.carrier_file) throw_invalid("convert-package --to 1: not a schema 2 catalog");
-  const PackageRootV2& root = *cat.root_v2;
+  const PackageRootV2* root_of_pkg = schema2::root_of(pkg);
+  if (!root_of_pkg) {
+    throw Error(ErrorKind::kUsage, pkg.ref + ": already a schema " + std::to_string(pkg.schema_version()) + " package");
+  }
+  const PackageRootV2& root = *root_of_pkg;
+  const PackageCatalog cat = pkg.catalog(CatalogNeed::all()).catalog;
   check_convert_out_dir(o.out_dir, o.force);
   ConvertToV1Result r;
   // Every artifact through the consumers' file rule (check_package_file: a

@@ -2,7 +2,10 @@
 // (skippy/package_restamp.h).
 #include "skippy/package_restamp.h"
 
+#include <algorithm>
 #include <system_error>
+#include <thread>
+#include <vector>
 
 #include "publish/package_readme.h"
 #include "skippy/abi.h"
@@ -10,11 +13,64 @@
 #include "util/file.h"
 #include "skippy/manifest.h"
 #include "skippy/manifest_v2.h"
+#include "util/parallel.h"
 #include "util/sha256.h"
+#include "skippy/package_layout.h"
 
 namespace skippy {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// What --sign requires before it signs a re-stamped root: the signature the
+// package carries (if any) still verifies over the root as it is, and every
+// artifact the root names is on disk with its declared size and SHA-256.
+// Throws Error(kIntegrity) listing what does not hold; nothing is written.
+void check_before_resigning(const fs::path& dir, const fs::path& manifest, const PackageRootV2& root) {
+  const std::string refuse = dir.string() + ": restamp-package --sign refused";
+  try {
+    (void)read_package_signature(dir);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kIntegrity,
+                refuse + ": the package's signature does not verify (" + e.what() +
+                    "): model-package.json or validation.json changed after it was signed, and signing again would "
+                    "vouch for bytes nobody checked. Fetch a copy whose signature verifies and re-stamp that");
+  }
+  std::error_code ec;
+  const fs::path boundary = local_package_boundary(dir, ec);
+  if (ec) throw_io(dir.string() + ": cannot resolve: " + ec.message());
+  std::vector<std::string> problems(root.artifacts.size());
+  std::vector<uint64_t> sizes;
+  for (const auto& a : root.artifacts) sizes.push_back(a.byte_size);
+  detail::run_jobs_largest_first(sizes, /*threads=*/0, [&](size_t i) {
+    const V2Artifact& a = root.artifacts[i];
+    try {
+      const fs::path file =
+          check_package_file(dir, boundary, a.path, a.byte_size, catalog_file_names(dir.string(), a.id, a.path));
+      const std::string got = sha256_file(file);
+      if (!sha256_equal(got, a.sha256)) {
+        problems[i] = "artifact " + a.id + " (" + a.path + "): SHA-256 is " + got + ", " + manifest.filename().string() +
+                      " says " + a.sha256;
+      }
+    } catch (const Error& e) {
+      problems[i] = e.what();
+    }
+  });
+  std::string listed;
+  size_t bad = 0;
+  for (const auto& p : problems) {
+    if (p.empty()) continue;
+    if (++bad <= 8) listed += "; " + p;
+  }
+  if (bad == 0) return;
+  if (bad > 8) listed += "; and " + std::to_string(bad - 8) + " more";
+  throw Error(ErrorKind::kIntegrity, refuse + ": " + std::to_string(bad) + " of " + std::to_string(problems.size()) +
+                                         " artifacts do not match the root, and a signature would vouch for them" +
+                                         listed);
+}
+
+}  // namespace
 
 RestampResult restamp_package_v2(const RestampOptions& o) {
   const auto abi = parse_abi_version(o.native_abi_version);
@@ -22,6 +78,7 @@ RestampResult restamp_package_v2(const RestampOptions& o) {
     throw Error(ErrorKind::kUsage, "--native-abi-version: \"" + o.native_abi_version +
                                        "\" is not MAJOR.MINOR.PATCH (e.g. 0.1.64)");
   }
+  refuse_hf_cache_snapshot(o.package_dir, "restamp-package");
   const fs::path manifest = o.package_dir / std::string(kManifestFileName);
   std::error_code ec;
   if (!fs::exists(manifest, ec)) throw_not_found(o.package_dir.string() + ": no " + std::string(kManifestFileName));
@@ -42,6 +99,9 @@ RestampResult restamp_package_v2(const RestampOptions& o) {
     r.manifest_sha256 = sha256_hex(text);
     return r;  // already there: nothing to write, nothing to invalidate
   }
+  // A signature vouches for bytes: re-signing may only carry forward what
+  // was checked, never launder a root someone edited after it was signed.
+  if (o.sign_owner_dir) check_before_resigning(o.package_dir, manifest, root);
   root.native_abi_version = r.native_abi_version;
   root.package_id = compute_package_id_v2(root);
   validate_package_root_v2(root, manifest.string() + " (re-stamped)");

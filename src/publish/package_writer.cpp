@@ -28,6 +28,8 @@
 #include "skippy/version.h"
 #include "publish/split_stream.h"
 #include "publish/writer_internal.h"
+#include "util/parallel.h"
+#include "util/text.h"
 
 namespace skippy {
 namespace detail {
@@ -57,6 +59,7 @@ bool empty_or_only_leftovers(const fs::path& dir) {
 // (staged fragments, README and manifest temporaries) so a finished package
 // never keeps one.
 void prepare_out_dir(const fs::path& dir, bool force) {
+  refuse_hf_cache_snapshot(dir, "--out-dir");
   std::error_code ec;
   if (fs::exists(dir, ec)) {
     if (!fs::is_directory(dir, ec)) throw_invalid(dir.string() + ": exists and is not a directory");
@@ -280,7 +283,7 @@ void check_as_written(const WritePackageOptions& opt, PackageCheck& check, const
   if (problems.empty()) return;
   std::string msg = opt.out_dir.string() + ": validation failed, so no manifest was written (" +
                     std::to_string(problems.size()) + " problem(s) in " + entry.path + ", found before its upload):";
-  for (const auto& p : problems) msg += "\n  " + p;
+  msg += problem_lines(problems, "validate-package --json");
   throw_integrity(msg);
 }
 
@@ -334,7 +337,7 @@ StreamOptions begin_source_pass(const WritePackageOptions& opt, const ModelSourc
     }
   };
   if (opt.on_artifact && opt.disk_budget) {
-    so.threads = std::max(2u, so.threads);  // the reader may wait while another thread finishes a fragment
+    so.threads = std::max(2u, detail::worker_threads(so.threads));  // the reader may wait while another thread finishes a fragment
     so.before_create = [&opt](uint64_t bytes, uint64_t stuck) { opt.disk_budget->acquire(bytes, stuck); };
     so.on_failure = [&opt] { opt.disk_budget->cancel("the write stopped on an error"); };
   }
@@ -486,7 +489,7 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
     if (!report.valid) {
       std::string msg = opt.out_dir.string() + ": validation failed, so no manifest was written (" +
                         std::to_string(report.problems.size()) + " problem(s)):";
-      for (const auto& p : report.problems) msg += "\n  " + p;
+      msg += problem_lines(report.problems, "validate-package --json");
       throw_integrity(msg);
     }
     validation = detail::ReadmeValidation{report.artifacts_checked, report.tensors_checked,

@@ -5,19 +5,14 @@
 #include <string>
 
 #include "skippy/gguf.h"
+#include "skippy/model_source.h"
 
 namespace skippy::detail {
 
 // llama.cpp's mmproj convention: general.architecture "clip" (its converters
 // write it, and so do the mmproj files published beside GGUF models), with
 // clip.* hyper-parameters.
-inline bool is_projector_gguf(const GgufFile& g) {
-  if (g.architecture() == "clip") return true;
-  for (const auto& kv : g.kvs()) {
-    if (kv.key.starts_with("clip.")) return true;
-  }
-  return false;
-}
+inline bool is_projector_gguf(const GgufFile& g) { return is_multimodal_projector(g); }
 
 // Why a file is not one, for messages.
 inline std::string describe_projector(const GgufFile& g) {

@@ -59,7 +59,16 @@ void merge_dtype(std::optional<V2DtypeDeclaration>& slot, V2DtypeDeclaration d, 
 void apply_defaults(PublisherPlan& plan, const PlannedPublisherFile& f, const fs::path& path, const GgufFile& kvs) {
   const auto& role = f.metadata.role;
   if (role != "model_config" && role != "hf_quant_config") return;
-  const json doc = json::parse(f.contents, nullptr, /*allow_exceptions=*/false);
+  // Nesting is bounded before it is built: a hostile file of 16 MiB of
+  // `{"a":` would otherwise take hundreds of MB to hold.
+  constexpr int kMaxDepth = 64;
+  const auto bounded = [&](int depth, json::parse_event_t event, json&) -> bool {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) && depth >= kMaxDepth) {
+      throw_invalid(path.string() + ": publisher metadata nests JSON deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
+    return true;
+  };
+  const json doc = json::parse(f.contents, bounded, /*allow_exceptions=*/false);
   if (!doc.is_object()) throw_invalid(path.string() + ": publisher metadata must contain a JSON object");
   if (role == "model_config") {
     const std::string arch(kvs.architecture());

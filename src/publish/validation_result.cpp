@@ -1,4 +1,6 @@
 // validation.json (skippy/validation_result.h).
+#include "format/json_output.h"
+#include "skippy/package_layout.h"
 #include "skippy/validation_result.h"
 
 #include <ctime>
@@ -42,6 +44,7 @@ void write_validation_result(const std::filesystem::path& package_dir, const Val
                              const std::string& manifest_sha256, const std::string& command,
                              std::optional<int64_t> now_unix_secs) {
   using namespace validation_result_detail;
+  refuse_hf_cache_snapshot(package_dir, command);
   if (!is_sha256_hex(manifest_sha256)) throw Error(ErrorKind::kUsage, "validation.json: not a manifest SHA-256: " + manifest_sha256);
   const int64_t now = now_unix_secs.value_or(static_cast<int64_t>(std::time(nullptr)));
   ordered_json sources = ordered_json::array();
@@ -64,7 +67,7 @@ void write_validation_result(const std::filesystem::path& package_dir, const Val
       {"validated_at_unix_secs", now},
       {"validated_at", utc_text(now)},
   };
-  write_file_atomic(package_dir / std::string(kValidationFileName), doc.dump(2) + "\n");
+  write_file_atomic(package_dir / std::string(kValidationFileName), json_output(doc, 2) + "\n");
 }
 
 std::optional<ValidationResultInfo> read_validation_result(const std::filesystem::path& dir,

@@ -33,7 +33,7 @@ class FetchChain {
   // cache's snapshot of the revision (LFS blobs are named by their SHA-256).
   // `declared_by` says which, for messages.
   RemoteListing list(const std::string& revision, std::string* declared_by);
-  // #25: the first remote's word on whether `revision` is a tag (nullopt:
+  // the first remote's word on whether `revision` is a tag (nullopt:
   // none could tell). Never throws for a remote's failure.
   std::optional<bool> is_tag(const std::string& revision);
 
@@ -46,6 +46,12 @@ class FetchChain {
   // is no remote.
   std::vector<std::filesystem::path> bring(const std::string& commit, const std::vector<RemoteFile>& files,
                                            const ProgressFn& on_progress);
+
+  // The first `length` bytes of `file` at `commit`, from the first remote
+  // that reads parts of files (remotes that cannot are skipped; one that
+  // fails is noted and the next asked). Not cached here. Throws the last
+  // failure, or Error(kOffline / kNotFound) when no remote could be asked.
+  std::vector<uint8_t> read_head(const std::string& commit, const RemoteFile& file, uint64_t length);
 
   std::vector<std::string> fetched() const;
   std::map<std::string, std::string> origins() const;

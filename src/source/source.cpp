@@ -1,4 +1,4 @@
-// open_package / open_package_any: a local directory in place, or an hf:// repository through
+// open_package: a local directory in place, or an hf:// repository through
 // the Hugging Face cache and the remotes in order (see skippy/source.h).
 #include "skippy/source.h"
 
@@ -7,14 +7,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <fstream>
 #include <mutex>
 #include <set>
 
+#include "util/env.h"
 #include "util/file.h"
 #include "skippy/manifest.h"
-#include "skippy/manifest_v2.h"
 #include "skippy/package_signature.h"
 #include "util/sha256.h"
+#include "util/text.h"
 #include "source/fetch_chain.h"
 
 namespace skippy {
@@ -40,19 +42,38 @@ class RepoArtifactSource final : public ArtifactSource {
   bool verified_while_fetching(const std::string& rel_path) const override { return chain_->verified(rel_path); }
   std::vector<std::string> notes() const override { return chain_->notes(); }
 
+  // From the headers cache (<skippy cache>/headers/<sha256>: the longest
+  // prefix read so far of that content), else from the remotes.
+  std::optional<std::vector<uint8_t>> head(const ArtifactEntry& e, uint64_t length) override {
+    length = std::min(length, e.artifact_bytes);
+    const fs::path kept = env::skippy_cache_dir() / "headers" / detail::ascii_lower(e.sha256);
+    std::error_code ec;
+    const bool valid_name = is_sha256_hex(e.sha256);
+    if (valid_name && fs::is_regular_file(kept, ec) && fs::file_size(kept, ec) >= length && !ec) {
+      std::vector<uint8_t> bytes(static_cast<size_t>(length));
+      std::ifstream in(kept, std::ios::binary);
+      if (in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(length))) return bytes;
+    }
+    auto bytes = chain_->read_head(commit_, {e.path, e.sha256, e.artifact_bytes, "the manifest"}, length);
+    if (valid_name) {
+      try {
+        fs::create_directories(kept.parent_path());
+        write_file_atomic(kept, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                          Durability::kRenameOnly);
+      } catch (const Error&) {
+        // a cache that cannot be written costs a request next time, nothing more
+      }
+    }
+    return bytes;
+  }
+
  private:
   std::shared_ptr<detail::FetchChain> chain_;
   std::string commit_;
   ProgressFn progress_;
 };
 
-// The schema a manifest text declares (1 unless it says 2).
-[[noreturn]] void refuse_schema_v2(const std::string& ref) {
-  throw_invalid(ref + ": model-package.json declares package schema 2; this call reads schema 1 only (open it with "
-                      "open_package_any, which reads both)");
-}
-
-OpenedAnyPackage open_repo_package(const HfRef& ref, const Sources& sources, const OpenOptions& options, bool accept_v2) {
+OpenedPackage open_repo_package(const HfRef& ref, const Sources& sources, const OpenOptions& options) {
   auto chain = std::make_shared<detail::FetchChain>(sources, ref.repo_id);
   const std::string manifest_name(kManifestFileName);
   bool from_cache = false;
@@ -77,7 +98,7 @@ OpenedAnyPackage open_repo_package(const HfRef& ref, const Sources& sources, con
     } catch (const Error& e) {
       if (required && e.kind() != ErrorKind::kNotFound) throw;
     }
-    // #25: a sidecar that covers validation.json names its SHA-256: bring it
+    // a sidecar that covers validation.json names its SHA-256: bring it
     // checked against that digest (check_trust then verifies the signature).
     if (signed_here) {
       if (const auto digest = signed_validation_sha256(chain->cache().snapshot_dir(commit))) {
@@ -99,7 +120,7 @@ OpenedAnyPackage open_repo_package(const HfRef& ref, const Sources& sources, con
   std::vector<std::string> warnings;
   std::string revision_kind = "commit";
   if (!is_commit_hash(ref.revision)) {
-    // #25: a tag names one commit for good; a branch ("main" always is one)
+    // a tag names one commit for good; a branch ("main" always is one)
     // moves. A name no remote can classify (offline, a peer) counts as moving.
     const std::optional<bool> tag = ref.revision == "main" ? std::optional<bool>(false) : chain->is_tag(ref.revision);
     revision_kind = !tag ? "ref" : *tag ? "tag" : "branch";
@@ -111,27 +132,17 @@ OpenedAnyPackage open_repo_package(const HfRef& ref, const Sources& sources, con
                          " to commit " + commit + ". Production configs should pin hf://" + ref.repo_id + "@" + commit);
     }
   }
-  OpenedAnyPackage out;
   const fs::path snapshot = cache.snapshot_dir(commit);
-  const bool schema_v2 = declares_schema_v2(snapshot);
-  if (schema_v2) {
-    if (!accept_v2) refuse_schema_v2(ref.text());
-    // With trusted signers the manifest's signature is checked before the
-    // carrier it names is fetched (check_trust checks it again, on the bytes read).
-    if (!sources.trusted_signers.empty()) (void)check_package_trust(snapshot, sources.trusted_signers, ref.text());
-  }
-  OpenedPlace* place = nullptr;
-  if (schema_v2) {
-    place = &out.v2.emplace(open_catalog_dir(ref.text(), snapshot, boundary, source));
-  } else {
-    place = &out.v1.emplace(open_package_dir(ref.text(), snapshot, boundary));
-    place->source = std::move(source);
-  }
-  // What the repository resolution adds, whichever the schema.
-  place->always_verify = true;
-  place->commit = commit;
-  place->revision_kind = revision_kind;
-  place->warnings.insert(place->warnings.end(), warnings.begin(), warnings.end());
+  // With trusted signers the manifest's signature is checked before the
+  // reader brings any file it names (check_trust checks it again, on the
+  // bytes read).
+  if (!sources.trusted_signers.empty()) (void)check_package_trust(snapshot, sources.trusted_signers, ref.text());
+  OpenedPackage out = open_package_dir(ref.text(), snapshot, boundary, std::move(source));
+  // What the repository resolution adds.
+  out.always_verify = true;
+  out.commit = commit;
+  out.revision_kind = revision_kind;
+  out.warnings.insert(out.warnings.end(), warnings.begin(), warnings.end());
   return out;
 }
 
@@ -147,31 +158,21 @@ void check_trust(OpenedPlace& pkg, const Sources& sources) {
   pkg.always_verify = true;  // the signature vouches for the digests; the bytes must match them
 }
 
-OpenedAnyPackage open_any(std::string_view ref, const Sources& sources, const OpenOptions& options, bool accept_v2) {
-  OpenedAnyPackage out;
-  if (is_hf_ref(ref)) {
-    out = open_repo_package(parse_hf_ref(ref), sources, options, accept_v2);
-  } else if (declares_schema_v2(fs::path(ref))) {
-    if (!accept_v2) refuse_schema_v2(std::string(ref));
-    // Local: the trust check comes before the carrier is read, as for hf://.
-    if (!sources.trusted_signers.empty()) (void)check_package_trust(fs::path(ref), sources.trusted_signers, std::string(ref));
-    out.v2 = open_local_catalog_v2(fs::path(ref));
-  } else {
-    out.v1 = open_local_package(fs::path(ref));
-  }
-  if (out.v2) check_trust(*out.v2, sources);
-  if (out.v1) check_trust(*out.v1, sources);
-  return out;
-}
-
 }  // namespace
 
 OpenedPackage open_package(std::string_view ref, const Sources& sources, const OpenOptions& options) {
-  return std::move(*open_any(ref, sources, options, /*accept_v2=*/false).v1);
-}
-
-OpenedAnyPackage open_package_any(std::string_view ref, const Sources& sources, const OpenOptions& options) {
-  return open_any(ref, sources, options, /*accept_v2=*/true);
+  OpenedPackage out;
+  if (is_hf_ref(ref)) {
+    out = open_repo_package(parse_hf_ref(ref), sources, options);
+  } else {
+    // Local: the trust check comes before the reader reads any file the root names, as for hf://.
+    if (!sources.trusted_signers.empty() && std::filesystem::exists(fs::path(ref) / std::string(kManifestFileName))) {
+      (void)check_package_trust(fs::path(ref), sources.trusted_signers, std::string(ref));
+    }
+    out = open_local_package(fs::path(ref));
+  }
+  check_trust(out, sources);
+  return out;
 }
 
 }  // namespace skippy

@@ -3,7 +3,7 @@
 // Why: linking libcurl makes the dynamic loader map and initialize its whole
 // dependency tree (GnuTLS, Kerberos, LDAP, libssh2, RTMP, ... 25 libraries on
 // Debian) in EVERY run of the CLI, even `select` or `--version`, which never
-// touch the network: measured ~12 ms of a ~19 ms `--version` (issue #22's
+// touch the network: measured ~12 ms of a ~19 ms `--version` (the
 // target is a whole `select` process under 20 ms). So nothing links libcurl;
 // this file defines the libcurl entry points the project calls (src/hub,
 // tests/hub_standin.cpp), with libcurl's own names and signatures from

@@ -20,7 +20,7 @@ std::string_view error_kind_name(ErrorKind kind) noexcept {
 }
 
 Error Error::with_context(std::string_view context) const {
-  // A file is named once (#30): when the message starts with the path of the
+  // A file is named once: when the message starts with the path of the
   // file the context already names (its last part, "shared/metadata.gguf",
   // relative or as an absolute path ending in it), that path is dropped.
   const std::string_view message = what();

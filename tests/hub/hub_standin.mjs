@@ -1,13 +1,15 @@
 #!/usr/bin/env node
-// A local stand-in for the Hugging Face Hub (huggingface.co) and for the
-// storage (CDN / S3) that LFS downloads are redirected to, for tests and
-// benchmarks. Node builtins only.
+// A local stand-in for the Hugging Face Hub (huggingface.co), for the
+// storage (CDN / S3) that LFS downloads are redirected to, and for the Xet
+// CAS (tests/hub/cas_standin.mjs, which documents its endpoints), for tests
+// and benchmarks. Node builtins only; the Xet parts load xet-core's wasm
+// (hashes, chunker) from tests/js/node_modules and answer 501 without it.
 //
 //   node tests/hub/hub_standin.mjs
 //
-// Listens on two ephemeral 127.0.0.1 ports and, once both listen, prints one
+// Listens on three ephemeral 127.0.0.1 ports and, once all listen, prints one
 // line to stdout:
-//   {"endpoint":"http://127.0.0.1:P1","storage":"http://127.0.0.1:P2"}
+//   {"endpoint":"http://127.0.0.1:P1","storage":"http://127.0.0.1:P2","cas":"http://127.0.0.1:P3"}
 // It exits when stdin reaches EOF (so a crashed test never leaves it behind)
 // or on SIGTERM/SIGINT.
 //
@@ -49,6 +51,29 @@
 //   GET /api/models/{ns}/{name}/commits/{rev} -> [{id,title,message,authors,date}]
 //   Every response carries X-Request-Id.
 //
+// Xet on the Hub side (switched per repo, or by config xet_enabled; off: no
+// "xet" transfer, no Xet headers or xetHash, token routes 404 XetNotEnabled):
+//   GET /api/models/{ns}/{name}/xet-read-token/{rev}   (read access; rev must resolve)
+//   GET /api/models/{ns}/{name}/xet-write-token/{rev}  (a write token; any rev)
+//       -> {"accessToken":"xet_...","exp":<unix s>,"casUrl":"<cas>"}, the same
+//       in X-Xet-Cas-Url / X-Xet-Access-Token / X-Xet-Token-Expiration; the
+//       CAS token lives config xet_token_ttl_secs.
+//   LFS batch offered "xet": {"transfer":"xet","objects":[{oid,size,authenticated,
+//       actions:{upload:{href:"<endpoint>/api/models/{ns}/{name}/xet-write-token/<ref or main>",
+//       header:{"X-Xet-Cas-Url","X-Xet-Access-Token","X-Xet-Token-Expiration","X-Xet-Session-Id"}}}}]}
+//       (objects the repo holds already: no actions).
+//   A file whose bytes the CAS holds (a shard registered them with their
+//   sha256, or an admin publish with "xet") is Xet-backed: the LFS batch,
+//   verify and a commit's lfsFile lines accept its sha256 (in the repo whose
+//   write token registered it); tree and paths-info entries carry
+//   "xetHash"; resolve HEAD/GET answers the usual 302 plus
+//     X-Xet-Hash: <file hash>, X-Xet-Refresh-Route: /api/models/{ns}/{name}/xet-read-token/{commit},
+//     Link: <endpoint + that route>; rel="xet-auth", <cas>/v1/reconstructions/<file hash>; rel="xet-reconstruction-info"
+//   and, with Accept: application/vnd.xet-fileinfo+json, 200 with that
+//   Content-Type, the same headers and X-Linked-Size / X-Linked-Etag, body
+//   {"hash","size","etag","refreshUrl","reconstructionUrl"}. The redirect
+//   still serves it (storage rebuilds it from its xorbs, Range included).
+//
 // Upload side (as huggingface_hub's create_repo/create_commit and
 // @huggingface/hub's createRepo/commit/uploadFiles use it). Tokens: config
 // token (write) and read_token (valid for reading, 403 on every write);
@@ -80,7 +105,7 @@
 //       when the tag exists, 404 RevisionNotFound; the tag then resolves like a branch)
 //   Uploaded bytes live in a temporary directory ($HUB_STANDIN_DATA_DIR/...)
 //   removed at exit. The log's bytes_received counts request-body bytes; the
-//   cut and slow faults also apply to storage PUT bodies.
+//   cut and slow faults also apply to storage PUT and CAS POST bodies.
 //
 // Storage listener:
 //   GET|HEAD /repos/{ns}/{name}/{sha256}?expires=<unix s>&n=<serial>&sig=<hex HMAC-SHA256(secret, path "\n" expires "\n" n)>
@@ -95,18 +120,28 @@
 //     storage_conn_bytes_per_sec R > 0, every storage connection sends its
 //     bodies at R bytes/s at most (a CDN edge's per-connection cap: several
 //     connections at once get several times R).
+//   GET|HEAD /xorbs/{prefix}/{xorb}?X-Xet-Signed-Range&Expires&Signature: xorb
+//     bytes for the CAS's reconstructions (see tests/hub/cas_standin.mjs).
 //
 // Admin API on the hub listener (never logged):
 //   POST   /_admin/repos   {"repo":"ns/name","dir":"/abs","branch":"main","tags":[],
 //                           "gated":false,"private":false,"message":"..."}
 //          -> {"commit","files":[{path,size,sha256,lfs,oid}]}
 //          gated/private are repo-wide and change only when given.
+//          "xet": true | {"compression":"auto"|"none"|"lz4"|"bg4_lz4"}: the LFS
+//          files are also stored Xet-backed (chunked with xet-core's chunker,
+//          packed into xorbs, registered by one shard: they enter the global
+//          dedupe index); each file's answer then has "xetHash" (else null).
+//          "xet_enabled": true|false|null (repo-wide; null: follow config).
+//   POST   /_admin/repo-settings {"repo","xet_enabled": true|false|null}
 //   GET    /_admin/repos   -> {repo: {branches,tags,gated,private}}
 //   GET    /_admin/log     -> [{listener,method,path,query,range,authorization,port,status,bytes_sent,bytes_received}]
+//          (listener "hub", "storage" or "cas")
 //          (waits up to 500 ms for requests still being answered)
 //   DELETE /_admin/log
 //   POST   /_admin/faults  a rule {match, listener?, method?, kind, times?=1 (-1: forever), ...}
-//            kind "status":  status, headers?, body? (answer instead of the real handler)
+//            kind "status":  status, headers?, body? or body_base64? (raw bytes) (answer
+//                            instead of the real handler)
 //            kind "cut":     after_bytes (send that many body bytes, then close the socket)
 //            kind "corrupt": offset (flip the body byte at that offset)
 //            kind "slow":    bytes_per_sec (throttle the body: keeps downloads in
@@ -134,13 +169,26 @@
 //                           listener does (logged as listener "storage"; an Authorization
 //                           header there gets 400 InvalidArgument, as S3 answers)
 //   DELETE /_admin/uploads  forget every uploaded LFS object (benchmarks)
+//                           and the Xet keys (defaults): "xet_enabled":true,
+//                           "xet_token_ttl_secs":3600, "xet_url_ttl_secs":null (null:
+//                           url_ttl_secs; signed xorb URLs), "xet_multi_range":true (false:
+//                           one range per xorb URL), "xet_dedupe_expiry_secs":604800
 //   GET    /_admin/config
+//   GET|DELETE /_admin/xet, GET|DELETE /_admin/xet/store, POST /_admin/xet/expire-tokens:
+//          see tests/hub/cas_standin.mjs. GET /_admin/xet: {"bytes":{"xorb_upload",
+//          "shard_upload","lfs_upload","xorb_download","dedupe_answered"},"xorbs":[{hash,
+//          bytes,prefix,status:"stored"|"exists"|"refused",error?,chunks?,schemes?}],
+//          "shards":[{route:"v1"|"v2",bytes,status:"registered"|"refused",error?,repo,
+//          files?:[{hash,sha256,size}],xorbs?}],"dedupe_queries":[{chunk,found,xorbs?}],
+//          "reconstructions":[{file,version,range,status}],"chunk_schemes":{none,lz4,
+//          bg4_lz4},"tokens_issued":{read,write},"sessions":[X-Xet-Session-Id...]}
 import http from "node:http";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
 import os from "node:os";
+import { createCas } from "./cas_standin.mjs";
 
 const MiB = 1024 * 1024;
 const LFS_THRESHOLD = MiB;
@@ -159,6 +207,11 @@ const config = {
   storage_ignore_range: false,
   storage_same_origin: false,
   verify_path: null,
+  xet_enabled: true,
+  xet_token_ttl_secs: 3600,
+  xet_url_ttl_secs: null,
+  xet_multi_range: true,
+  xet_dedupe_expiry_secs: 7 * 24 * 3600,
 };
 const urlUses = new Map(); // signature -> requests answered with it
 let urlSerial = 0;
@@ -171,6 +224,8 @@ let pending = 0;
 let pendingWaiters = [];
 let publishSeq = 0;
 let storageBase = "";
+let casBase = "";
+let lfsBytesReceived = 0; // storage PUT body bytes (LFS uploads), for /_admin/xet
 // Where signed storage URLs point: the storage listener, or (config
 // storage_same_origin) the Hub's own origin, which then serves the storage
 // routes too, as a Hub whose LFS storage shares its host.
@@ -182,6 +237,40 @@ const dataDir = process.env.HUB_STANDIN_DATA_DIR
   ? fs.mkdtempSync(path.join(process.env.HUB_STANDIN_DATA_DIR, "hub-standin-"))
   : fs.mkdtempSync(path.join(os.tmpdir(), "hub-standin-"));
 process.on("exit", () => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+// The Xet CAS (tests/hub/cas_standin.mjs): its own listener, xorb bytes on the
+// storage listener, tokens and file registration through the Hub.
+const cas = createCas({
+  dataDir,
+  secret,
+  config,
+  casBase: () => casBase,
+  storageBase: () => storageUrlBase(),
+  sendBody: (...a) => sendBody(...a),
+  sendJson: (...a) => sendJson(...a),
+  sendSmallCounted: (...a) => sendSmallCounted(...a),
+  s3Error: (...a) => s3Error(...a),
+  takeFault: (...a) => takeFault(...a),
+  readBodyBuffer: (...a) => readBodyBuffer(...a),
+  // Counts one more request on a signed URL; true once config url_max_uses is exceeded.
+  urlUsedUp: (sig) => {
+    const uses = (urlUses.get(sig) ?? 0) + 1;
+    urlUses.set(sig, uses);
+    return config.url_max_uses > 0 && uses > config.url_max_uses;
+  },
+  lfsBytesReceived: () => lfsBytesReceived,
+  resetLfsBytes: () => {
+    lfsBytesReceived = 0;
+  },
+  // A file registered by a shard: an LFS object of the token's repository,
+  // served (the bridge) by rebuilding it from its xorbs.
+  onFileRegistered: (repoId, rec) => {
+    if (repoId) repos.get(repoId)?.lfs.add(rec.sha256);
+    const copies = blobs.get(rec.sha256) ?? [];
+    if (!copies.some((b) => b.xet === rec.hash)) copies.push({ xet: rec.hash, size: rec.size });
+    blobs.set(rec.sha256, copies);
+  },
+});
 
 // ---------------------------------------------------------------- utilities
 
@@ -284,6 +373,11 @@ async function publish(body) {
   const tags = body.tags ?? [];
   if (typeof branch !== "string" || !branch || isCommitHash(branch)) throw new Error("bad branch");
   if (!Array.isArray(tags) || tags.some((t) => typeof t !== "string" || !t)) throw new Error("bad tags");
+  const xet = body.xet === true ? {} : body.xet || null;
+  if (xet !== null && (typeof xet !== "object" || (xet.compression !== undefined && !["auto", "none", "lz4", "bg4_lz4"].includes(xet.compression)))) {
+    throw new Error('xet must be true, false or {"compression": "auto"|"none"|"lz4"|"bg4_lz4"}');
+  }
+  if (body.xet_enabled !== undefined && body.xet_enabled !== null && typeof body.xet_enabled !== "boolean") throw new Error("xet_enabled must be a boolean or null");
 
   const found = await listFilesUnder(body.dir);
   let repo = repos.get(repoId);
@@ -293,7 +387,7 @@ async function publish(body) {
   for (const f of found) {
     const lfs = f.rel.endsWith(".gguf") || f.size >= LFS_THRESHOLD;
     const { sha256, gitOid } = await hashFile(f.abs, f.size, !lfs);
-    const entry = { path: f.rel, abs: f.abs, size: f.size, sha256, lfs, oid: gitOid, pointerSize: 0, lastCommit: null };
+    const entry = { path: f.rel, abs: f.abs, size: f.size, sha256, lfs, oid: gitOid, pointerSize: 0, lastCommit: null, xetHash: null };
     if (lfs) {
       const ptr = Buffer.from(lfsPointer(sha256, f.size));
       entry.oid = gitBlobOidOfBuffer(ptr);
@@ -305,8 +399,15 @@ async function publish(body) {
     copies.unshift({ abs: f.abs, size: f.size });
     blobs.set(sha256, copies);
   }
+  if (xet) {
+    // Xet-backed: chunked, packed into xorbs and registered as a client's upload would be.
+    const list = [...files.values()].filter((f) => f.lfs && f.size > 0);
+    const recs = await cas.publish(list, { compression: xet.compression ?? "auto", repo: repoId });
+    list.forEach((f, i) => (f.xetHash = recs[i].hash));
+  }
 
   if (!repo) repo = newRepo(repoId);
+  if (body.xet_enabled !== undefined) repo.xetEnabled = body.xet_enabled;
   if (typeof body.gated === "boolean") repo.gated = body.gated;
   if (typeof body.private === "boolean") repo.private = body.private;
   for (const f of files.values()) if (f.lfs) repo.lfs.add(f.sha256);
@@ -314,7 +415,7 @@ async function publish(body) {
   for (const t of tags) repo.tags.set(t, commit.id);
   return {
     commit: commit.id,
-    files: [...files.values()].map((f) => ({ path: f.path, size: f.size, sha256: f.sha256, lfs: f.lfs, oid: f.oid })),
+    files: [...files.values()].map((f) => ({ path: f.path, size: f.size, sha256: f.sha256, lfs: f.lfs, oid: f.oid, xetHash: f.xetHash })),
   };
 }
 
@@ -329,6 +430,7 @@ function newRepo(repoId) {
     tags: new Map(),
     commits: new Map(),
     lfs: new Set(), // LFS objects uploaded to (or published in) this repo: the batch's "already there"
+    xetEnabled: null, // null: config.xet_enabled decides
   };
   repos.set(repoId, repo);
   return repo;
@@ -357,6 +459,8 @@ function makeCommit(repo, branch, parent, files, message) {
   repo.branches.set(branch, id);
   return commit;
 }
+
+const xetOn = (repo) => repo.xetEnabled ?? config.xet_enabled;
 
 function resolveRev(repo, rev) {
   if (isCommitHash(rev) && repo.commits.has(rev)) return repo.commits.get(rev);
@@ -424,11 +528,15 @@ function waitForPending(ms) {
 
 // ------------------------------------------------------------------- faults
 
-function takeFault(listener, entry, phase) {
+const XET_FAULTS = ["xet_expired_token", "xet_refuse_shard", "xet_bad_terms", "xet_wrong_bytes", "xet_short_read", "xet_refuse_multirange"];
+
+// phase "request": status/hang/endless rules; "body": cut/corrupt/slow;
+// "xet": the xet_* rule of kind `xetKind` (the CAS asks where it applies).
+function takeFault(listener, entry, phase, xetKind = null) {
   for (let i = 0; i < faults.length; i++) {
     const r = faults[i];
     const isStatus = r.kind === "status" || r.kind === "hang" || r.kind === "endless";
-    if ((phase === "request") !== isStatus) continue;
+    if (phase === "xet" ? r.kind !== xetKind : r.kind.startsWith("xet_") || (phase === "request") !== isStatus) continue;
     if (r.listener && r.listener !== listener) continue;
     if (r.method && r.method.toUpperCase() !== entry.method) continue;
     if (r.match && !entry.path.includes(r.match)) continue;
@@ -443,10 +551,10 @@ function takeFault(listener, entry, phase) {
 
 function validateFault(r) {
   if (!r || typeof r !== "object") throw new Error("a fault rule is an object");
-  if (!["status", "cut", "corrupt", "slow", "hang", "endless"].includes(r.kind)) {
-    throw new Error("kind must be status, cut, corrupt, slow, hang or endless");
+  if (!["status", "cut", "corrupt", "slow", "hang", "endless", ...XET_FAULTS].includes(r.kind)) {
+    throw new Error(`kind must be status, cut, corrupt, slow, hang, endless or one of ${XET_FAULTS.join(", ")}`);
   }
-  if (r.listener !== undefined && !["hub", "storage"].includes(r.listener)) throw new Error("listener must be hub or storage");
+  if (r.listener !== undefined && !["hub", "storage", "cas"].includes(r.listener)) throw new Error("listener must be hub, storage or cas");
   if (r.match !== undefined && typeof r.match !== "string") throw new Error("match must be a string");
   const times = r.times ?? 1;
   if (!Number.isInteger(times) || times === 0 || times < -1) throw new Error("times must be a positive integer or -1");
@@ -455,7 +563,8 @@ function validateFault(r) {
     if (!Number.isInteger(r.status) || r.status < 100 || r.status > 599) throw new Error("status must be an HTTP status");
     rule.status = r.status;
     rule.headers = r.headers ?? {};
-    rule.body = r.body ?? JSON.stringify({ error: `injected fault: HTTP ${r.status}` });
+    rule.body = r.body_base64 !== undefined ? Buffer.from(String(r.body_base64), "base64")
+                                             : (r.body ?? JSON.stringify({ error: `injected fault: HTTP ${r.status}` }));
   } else if (r.kind === "cut") {
     if (!Number.isInteger(r.after_bytes) || r.after_bytes < 0) throw new Error("after_bytes must be >= 0");
     rule.after_bytes = r.after_bytes;
@@ -470,6 +579,18 @@ function validateFault(r) {
     rule.head_size = r.head_size ?? r.size;
     rule.max_bytes = r.max_bytes ?? 32 * MiB;
     rule.headers = r.headers ?? {};
+  } else if (r.kind === "xet_bad_terms") {
+    const modes = ["unpacked_length", "chunk_range", "unknown_xorb", "missing_fetch", "offset"];
+    rule.mode = r.mode ?? "unpacked_length";
+    if (!modes.includes(rule.mode)) throw new Error(`mode must be one of ${modes.join(", ")}`);
+  } else if (r.kind === "xet_short_read") {
+    rule.drop_bytes = r.drop_bytes ?? 1000;
+    if (!Number.isInteger(rule.drop_bytes) || rule.drop_bytes < 1) throw new Error("drop_bytes must be >= 1");
+  } else if (r.kind === "xet_refuse_shard") {
+    if (r.message !== undefined) rule.message = String(r.message);
+    rule.retryable = !!r.retryable;
+  } else if (r.kind.startsWith("xet_")) {
+    // no parameters
   } else if (r.kind === "slow") {
     if (!Number.isInteger(r.bytes_per_sec) || r.bytes_per_sec <= 0) throw new Error("bytes_per_sec must be > 0");
     rule.bytes_per_sec = r.bytes_per_sec;
@@ -535,11 +656,41 @@ function writeChunk(res, chunk) {
   });
 }
 
-// Sends a 2xx body from a Buffer or a file range, applying cut/corrupt faults
-// and counting the body bytes handed to the socket.
+// A body source: a Buffer; a file range {abs, start, end (inclusive), flip?}
+// (flip: that byte, counted from start, is sent inverted); {stream: async
+// iterable of Buffers, length}; or {parts: [sources]} sent one after another.
+function sourceLength(source) {
+  if (Buffer.isBuffer(source)) return source.length;
+  if (source.parts) return source.parts.reduce((n, p) => n + sourceLength(p), 0);
+  if (source.stream) return source.length;
+  return source.end - source.start + 1;
+}
+
+async function* sourceChunks(source, hwm) {
+  if (Buffer.isBuffer(source)) {
+    yield source;
+  } else if (source.parts) {
+    for (const p of source.parts) yield* sourceChunks(p, hwm);
+  } else if (source.stream) {
+    yield* source.stream;
+  } else {
+    let off = 0;
+    for await (let c of fs.createReadStream(source.abs, { start: source.start, end: source.end, highWaterMark: hwm })) {
+      if (source.flip !== undefined && source.flip >= off && source.flip < off + c.length) {
+        c = Buffer.from(c);
+        c[source.flip - off] ^= 0xff;
+      }
+      off += c.length;
+      yield c;
+    }
+  }
+}
+
+// Sends a 2xx body (see sourceLength), applying cut/corrupt faults and
+// counting the body bytes handed to the socket.
 async function sendBody(ctx, status, headers, source) {
   const { req, res, entry } = ctx;
-  const length = Buffer.isBuffer(source) ? source.length : source.end - source.start + 1;
+  const length = sourceLength(source);
   res.writeHead(status, { ...baseHeaders(), ...headers, "Content-Length": length });
   if (req.method === "HEAD" || length === 0) {
     res.end();
@@ -549,13 +700,7 @@ async function sendBody(ctx, status, headers, source) {
   const slow = fault?.kind === "slow" ? fault.bytes_per_sec : 0;
   const capped = ctx.listener === "storage" ? config.storage_conn_bytes_per_sec : 0;
   const chunkFor = (rate) => Math.max(1, Math.min(MiB, Math.floor(rate / 50)));
-  const chunks = Buffer.isBuffer(source)
-    ? [source]
-    : fs.createReadStream(source.abs, {
-        start: source.start,
-        end: source.end,
-        highWaterMark: slow ? chunkFor(slow) : capped ? chunkFor(capped) : MiB,
-      });
+  const chunks = sourceChunks(source, slow ? chunkFor(slow) : capped ? chunkFor(capped) : MiB);
   let off = 0;
   try {
     for await (let chunk of chunks) {
@@ -587,7 +732,7 @@ async function sendBody(ctx, status, headers, source) {
     process.stderr.write(`hub_standin: body error: ${err.message}\n`);
     res.destroy();
   } finally {
-    if (!Buffer.isBuffer(chunks)) chunks.destroy?.();
+    await chunks.return?.();
   }
 }
 
@@ -706,19 +851,25 @@ function handleResolve(ctx, repoId, segs, viaCache = false) {
   if (!f) return hubError(ctx, 404, "EntryNotFound", "Entry not found", commitHeader);
 
   if (f.lfs) {
+    const linked = { ETag: `"${f.oid}"`, "X-Linked-Etag": `"${f.sha256}"`, "X-Linked-Size": String(f.size), Vary: "Origin, Accept", ...commitHeader };
+    let xet = null;
+    if (f.xetHash && xetOn(repo)) {
+      const refresh = `/api/models/${repoId}/xet-read-token/${commit.id}`;
+      xet = {
+        "X-Xet-Hash": f.xetHash,
+        "X-Xet-Refresh-Route": refresh,
+        Link: `<${ctx.endpoint}${refresh}>; rel="xet-auth", <${casBase}/v1/reconstructions/${f.xetHash}>; rel="xet-reconstruction-info"`,
+      };
+      if ((req.headers.accept ?? "").includes("application/vnd.xet-fileinfo+json")) {
+        const info = { hash: f.xetHash, size: f.size, etag: f.sha256, refreshUrl: `${ctx.endpoint}${refresh}`, reconstructionUrl: `${casBase}/v1/reconstructions/${f.xetHash}` };
+        return sendSmallCounted(ctx, 200, { "Content-Type": "application/vnd.xet-fileinfo+json", ...linked, ...xet }, JSON.stringify(info));
+      }
+    }
     const location = signStorageUrl(repoId, f);
     return sendSmallCounted(
       ctx,
       302,
-      {
-        Location: location,
-        "Content-Type": "text/plain; charset=utf-8",
-        ETag: `"${f.oid}"`,
-        "X-Linked-Etag": `"${f.sha256}"`,
-        "X-Linked-Size": String(f.size),
-        Vary: "Origin, Accept",
-        ...commitHeader,
-      },
+      { Location: location, "Content-Type": "text/plain; charset=utf-8", ...linked, ...(xet ?? {}) },
       `Found. Redirecting to ${location}`,
     );
   }
@@ -751,11 +902,12 @@ function handleResolve(ctx, repoId, segs, viaCache = false) {
 
 // ---------------------------------------------------------------------- API
 
-function treeEntry(commit, p, expand) {
+function treeEntry(repo, commit, p, expand) {
   const f = commit.files.get(p);
   let e;
   if (f) {
     e = { type: "file", oid: f.oid, size: f.size, path: f.path };
+    if (f.xetHash && xetOn(repo)) e.xetHash = f.xetHash;
     if (f.lfs) e.lfs = { oid: f.sha256, size: f.size, pointerSize: f.pointerSize };
     if (expand) {
       e.lastCommit = { ...f.lastCommit };
@@ -869,12 +1021,13 @@ async function handleApi(ctx, segs, url) {
     if (!commit) return revisionNotFound(ctx, rev);
     const out = [];
     for (const p of body.paths) {
-      const e = treeEntry(commit, p.replace(/^\/+|\/+$/g, ""), body.expand);
+      const e = treeEntry(repo, commit, p.replace(/^\/+|\/+$/g, ""), body.expand);
       if (e) out.push(e);
     }
     return sendJson(ctx, 200, out);
   }
 
+  if (op === "xet-read-token" || op === "xet-write-token") return handleXetToken(ctx, repoId, rest, op.slice(4, -6));
   if (req.method === "POST" && op === "preupload") return handlePreupload(ctx, repoId, rest);
   if (req.method === "POST" && op === "commit") return handleCommit(ctx, repoId, rest);
   if (req.method === "POST" && op === "branch") return handleCreateBranch(ctx, repoId, rest);
@@ -900,7 +1053,7 @@ async function handleApi(ctx, segs, url) {
     }
     const recursive = url.searchParams.get("recursive") === "true" || url.searchParams.get("recursive") === "1";
     const expand = url.searchParams.get("expand") === "true" || url.searchParams.get("expand") === "1";
-    const out = childrenOf(commit, dir, recursive).map((p) => treeEntry(commit, p, expand));
+    const out = childrenOf(commit, dir, recursive).map((p) => treeEntry(repo, commit, p, expand));
     return sendJson(ctx, 200, out);
   }
   if (op === "refs") {
@@ -1003,14 +1156,49 @@ function checkUploadSig(url, extra) {
   return null;
 }
 
+// A copy of the object that still serves: a file on disk, or a file the CAS
+// rebuilds from its xorbs ({xet: file hash, size}).
+const blobServes = (b) => (b.xet ? cas.hasFile(b.xet) : fs.existsSync(b.abs));
+
 function storedBlob(sha) {
-  return (blobs.get(sha) ?? []).find((b) => fs.existsSync(b.abs)) ?? null;
+  return (blobs.get(sha) ?? []).find(blobServes) ?? null;
 }
 
 function storeBlob(sha, abs, size) {
   const copies = blobs.get(sha) ?? [];
   copies.unshift({ abs, size });
   blobs.set(sha, copies);
+}
+
+// A body source for bytes [start, end] of a stored copy.
+const blobSource = (b, start, end) =>
+  b.xet ? { stream: cas.fileBytes(cas.fileRecord(b.xet), start, end + 1), length: end - start + 1 } : { abs: b.abs, start, end };
+
+// A request body into memory (at most `limit` bytes), counted in the log and
+// subject to the cut and slow faults as storage uploads are.
+async function readBodyBuffer(ctx, limit) {
+  const fault = takeFault(ctx.listener, ctx.entry, "body");
+  const chunks = [];
+  let n = 0;
+  try {
+    for await (const chunk of ctx.req) {
+      if (fault?.kind === "cut" && n + chunk.length >= fault.after_bytes) {
+        ctx.entry.bytes_received += fault.after_bytes - n;
+        ctx.req.socket?.destroy();
+        throw new Error("connection cut by a fault rule");
+      }
+      n += chunk.length;
+      ctx.entry.bytes_received += chunk.length;
+      if (n > limit) throw new Error(`the body exceeds ${limit} bytes`);
+      if (fault?.kind === "slow") await sleep((chunk.length / fault.bytes_per_sec) * 1000);
+      chunks.push(chunk);
+    }
+  } catch (e) {
+    ctx.req.resume();
+    throw e;
+  }
+  if (!ctx.req.complete) throw new Error("the body ended early");
+  return Buffer.concat(chunks, n);
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -1046,6 +1234,7 @@ async function receiveToFile(ctx, dest, limit) {
       }
       n += c.length;
       ctx.entry.bytes_received += c.length;
+      lfsBytesReceived += c.length;
       if (n > limit) throw new Error("more bytes than declared");
       if (fault?.kind === "slow") {
         // Throttled: take the chunk at the rule's rate, in short sleeps so a
@@ -1112,12 +1301,14 @@ function regularEntry(p, buf) {
   }
   const sha256 = crypto.createHash("sha256").update(buf).digest("hex");
   storeBlob(sha256, abs, buf.length);
-  return { path: p, abs, size: buf.length, sha256, lfs: false, oid, pointerSize: 0, lastCommit: null };
+  return { path: p, abs, size: buf.length, sha256, lfs: false, oid, pointerSize: 0, lastCommit: null, xetHash: null };
 }
 
 function lfsEntry(p, sha256, blob) {
   const ptr = Buffer.from(lfsPointer(sha256, blob.size));
-  return { path: p, abs: blob.abs, size: blob.size, sha256, lfs: true, oid: gitBlobOidOfBuffer(ptr), pointerSize: ptr.length, lastCommit: null };
+  // Xet-backed when the CAS holds a file with these bytes (uploaded through Xet or published so).
+  const xetHash = cas.fileForSha256(sha256)?.hash ?? null;
+  return { path: p, abs: blob.abs, size: blob.size, sha256, lfs: true, oid: gitBlobOidOfBuffer(ptr), pointerSize: ptr.length, lastCommit: null, xetHash };
 }
 
 // GET /api/whoami-v2
@@ -1136,6 +1327,19 @@ function handleWhoami(ctx) {
     orgs: [],
     auth: { type: "access_token", accessToken: { displayName: `${role} token`, role, createdAt: new Date(0).toISOString() } },
   });
+}
+
+// GET /api/models/{ns}/{name}/xet-{read|write}-token/{rev}
+function handleXetToken(ctx, repoId, rest, scope) {
+  if (ctx.req.method !== "GET") return hubError(ctx, 405, null, "Method not allowed");
+  const repo = scope === "write" ? checkWrite(ctx, repoId) : checkAccess(ctx, repoId);
+  if (!repo) return;
+  if (!xetOn(repo)) return hubError(ctx, 404, "XetNotEnabled", `Xet storage is not enabled for ${repoId}`);
+  const rev = rest.map(safeDecode).join("/") || "main";
+  if (scope === "read" && !resolveRev(repo, rev)) return revisionNotFound(ctx, rev);
+  const t = cas.issueToken(repoId, rev, scope);
+  // The JSON body is the spec's answer; older huggingface_hub releases read the headers.
+  return sendJson(ctx, 200, t, { "X-Xet-Cas-Url": t.casUrl, "X-Xet-Access-Token": t.accessToken, "X-Xet-Token-Expiration": String(t.exp) });
 }
 
 // POST /api/models/{ns}/{name}/preupload/{rev} {files:[{path,size,sample}]}
@@ -1188,6 +1392,22 @@ async function handleLfsBatch(ctx, repoId) {
   const expires = nowSecs() + Number(config.url_ttl_secs);
   const objects = [];
   let usedMultipart = false;
+  // Offered "xet" (and Xet is on for the repo): every object to upload names
+  // the write-token route, with a token in its headers.
+  let xet = null;
+  if (transfers.includes("xet") && xetOn(repo)) {
+    const rev = typeof body.ref?.name === "string" && body.ref.name ? body.ref.name : "main";
+    const tok = cas.issueToken(repoId, rev, "write");
+    xet = {
+      href: `${ctx.endpoint}/api/models/${ns}/${name}/xet-write-token/${encodeURIComponent(rev)}`,
+      header: {
+        "X-Xet-Cas-Url": tok.casUrl,
+        "X-Xet-Access-Token": tok.accessToken,
+        "X-Xet-Token-Expiration": String(tok.exp),
+        "X-Xet-Session-Id": crypto.randomUUID(),
+      },
+    };
+  }
   for (const o of body.objects) {
     if (typeof o?.oid !== "string" || !/^[0-9a-f]{64}$/.test(o.oid) || !Number.isSafeInteger(o?.size) || o.size < 0) {
       objects.push({ oid: String(o?.oid), size: o?.size, error: { code: 422, message: "Invalid object: oid must be a SHA-256 and size a non-negative integer" } });
@@ -1196,6 +1416,10 @@ async function handleLfsBatch(ctx, repoId) {
     const have = repo.lfs.has(o.oid) ? storedBlob(o.oid) : null;
     if (have && have.size === o.size) {
       objects.push({ oid: o.oid, size: o.size }); // already stored: nothing to do
+      continue;
+    }
+    if (xet) {
+      objects.push({ oid: o.oid, size: o.size, authenticated: true, actions: { upload: { href: xet.href, header: { ...xet.header } } } });
       continue;
     }
     const verify = {
@@ -1226,7 +1450,7 @@ async function handleLfsBatch(ctx, repoId) {
       objects.push({ oid: o.oid, size: o.size, authenticated: true, actions: { upload: { href, expires_at: verify.expires_at }, verify } });
     }
   }
-  return lfsJson(ctx, 200, { transfer: usedMultipart ? "multipart" : "basic", objects, hash_algo: "sha256" });
+  return lfsJson(ctx, 200, { transfer: xet ? "xet" : usedMultipart ? "multipart" : "basic", objects, hash_algo: "sha256" });
 }
 
 // POST /{ns}/{name}.git/info/lfs/objects/verify {oid, size}
@@ -1502,9 +1726,22 @@ async function handleAdmin(req, res, url) {
       case "GET /_admin/repos": {
         const out = {};
         for (const [id, r] of repos) {
-          out[id] = { branches: Object.fromEntries(r.branches), tags: Object.fromEntries(r.tags), gated: r.gated, private: r.private };
+          out[id] = {
+            branches: Object.fromEntries(r.branches), tags: Object.fromEntries(r.tags), gated: r.gated, private: r.private,
+            xet_enabled: r.xetEnabled, lfs: [...r.lfs],
+          };
         }
         return reply(200, out);
+      }
+      case "POST /_admin/repo-settings": {
+        const body = await jsonBody();
+        const r = repos.get(body.repo);
+        if (!r) throw new Error(`no repo ${body.repo}`);
+        if (body.xet_enabled !== undefined) {
+          if (body.xet_enabled !== null && typeof body.xet_enabled !== "boolean") throw new Error("xet_enabled must be a boolean or null");
+          r.xetEnabled = body.xet_enabled;
+        }
+        return reply(200, { repo: r.id, xet_enabled: r.xetEnabled });
       }
       case "GET /_admin/log":
         await waitForPending(500);
@@ -1552,6 +1789,12 @@ async function handleAdmin(req, res, url) {
           }
         }
         if (body.storage_ignore_range !== undefined) config.storage_ignore_range = !!body.storage_ignore_range;
+        for (const k of ["xet_enabled", "xet_multi_range"]) if (body[k] !== undefined) config[k] = !!body[k];
+        for (const k of ["xet_token_ttl_secs", "xet_dedupe_expiry_secs", "xet_url_ttl_secs"]) {
+          if (body[k] === undefined) continue;
+          if (!(Number.isInteger(body[k]) || (k === "xet_url_ttl_secs" && body[k] === null))) throw new Error(`${k} must be an integer`);
+          config[k] = body[k];
+        }
         if (body.storage_same_origin !== undefined) config.storage_same_origin = !!body.storage_same_origin;
         if (body.verify_path !== undefined) {
           if (body.verify_path !== null && (typeof body.verify_path !== "string" || !body.verify_path.startsWith("/"))) {
@@ -1567,15 +1810,20 @@ async function handleAdmin(req, res, url) {
         // Forget every uploaded LFS object (benchmarks upload the same bytes again).
         for (const r of repos.values()) r.lfs.clear();
         for (const [sha, copies] of blobs) {
-          const kept = copies.filter((b) => !b.abs.startsWith(dataDir + path.sep + "lfs"));
+          const kept = copies.filter((b) => b.xet || !b.abs.startsWith(dataDir + path.sep + "lfs"));
           if (kept.length) blobs.set(sha, kept);
           else blobs.delete(sha);
         }
         await fsp.rm(path.join(dataDir, "lfs"), { recursive: true, force: true });
         return reply(200, { ok: true });
       }
-      default:
+      default: {
+        if (url.pathname === "/_admin/xet" || url.pathname.startsWith("/_admin/xet/")) {
+          const out = await cas.admin(route, url);
+          if (out !== undefined) return reply(200, out);
+        }
         return reply(404, { error: `no admin route ${route}` });
+      }
     }
   } catch (e) {
     return reply(400, { error: e.message });
@@ -1634,7 +1882,7 @@ function applyStatusFault(ctx) {
 async function hubHandler(req, res, endpoint) {
   const url = new URL(req.url, "http://127.0.0.1");
   if (url.pathname.startsWith("/_admin/")) return handleAdmin(req, res, url);
-  if (config.storage_same_origin && (url.pathname.startsWith("/upload/") || url.pathname.startsWith("/repos/"))) {
+  if (config.storage_same_origin && ["/upload/", "/repos/", "/xorbs/"].some((p) => url.pathname.startsWith(p))) {
     return storageHandler(req, res);  // logged as listener "storage"
   }
   const ctx = makeCtx("hub", req, res, url, endpoint);
@@ -1666,6 +1914,7 @@ function storageHandler(req, res) {
   const ctx = makeCtx("storage", req, res, url, null);
   if (applyStatusFault(ctx)) return;
   if (req.method === "PUT" && url.pathname.startsWith("/upload/")) return handleStoragePut(ctx, url);
+  if ((req.method === "GET" || req.method === "HEAD") && url.pathname.startsWith("/xorbs/")) return cas.getXorbBytes(ctx, url);
   if (req.method !== "GET" && req.method !== "HEAD") return s3Error(ctx, 405, "MethodNotAllowed", "The specified method is not allowed against this resource.");
   if (req.headers.authorization !== undefined) {
     return s3Error(ctx, 400, "InvalidArgument",
@@ -1686,7 +1935,7 @@ function storageHandler(req, res) {
   if (config.storage_ignore_range) delete ctx.req.headers.range;
   const sha = url.pathname.split("/").pop();
   // A copy whose directory a test has since removed no longer serves.
-  const blob = (blobs.get(sha) ?? []).find((b) => fs.existsSync(b.abs));
+  const blob = storedBlob(sha);
   if (!blob) return s3Error(ctx, 404, "NoSuchKey", "The specified key does not exist.");
   const headers = {
     "Content-Type": "application/octet-stream",
@@ -1696,7 +1945,7 @@ function storageHandler(req, res) {
   };
   const disp = url.searchParams.get("response-content-disposition");
   if (disp) headers["Content-Disposition"] = disp;
-  return sendRanged(ctx, headers, blob.size, (start, end) => ({ abs: blob.abs, start, end }));
+  return sendRanged(ctx, headers, blob.size, (start, end) => blobSource(blob, start, end));
 }
 
 function listen(server) {
@@ -1721,10 +1970,20 @@ const wrap = (fn) => (req, res) => {
 let endpoint = "";
 const hub = http.createServer(wrap((req, res) => hubHandler(req, res, endpoint)));
 const storage = http.createServer(wrap(storageHandler));
+const casServer = http.createServer(
+  wrap((req, res) => {
+    const url = new URL(req.url, "http://127.0.0.1");
+    const ctx = makeCtx("cas", req, res, url, endpoint);
+    if (applyStatusFault(ctx)) return;
+    return cas.handle(ctx, url);
+  }),
+);
 const hubPort = await listen(hub);
 const storagePort = await listen(storage);
+const casPort = await listen(casServer);
 endpoint = `http://127.0.0.1:${hubPort}`;
 storageBase = `http://127.0.0.1:${storagePort}`;
+casBase = `http://127.0.0.1:${casPort}`;
 
 process.on("SIGTERM", () => process.exit(0));
 process.on("SIGINT", () => process.exit(0));
@@ -1732,4 +1991,4 @@ process.stdin.on("end", () => process.exit(0));
 process.stdin.on("error", () => process.exit(0));
 process.stdin.resume();
 
-process.stdout.write(JSON.stringify({ endpoint, storage: storageBase }) + "\n");
+process.stdout.write(JSON.stringify({ endpoint, storage: storageBase, cas: casBase }) + "\n");

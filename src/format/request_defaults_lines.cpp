@@ -1,23 +1,11 @@
-// What the commands show of a schema 2 root (see schema_v2_cli.h).
-#include "schema_v2_cli.h"
+// A package's request defaults for people (skippy/package.h).
+#include "skippy/package.h"
 
-#include "skippy/manifest_v2.h"
 
-namespace skippy::cli {
+namespace skippy {
 
-nlohmann::json root_member_json(const PackageRootV2& root, const char* member, nlohmann::json absent) {
-  const auto j = nlohmann::json::parse(package_root_v2_json(root));
-  return j.contains(member) ? j[member] : absent;
-}
-
-nlohmann::json request_defaults_json(const PackageRootV2& root) {
-  if (!root.generation || !root.generation->request_defaults) return nullptr;
-  return nlohmann::json::parse(package_root_v2_json(root))["generation"]["request_defaults"];
-}
-
-std::vector<std::string> request_defaults_lines(const PackageRootV2& root) {
+std::vector<std::string> request_defaults_lines(const nlohmann::json& j) {
   std::vector<std::string> out;
-  const auto j = request_defaults_json(root);
   if (j.is_null()) return out;
   const auto& sel = j["selection"];
   for (const auto& [name, p] : j["profiles"].items()) {
@@ -44,4 +32,4 @@ std::vector<std::string> request_defaults_lines(const PackageRootV2& root) {
   return out;
 }
 
-}  // namespace skippy::cli
+}  // namespace skippy

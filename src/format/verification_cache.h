@@ -11,6 +11,11 @@
 #include <string>
 #include <string_view>
 
+namespace skippy {
+// env::skippy_cache_dir() / "verified" (also declared in skippy/verify.h).
+std::filesystem::path default_verification_cache_dir();
+}  // namespace skippy
+
 namespace skippy::detail {
 
 // What identifies one state of a file on disk, from stat(2).

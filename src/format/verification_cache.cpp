@@ -1,4 +1,5 @@
-#include "consume/verification_cache.h"
+#include "format/json_output.h"
+#include "format/verification_cache.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -15,7 +16,7 @@
 #include "skippy/error.h"
 #include "util/file.h"
 #include "util/sha256.h"
-#include "skippy/verify.h"
+// (default_verification_cache_dir is declared in skippy/verify.h, for users)
 
 namespace skippy {
 
@@ -128,7 +129,7 @@ void VerificationCache::store(const std::string& key, std::string_view sha256, u
                                  {"sha256", lower(sha256)},
                                  {"size", bytes},
                                  {"verified_at", static_cast<int64_t>(std::time(nullptr))}};
-  const std::string text = record.dump() + "\n";
+  const std::string text = json_output(record) + "\n";
   // Atomic (temporary name, then rename) but not fsynced: a record lost or
   // torn by a crash is unreadable or incomplete JSON, which is a miss.
   std::string why;
