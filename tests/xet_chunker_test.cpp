@@ -16,23 +16,6 @@
 namespace skippy::xet {
 namespace {
 
-// xet-core's create_random_data: splitmix64 words, little-endian, cut to n.
-std::vector<uint8_t> splitmix64_data(size_t n, uint64_t seed) {
-  std::vector<uint8_t> out;
-  out.reserve(n + 8);
-  uint64_t state = seed;
-  while (out.size() < n) {
-    state += 0x9E3779B97F4A7C15ull;
-    uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    for (int b = 0; b < 8; ++b) out.push_back(static_cast<uint8_t>(z >> (8 * b)));
-  }
-  out.resize(n);
-  return out;
-}
-
 // xet-core's get_triggering_base_data: a 128-byte pattern known to cut,
 // `padding` zero bytes after it, the whole repeated to n bytes.
 std::vector<uint8_t> triggering_data(size_t n, size_t padding) {
@@ -78,7 +61,7 @@ std::vector<uint64_t> boundaries_fed(const std::vector<uint8_t>& data, const std
 }
 
 TEST(XetChunker, XetCoreOneMegabyteSplitmixVector) {
-  const auto data = splitmix64_data(1'000'000, 0);
+  const auto data = test::splitmix64_data(1'000'000, 0);
   ASSERT_EQ(data[0], 175);
   ASSERT_EQ(data[127], 132);
   ASSERT_EQ(data[111111], 118);
@@ -126,11 +109,11 @@ TEST(XetChunker, XetCoreTriggeringDataAtTheMinimumBoundary) {
 TEST(XetChunker, ShortStreamsAndTheLastChunk) {
   EXPECT_TRUE(chunk_boundaries({}).empty());  // no bytes, no chunk
   for (size_t n : {size_t{1}, size_t{100}, kMinChunkSize - 1, kMinChunkSize}) {
-    const auto data = splitmix64_data(n, n);
+    const auto data = test::splitmix64_data(n, n);
     EXPECT_EQ(chunk_boundaries(data), std::vector<uint64_t>{n}) << n;
   }
   // The last chunk may be shorter than the minimum.
-  const auto data = splitmix64_data(kMaxChunkSize + 5, 3);
+  const auto data = test::splitmix64_data(kMaxChunkSize + 5, 3);
   const auto cuts = chunk_boundaries(data);
   ASSERT_GE(cuts.size(), 2u);
   EXPECT_EQ(cuts.back(), data.size());
@@ -146,7 +129,7 @@ TEST(XetChunker, EveryChunkButTheLastIsWithinTheBoundsAndAnySplitCutsAlike) {
   std::mt19937 rng(5);
   for (int round = 0; round < 6; ++round) {
     // Random bytes, then long runs of one byte (cuts at the maximum) inside.
-    auto data = splitmix64_data(3'000'000 + rng() % 100'000, round);
+    auto data = test::splitmix64_data(3'000'000 + rng() % 100'000, round);
     if (round % 2 == 1) std::fill(data.begin() + 500'000, data.begin() + 900'000, static_cast<uint8_t>(round));
     const auto cuts = chunk_boundaries(data);
     uint64_t prev = 0;
@@ -170,7 +153,7 @@ TEST(XetChunker, EveryChunkButTheLastIsWithinTheBoundsAndAnySplitCutsAlike) {
 }
 
 TEST(XetChunker, AverageChunkIsNearTheTarget) {
-  const auto data = splitmix64_data(64 << 20, 9);
+  const auto data = test::splitmix64_data(64 << 20, 9);
   const auto cuts = chunk_boundaries(data);
   const double mean = static_cast<double>(data.size()) / static_cast<double>(cuts.size());
   // A 16-bit mask after an 8 KiB minimum: about 8 + 64 KiB, capped at 128.

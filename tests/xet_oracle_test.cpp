@@ -137,17 +137,7 @@ TEST(XetOracle, XetCoreTestDataAndStreamingFeeds) {
   test::TempDir tmp;
   std::vector<fs::path> files;
   // xet-core's 1 MB splitmix64 vector (chunking.rs test_correctness_1mb_random_data).
-  std::vector<uint8_t> sm;
-  uint64_t state = 0;
-  while (sm.size() < 1'000'000) {
-    state += 0x9E3779B97F4A7C15ull;
-    uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    for (int b = 0; b < 8; ++b) sm.push_back(static_cast<uint8_t>(z >> (8 * b)));
-  }
-  sm.resize(1'000'000);
+  const auto sm = test::splitmix64_data(1'000'000, 0);
   files.push_back(tmp / "splitmix-1mb");
   test::write_file(files.back(), sm);
   // All 128 rows of its triggering-pattern test (a would-be cut at every
