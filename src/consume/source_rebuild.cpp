@@ -3,6 +3,9 @@
 // (PackageReader::source_layout), written and hashed in one pass, renamed
 // into place only when every file is the one the package records.
 #include <algorithm>
+#include <array>
+#include <functional>
+#include <future>
 #include <map>
 #include <set>
 
@@ -68,6 +71,62 @@ GgufWriter source_file_writer(const PackageCatalog& cat, const SourceLayout::Fil
   }
   (void)w.header();  // refuses an alignment without its general.alignment KV
   return w;
+}
+
+// Writes `w`'s file into `out` and returns the SHA-256 of the bytes
+// written: the header, then each tensor's bytes read from its part into one
+// of two buffers and copied into place (copy_file_range, pwrite where the
+// kernel cannot), then its zero padding. Hashing a chunk runs on a second
+// thread while the next one is read and the current one written; chunks are
+// hashed in order (one hash at a time, each awaited before the next starts),
+// and a buffer is refilled only after its hash is done. Memory: two chunks.
+std::string write_hashed(const GgufWriter& w, AtomicFile& out, const std::function<void(uint64_t)>& on_bytes) {
+  constexpr size_t kChunk = 8u << 20;
+  out.preallocate(w.total_size());
+  Sha256 sha;
+  const auto head = w.header();
+  out.pwrite_all(0, head);
+  sha.update(head);
+  if (on_bytes) on_bytes(head.size());
+  std::array<std::vector<uint8_t>, 2> buf = {std::vector<uint8_t>(kChunk), std::vector<uint8_t>(kChunk)};
+  std::future<void> hashing;
+  size_t next = 0;
+  // Awaits the chunk being hashed, then hashes buf[b][0..n): in the
+  // background, or here when it is too small to be worth a thread.
+  const auto hash_next = [&](size_t b, size_t n) {
+    if (hashing.valid()) hashing.get();
+    if (n < (1u << 20)) {
+      sha.update({buf[b].data(), n});
+      return;
+    }
+    hashing = std::async(std::launch::async, [&sha, &buf, b, n] { sha.update({buf[b].data(), n}); });
+  };
+  const uint64_t data = w.data_offset();
+  for (const auto& t : w.tensors()) {
+    for (uint64_t done = 0; done < t.bytes;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, t.bytes - done));
+      const size_t b = next++ % 2;
+      // buf[b] was hashed two chunks ago: hash_next awaited that before starting the last one.
+      t.source->pread_exact(t.source_offset + done, {buf[b].data(), n});
+      hash_next(b, n);
+      out.pwrite_all(data + t.offset + done, {buf[b].data(), n});
+      done += n;
+      if (on_bytes) on_bytes(n);
+    }
+    const uint64_t padded = (t.bytes + w.alignment() - 1) / w.alignment() * w.alignment();
+    if (padded > t.bytes) {
+      // A pad is less than the alignment (a u32): one zeroed chunk holds it.
+      const size_t n = static_cast<size_t>(padded - t.bytes);
+      const size_t b = next++ % 2;
+      if (hashing.valid()) hashing.get();  // buf[b] may still be hashed two chunks back
+      std::fill_n(buf[b].begin(), n, uint8_t{0});
+      hash_next(b, n);
+      out.pwrite_all(data + t.offset + t.bytes, {buf[b].data(), n});
+      if (on_bytes) on_bytes(n);
+    }
+  }
+  if (hashing.valid()) hashing.get();
+  return sha.hex_digest();
 }
 
 // Removes a directory this run made, when the run fails (it is empty then:
@@ -172,7 +231,7 @@ std::vector<RebuiltSourceFile> materialize_source(const OpenedPackage& opened, c
   std::vector<RebuiltSourceFile> result;
   for (size_t i = 0; i < files.size(); ++i) {
     outs.push_back(std::make_unique<AtomicFile>(targets[i], Durability::kRenameOnly));
-    const std::string sha = writers[i].write(*outs.back(), on_bytes);
+    const std::string sha = write_hashed(writers[i], *outs.back(), on_bytes);
     if (!sha256_equal(sha, *files[i].sha256)) {
       std::string msg = who + ": the rebuilt " + files[i].path + " has SHA-256 " + sha + ", the source's is " +
                         *files[i].sha256 + " (source_model.files[" + std::to_string(i) + "]); nothing was written";
