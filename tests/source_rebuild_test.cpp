@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "hub_standin.h"
 #include "reference_package.h"
 #include "skippy/gguf.h"
 #include "test_util.h"
@@ -244,6 +245,24 @@ TEST(SourceRebuild, ARecordThatDoesNotDescribeTheSourceIsCaught) {
   const auto r = rebuild(t / "pkg", t / "out.gguf");
   expect_json_error(r, "integrity", "Every part is what the package declares, so the package does not record the source's exact layout");
   EXPECT_FALSE(fs::exists(t / "out.gguf"));
+}
+
+// From hf://: every part comes through the Hugging Face cache, verified,
+// and the split model's shards come back from it.
+TEST(SourceRebuild, AnHfPackageBringsItsPartsAndGivesTheSourceBack) {
+  HubStandin hub;
+  TempDir t;
+  const auto fixture = data_path("llama-tiny-q4_0-00001-of-00003.gguf");
+  ASSERT_EQ(write_pkg(fixture, t / "pkg").exit_code, 0);
+  const std::string commit = hub.publish("org/split-layers", t / "pkg");
+  const std::vector<std::string> env = {"HF_ENDPOINT=" + hub.endpoint(), "HF_HUB_CACHE=" + (t / "hf").string(),
+                                        "HF_HOME=" + (t / "hfhome").string(),
+                                        "SKIPPY_CACHE_DIR=" + (t / "skippy").string(), "HF_TOKEN=", "HF_HUB_OFFLINE="};
+  const auto r = run_cli({"materialize", "hf://org/split-layers@" + commit, "--as-source", "--out",
+                          (t / "restored").string(), "--json"},
+                         env);
+  expect_rebuilt(r, fixture, t / "restored");
+  EXPECT_EQ(json::parse(r.out)["package_id"], "sha256:" + sha256_file(t / "pkg" / "model-package.json"));
 }
 
 TEST(SourceRebuild, UsageErrors) {

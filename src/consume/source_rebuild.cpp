@@ -194,7 +194,8 @@ std::vector<RebuiltSourceFile> materialize_source(const OpenedPackage& opened, c
         if (!drop) laid_out = c.total_size();
         if (c.total_size() == want) w.emplace(std::move(c));
       } catch (const Error& e) {
-        if (!drop) throw e.with_context(what);
+        // What the package says cannot be laid out (a repeated key, a tensor GGUF refuses).
+        if (!drop) throw Error(ErrorKind::kInvalidInput, what + ": " + e.what());
       }
       if (w) break;
     }

@@ -4,6 +4,7 @@
 // keys are its skippy.package.source.* record (skippy/package_layout.h).
 #include "format/schema1/reader.h"
 
+#include <algorithm>
 #include <set>
 
 #include "skippy/error.h"
@@ -43,6 +44,9 @@ SourceLayout source_layout_v1(const PackageManifest& m, const PackageCatalog& ca
     if (!keys) throw_invalid(bad + "split_keys must be a string array");
     for (const auto k : *keys) {
       if (!gguf_split_kv(k, 0, 1, 1)) throw_invalid(bad + "split_keys names \"" + std::string(k) + "\", not a split key");
+      if (std::find(split_keys.begin(), split_keys.end(), k) != split_keys.end() || g.find_kv(k)) {
+        throw_invalid(bad + "split_keys names " + std::string(k) + " twice");
+      }
       split_keys.emplace_back(k);
     }
   }
