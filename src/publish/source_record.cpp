@@ -123,10 +123,14 @@ SourceRecord source_record(const ModelSource& model, const std::vector<GgufWrite
     if (!is_fragment_key(kv.key)) kept.push_back(&kv);
   }
   for (size_t i = 0; i < std::max(kept.size(), source_kvs.size()); ++i) {
-    if (i >= source_kvs.size()) return unrecorded("shared/metadata.gguf carries the KV " + kept[i]->key + ", which is not " + file_name(0) + "'s");
+    if (i >= source_kvs.size()) {
+      return unrecorded("shared/metadata.gguf carries the KV " + kept[i]->key + ", which is not " + file_name(0) + "'s");
+    }
     const std::string key(source_kvs[i]->key);
-    if (i >= kept.size() || kept[i]->key != key || !same_encoding(kept[i]->type, kept[i]->encoded, source_kvs[i]->value)) {
-      return unrecorded("the KV " + key + " of " + file_name(0) + " is not kept in its place, as it is, in shared/metadata.gguf");
+    if (i >= kept.size() || kept[i]->key != key ||
+        !same_encoding(kept[i]->type, kept[i]->encoded, source_kvs[i]->value)) {
+      return unrecorded("the KV " + key + " of " + file_name(0) +
+                        " is not kept in its place, as it is, in shared/metadata.gguf");
     }
   }
   for (uint32_t i = 0; i < count; ++i) {
