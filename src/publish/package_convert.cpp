@@ -54,7 +54,18 @@ void order_as_source(std::vector<detail::CarrierTensor>& dir, const GgufFile& me
   for (const auto& t : dir) {
     if (!rank.contains(t.name)) return;
   }
-  std::stable_sort(dir.begin(), dir.end(), [&](const auto& a, const auto& b) { return rank.at(a.name) < rank.at(b.name); });
+  // A permutation, then moves (sorting the tensors themselves would
+  // instantiate std:: algorithms on an internal type the shared library
+  // would export).
+  std::vector<size_t> order(dir.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = rank.at(dir[i].name);
+  std::vector<size_t> by_rank(dir.size());
+  for (size_t i = 0; i < by_rank.size(); ++i) by_rank[i] = i;
+  std::sort(by_rank.begin(), by_rank.end(), [&](size_t a, size_t b) { return order[a] < order[b]; });
+  std::vector<detail::CarrierTensor> sorted;
+  sorted.reserve(dir.size());
+  for (const size_t i : by_rank) sorted.push_back(std::move(dir[i]));
+  dir = std::move(sorted);
 }
 
 // Puts the bytes of `from` at `to` unchanged: a hard link when both are on
