@@ -32,7 +32,7 @@ PublishSettings publish_settings_from_env(bool create, bool private_repo, Progre
 
 namespace {
 
-// #30: SIGINT or SIGTERM during the write says, in one line, what it
+// SIGINT or SIGTERM during the write says, in one line, what it
 // interrupted and how to finish it (the directory is resumable), then exits
 // 128 + the signal. The line is made before the handler is installed, so the
 // handler only writes it (async-signal-safe).
@@ -137,15 +137,13 @@ Command register_write_package(CLI::App& app) {
     unsigned threads = 0;
     std::string push, max_disk, message;
     bool create = false, private_repo = false;
-    // ---- #25 (signed packages, immutable refs): --sign, --tag ----
     std::string sign, tag;
-    // ---- package schema 2 (issue 22, write --schema 2) ----
+    // Package schema 2:
     unsigned schema = 1;
     std::string max_artifact_bytes, layout;
     std::string native_abi, generation_defaults;
     std::vector<std::string> publisher_metadata;
     bool hub_publisher_metadata = false;
-    // ---- end schema 2 ----
   };
   auto a = std::make_shared<Args>();
   path_option(cmd->add_option("source", a->source, "Source .gguf (any shard of a split model) or org/repo:distribution on the Hub"))->required();
@@ -166,12 +164,10 @@ Command register_write_package(CLI::App& app) {
   cmd->add_option("--message", a->message, "With --push: the commit summary");
   cmd->add_flag("--stream", a->stream,
                 "With an org/repo:DIST source: read it once over HTTP as it is split, never storing it (no cache copy)");
-  // ---- #25 (signed packages, immutable refs) ----
   path_option(cmd->add_option("--sign", a->sign,
                   "Sign the finished package with this owner directory (owner.key, owner.crt): model-package.json.sig"));
   cmd->add_option("--tag", a->tag, "With --push: tag the commit NAME on the Hub (hf://ns/repo@NAME)");
-  // ---- end #25 ----
-  // ---- package schema 2 (issue 22, write --schema 2) ----
+  // Package schema 2:
   cmd->add_option("--schema", a->schema, "Package schema: 1 (default, the spec's) or 2 (mesh-llm's package v2)")
       ->check(number_in(1u, 2u));
   cmd->add_option("--max-artifact-bytes", a->max_artifact_bytes,
@@ -187,13 +183,12 @@ Command register_write_package(CLI::App& app) {
   cmd->add_flag("--hub-publisher-metadata", a->hub_publisher_metadata,
                 "With --schema 2 and an org/repo:DIST source: attach the repository's publisher files found at its top "
                 "level at the same commit, as --publisher-metadata does");
-  // ---- end schema 2 ----
   return {cmd, [a]() {
             if (a->push.empty() && (a->create || a->private_repo || !a->max_disk.empty() || !a->message.empty())) {
               throw Error(ErrorKind::kUsage, "--create, --private, --max-disk and --message go with --push");
             }
             if (a->private_repo && !a->create) throw Error(ErrorKind::kUsage, "--private needs --create");
-            // ---- #25: --sign and --tag are checked before anything is written ----
+            // --sign and --tag are checked before anything is written.
             if (!a->tag.empty() && a->push.empty()) throw Error(ErrorKind::kUsage, "--tag goes with --push");
             if (!a->tag.empty()) check_tag_name(a->tag);
             if (!a->sign.empty()) {
@@ -204,10 +199,9 @@ Command register_write_package(CLI::App& app) {
                 }
               }
             }
-            // ---- end #25 ----
-            WritePackageOptions o;
+                      WritePackageOptions o;
             o.out_dir = a->out_dir;
-            // ---- package schema 2 (issue 22, write --schema 2) ----
+            // Package schema 2:
             o.schema = a->schema;
             if (!a->max_artifact_bytes.empty()) {
               if (a->schema != 2) throw Error(ErrorKind::kUsage, "--max-artifact-bytes goes with --schema 2");
@@ -229,8 +223,7 @@ Command register_write_package(CLI::App& app) {
               if (a->schema != 2) throw Error(ErrorKind::kUsage, "--publisher-metadata goes with --schema 2");
               o.publisher_metadata.assign(a->publisher_metadata.begin(), a->publisher_metadata.end());
             }
-            // ---- end schema 2 ----
-            std::optional<PushTarget> target;
+                    std::optional<PushTarget> target;
             if (!a->push.empty()) target = parse_push_target(a->push);
             const uint64_t max_disk = a->max_disk.empty() ? 0 : size_flag("--max-disk", a->max_disk, 1);
             Progress download("download");
@@ -323,7 +316,7 @@ Command register_write_package(CLI::App& app) {
                 settings.on_progress = [p = stream_progress.get()](uint64_t d, uint64_t t) { p->uploaded(d, t); };
                 if (budget) stream_progress->set_disk(budget->limit(), [budget] { return budget->used(); });
               }
-              settings.tag = a->tag;  // #25
+              settings.tag = a->tag;
               if (budget) {
                 // A failed upload never frees its bytes: wake a writer waiting for room.
                 settings.on_failure = [budget](const Error&) {
@@ -355,13 +348,12 @@ Command register_write_package(CLI::App& app) {
               throw;
             }
             const auto& r = *written;
-            // ---- #25: sign the finished package (the sidecar covers validation.json too) ----
+            // Sign the finished package (the sidecar covers validation.json too).
             std::optional<PackageSignature> signature;
             if (!a->sign.empty()) signature = sign_package(r.package_dir, a->sign);
-            // ---- end #25 ----
-            std::optional<PublishResult> pushed;
+                      std::optional<PublishResult> pushed;
             if (pub) {
-              // README.md, model-package.json, and validation.json and the sidecar when present (#25).
+              // README.md, model-package.json, and validation.json and the sidecar when present.
               const auto meta = add_package_metadata(*pub, r.package_dir, r.manifest_sha256);
               const std::string summary = a->message.empty() ? "Publish layer package " + r.manifest.model_id + " (" +
                                                                    std::to_string(r.manifest.layer_count) + " layers)"
@@ -383,7 +375,6 @@ Command register_write_package(CLI::App& app) {
                                     {"notes", r.notes},
                                     {"details", r.details}};
               if (pushed) doc["publish"] = publish_result_json(*pushed);
-              // #25
               const auto vfile = r.package_dir / std::string(kValidationFileName);
               doc["validation_json"] = std::filesystem::exists(vfile) ? nlohmann::json(vfile.string()) : nlohmann::json();
               doc["signed_by"] = signature ? nlohmann::json(signature->owner_id) : nlohmann::json();
@@ -402,12 +393,11 @@ Command register_write_package(CLI::App& app) {
                                  {"upload_bytes_per_sec", secs > 0 ? static_cast<double>(up) / secs : 0.0},
                                  {"projectors_from_source", streamed->projector_paths()}};
               }
-              // ---- package schema 2 (issue 22, write --schema 2) ----
+              // Package schema 2:
               doc["schema_version"] = r.schema;
               if (r.schema == 2) doc["package_id"] = r.package_id;
               if (r.schema == 2) doc["native_abi_version"] = r.root_v2->native_abi_version;
-              // ---- end schema 2 ----
-              print_json(doc);
+                        print_json(doc);
             } else {
               std::cout << "wrote " << r.package_dir.string() << ": " << r.manifest.layer_count << " layers, "
                         << r.artifact_count << " artifacts\n"

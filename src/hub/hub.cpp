@@ -384,7 +384,7 @@ class HubRepo {
       throw_invalid(what + ": the Hub answered for commit " + meta.commit + " (asked for " + commit + ")");
     }
     if (want.max_size && meta.size > *want.max_size) {
-      // Before a byte: a file read whole into memory has a cap (issue #29).
+      // Before a byte: a file read whole into memory has a cap.
       throw_invalid(what + ": the Hub advertises " + std::to_string(meta.size) + " bytes, over the " +
                     std::to_string(*want.max_size) + "-byte cap for this file (refused before downloading it)");
     }
@@ -398,7 +398,7 @@ class HubRepo {
     return meta;
   }
 
-  // #25: GET /api/models/{repo}/refs: whether `revision` is one of its tags
+  // GET /api/models/{repo}/refs: whether `revision` is one of its tags
   // (nullopt when the Hub does not say).
   std::optional<bool> is_tag(const std::string& revision) {
     HttpRequest req;

@@ -222,7 +222,7 @@ class HubPublisher::Impl {
     }
     head_ = *head;
     if (!settings_.tag.empty()) {
-      // #25: a tag names one commit for good. One that exists on another
+      // A tag names one commit for good. One that exists on another
       // commit than the head could only be refused after the upload: refuse now.
       const auto at = find_hub_tag(cfg_, target_.repo, settings_.tag);
       tag_exists_ = at.has_value();
@@ -583,7 +583,7 @@ class HubPublisher::Impl {
       return res;  // the branch holds exactly this package already
     }
     if (tag_exists_) {
-      // #25: the tag names the head, and this package makes a new commit the tag cannot follow.
+      // The tag names the head, and this package makes a new commit the tag cannot follow.
       throw Error(ErrorKind::kInvalidInput,
                   where_ + ": --tag " + settings_.tag + ": refused: the tag already exists on commit " + head_ +
                       " (the branch head) and this package would make a new commit; a tag is never moved, so nothing "
@@ -660,7 +660,7 @@ class HubPublisher::Impl {
   std::string head_;
   std::map<std::string, HeadFile> remote_;
   bool created_ = false;
-  bool tag_exists_ = false;  // #25: settings_.tag already names the head
+  bool tag_exists_ = false;  // settings_.tag already names the head
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

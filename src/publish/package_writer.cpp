@@ -72,7 +72,7 @@ void prepare_out_dir(const fs::path& dir, bool force) {
     fsync_directory(dir);
     for (const char* sub : {"shared", "layers", "projectors"}) fs::remove_all(dir / sub, ec);
     fs::remove(dir / std::string(kPackageReadme), ec);
-    // #25: a previous package's validation result and signature describe its manifest, not the next one.
+    // A previous package's validation result and signature describe its manifest, not the next one.
     fs::remove(dir / std::string(kValidationFileName), ec);
     fs::remove(dir / std::string(kSignatureFileName), ec);
     std::vector<fs::path> leftovers;
@@ -477,7 +477,7 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   }
 
   std::optional<detail::ReadmeValidation> validation;
-  std::optional<ValidationReport> validation_report;  // #25: kept as validation.json
+  std::optional<ValidationReport> validation_report;  // kept as validation.json
   if (opt.validate) {
     ValidateOptions vo;
     vo.threads = opt.threads;
@@ -515,7 +515,7 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   }
   r.details = generation.details;
   write_file_atomic(opt.out_dir / std::string(kPackageReadme), detail::package_readme(m, r.manifest_sha256, r.notes, validation));
-  // #25: validation.json names the manifest's digest, so it can land before the manifest does.
+  // validation.json names the manifest's digest, so it can land before the manifest does.
   if (validation_report) write_validation_result(opt.out_dir, *validation_report, r.manifest_sha256, "write-package --validate");
   // The manifest goes last: its presence means the package is complete.
   write_file_atomic(opt.out_dir / std::string(kManifestFileName), manifest_text);
