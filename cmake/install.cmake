@@ -27,4 +27,5 @@ install(FILES ${PROJECT_BINARY_DIR}/skippyConfig.cmake ${PROJECT_BINARY_DIR}/ski
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/skippy)
 
 configure_file(${PROJECT_SOURCE_DIR}/cmake/skippy.pc.in ${PROJECT_BINARY_DIR}/skippy.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/skippy.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/skippy-cxx.pc.in ${PROJECT_BINARY_DIR}/skippy-cxx.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/skippy.pc ${PROJECT_BINARY_DIR}/skippy-cxx.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -17,15 +17,16 @@ cd "$root"
 declare -A allowed=(
   [util]=""
   [gguf]="util"
+  [xet]="util"
   [format]="gguf util"
-  [publish]="format gguf util"
+  [publish]="format gguf xet util"
   [consume]="format gguf util"
   [plan]="consume format gguf util"
   [generation]="consume format gguf util"
   [source]="consume publish format gguf util"
-  [hub]="source consume publish format gguf util"
+  [hub]="source consume publish format gguf xet util"
   [peer]="source consume publish format gguf util"
-  [capi]="hub peer source generation plan consume publish format gguf util"
+  [capi]="hub peer source generation plan consume publish format gguf xet util"
 )
 
 # public header -> owning library

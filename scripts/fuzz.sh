@@ -3,14 +3,17 @@
 # with fuzz/corpus/ (made from the fixtures in tests/data) and fuzz/gguf.dict,
 # then the package-level text parsers (manifest, hf:// refs, coordinates,
 # etags) seeded with fuzz/corpus-inputs/, then the peer-transfer frame parser
-# seeded with fuzz/corpus-peer/ (written by fuzz/peer_seeds.py).
+# seeded with fuzz/corpus-peer/ (written by fuzz/peer_seeds.py), then the Xet
+# xorb, chunk-range and shard readers seeded with fuzz/corpus-xet/ (written by
+# fuzz/xet_seeds.cpp).
 #
-#   scripts/fuzz.sh --ci     about 40 + 20 + 20 s (CI); fails on any crash, leak,
+#   scripts/fuzz.sh --ci     about 40 + 20 + 20 + 20 s (CI); fails on any crash, leak,
 #                            oversized allocation or timeout
 #   scripts/fuzz.sh          the long run: FUZZ_RUNS executions (10,000,000) of the
 #                            reader, FUZZ_INPUTS_RUNS (2,000,000) of the text parsers,
-#                            FUZZ_PEER_RUNS (5,000,000) of the peer frame parser
-#   scripts/fuzz.sh --seeds  regenerates the committed seed corpus fuzz/corpus/
+#                            FUZZ_PEER_RUNS (5,000,000) of the peer frame parser,
+#                            FUZZ_XET_RUNS (2,000,000) of the Xet format readers
+#   scripts/fuzz.sh --seeds  regenerates the committed seed corpora fuzz/corpus/ and fuzz/corpus-xet/
 #   scripts/fuzz.sh --coverage  replays fuzz/corpus and fuzz/corpus-work through
 #                            a source-coverage build (build-fuzz-cov/) and prints
 #                            the line and branch coverage of the GGUF reader
@@ -62,15 +65,16 @@ else
 fi
 
 if [ "$mode" = seeds ]; then
-  cmake --build "$build" -j2 --target gguf_fuzz_seeds
-  rm -rf fuzz/corpus
+  cmake --build "$build" -j2 --target gguf_fuzz_seeds xet_fuzz_seeds
+  rm -rf fuzz/corpus fuzz/corpus-xet
   "$build/bin/gguf_fuzz_seeds" tests/data fuzz/corpus
-  du -sh fuzz/corpus
+  "$build/bin/xet_fuzz_seeds" fuzz/corpus-xet
+  du -sh fuzz/corpus fuzz/corpus-xet
   exit 0
 fi
 
-cmake --build "$build" -j2 --target gguf_reader_fuzz package_inputs_fuzz peer_frames_fuzz
-mkdir -p fuzz/corpus-work fuzz/corpus-inputs-work fuzz/corpus-peer-work "$build/artifacts"
+cmake --build "$build" -j2 --target gguf_reader_fuzz package_inputs_fuzz peer_frames_fuzz xet_formats_fuzz
+mkdir -p fuzz/corpus-work fuzz/corpus-inputs-work fuzz/corpus-peer-work fuzz/corpus-xet-work "$build/artifacts"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -87,14 +91,17 @@ common=(
 flags=(-dict=fuzz/gguf.dict "${common[@]}")
 inputs_flags=("${common[@]}")
 peer_flags=("${common[@]}")
+xet_flags=("${common[@]}")
 if [ "$mode" = ci ]; then
   flags+=(-max_total_time="${FUZZ_SECONDS:-40}")
   inputs_flags+=(-max_total_time="${FUZZ_INPUTS_SECONDS:-20}")
   peer_flags+=(-max_total_time="${FUZZ_PEER_SECONDS:-20}")
+  xet_flags+=(-max_total_time="${FUZZ_XET_SECONDS:-20}")
 else
   flags+=(-runs="${FUZZ_RUNS:-10000000}")
   inputs_flags+=(-runs="${FUZZ_INPUTS_RUNS:-2000000}")
   peer_flags+=(-runs="${FUZZ_PEER_RUNS:-5000000}")
+  xet_flags+=(-runs="${FUZZ_XET_RUNS:-2000000}")
 fi
 # The first corpus directory receives new inputs; fuzz/corpus* only seed.
 set -x
@@ -106,3 +113,6 @@ set -x
 # The peer-transfer frame parser: what a server reads from any peer
 # (fuzz/peer_frames_fuzz.cpp).
 "$build/bin/peer_frames_fuzz" "${peer_flags[@]}" "$@" fuzz/corpus-peer-work fuzz/corpus-peer
+# The Xet formats a client reads from the CAS: whole xorbs, chunk ranges,
+# upload and dedupe shards (fuzz/xet_formats_fuzz.cpp).
+"$build/bin/xet_formats_fuzz" "${xet_flags[@]}" "$@" fuzz/corpus-xet-work fuzz/corpus-xet

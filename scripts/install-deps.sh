@@ -27,6 +27,7 @@ RUN_PKGS=(
   libasio-dev                         # peer transfer: standalone asio (header-only), TLS via OpenSSL
   libcli11-dev                        # command line
   libtomlplusplus-dev                 # config.toml (speculative decoding defaults)
+  liblz4-dev                          # Xet xorb chunks: LZ4 frames
   help2man                            # the CLI's man page, made from --help at build time
 )
 TEST_PKGS=(
@@ -34,6 +35,7 @@ TEST_PKGS=(
   libgtest-dev libgmock-dev           # tests
   libbenchmark-dev                    # benchmarks
   openssl coreutils time              # benchmark yardsticks (openssl dgst, cp, /usr/bin/time)
+  b3sum                               # BLAKE3 test oracle and benchmark yardstick
   libgomp1                            # OpenMP runtime of the reference stage runtime (../shared/refrt)
 )
 PKGS=("${RUN_PKGS[@]}")

@@ -62,7 +62,10 @@ for h in $installed; do
     { echo "install: <skippy/$h> does not compile on its own against the installed headers" >&2; exit 1; }
 done
 
-export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+# The C lines see only our .pc files: the C API needs no other package's.
+export PKG_CONFIG_LIBDIR="$prefix/lib/pkgconfig"
+c_flags=$(pkg-config --cflags skippy)
+case "$c_flags" in *-D*) echo "install: pkg-config --cflags skippy leaks a dependency's defines: $c_flags" >&2; exit 1 ;; esac
 # The ordinary line: the shared library.
 cc -std=c99 -Wall -Wextra -Werror tests/install/consumer.c -o "$work/consumer-c" $(pkg-config --cflags --libs skippy)
 ldd_out=$(LD_LIBRARY_PATH="$prefix/lib" ldd "$work/consumer-c")
@@ -74,6 +77,10 @@ cc -std=c99 -Wall -Wextra -Werror $(pkg-config --cflags skippy) tests/install/co
 static_ldd=$(ldd "$work/consumer-c-static" || true)
 if grep -q libskippy <<<"$static_ldd"; then echo "install: the static build loads libskippy.so" >&2; exit 1; fi
 
+unset PKG_CONFIG_LIBDIR
+# C++ with pkg-config: skippy-cxx (the system's nlohmann_json.pc beside ours).
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+c++ tests/install/consumer.cpp -o "$work/consumer-cxx-pc" $(pkg-config --cflags --libs skippy-cxx) -Wl,-rpath,"$prefix/lib"
 cmake -S tests/install -B "$work/cxx" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$work/cxx" >/dev/null
 
@@ -84,6 +91,7 @@ export SKIPPY_CACHE_DIR="$work/cache" HF_HUB_OFFLINE=1
 LD_LIBRARY_PATH="$prefix/lib" "$work/consumer-c" "$pkg" 0 3
 "$work/consumer-c-static" "$pkg" 0 3
 "$work/cxx/consumer" "$pkg" 3..8   # CMake's build RPATH finds libskippy.so
+"$work/consumer-cxx-pc" "$pkg" 3..8 >/dev/null
 # The same C++ path opens a package schema 2.
 "$cli" write-package tests/data/llama-tiny-q8_0.gguf --out-dir "$work/pkg2" --schema 2 \
   --model-id org/llama-tiny:Q8_0 --source-revision 0123abc --source-file llama-tiny-q8_0.gguf >/dev/null

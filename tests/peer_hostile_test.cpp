@@ -545,7 +545,7 @@ TEST_F(PeerHostile, ServerBusyIsAskedAgainWithBackoffAndEachRetryIsSaid) {
 
 TEST_F(PeerHostile, RateMistakesAreUsageErrorsNamingTheFlagOrVariable) {
   const std::string ep = "127.0.0.1:9";  // never reached: every case fails before
-  test::expect_json_error(fetch(ep, "mistakes", {"--peer-min-rate", "fast"}), "usage", "--peer-min-rate fast: expected bytes per second");
+  test::expect_json_error(fetch(ep, "mistakes", {"--peer-min-rate", "fast"}), "usage", "--peer-min-rate: invalid size \"fast\": expected a number");
   test::expect_json_error(fetch(ep, "mistakes", {}, {"SKIPPY_PEER_MIN_RATE=1Q"}), "usage", "SKIPPY_PEER_MIN_RATE=\"1Q\"");
   test::expect_json_error(fetch(ep, "mistakes", {}, {"SKIPPY_PEER_RATE_WINDOW=0"}), "usage", "SKIPPY_PEER_RATE_WINDOW=\"0\"");
   const auto r = test::run_cli({"fetch", w().ref, "--peer-min-rate", "1M", "--json"}, worker_env("mistakes"));

@@ -143,6 +143,22 @@ std::vector<uint8_t> read_file(const std::filesystem::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+std::vector<uint8_t> splitmix64_data(size_t n, uint64_t seed) {
+  std::vector<uint8_t> out;
+  out.reserve(n + 8);
+  uint64_t state = seed;
+  while (out.size() < n) {
+    state += 0x9E3779B97F4A7C15ull;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    for (int b = 0; b < 8; ++b) out.push_back(static_cast<uint8_t>(z >> (8 * b)));
+  }
+  out.resize(n);
+  return out;
+}
+
 void write_file(const std::filesystem::path& p, const std::vector<uint8_t>& bytes) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));

@@ -117,6 +117,9 @@ std::filesystem::path with_extra_tensors(const std::filesystem::path& src, const
 
 std::vector<uint8_t> read_file(const std::filesystem::path& p);
 void write_file(const std::filesystem::path& p, const std::vector<uint8_t>& bytes);
+// xet-core's create_random_data: splitmix64 words from `seed`, little-endian,
+// cut to n bytes (the data its chunking test vectors are computed on).
+std::vector<uint8_t> splitmix64_data(size_t n, uint64_t seed);
 std::string read_text(const std::filesystem::path& p);
 // The parsed model-package.json of a package directory.
 PackageManifest load_manifest(const std::filesystem::path& package_dir);

@@ -181,7 +181,7 @@ TEST_F(V2Publish, Schema1OnMainThenItsConversionOnABranchUploadsOnlyTheCarrierAn
   const auto j2 = json::parse(p2.out);
   EXPECT_EQ(j2["branch"], "v2");
   EXPECT_EQ(j2["committed"], true);
-  EXPECT_EQ(j2["files"].get<size_t>(), pkg.catalog.artifacts.size() + 1) << "every artifact and the root";
+  EXPECT_EQ(j2["files"].get<size_t>(), pkg.catalog.artifacts.size() + 2) << "every artifact, the model card and the root";
   EXPECT_EQ(j2["lfs_uploaded"], 1) << "the carrier: the fragments are the same LFS objects";
   EXPECT_EQ(j2["lfs_already_on_hub"].get<size_t>(), j2["lfs_files"].get<size_t>() - 1);
   EXPECT_EQ(j2["bytes_uploaded"].get<uint64_t>(), carrier.bytes);
@@ -189,8 +189,8 @@ TEST_F(V2Publish, Schema1OnMainThenItsConversionOnABranchUploadsOnlyTheCarrierAn
   EXPECT_EQ(put_oids(raw), (std::set<std::string>{carrier.sha256})) << raw.dump();
   EXPECT_EQ(storage_bytes_received(raw), carrier.bytes);
 
-  // What v2 holds that main does not: the carrier and the root, nothing else;
-  // the root is the commit's only regular (non-LFS) file.
+  // What v2 holds that main does not: the carrier, the model card and the
+  // root, nothing else; the card and the root are its only regular (non-LFS) files.
   const auto main_files = branch_files(*hub_, repo, "main");
   const auto v2_files = branch_files(*hub_, repo, "v2");
   std::set<std::string> changed, regular;
@@ -199,9 +199,9 @@ TEST_F(V2Publish, Schema1OnMainThenItsConversionOnABranchUploadsOnlyTheCarrierAn
     if (m == main_files.end() || m->second.blob_id != f.blob_id) changed.insert(path);
     if (f.lfs_sha256.empty()) regular.insert(path);
   }
-  EXPECT_EQ(changed, (std::set<std::string>{"model-package.json", carrier.path}));
-  EXPECT_EQ(regular, (std::set<std::string>{"model-package.json"}));
-  std::set<std::string> want_paths = {"model-package.json"};
+  EXPECT_EQ(changed, (std::set<std::string>{"README.md", "model-package.json", carrier.path}));
+  EXPECT_EQ(regular, (std::set<std::string>{"README.md", "model-package.json"}));
+  std::set<std::string> want_paths = {"README.md", "model-package.json"};
   for (const auto& a : pkg.catalog.artifacts) want_paths.insert(a.path);
   std::set<std::string> got_paths;
   for (const auto& [path, f] : v2_files) got_paths.insert(path);

@@ -134,6 +134,10 @@ CLI::Option* path_option(CLI::Option* opt);
 
 // A --*-timeout in seconds (fractions allowed), rounded to milliseconds.
 std::chrono::milliseconds seconds_to_ms(double s);
+// A size or rate flag's value, read by the one size parser (parse_byte_size:
+// 500M, 1.5GiB, 8GB, 123456; rates in bytes per second): every size flag takes
+// the same forms. A usage error names the flag; `min` is the least accepted.
+uint64_t size_flag(const std::string& flag, const std::string& text, uint64_t min = 0);
 
 Command register_inspect(CLI::App& app);
 Command register_write_package(CLI::App& app);
@@ -153,6 +157,11 @@ Command register_convert_package(CLI::App& app);
 Command register_restamp_package(CLI::App& app);
 // The JSON of a signature just made (sign-package, write-package --sign, publish --sign).
 nlohmann::json signature_result_json(const std::filesystem::path& dir, const PackageSignature& s);
+
+// A report's problems on stderr, two spaces in: the first few in full, then
+// how many more (a wrong source or a damaged package can have one per tensor,
+// thousands on a real model); --json always lists every one.
+void print_problems(const std::vector<std::string>& problems);
 
 // verify's report, for either schema: with `json`, `identity` (the
 // package's own keys) plus verified, artifacts, hashed_bytes, cache_hits,

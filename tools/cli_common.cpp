@@ -13,6 +13,8 @@
 #include "util/file.h"
 #include "skippy/hf_ref.h"
 #include "skippy/hub.h"
+#include "util/byte_size.h"
+#include "util/text.h"
 
 namespace skippy::cli {
 
@@ -187,6 +189,21 @@ std::chrono::milliseconds seconds_to_ms(double s) {
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(s * 1000.0)));
 }
 
+void print_problems(const std::vector<std::string>& problems) {
+  if (!problems.empty()) std::cerr << detail::problem_lines(problems, "--json").substr(1) << "\n";
+}
+
+uint64_t size_flag(const std::string& flag, const std::string& text, uint64_t min) {
+  uint64_t v = 0;
+  try {
+    v = parse_byte_size(text);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kUsage, flag + ": " + e.what());
+  }
+  if (v < min) throw Error(ErrorKind::kUsage, flag + " " + text + ": must be at least " + std::to_string(min) + " bytes");
+  return v;
+}
+
 int print_verify_report(const VerifyReport& r, bool json, nlohmann::json identity, nlohmann::json parts, bool cache,
                         const std::vector<std::string>& warnings, const std::vector<std::string>& notes,
                         const std::optional<LayerRange>& range, const std::string& of, const std::string& declared_by) {
@@ -218,7 +235,7 @@ int print_verify_report(const VerifyReport& r, bool json, nlohmann::json identit
     std::cerr << "not verified: " << r.problems.size() << " of " << counted(r.artifacts, "artifact")
               << (r.problems.size() == 1 ? " does" : " do") << " not match the "
               << declared_by << "\n";
-    for (const auto& p : r.problems) std::cerr << "  " << p << "\n";
+    print_problems(r.problems);
   }
   return r.verified ? kExitOk : kExitInvalid;
 }

@@ -7,6 +7,7 @@
 #include "skippy/error.h"
 #include "skippy/manifest.h"
 #include "skippy/package_convert.h"
+#include "util/parallel.h"
 
 namespace skippy::cli {
 
@@ -35,7 +36,7 @@ Command register_convert_package(CLI::App& app) {
   struct Args {
     std::string dir, out_dir, source, native_abi, generation_defaults;
     std::vector<std::string> publisher_metadata;
-    unsigned to = 0, threads = 2;
+    unsigned to = 0, threads = 0;
     bool uncertified = false, force = false, json = false;
   };
   auto a = std::make_shared<Args>();
@@ -48,7 +49,7 @@ Command register_convert_package(CLI::App& app) {
   add_generation_defaults_option(cmd, a->generation_defaults, "--to 2: ");
   add_publisher_metadata_option(cmd, a->publisher_metadata, "--to 2: ");
   cmd->add_flag("--force", a->force, "Replace a non-empty --out-dir");
-  cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(number_in(1u, 64u));
+  cmd->add_option("--threads", a->threads, "Worker threads (default: one per core, at most 16)")->check(number_in(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a]() {
             Progress progress("convert-package");
@@ -66,7 +67,7 @@ Command register_convert_package(CLI::App& app) {
               o.request_defaults = read_generation_defaults(a->generation_defaults);
               o.publisher_metadata.assign(a->publisher_metadata.begin(), a->publisher_metadata.end());
               o.force = a->force;
-              o.threads = a->threads;
+              o.threads = detail::worker_threads(a->threads);
               o.on_progress = on_progress;
               const auto r = convert_package_to_v2(o);
               if (a->json) {
@@ -81,6 +82,7 @@ Command register_convert_package(CLI::App& app) {
                             {"manifest_sha256", r.manifest_sha256},
                             {"native_abi_version", r.root.native_abi_version},
                             {"certified", r.certified},
+                            {"threads", o.threads},
                             {"certification", r.certification},
                             {"tensors_certified", r.tensors_certified},
                             {"bytes_compared", r.bytes_compared},
@@ -112,7 +114,7 @@ Command register_convert_package(CLI::App& app) {
             o.package_dir = opened.root;
             o.out_dir = a->out_dir;
             o.force = a->force;
-            o.threads = a->threads;
+            o.threads = detail::worker_threads(a->threads);
             o.on_progress = on_progress;
             const auto r = convert_package_to_v1(opened, o);
             if (a->json) {
@@ -121,6 +123,7 @@ Command register_convert_package(CLI::App& app) {
                           {"manifest_sha256", r.manifest_sha256},
                           {"artifact_count", r.artifact_count},
                           {"bytes_written", r.bytes_written},
+                          {"threads", o.threads},
                           {"dropped", r.dropped},
                           {"notes", r.notes}});
             } else {

@@ -46,6 +46,7 @@ void check_peer_flags(const PeerArgs& p) {
   if (colon == 0 || !digits || std::stoul(port) == 0 || std::stoul(port) > 65535) {
     throw Error(ErrorKind::kUsage, "--peer " + p.peer + ": expected HOST:PORT (e.g. 10.0.0.5:7470 or [::1]:7470)");
   }
+  if (!p.min_rate.empty()) (void)size_flag("--peer-min-rate", p.min_rate);  // a usage error before any file is read
 }
 
 // The sources of a `fetch --peer` (the library's chain: cache, peer, then
@@ -61,9 +62,7 @@ Sources peer_sources(const PeerArgs& p, const HfRef& ref, const peer::Topology& 
   o.connect_timeout = seconds_to_ms(p.connect_timeout);
   o.idle_timeout = seconds_to_ms(p.idle_timeout);
   if (!p.min_rate.empty()) {  // the flag, else the environment
-    const auto r = env::parse_byte_rate(p.min_rate);
-    if (!r) throw Error(ErrorKind::kUsage, "--peer-min-rate " + p.min_rate + ": expected bytes per second (e.g. 1048576, 512K, 1M; 0 = none)");
-    o.min_rate = *r;
+    o.min_rate = size_flag("--peer-min-rate", p.min_rate);
   }
   if (p.rate_window > 0) o.rate_window = seconds_to_ms(p.rate_window);
   auto chain = peer::make_peer_sources(ref, o, {make_hub_remote(hub)});
@@ -161,7 +160,7 @@ Command register_fetch(CLI::App& app) {
                              "With --peer: seconds without progress before the peer is given up for the Hub (default 30)")
                  ->check(CLI::Range(0.01, 3600.0));
   auto* rate = cmd->add_option("--peer-min-rate", a->peer.min_rate,
-                               "With --peer: the slowest transfer waited for, bytes per second (K, M, G suffixes; "
+                               "With --peer: the slowest transfer waited for, bytes per second (a size: 512K, 1M, 1MB; "
                                "default 1M or SKIPPY_PEER_MIN_RATE; 0 = none)");
   auto* window = cmd->add_option("--peer-rate-window", a->peer.rate_window,
                                  "With --peer: seconds that --peer-min-rate is averaged over (default 10 or "

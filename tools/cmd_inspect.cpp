@@ -10,8 +10,10 @@
 #include "skippy/decode_cost.h"
 #include "skippy/gguf.h"
 #include "skippy/hf_ref.h"
+#include "skippy/materialize.h"
 #include "skippy/model_source.h"
 #include "skippy/package_signature.h"
+#include "skippy/plan.h"
 #include "skippy/policy.h"
 #include "skippy/stage.h"
 #include "skippy/validation_result.h"
@@ -31,6 +33,46 @@ nlohmann::json projector_json(const ModelSummary& s) {
   return {{"projector_type", s.projector->projector_type},
           {"vision_block_count", opt_json(s.projector->vision_block_count)},
           {"audio_block_count", opt_json(s.projector->audio_block_count)}};
+}
+
+// What a stage file written by materialize says of itself (its
+// skippy.materialized.* keys); nullopt for any other GGUF.
+struct MaterializedStage {
+  std::optional<LayerRange> range;  // absent: a whole-model materialization
+  std::string model_id, manifest_sha256, package_id;
+};
+
+std::optional<MaterializedStage> materialized_stage(const ModelSource& model) {
+  const GgufFile& f = model.shards().front();
+  const auto manifest = f.get_string(kMaterializedManifestKey);
+  if (!manifest) return std::nullopt;
+  MaterializedStage m;
+  m.manifest_sha256 = std::string(*manifest);
+  m.model_id = std::string(f.get_string(kMaterializedModelIdKey).value_or(""));
+  m.package_id = std::string(f.get_string(kMaterializedPackageIdKey).value_or(""));
+  const auto start = f.get_uint(kMaterializedLayerStartKey), end = f.get_uint(kMaterializedLayerEndKey);
+  if (start && end && *start < *end && *end <= UINT32_MAX) {
+    m.range = LayerRange{static_cast<uint32_t>(*start), static_cast<uint32_t>(*end)};
+  }
+  return m;
+}
+
+nlohmann::json stage_json(const std::optional<MaterializedStage>& m) {
+  if (!m) return nullptr;
+  return {{"layer_start", m->range ? nlohmann::json(m->range->start) : nlohmann::json()},
+          {"layer_end", m->range ? nlohmann::json(m->range->end) : nlohmann::json()},
+          {"model_id", m->model_id},
+          {"manifest_sha256", m->manifest_sha256},
+          {"package_id", m->package_id.empty() ? nlohmann::json() : nlohmann::json(m->package_id)}};
+}
+
+// "2.38 MiB of 2.38 MiB (routed experts at 2/8)": what one decoded token reads.
+std::string per_token_text(const DecodeCost& d) {
+  return human_bytes(d.active_bytes_per_token()) + " of " + human_bytes(d.total_bytes()) +
+         (d.expert_count > 1
+              ? " (routed experts at " + std::to_string(d.expert_used_count) + "/" + std::to_string(d.expert_count) + ")"
+              : std::string()) +
+         (d.nextn_layers ? ", the NextN block not run" : "");
 }
 
 // `d` is nullopt for a projector: decoding reads none of it.
@@ -71,9 +113,16 @@ nlohmann::json summary_json(const std::string& file, const ModelSummary& s, cons
   return j;
 }
 
-void print_human(const std::string& file, const ModelSummary& s, const std::optional<DecodeCost>& d) {
+void print_human(const std::string& file, const ModelSummary& s, const std::optional<DecodeCost>& d,
+                 const std::optional<MaterializedStage>& stage) {
   auto& o = std::cout;
   o << file << "\n";
+  if (stage) {
+    o << "  stage             " << (stage->range ? "layers " + format_layer_range(*stage->range) : std::string("every layer"))
+      << " of " << stage->model_id << ", materialized from the package with manifest SHA-256 "
+      << stage->manifest_sha256 << (stage->package_id.empty() ? "" : " (package_id " + stage->package_id + ")")
+      << "\n";
+  }
   o << "  architecture      " << (s.architecture.empty() ? "(none)" : s.architecture) << "\n";
   o << "  layers            " << s.layer_count << "\n";
   o << "  activation width  " << (s.activation_width ? std::to_string(*s.activation_width) : "(unknown)") << "\n";
@@ -93,11 +142,7 @@ void print_human(const std::string& file, const ModelSummary& s, const std::opti
       << "\n";
     o << "  read per token    nothing: an encoder run once per image or clip, not a decoder layer\n";
   } else {
-    o << "  read per token    " << human_bytes(d->active_bytes_per_token()) << " of " << human_bytes(d->total_bytes())
-      << (d->expert_count > 1 ? " (routed experts at " + std::to_string(d->expert_used_count) + "/" +
-                                    std::to_string(d->expert_count) + ")"
-                              : std::string())
-      << (d->nextn_layers ? ", the NextN block not run" : "") << "\n";
+    o << "  read per token    " << per_token_text(*d) << "\n";
   }
   o << "  GGUF              v" << s.gguf_version << ", alignment " << s.alignment << ", "
     << human_bytes(s.file_bytes) << " on disk\n";
@@ -113,7 +158,15 @@ void print_human(const std::string& file, const ModelSummary& s, const std::opti
   };
   o << "  by role\n";
   row("embeddings", s.embeddings);
-  for (size_t i = 0; i < s.layers.size(); ++i) row("layer " + std::to_string(i), s.layers[i]);
+  // A stage lists its own layers; the others are in other stages' files.
+  const bool only_stage = stage && stage->range && stage->range->end <= s.layers.size();
+  for (size_t i = 0; i < s.layers.size(); ++i) {
+    if (only_stage && (i < stage->range->start || i >= stage->range->end)) continue;
+    row("layer " + std::to_string(i), s.layers[i]);
+  }
+  if (only_stage && stage->range->end - stage->range->start < s.layers.size()) {
+    o << "    (layers outside " << format_layer_range(*stage->range) << " are in other stages)\n";
+  }
   row("output", s.output);
   row("other globals", s.globals);
   o << "  by type\n";
@@ -247,6 +300,19 @@ int inspect_package(const std::string& ref, bool json) {
   j["tensor_bytes"] = r.tensor_bytes;
   j["artifact_bytes"] = r.artifact_bytes;
   j["generation"] = r.generation;
+  // What one decoded token reads, as inspect MODEL.gguf says it: tensor
+  // sizes from the parts' headers (an hf:// package reads an absent part's
+  // first bytes, not the part). Unknown, with the reason, when they cannot
+  // be read (offline, say).
+  std::optional<DecodeCost> cost;
+  std::string no_cost;
+  try {
+    cost = package_decode_cost(plan_package(opened, PlanReads{.stages = 1, .metadata = true, .tensors = true}));
+  } catch (const Error& e) {
+    no_cost = e.what();
+  }
+  j["active_bytes_per_token"] = cost ? nlohmann::json(cost->active_bytes_per_token()) : nlohmann::json(nullptr);
+  tail.push_back({"read per token", cost ? per_token_text(*cost) : "unknown (" + no_cost + ")"});
   j["warnings"] = warnings;
   if (json) {
     print_json(j);
@@ -288,10 +354,13 @@ Command register_inspect(CLI::App& app) {
     const auto model = ModelSource::open(*file);
     const auto summary = summarize(model);
     const auto decode = model_decode_cost(model);
+    const auto stage = materialized_stage(model);
     if (*json) {
-      print_json(summary_json(*file, summary, decode));
+      auto j = summary_json(*file, summary, decode);
+      j["materialized_stage"] = stage_json(stage);
+      print_json(j);
     } else {
-      print_human(*file, summary, decode);
+      print_human(*file, summary, decode, stage);
     }
     return kExitOk;
   }};

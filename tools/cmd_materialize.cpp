@@ -9,9 +9,41 @@
 #include "skippy/stage.h"
 
 namespace skippy::cli {
+namespace {
+
+// --as-source: the source model's file(s) again, byte for byte.
+int materialize_as_source(const std::string& ref, const std::string& out, bool verify, bool json) {
+  const auto opened = open_for_cli(ref);  // a local directory or hf://, any schema
+  check_runtime_abi_for_cli(opened);
+  Progress progress("materialize");
+  SourceRebuildOptions o;
+  o.out = out;
+  o.verify = verify;
+  o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
+  const auto files = materialize_source(opened, o);
+  uint64_t bytes = 0;
+  for (const auto& f : files) bytes += f.bytes;
+  if (json) {
+    nlohmann::json jf = nlohmann::json::array();
+    for (const auto& f : files) {
+      jf.push_back({{"path", f.path.string()}, {"source_path", f.source_path}, {"bytes", f.bytes}, {"sha256", f.sha256}});
+    }
+    nlohmann::json doc = {{"files", jf}, {"bytes", bytes}, {"verified", true},
+                          {"manifest_sha256", opened.manifest_sha256}, {"warnings", opened.warnings}};
+    doc.update(package_id_json(opened, opened.identity()));
+    print_json(doc);
+  } else {
+    for (const auto& f : files) std::cout << f.path.string() << "\n";
+    std::cerr << "rebuilt the source: " << files.size() << " file" << (files.size() == 1 ? "" : "s") << ", "
+              << human_bytes(bytes) << ", each the size and SHA-256 the package records (source_model.files)\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
 
 Command register_materialize(CLI::App& app) {
-  auto* cmd = app.add_subcommand("materialize", "A single per-stage GGUF (derived cache), or list/prune that cache");
+  auto* cmd = app.add_subcommand("materialize", "A single per-stage GGUF (derived cache), the source model's file(s) again (--as-source), or list/prune that cache");
   cmd->footer(
       "Examples:\n"
       "  skippy-model-package materialize model-package/ --layers 0..4 --json\n"
@@ -35,16 +67,24 @@ Command register_materialize(CLI::App& app) {
       "tensors of a schema 2 package (never cached):\n"
       "  skippy-model-package materialize pkg-v2/ --tensors token_embd.weight,blk.0.attn_q.weight --out t.gguf\n"
       "--list shows the cache's entries; --prune removes them (only the given package's, with a\n"
-      "package), skipping entries being built. Prints the file's path on stdout (without --json).");
+      "package), skipping entries being built. Prints the file's path on stdout (without --json).\n"
+      "--as-source --out DIR|FILE rebuilds the source model's file(s) the package was written from,\n"
+      "byte for byte (what gguf-split --merge users expect: the original bytes, no skippy.* keys):\n"
+      "  skippy-model-package materialize model-package/ --as-source --out restored.gguf --json\n"
+      "Each file is checked against the size and SHA-256 the package records (source_model.files),\n"
+      "written under a hidden name and renamed only when its SHA-256 matches. A split source's shards\n"
+      "go into --out DIR (made when missing), each under its source name. A package that does not\n"
+      "record what a file needs (a schema 2 package of a split source, a package written by another\n"
+      "writer) is refused before anything is written, saying what is missing.");
   struct Args {
     std::string ref, layers, out, cache_dir, admission;
     std::vector<std::string> tensors;
-    bool json = false, list = false, prune = false, verify = false, sha256 = false;
+    bool json = false, list = false, prune = false, verify = false, sha256 = false, as_source = false;
   };
   auto a = std::make_shared<Args>();
   path_option(cmd->add_option("package", a->ref, "Package directory (or hf://ns/repo[@rev])"));
   cmd->add_option("--layers", a->layers, "Layer range START..END (half-open)");
-  path_option(cmd->add_option("--out", a->out, "Write this file instead of the cache entry"));
+  path_option(cmd->add_option("--out", a->out, "Write this file instead of the cache entry (--as-source: the file, or a directory for the source's files)"));
   cmd->add_option("--tensors", a->tensors, "Package schema 2: exactly these tensors (NAME,NAME,...); needs --out")
       ->delimiter(',');
   path_option(cmd->add_option("--admission", a->admission,
@@ -54,6 +94,9 @@ Command register_materialize(CLI::App& app) {
   cmd->add_flag("--verify", a->verify,
                 "Verify the parts' SHA-256 against the manifest; compare a cached file byte for byte before reuse");
   cmd->add_flag("--sha256", a->sha256, "Also compute the file's SHA-256 (slower: hashes every byte)");
+  cmd->add_flag("--as-source", a->as_source,
+                "Rebuild the source model's file(s) byte for byte into --out (a file, or a directory for a split "
+                "source), checked against the SHA-256 the package records");
   cmd->add_flag("--list", a->list, "List the stage cache's entries");
   cmd->add_flag("--prune", a->prune, "Remove stage cache entries (only this package's when one is given)");
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
@@ -63,6 +106,17 @@ Command register_materialize(CLI::App& app) {
             const std::filesystem::path cache_dir =
                 a->cache_dir.empty() ? default_stage_cache_dir() : std::filesystem::path(a->cache_dir);
             if (a->list && a->prune) throw Error(ErrorKind::kUsage, "--list and --prune do not go together");
+            if (a->as_source) {
+              if (a->list || a->prune || !a->layers.empty() || !a->tensors.empty() || !a->admission.empty() ||
+                  !a->cache_dir.empty() || a->sha256) {
+                throw Error(ErrorKind::kUsage, "--as-source takes no --layers, --tensors, --admission, --list, --prune, "
+                                               "--cache-dir or --sha256 (it rebuilds the whole source and always "
+                                               "checks its SHA-256)");
+              }
+              if (a->ref.empty()) throw Error(ErrorKind::kUsage, "materialize --as-source needs a package");
+              if (a->out.empty()) throw Error(ErrorKind::kUsage, "--as-source needs --out DIR or --out FILE");
+              return materialize_as_source(a->ref, a->out, a->verify, a->json);
+            }
             if ((a->list || a->prune) &&
                 (!a->layers.empty() || !a->out.empty() || a->verify || a->sha256 || !a->tensors.empty())) {
               throw Error(ErrorKind::kUsage, "--list/--prune take no --layers, --tensors, --out, --verify or --sha256");

@@ -227,9 +227,9 @@ Command register_plan(CLI::App& app) {
             o.activation_bytes_per_value = a->activation_bytes;
             o.include_projector = a->with_projector;
             // Sizes first: a usage error needs no package.
-            if (max_opt->count() > 0) o.max_bytes_per_stage = parse_byte_size(a->max_bytes);
+            if (max_opt->count() > 0) o.max_bytes_per_stage = size_flag("--max-bytes", a->max_bytes);
             if (budgets_opt->count() > 0) {
-              for (const auto& b : a->budgets) o.node_budgets.push_back(parse_byte_size(b));
+              for (const auto& b : a->budgets) o.node_budgets.push_back(size_flag("--budgets", b));
             }
             if (!o.node_budgets.empty() && o.node_budgets.size() != o.stages) {
               throw Error(ErrorKind::kUsage, "--budgets gives " + counted(o.node_budgets.size(), "budget") +
@@ -252,7 +252,7 @@ Command register_plan(CLI::App& app) {
               }
               mo.reserves.compute_reserve_percent = a->compute_reserve;
               mo.reserves.headroom_percent = a->headroom_percent;
-              mo.reserves.headroom_cap_bytes = parse_byte_size(a->headroom_cap);
+              mo.reserves.headroom_cap_bytes = size_flag("--headroom-cap", a->headroom_cap);
             }
             // --topology-out: one node per stage (per node offered with --stages auto).
             const auto topology = plan_topology_request(a->topology, a->ref, o.stages);

@@ -101,11 +101,8 @@ void print_time_plan(const PlanPackage& pkg, const DecodeCost& cost, const TimeP
 }  // namespace
 
 int run_time_plan(const PlanPackage& pkg, TimePlanRequest r) {
-  std::vector<DecodeTensor> tensors;
-  tensors.reserve(pkg.catalog.tensors.size());
-  for (const auto& t : pkg.catalog.tensors) tensors.push_back({t.name, t.dims, t.stored_bytes});
   const auto shape = read_cache_shape(*pkg.metadata, r.kv_type);
-  const auto cost = read_decode_cost(*pkg.metadata, tensors, pkg.catalog.layer_count, pkg.ref);
+  const auto cost = package_decode_cost(pkg);
   r.options.final_stage_needs_embeddings = pkg.output_tied.value_or(false);
   r.options.activation_bytes_per_token = pkg.activation_width ? *pkg.activation_width * r.activation_bytes_per_value : 0;
   const auto plan = plan_time(pkg.catalog, shape, cost, r.options);

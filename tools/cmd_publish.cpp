@@ -94,7 +94,7 @@ Command register_publish(CLI::App& app) {
   struct Args {
     std::string dir, target, message, sign, tag;
     bool create = false, private_repo = false, json = false;
-    uint64_t min_rate = 0;
+    std::string min_rate;
   };
   auto a = std::make_shared<Args>();
   path_option(cmd->add_option("package", a->dir, "Local package directory"))->required();
@@ -103,7 +103,7 @@ Command register_publish(CLI::App& app) {
   cmd->add_flag("--private", a->private_repo, "With --create: make it private");
   cmd->add_option("--message", a->message, "Commit summary (default: \"Publish layer package <model_id> (N layers)\")");
   auto* min_rate = cmd->add_option("--min-rate", a->min_rate,
-                  "Minimum upload rate per connection in bytes/s, averaged over SKIPPY_HF_MIN_RATE_SECS (default 4096, "
+                  "Minimum upload rate per connection in bytes/s (512K, 1M...), averaged over SKIPPY_HF_MIN_RATE_SECS (default 4096, "
                   "or SKIPPY_HF_MIN_RATE; 0: no floor)");
   path_option(cmd->add_option("--sign", a->sign, "Sign the package with this owner directory (owner.key, owner.crt) before uploading"));
   cmd->add_option("--tag", a->tag, "Tag the commit NAME on the Hub (hf://ns/repo@NAME; never moved)");
@@ -114,7 +114,7 @@ Command register_publish(CLI::App& app) {
             Progress verify("verify");
             Progress upload("upload");
             HubConfig hub = HubConfig::from_env();
-            if (min_rate->count() > 0) hub.min_rate_bytes_per_sec = a->min_rate;
+            if (min_rate->count() > 0) hub.min_rate_bytes_per_sec = size_flag("--min-rate", a->min_rate);
             auto settings = publish_settings_from_env(a->create, a->private_repo, upload);
             settings.sign_owner = a->sign;
             settings.tag = a->tag;

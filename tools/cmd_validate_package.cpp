@@ -13,6 +13,7 @@
 #include "util/sha256.h"
 #include "skippy/source.h"
 #include "skippy/validation_result.h"
+#include "util/parallel.h"
 
 namespace skippy::cli {
 
@@ -36,18 +37,18 @@ Command register_validate_package(CLI::App& app) {
   struct Args {
     std::string source, package;
     bool json = false, write_result = false;
-    unsigned threads = 2;
+    unsigned threads = 0;
   };
   auto a = std::make_shared<Args>();
   path_option(cmd->add_option("source", a->source, "Source .gguf (any shard of a split model), or ORG/REPO:DIST"))->required();
   path_option(cmd->add_option("package", a->package, "Package directory (either schema)"))->required();
-  cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(number_in(1u, 64u));
+  cmd->add_option("--threads", a->threads, "Worker threads (default: one per core, at most 16)")->check(number_in(1u, 64u));
   cmd->add_flag("--write-result", a->write_result,
                 "Leave validation.json (the machine-readable result, bound to the manifest's SHA-256) in the package");
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   return {cmd, [a]() {
             ValidateOptions o;
-            o.threads = a->threads;
+            o.threads = detail::worker_threads(a->threads);
             o.generation_model_rules = speculative_model_problems;  // one rule with `speculative`
             std::filesystem::path source = a->source;
             std::error_code ec;
@@ -93,6 +94,7 @@ Command register_validate_package(CLI::App& app) {
             }
             if (a->json) {
               print_json({{"valid", r.valid},
+                          {"threads", o.threads},
                           {"validation_json", written},
                           {"problems", r.problems},
                           {"wrong_source", r.wrong_source ? nlohmann::json(*r.wrong_source) : nlohmann::json(nullptr)},
@@ -107,7 +109,7 @@ Command register_validate_package(CLI::App& app) {
                         << " tensors, " << human_bytes(r.bytes_hashed) << " hashed\n";
             } else {
               std::cerr << "invalid: " << r.problems.size() << " problem(s)\n";
-              for (const auto& p : r.problems) std::cerr << "  " << p << "\n";
+              print_problems(r.problems);
             }
             return r.valid ? kExitOk : kExitInvalid;
           }};

@@ -7,6 +7,7 @@
 #include "skippy/error.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
+#include "util/parallel.h"
 
 namespace skippy::cli {
 
@@ -31,7 +32,7 @@ Command register_verify(CLI::App& app) {
     std::string projector;
     bool no_cache = false;
     bool json = false;
-    unsigned threads = 2;
+    unsigned threads = 0;
     TensorChoice tensors;
   };
   auto a = std::make_shared<Args>();
@@ -40,7 +41,7 @@ Command register_verify(CLI::App& app) {
   cmd->add_option("--projector", a->projector, "With --layers: the declared projector the stage uses");
   add_tensor_options(cmd, a->tensors);
   cmd->add_flag("--no-cache", a->no_cache, "Hash everything; neither read nor write verification records");
-  cmd->add_option("--threads", a->threads, "Files hashed in parallel (default 2)")->check(number_in(1u, 64u));
+  cmd->add_option("--threads", a->threads, "Files hashed in parallel (default: one per core, at most 16)")->check(number_in(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   add_trust_signer_option(cmd);
   return {cmd, [a]() {
@@ -62,7 +63,7 @@ Command register_verify(CLI::App& app) {
             // package's other file rules are problems of the report.
             if (pkg.catalog.selects_whole_parts || pkg.source) provide_parts(pkg, parts);
             VerifyOptions o;
-            o.threads = a->threads;
+            o.threads = detail::worker_threads(a->threads);
             o.use_cache = !a->no_cache;
             std::optional<Progress> progress;
             progress.emplace("verify");
@@ -86,7 +87,9 @@ Command register_verify(CLI::App& app) {
                         {"ok", vp.ok}});
               jparts.push_back(std::move(j));
             }
-            return print_verify_report(r, a->json, package_identity_json(pkg), std::move(jparts), !a->no_cache, pkg.warnings,
+            auto identity = package_identity_json(pkg);
+            identity["threads"] = o.threads;
+            return print_verify_report(r, a->json, std::move(identity), std::move(jparts), !a->no_cache, pkg.warnings,
                                        notes, range, cat.package_id, pkg.declarer);
           }};
 }

@@ -22,6 +22,7 @@
 #include "util/sha256.h"
 #include "skippy/source.h"
 #include "skippy/package_writer.h"
+#include "util/parallel.h"
 
 namespace skippy::cli {
 
@@ -52,31 +53,6 @@ void say_how_to_finish_on_interrupt(const std::string& out_dir) {
   sa.sa_handler = on_interrupt;
   sigemptyset(&sa.sa_mask);
   for (const int sig : {SIGINT, SIGTERM}) ::sigaction(sig, &sa, nullptr);
-}
-
-// "500M", "2G", "1.5G", "123456" (bytes); K/M/G/T are powers of 1024.
-uint64_t parse_size(const std::string& text, const std::string& flag = "--max-disk") {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  std::string unit = text.substr(used);
-  for (auto& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  if (unit.ends_with("IB")) unit.resize(unit.size() - 2);
-  if (unit.ends_with("B")) unit.pop_back();
-  double mult = 1;
-  if (unit == "K") mult = 1024.0;
-  else if (unit == "M") mult = 1024.0 * 1024;
-  else if (unit == "G") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "T") mult = 1024.0 * 1024 * 1024 * 1024;
-  else if (!unit.empty()) used = 0;
-  if (used == 0 || !(v > 0) || v * mult > 9.0e18) {
-    throw Error(ErrorKind::kUsage, flag + " " + text + ": expected a size such as 500M, 40G or 1T");
-  }
-  return static_cast<uint64_t>(v * mult);
 }
 
 }  // namespace
@@ -158,7 +134,7 @@ Command register_write_package(CLI::App& app) {
     std::string source, out_dir, model_id, revision, source_file;
     std::vector<std::string> projectors;
     bool force = false, json = false, validate = false, verbose = false, stream = false;
-    unsigned threads = 2;
+    unsigned threads = 0;
     std::string push, max_disk, message;
     bool create = false, private_repo = false;
     // ---- #25 (signed packages, immutable refs): --sign, --tag ----
@@ -181,7 +157,7 @@ Command register_write_package(CLI::App& app) {
   cmd->add_flag("--force", a->force, "Replace the package in a non-empty --out-dir");
   cmd->add_flag("--validate", a->validate, "Validate the package against the source before committing its manifest");
   cmd->add_flag("--verbose", a->verbose, "Also say why nothing was declared (generation defaults)");
-  cmd->add_option("--threads", a->threads, "Worker threads (default 2)")->check(number_in(1u, 64u));
+  cmd->add_option("--threads", a->threads, "Worker threads (default: one per core, at most 16)")->check(number_in(1u, 64u));
   cmd->add_flag("--json", a->json, "Print one JSON document on stdout");
   cmd->add_option("--push", a->push, "Publish to hf://ns/repo[@branch] while writing, in one commit");
   cmd->add_flag("--create", a->create, "With --push: create the repository when it does not exist");
@@ -235,7 +211,7 @@ Command register_write_package(CLI::App& app) {
             o.schema = a->schema;
             if (!a->max_artifact_bytes.empty()) {
               if (a->schema != 2) throw Error(ErrorKind::kUsage, "--max-artifact-bytes goes with --schema 2");
-              o.max_artifact_bytes = parse_size(a->max_artifact_bytes, "--max-artifact-bytes");
+              o.max_artifact_bytes = size_flag("--max-artifact-bytes", a->max_artifact_bytes, 1);
             }
             if (!a->layout.empty()) {
               if (a->schema != 2) throw Error(ErrorKind::kUsage, "--layout goes with --schema 2");
@@ -256,7 +232,7 @@ Command register_write_package(CLI::App& app) {
             // ---- end schema 2 ----
             std::optional<PushTarget> target;
             if (!a->push.empty()) target = parse_push_target(a->push);
-            const uint64_t max_disk = a->max_disk.empty() ? 0 : parse_size(a->max_disk);
+            const uint64_t max_disk = a->max_disk.empty() ? 0 : size_flag("--max-disk", a->max_disk, 1);
             Progress download("download");
             if (a->hub_publisher_metadata && a->schema != 2) {
               throw Error(ErrorKind::kUsage, "--hub-publisher-metadata goes with --schema 2");
@@ -317,6 +293,7 @@ Command register_write_package(CLI::App& app) {
                 throw Error(ErrorKind::kUsage, "--hub-publisher-metadata needs an org/repo:DIST source (for a local "
                                                "source, name the files with --publisher-metadata)");
               }
+              for (const auto& w : src.warnings) std::cerr << "warning: " << w << "\n";
               for (const auto& f : src.publisher_files) o.publisher_metadata.push_back(f);
               o.source = src.local;
               o.provenance = src.provenance;
@@ -324,7 +301,7 @@ Command register_write_package(CLI::App& app) {
             for (const auto& p : a->projectors) o.projectors.emplace_back(p);
             for (const auto& p : hub_projectors) o.projectors.push_back(p);
             o.force = a->force;
-            o.threads = a->threads;
+            o.threads = detail::worker_threads(a->threads);
             o.validate = a->validate;
             Progress progress("write-package");
             // A streamed run has one line of its own (downloaded, uploaded, disk).
@@ -396,6 +373,7 @@ Command register_write_package(CLI::App& app) {
                                     {"model_id", r.manifest.model_id},
                                     {"validated", r.validated},
                                     {"source_bytes_hashed", r.source_bytes_hashed},
+                                    {"threads", o.threads},
                                     {"notes", r.notes},
                                     {"details", r.details}};
               if (pushed) doc["publish"] = publish_result_json(*pushed);

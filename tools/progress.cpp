@@ -3,48 +3,92 @@
 #include <cstdio>
 
 #include "cli.h"
+#include "util/env.h"
 
 namespace skippy::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// "m:ss" left at `rate`, "--:--" when unknown.
+std::string eta_text(uint64_t done, uint64_t total, double rate) {
+  if (!(rate > 0) || total < done) return "--:--";
+  const auto left = static_cast<long>(static_cast<double>(total - done) / rate);
+  char b[32];
+  std::snprintf(b, sizeof b, "%ld:%02ld", left / 60, left % 60);
+  return b;
+}
+
+void clear_line(bool& drawn) {
+  if (drawn) std::fprintf(stderr, "\r\033[K");
+  std::fflush(stderr);
+  drawn = false;
+}
+
+}  // namespace
+
+ProgressStyle ProgressStyle::current() {
+  const std::string mode = env::progress_mode();
+  ProgressStyle s;
+  if (mode == "off") return s;
+  if (mode == "auto" && stderr_is_tty()) {
+    s.mode = Mode::kRedraw;
+    s.every = std::chrono::milliseconds(125);
+    return s;
+  }
+  s.mode = Mode::kLines;
+  s.every = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(env::progress_interval_secs()));
+  return s;
+}
+
+bool ProgressStyle::due(Clock::time_point start, Clock::time_point& last, Clock::time_point now) const {
+  if (mode == Mode::kOff || now - last < every) return false;
+  // A redrawn line waits 0.3 s (quick jobs stay quiet); a plain line waits
+  // one interval, so the first line of a log already has a rate.
+  if (mode == Mode::kRedraw && now - start < std::chrono::milliseconds(300)) return false;
+  last = now;
+  return true;
+}
+
+void ProgressStyle::draw(const std::string& text, bool& drawn) const {
+  if (mode == Mode::kRedraw) {
+    std::fprintf(stderr, "\r\033[K%s", text.c_str());
+    drawn = true;
+  } else {
+    std::fprintf(stderr, "%s\n", text.c_str());
+  }
+  std::fflush(stderr);
+}
 
 Progress::Progress(std::string label)
-    : label_(std::move(label)), enabled_(stderr_is_tty()), start_(std::chrono::steady_clock::now()), last_(start_) {}
+    : label_(std::move(label)), style_(ProgressStyle::current()), start_(Clock::now()), last_(start_) {}
 
 Progress::~Progress() {
   if (drawn_) std::fprintf(stderr, "\r\033[K");
 }
 
 void Progress::update(uint64_t done, uint64_t total) {
-  if (!enabled_) return;
+  if (style_.mode == ProgressStyle::Mode::kOff) return;
   std::lock_guard g(mu_);
   if (total > 0 && done >= total) {
     // Finished: clear the line so what the command prints next starts clean.
-    if (drawn_) std::fprintf(stderr, "\r\033[K");
-    std::fflush(stderr);
-    drawn_ = false;
+    clear_line(drawn_);
     return;
   }
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_ < std::chrono::milliseconds(125)) return;
-  last_ = now;
+  const auto now = Clock::now();
+  if (!style_.due(start_, last_, now)) return;
   const double secs = std::chrono::duration<double>(now - start_).count();
-  if (secs < 0.3) return;  // quick jobs stay quiet
   const double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
-  std::string eta = "--:--";
-  if (rate > 0 && total >= done) {
-    const auto left = static_cast<long>(static_cast<double>(total - done) / rate);
-    char b[32];
-    std::snprintf(b, sizeof b, "%ld:%02ld", left / 60, left % 60);
-    eta = b;
-  }
   const double pct = total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0;
-  std::fprintf(stderr, "\r\033[K%s %s / %s  %5.1f%%  %s/s  ETA %s", label_.c_str(), human_bytes(done).c_str(),
-               human_bytes(total).c_str(), pct, human_bytes(static_cast<uint64_t>(rate)).c_str(), eta.c_str());
-  drawn_ = true;
-  std::fflush(stderr);
+  char b[64];
+  std::snprintf(b, sizeof b, "  %5.1f%%  ", pct);
+  style_.draw(label_ + " " + human_bytes(done) + " / " + human_bytes(total) + b +
+                  human_bytes(static_cast<uint64_t>(rate)) + "/s  ETA " + eta_text(done, total, rate),
+              drawn_);
 }
 
 StreamProgress::StreamProgress(uint64_t source_total)
-    : total_(source_total), enabled_(stderr_is_tty()), start_(std::chrono::steady_clock::now()), last_(start_) {}
+    : total_(source_total), style_(ProgressStyle::current()), start_(Clock::now()), last_(start_) {}
 
 void StreamProgress::set_disk(uint64_t limit, std::function<uint64_t()> used) {
   std::lock_guard g(mu_);
@@ -83,30 +127,20 @@ double StreamProgress::upload_rate() const {
 }
 
 void StreamProgress::draw() {
-  if (!enabled_) return;
+  if (style_.mode == ProgressStyle::Mode::kOff) return;
   std::lock_guard g(mu_);
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_ < std::chrono::milliseconds(125)) return;
-  last_ = now;
+  const auto now = Clock::now();
+  if (!style_.due(start_, last_, now)) return;
   const double secs = std::chrono::duration<double>(now - start_).count();
-  if (secs < 0.3) return;
-  const uint64_t down = down_;
+  const uint64_t down = down_, up = up_;
   const double rate = static_cast<double>(down) / secs;
-  std::string eta = "--:--";
-  if (rate > 0 && total_ >= down) {
-    const auto left = static_cast<long>(static_cast<double>(total_ - down) / rate);
-    char b[32];
-    std::snprintf(b, sizeof b, "%ld:%02ld", left / 60, left % 60);
-    eta = b;
-  }
   std::string disk;
   if (disk_) disk = "  disk " + human_bytes(disk_()) + " / " + human_bytes(limit_);
-  std::fprintf(stderr, "\r\033[Kdownloaded %s / %s (%s/s)  uploaded %s (%s/s)%s  ETA %s", human_bytes(down).c_str(),
-               human_bytes(total_).c_str(), human_bytes(static_cast<uint64_t>(rate)).c_str(),
-               human_bytes(up_.load()).c_str(), human_bytes(static_cast<uint64_t>(static_cast<double>(up_.load()) / secs)).c_str(),
-               disk.c_str(), eta.c_str());
-  drawn_ = true;
-  std::fflush(stderr);
+  style_.draw("downloaded " + human_bytes(down) + " / " + human_bytes(total_) + " (" +
+                  human_bytes(static_cast<uint64_t>(rate)) + "/s)  uploaded " + human_bytes(up) + " (" +
+                  human_bytes(static_cast<uint64_t>(static_cast<double>(up) / secs)) + "/s)" + disk + "  ETA " +
+                  eta_text(down, total_, rate),
+              drawn_);
 }
 
 }  // namespace skippy::cli

@@ -1,5 +1,8 @@
-// A one-line progress display (bytes, rate, ETA) on stderr, shown only when
-// stderr is a terminal and the work takes long enough to matter.
+// Progress of long work (bytes, rate, ETA) on stderr, once the work takes
+// long enough to matter: one redrawn line on a terminal; elsewhere (a log,
+// nohup, CI) a plain line every SKIPPY_PROGRESS_SECS (default 10 s), so a log
+// shows that the work moves and when it will end. SKIPPY_PROGRESS=lines or off
+// chooses (util/env.h).
 #pragma once
 
 #include <atomic>
@@ -11,6 +14,19 @@
 
 namespace skippy::cli {
 
+// How progress is shown in this process (from stderr and the environment).
+struct ProgressStyle {
+  enum class Mode { kOff, kRedraw, kLines } mode = Mode::kOff;
+  std::chrono::steady_clock::duration every{};  // between draws
+  static ProgressStyle current();
+  // Whether a draw at `now` is due (updates `last`): the first after `every`
+  // (a redrawn line after 0.3 s), then one per `every`.
+  bool due(std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point& last,
+           std::chrono::steady_clock::time_point now) const;
+  // Puts `text` on stderr: over the current line, or as a line of its own.
+  void draw(const std::string& text, bool& drawn) const;
+};
+
 class Progress {
  public:
   explicit Progress(std::string label);
@@ -21,7 +37,7 @@ class Progress {
 
  private:
   std::string label_;
-  bool enabled_;
+  const ProgressStyle style_;
   bool drawn_ = false;
   std::mutex mu_;
   std::chrono::steady_clock::time_point start_, last_;
@@ -30,7 +46,7 @@ class Progress {
 // write-package --stream's one line: the source downloaded against its
 // size, the package uploaded, the disk held against --max-disk, both
 // rates and the ETA (from the download, which paces the run). Counters are
-// thread-safe; drawn only on a terminal. The rates also go into --json.
+// thread-safe; drawn as Progress is. The rates also go into --json.
 class StreamProgress {
  public:
   explicit StreamProgress(uint64_t source_total);
@@ -49,7 +65,7 @@ class StreamProgress {
   const uint64_t total_;
   uint64_t limit_ = 0;
   std::function<uint64_t()> disk_;
-  const bool enabled_;
+  const ProgressStyle style_;
   std::atomic<uint64_t> down_{0}, up_{0}, up_total_{0};
   std::mutex mu_;
   bool drawn_ = false;

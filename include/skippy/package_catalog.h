@@ -94,6 +94,10 @@ struct CatalogArtifact {
   // carrier: the locators are only as good as it is), so a stage's
   // verification need not hash it again.
   bool hashed_on_read = false;
+  // Only its first bytes were read (CatalogNeed::headers(): the file is not
+  // here, and a prefix cannot be checked against its SHA-256): its tensors
+  // are listed for counting and sizing, never for loading.
+  bool header_only = false;
   // How a stage reads it. True: whole (schema 1's fragments, each a GGUF a
   // runtime loads whole; the carrier; sidecars): a stage that reads any of
   // it reads all its bytes. False: by extents (schema 2's payload parts): a
@@ -311,7 +315,12 @@ PackageCatalog catalog_artifacts_v1(const PackageManifest& manifest);
 // may be empty is a stage's question: StageView.)
 void check_layer_fragment_v1(const PackageCatalog& catalog, size_t artifact);
 // For the metadata part it also sets carrier_file and architecture.
-void add_fragment_v1(PackageCatalog& catalog, size_t artifact, std::shared_ptr<const GgufFile> fragment);
+// With `header_only`, `fragment` is the file's first bytes parsed with
+// GgufLimits::directory_only: each tensor must lie within the artifact's
+// declared size, a repeated global is compared by type, dims and size (its
+// bytes are not here), and the artifact is marked header_only.
+void add_fragment_v1(PackageCatalog& catalog, size_t artifact, std::shared_ptr<const GgufFile> fragment,
+                     bool header_only = false);
 
 // The whole schema 1 reader: catalog_artifacts_v1, add_fragment_v1 for
 // every model part whose header `fragments` holds (keyed by relative path;

@@ -58,7 +58,7 @@ struct ConvertToV2Options {
   std::optional<std::filesystem::path> source;  // the original source (any shard) to certify against
   bool allow_uncertified = false;               // write without a source
   bool force = false;                           // replace a non-empty out_dir
-  unsigned threads = 2;
+  unsigned threads = 0;  // worker threads; 0: one per core (at most 16)
   std::function<void(uint64_t, uint64_t)> on_progress;  // certification bytes
   // The root's native_abi_version (skippy/abi.h): the one runtime ABI that
   // admits it; schema 1's skippy_abi_version is another rule and is not
@@ -112,14 +112,14 @@ struct CertifyResult {
   std::vector<uint64_t> source_bytes;
 };
 CertifyResult certify_catalog(const PackageCatalog& catalog, const std::filesystem::path& package_dir,
-                              const std::filesystem::path& source, bool hash_artifacts, unsigned threads = 2,
+                              const std::filesystem::path& source, bool hash_artifacts, unsigned threads = 0,
                               const std::function<void(uint64_t, uint64_t)>& on_progress = {});
 
 struct ConvertToV1Options {
   std::filesystem::path package_dir;   // the schema 2 package (read by open_local_package)
   std::filesystem::path out_dir;
   bool force = false;
-  unsigned threads = 2;
+  unsigned threads = 0;  // worker threads; 0: one per core (at most 16)
   std::function<void(uint64_t, uint64_t)> on_progress;
 };
 

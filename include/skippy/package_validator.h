@@ -54,7 +54,7 @@ struct ValidationReport {
 };
 
 struct ValidateOptions {
-  unsigned threads = 2;
+  unsigned threads = 0;  // worker threads; 0: one per core (at most 16)
   std::function<void(uint64_t, uint64_t)> on_progress;  // (bytes done, bytes total)
   // (Schema 1 only.) Check against this manifest instead of the package's model-package.json
   // (write-package --validate, before the manifest is committed).

@@ -130,7 +130,7 @@ struct WritePackageOptions {
   std::vector<std::filesystem::path> projectors;  // copied into projectors/
   bool force = false;                    // allow a non-empty out_dir
   std::optional<int64_t> created_at_unix_secs;  // default: SOURCE_DATE_EPOCH, else now
-  unsigned threads = 2;
+  unsigned threads = 0;  // worker threads; 0: one per core (at most 16)
   // Run validate-package on the written package before the manifest is
   // committed; a failure throws Error(kIntegrity) listing the problems and
   // leaves no manifest. The README records the result.

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "skippy/catalog_stage.h"
+#include "skippy/decode_cost.h"
 #include "skippy/gguf.h"
 #include "skippy/package_catalog.h"
 #include "skippy/stage.h"
@@ -122,10 +123,11 @@ struct PlanReads {
   // more stages.
   uint32_t stages = 1;
   bool metadata = false;  // the model's metadata (memory and time plans)
-  // Every tensor (the time plan): schema 1 reads every fragment's header,
-  // which must all be on disk (an hf:// package brings none for a plan:
-  // Error(kNotFound) saying how to fetch them); verified first where the
-  // package requires it. Implies metadata and the tie.
+  // Every tensor's size (the time plan): schema 1 reads every fragment's
+  // header, from disk, or for an hf:// package's fragments not in the cache
+  // as their first bytes alone through the source (ranged requests of a
+  // few KiB, kept in the skippy cache; CatalogNeed::headers()): a plan never
+  // brings the model. Implies metadata and the tie.
   bool tensors = false;
 };
 
@@ -135,6 +137,10 @@ struct PlanReads {
 // package requires it, the model's metadata and the activation width.
 // Throws the source's and the reader's errors.
 PlanPackage plan_package(const OpenedPackage& package, const PlanReads& reads);
+
+// What one decoded token reads of the package's model (read_decode_cost over
+// its catalog's tensors and its metadata): `package` planned with tensors.
+DecodeCost package_decode_cost(const PlanPackage& package);
 
 // Balances contiguous ranges (every stage >= 1 layer):
 //   1. minimizes the largest stage — with node_budgets, the largest

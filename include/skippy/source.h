@@ -112,6 +112,19 @@ class Remote {
   virtual std::vector<RemoteOutcome> fetch(const HfRepoCache& cache, const std::string& commit,
                                            const std::vector<RemoteFile>& files,
                                            const std::function<void(uint64_t)>& on_bytes) = 0;
+  // The first `length` bytes of `file` at `commit` (a GGUF header: a plan
+  // reads tensor tables, not tensors) without bringing the file; at most
+  // `length` bytes come back (fewer only at the file's end). nullopt when
+  // this remote cannot read part of a file (a peer serves whole files).
+  // Unlike the other methods, may be called from several threads at once.
+  virtual std::optional<std::vector<uint8_t>> read_head(const HfRepoCache& cache, const std::string& commit,
+                                                        const RemoteFile& file, uint64_t length) {
+    (void)cache;
+    (void)commit;
+    (void)file;
+    (void)length;
+    return std::nullopt;
+  }
   // What the last fetch() did that the user should know but that failed
   // nothing (a damaged record of a partial download it started over); the
   // notes are handed over once. None by default.
@@ -182,6 +195,7 @@ struct ResolvedModelSource {
   bool from_hub = false;
   std::vector<std::string> downloaded;  // repository paths not cached before
   std::vector<std::filesystem::path> publisher_files;  // with publisher_files: local copies, in that order
+  std::vector<std::string> warnings;    // for the user (a local source's revision that is not a commit)
 };
 
 // Local path first (an existing file wins over a coordinate of the same

@@ -52,7 +52,7 @@ namespace skippy {
 std::filesystem::path default_verification_cache_dir();
 
 struct VerifyOptions {
-  unsigned threads = 2;   // files hash in parallel, one thread per file
+  unsigned threads = 0;   // files hash in parallel, one thread per file; 0: one per core (at most 16)
   bool use_cache = true;  // false: hash everything, read and write no records
   std::optional<std::filesystem::path> cache_dir;  // default_verification_cache_dir() when unset
   // Bytes hashed so far and bytes to hash (cache misses only). May be called

@@ -39,8 +39,10 @@ void check_fragment_role(const CatalogArtifact& a, const GgufFile& f) {
 }
 
 // Two copies of one tensor: the same type, shape and bytes.
-bool same_tensor_bytes(const GgufFile& fa, const GgufTensorInfo& a, const GgufFile& fb, const GgufTensorInfo& b) {
+bool same_tensor_bytes(const GgufFile& fa, const GgufTensorInfo& a, const GgufFile& fb, const GgufTensorInfo& b,
+                       bool shape_only) {
   if (a.type != b.type || a.ne != b.ne || a.bytes != b.bytes) return false;
+  if (shape_only) return true;
   const auto x = fa.tensor_data(a), y = fb.tensor_data(b);
   return std::equal(x.begin(), x.end(), y.begin(), y.end());
 }
@@ -87,7 +89,7 @@ PackageCatalog catalog_artifacts_v1(const PackageManifest& m) {
   return cat;
 }
 
-void add_fragment_v1(PackageCatalog& cat, size_t artifact, std::shared_ptr<const GgufFile> fragment) {
+void add_fragment_v1(PackageCatalog& cat, size_t artifact, std::shared_ptr<const GgufFile> fragment, bool header_only) {
   if (artifact >= cat.artifacts.size() || !fragment) throw Error(ErrorKind::kUsage, "add_fragment_v1: no such artifact");
   cat.fragment_files.resize(cat.artifacts.size());
   CatalogArtifact& a = cat.artifacts[artifact];
@@ -115,6 +117,10 @@ void add_fragment_v1(PackageCatalog& cat, size_t artifact, std::shared_ptr<const
     break;
   }
   for (const auto& t : f.tensors()) {
+    if (header_only && (t.file_offset > a.bytes || t.bytes > a.bytes - t.file_offset)) {
+      throw_invalid(a.path + ": tensor '" + std::string(t.name) + "' lies past the " + std::to_string(a.bytes) +
+                    " bytes the manifest declares for the file");
+    }
     const auto place = classify_tensor(t.name);
     if (const auto it = cat.tensor_index.find(std::string(t.name)); it != cat.tensor_index.end()) {
       // The reference writer repeats each global "extra" (rope_freqs, ...)
@@ -123,7 +129,7 @@ void add_fragment_v1(PackageCatalog& cat, size_t artifact, std::shared_ptr<const
       const CatalogTensor& first = cat.tensors[it->second];
       const GgufFile& first_file = first.artifact == artifact ? f : *cat.fragment_files.at(first.artifact);
       const GgufTensorInfo* first_info = first_file.find_tensor(t.name);
-      if (place.role == TensorRole::kGlobal && first_info && same_tensor_bytes(first_file, *first_info, f, t)) {
+      if (place.role == TensorRole::kGlobal && first_info && same_tensor_bytes(first_file, *first_info, f, t, header_only || cat.artifacts[first.artifact].header_only)) {
         ++cat.merged_duplicates;
         continue;
       }
@@ -146,7 +152,8 @@ void add_fragment_v1(PackageCatalog& cat, size_t artifact, std::shared_ptr<const
     cat.tensors.push_back(std::move(ct));
   }
   a.tensors_listed = true;
-  a.read_for_catalog = true;
+  a.read_for_catalog = !header_only;  // a prefix cannot be verified; nothing is loaded from it
+  a.header_only = header_only;
   if (a.kind == CatalogArtifactKind::kCarrier) {
     cat.architecture = std::string(f.architecture());
     cat.carrier_file = fragment;

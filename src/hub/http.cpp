@@ -201,9 +201,9 @@ size_t on_read(char* buffer, size_t size, size_t n, void* user) {
   return static_cast<size_t>(got);
 }
 
+// Failures worth another attempt: the connection or the transfer broke.
 bool retryable_code(CURLcode c) {
   switch (c) {
-    case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_CONNECT:
     case CURLE_OPERATION_TIMEDOUT:
     case CURLE_PARTIAL_FILE:
@@ -316,7 +316,12 @@ HttpResult HttpConnection::perform(const HttpRequest& req) {
       msg = "nothing moved for " + std::to_string(req.stall_timeout_secs) + " s (the server took the request and " +
             (t.resp.status > 0 ? "stopped sending" : "never answered") + "; the limit is SKIPPY_HF_STALL_SECS)";
     }
-    return {std::nullopt, TransportError{msg, retryable_code(rc)}};
+    if (rc == CURLE_COULDNT_RESOLVE_HOST) {
+      // A name that does not resolve is a wrong endpoint or no network, not
+      // a blip: retrying only delays the answer.
+      msg += " (not retried: check HF_ENDPOINT and the network; HF_HUB_OFFLINE=1 uses the cache alone)";
+    }
+        return {std::nullopt, TransportError{msg, retryable_code(rc)}};
   }
   return {std::move(t.resp), std::nullopt};
 }

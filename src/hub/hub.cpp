@@ -71,24 +71,25 @@ class HubRepo {
 
   [[noreturn]] void fail_status(const HttpResponse& r, const std::string& url, const std::string& rev,
                                 const std::string& path) const {
-    const std::string code = r.header("x-error-code").value_or("");
+    const auto code = detail::hub_error_code(r);
     const std::string tail = detail::reason_tail(r);
     const std::string where = "hf://" + repo;
-    if (code == "GatedRepo") {
-      detail::throw_hub_error(r, ErrorKind::kUnauthorized, where + " is a gated repository: " +
+    const ErrorKind kind = detail::hub_error_code_kind(code, r.status);
+    if (code == detail::HubErrorCode::kGatedRepo) {
+      detail::throw_hub_error(r, kind, where + " is a gated repository: " +
                     (cfg.token ? std::string("the token in use (HF_TOKEN) has not been granted access; request access at ")
                                : std::string("accept its conditions at ")) +
                     cfg.endpoint + "/" + repo + (cfg.token ? "" : " and set HF_TOKEN to a token of that account"));
     }
-    if (code == "RepoNotFound") {
-      detail::throw_hub_error(r, ErrorKind::kNotFound, where + ": repository not found on " + cfg.endpoint +
+    if (code == detail::HubErrorCode::kRepoNotFound) {
+      detail::throw_hub_error(r, kind, where + ": repository not found on " + cfg.endpoint +
                       (cfg.token ? " (or the token in use cannot see it)" : " (if it is private, set HF_TOKEN)"));
     }
-    if (code == "RevisionNotFound") {
-      detail::throw_hub_error(r, ErrorKind::kNotFound, where + ": revision \"" + rev + "\" not found (use a commit, branch or tag)");
+    if (code == detail::HubErrorCode::kRevisionNotFound) {
+      detail::throw_hub_error(r, kind, where + ": revision \"" + rev + "\" not found (use a commit, branch or tag)");
     }
-    if (code == "EntryNotFound") {
-      detail::throw_hub_error(r, ErrorKind::kNotFound, where + "@" + rev + ": no file \"" + path + "\"" +
+    if (code == detail::HubErrorCode::kEntryNotFound) {
+      detail::throw_hub_error(r, kind, where + "@" + rev + ": no file \"" + path + "\"" +
                       (path == "model-package.json" ? " (is this a layer package repository?)" : ""));
     }
     if (r.status == 401) {
@@ -273,7 +274,7 @@ class HubRepo {
         --attempt;  // a redirect is not a failed attempt
         continue;
       }
-      if ((r.status == 401 || r.status == 403 || r.status == 400) && !meta.token_allowed && w.have() != have_at_refresh) {
+      if (detail::storage_url_may_have_expired(r.status) && !meta.token_allowed && w.have() != have_at_refresh) {
         // A signed storage URL that expired (or was refused): ask the Hub
         // for a fresh one, which must describe the same bytes.
         have_at_refresh = w.have();
@@ -293,9 +294,7 @@ class HubRepo {
         continue;
       }
       if (!meta.token_allowed) {
-        detail::throw_hub_error(r, r.status == 401 || r.status == 403 ? ErrorKind::kUnauthorized : ErrorKind::kTransport,
-                                what + ": the storage host " + detail::url_origin(meta.download_url) + " answered HTTP " +
-                                    std::to_string(r.status) + reason_tail(r));
+        throw detail::storage_refusal(r, what, meta.download_url);
       }
       fail_status(r, meta.download_url, commit, path);
     }
@@ -511,6 +510,23 @@ class HubRemote final : public Remote {
       }
     });
     return out;
+  }
+
+  // One ranged request for the file's first bytes, after the HEAD that
+  // checks its size and SHA-256 (the etag) against what the caller expects.
+  std::optional<std::vector<uint8_t>> read_head(const HfRepoCache& cache, const std::string& commit,
+                                                const RemoteFile& file, uint64_t length) override {
+    auto& repo = repo_for(cache);
+    const std::string what = "hf://" + cache.repo_id() + "@" + commit + ": " + file.path;
+    const FileMeta meta = repo.checked_head(commit, file, what);
+    std::vector<uint8_t> head(static_cast<size_t>(std::min(length, meta.size)));
+    if (head.empty()) return head;
+    detail::PrefixTarget target(what, meta.size, 0, head);
+    detail::ConnectionPool pool(1);
+    const auto o = repo.ranged_options(pool, meta, commit, file.path, what, head.size());
+    if (!detail::fetch_ranges(target, {meta.download_url, meta.token_allowed}, o)) return std::nullopt;  // no Range here
+    if (!target.complete()) throw Error(ErrorKind::kTransport, what + ": the header's bytes did not all arrive");
+    return head;
   }
 
   std::vector<std::string> take_notes() override {

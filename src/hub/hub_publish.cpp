@@ -192,7 +192,7 @@ class HubPublisher::Impl {
   std::optional<std::string> read_head(std::map<std::string, HeadFile>* files) {
     const std::string what = where_ + ": reading the branch";
     const auto r = call("GET", api("revision") + "?blobs=true", "", what, "application/json", size_t{64} << 20);
-    if (r.status == 404 && r.header("x-error-code").value_or("") == "RevisionNotFound") return std::nullopt;
+    if (r.status == 404 && detail::hub_error_code(r) == detail::HubErrorCode::kRevisionNotFound) return std::nullopt;
     if (r.status != 200) fail(r, what);
     const json j = parse_json(r, what);
     if (!j.is_object() || !j.contains("sha") || !j["sha"].is_string() || !is_commit_hash(j["sha"].get<std::string>())) {
@@ -493,9 +493,7 @@ class HubPublisher::Impl {
       }
       // A 4xx from storage: most often an expired signed URL. Ask for fresh ones.
       if (t.refreshes++ >= kMaxRefreshes) {
-        detail::throw_hub_error(*refused, refused->status == 401 || refused->status == 403 ? ErrorKind::kUnauthorized : ErrorKind::kTransport,
-                                what + ": the storage host " + detail::url_origin(href) + " answered HTTP " +
-                                    std::to_string(refused->status) + detail::reason_tail(*refused));
+        throw detail::storage_refusal(*refused, what, href);
       }
       batch({t.item}, &t);
       if (t.upload.is_null()) {

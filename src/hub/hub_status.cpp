@@ -11,6 +11,34 @@ ErrorKind hub_status_kind(long status) noexcept {
   return ErrorKind::kInvalidInput;
 }
 
+HubErrorCode hub_error_code(const HttpResponse& r) {
+  const auto code = r.header("x-error-code");
+  if (!code || code->empty()) return HubErrorCode::kNone;
+  if (*code == "GatedRepo") return HubErrorCode::kGatedRepo;
+  if (*code == "RepoNotFound") return HubErrorCode::kRepoNotFound;
+  if (*code == "RevisionNotFound") return HubErrorCode::kRevisionNotFound;
+  if (*code == "EntryNotFound") return HubErrorCode::kEntryNotFound;
+  return HubErrorCode::kOther;
+}
+
+ErrorKind hub_error_code_kind(HubErrorCode code, long status) noexcept {
+  switch (code) {
+    case HubErrorCode::kGatedRepo: return ErrorKind::kUnauthorized;
+    case HubErrorCode::kRepoNotFound:
+    case HubErrorCode::kRevisionNotFound:
+    case HubErrorCode::kEntryNotFound: return ErrorKind::kNotFound;
+    case HubErrorCode::kNone:
+    case HubErrorCode::kOther: break;
+  }
+  return hub_status_kind(status);
+}
+
+Error storage_refusal(const HttpResponse& r, const std::string& what, const std::string& url) {
+  return Error(r.status == 401 || r.status == 403 ? ErrorKind::kUnauthorized : ErrorKind::kTransport,
+               what + ": the storage host " + url_origin(url) + " answered HTTP " + std::to_string(r.status) +
+                   reason_tail(r) + request_id_note(r));
+}
+
 std::string request_id_note(const HttpResponse& r) {
   auto id = r.header("x-request-id");
   if (!id || id->empty()) id = r.header("x-amzn-trace-id");

@@ -34,47 +34,6 @@ constexpr uint64_t kMaxHeaderBytes = uint64_t{1} << 30;
 // What a file of `bytes` takes on disk, in whole 4 KiB blocks.
 uint64_t disk_blocks(uint64_t bytes) { return (bytes + 4095) / 4096 * 4096; }
 
-// [first, first + buf.size()) of a file of `size` bytes into memory the
-// caller holds (a header prefix, grown in place).
-class PrefixTarget final : public detail::RangeTarget {
- public:
-  PrefixTarget(std::string what, uint64_t size, uint64_t first, std::span<uint8_t> buf)
-      : what_(std::move(what)), size_(size), first_(first), buf_(buf) {}
-  const std::string& what() const override { return what_; }
-  uint64_t size() const override { return size_; }
-  std::vector<Range> missing() const override {
-    return got_ < buf_.size() ? std::vector<Range>{{first_ + got_, first_ + buf_.size()}} : std::vector<Range>{};
-  }
-  uint64_t received() const override { return got_; }
-  void write_at(uint64_t offset, std::span<const uint8_t> data) override {
-    if (offset < first_ || offset - first_ + data.size() > buf_.size()) {
-      throw_integrity(what_ + ": bytes arrived outside the range asked for");
-    }
-    std::memcpy(buf_.data() + (offset - first_), data.data(), data.size());
-    got_ = std::max<uint64_t>(got_, offset - first_ + data.size());
-  }
-  void pump(std::chrono::milliseconds wait) override {
-    std::unique_lock g(mu_);
-    cv_.wait_for(g, wait, [&] { return woken_; });
-    woken_ = false;
-  }
-  void notify() override {
-    std::lock_guard g(mu_);
-    woken_ = true;
-    cv_.notify_all();
-  }
-  bool complete() const { return got_ == buf_.size(); }
-
- private:
-  std::string what_;
-  uint64_t size_, first_;
-  std::span<uint8_t> buf_;
-  std::atomic<uint64_t> got_{0};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool woken_ = false;
-};
-
 // A whole (small) file to disk, ranges written in place. Its blocks are
 // reserved at the first bytes, so only once the Hub's HEAD agreed with the
 // size the caller checked (against its caps and the disk budget).
@@ -432,7 +391,7 @@ struct StreamedHubSource::State {
     uint64_t have = 0, want = std::min(most, kFirstHeaderBytes), header_end = 0;
     for (;;) {
       if (want > have) {
-        PrefixTarget t(what(i), size, have, std::span<uint8_t>(prefix.get() + have, static_cast<size_t>(want - have)));
+        detail::PrefixTarget t(what(i), size, have, std::span<uint8_t>(prefix.get() + have, static_cast<size_t>(want - have)));
         detail::fetch_hub_ranges(hub, repo, commit, files[i], t, pool, want - have);
         if (!t.complete()) throw Error(ErrorKind::kTransport, what(i) + ": the header's bytes did not all arrive");
         if (opt.on_bytes) opt.on_bytes(want - have);

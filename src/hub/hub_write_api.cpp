@@ -89,13 +89,13 @@ std::map<std::string, HeadFile> revision_files(const nlohmann::json& j) {
 
 void throw_write_api_error(const HttpResponse& r, const std::string& what, const std::string& repo,
                            const std::string& branch, const std::string& endpoint) {
-  const std::string code = r.header("x-error-code").value_or("");
+  const auto code = hub_error_code(r);
   const std::string tail = reason_tail(r);
-  if (code == "RepoNotFound") {
-    throw_hub_error(r, ErrorKind::kNotFound, what + ": repository " + repo + " not found on " + endpoint +
+  if (code == HubErrorCode::kRepoNotFound) {
+    throw_hub_error(r, hub_error_code_kind(code, r.status), what + ": repository " + repo + " not found on " + endpoint +
                                                  " (or the token cannot see it); pass --create to create it");
   }
-  if (code == "RevisionNotFound") throw_hub_error(r, ErrorKind::kNotFound, what + ": branch \"" + branch + "\" not found" + tail);
+  if (code == HubErrorCode::kRevisionNotFound) throw_hub_error(r, hub_error_code_kind(code, r.status), what + ": branch \"" + branch + "\" not found" + tail);
   if (r.status == 401) throw_hub_status(r, what + ": the token in use (HF_TOKEN) was refused (HTTP 401)" + tail);
   if (r.status == 403) {
     throw_hub_status(r, what + ": access denied (HTTP 403)" + tail + "; publishing needs a token with write access to " + repo);

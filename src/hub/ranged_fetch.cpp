@@ -189,7 +189,7 @@ class RangeWorker {
         } else if (r.status == 301 || r.status == 302 || r.status == 303 || r.status == 307 || r.status == 308) {
           if (!follow(r, where, generation)) return false;
           continue;  // a redirect is not a failed attempt
-        } else if ((r.status == 401 || r.status == 403 || r.status == 400) && !where.token_allowed) {
+        } else if (storage_url_may_have_expired(r.status) && !where.token_allowed) {
           if (!refresh(r, generation)) return false;
           continue;
         } else if (r.status == 416) {
@@ -281,9 +281,7 @@ class RangeWorker {
 
   void refused(const HttpResponse& r, const DownloadLocation& where) {
     if (!where.token_allowed || !o_.refused) {
-      sh_.fail(Error(r.status == 401 || r.status == 403 ? ErrorKind::kUnauthorized : ErrorKind::kTransport,
-                     what() + ": the storage host " + url_origin(where.url) + " answered HTTP " +
-                         std::to_string(r.status) + reason_tail(r) + request_id_note(r)));
+      sh_.fail(storage_refusal(r, what(), where.url));
       return;
     }
     try {

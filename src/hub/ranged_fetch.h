@@ -14,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "hub/http.h"
+#include "skippy/error.h"
 #include "hub/retry.h"
 #include "source/blob_writer.h"
 
@@ -103,6 +105,47 @@ class RangeTarget {
     (void)stop;
     return true;
   }
+};
+
+// [first, first + buf.size()) of a file of `size` bytes into memory the
+// caller holds (a header prefix, which may grow in place).
+class PrefixTarget final : public detail::RangeTarget {
+ public:
+  PrefixTarget(std::string what, uint64_t size, uint64_t first, std::span<uint8_t> buf)
+      : what_(std::move(what)), size_(size), first_(first), buf_(buf) {}
+  const std::string& what() const override { return what_; }
+  uint64_t size() const override { return size_; }
+  std::vector<ByteRanges::Range> missing() const override {
+    return got_ < buf_.size() ? std::vector<ByteRanges::Range>{{first_ + got_, first_ + buf_.size()}} : std::vector<ByteRanges::Range>{};
+  }
+  uint64_t received() const override { return got_; }
+  void write_at(uint64_t offset, std::span<const uint8_t> data) override {
+    if (offset < first_ || offset - first_ + data.size() > buf_.size()) {
+      throw Error(ErrorKind::kIntegrity, what_ + ": bytes arrived outside the range asked for");
+    }
+    std::memcpy(buf_.data() + (offset - first_), data.data(), data.size());
+    got_ = std::max<uint64_t>(got_, offset - first_ + data.size());
+  }
+  void pump(std::chrono::milliseconds wait) override {
+    std::unique_lock g(mu_);
+    cv_.wait_for(g, wait, [&] { return woken_; });
+    woken_ = false;
+  }
+  void notify() override {
+    std::lock_guard g(mu_);
+    woken_ = true;
+    cv_.notify_all();
+  }
+  bool complete() const { return got_ == buf_.size(); }
+
+ private:
+  std::string what_;
+  uint64_t size_, first_;
+  std::span<uint8_t> buf_;
+  std::atomic<uint64_t> got_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool woken_ = false;
 };
 
 // Brings every range target.missing() lists, over up to options.connections

@@ -17,6 +17,7 @@
 #include "skippy/catalog_stage.h"
 #include "skippy/package.h"
 #include "skippy/verify.h"
+#include "util/text.h"
 
 namespace skippy::peer::detail {
 namespace {
@@ -97,12 +98,6 @@ StagePart part_of(const PackageCatalog& listing, const CatalogArtifact& a) {
   throw Error(ErrorKind::kUsage, a.path + ": not among the package's artifacts");
 }
 
-std::string lower_hex(std::string s) {
-  for (auto& c : s) {
-    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return s;
-}
 
 }  // namespace
 
@@ -407,7 +402,7 @@ Decision ArtifactStore::authorize(const wire::Request& req, const std::string& p
   d.accepted = true;
   d.file = std::move(file);
   d.size = declared->bytes;
-  d.sha256 = lower_hex(declared->sha256);
+  d.sha256 = skippy::detail::ascii_lower(declared->sha256);
   d.what = what;
   return d;
 }

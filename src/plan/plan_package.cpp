@@ -5,6 +5,7 @@
 #include "skippy/error.h"
 #include "skippy/plan.h"
 #include "skippy/catalog_stage.h"
+#include "skippy/decode_cost.h"
 #include "skippy/verify.h"
 
 namespace skippy {
@@ -21,26 +22,9 @@ PlanPackage plan_package(const OpenedPackage& pkg, const PlanReads& reads) {
   // the per-stage bytes are counted from.
   CatalogNeed need = CatalogNeed::artifacts();
   if (reads.tensors) {
-    need = CatalogNeed::all();
-    // The tensor table lives in the files the reader reads whole: every one
-    // is needed. An hf:// package brings none for a plan (that would be the
-    // whole model).
-    if (pkg.source) {
-      const PackageCatalog listed = pkg.reader->catalog(pkg, CatalogNeed::root_only());
-      size_t missing = 0, total = 0;
-      for (const auto& a : listed.artifacts) {
-        if (a.kind != CatalogArtifactKind::kPayload || !a.read_whole) continue;
-        ++total;
-        missing += std::filesystem::exists(pkg.root / a.path) ? 0 : 1;
-      }
-      if (missing > 0) {
-        throw Error(ErrorKind::kNotFound,
-                    pkg.ref + ": planning for time per token reads every fragment's tensor table, and " +
-                        std::to_string(missing) + " of " + std::to_string(total) +
-                        " fragments are not in the cache: `skippy-model-package fetch " + pkg.ref +
-                        "` brings them (or plan a package schema 2, whose carrier holds the table)");
-      }
-    }
+    // Tensor sizes, not tensors: an hf:// package's absent parts are read
+    // as their headers alone (a few KiB each, not the model).
+    need = CatalogNeed::headers();
   } else if (tie) {
     // Whether the output is tied: the catalog of a final stage's artifacts
     // (a reader of whole parts reads the output's header, and no other).
@@ -48,11 +32,6 @@ PlanPackage plan_package(const OpenedPackage& pkg, const PlanReads& reads) {
   }
   PlanPackage out;
   static_cast<OpenedPlace&>(out) = pkg;
-  if (reads.tensors && pkg.source) {
-    auto parts = all_parts(pkg.reader->catalog(pkg, CatalogNeed::root_only()));
-    std::erase_if(parts, [](const StagePart& p) { return p.kind == CatalogArtifactKind::kSidecar || p.kind == CatalogArtifactKind::kPublisherMetadata; });
-    provide_parts(pkg, parts);
-  }
   OpenedCatalog opened = pkg.catalog(need);
   (void)verify_catalog_reads(opened);  // hf://: trust nothing unverified
   out.catalog = opened.catalog;
@@ -62,6 +41,14 @@ PlanPackage plan_package(const OpenedPackage& pkg, const PlanReads& reads) {
   out.activation_width = width.width;
   out.activation_width_note = width.note;
   return out;
+}
+
+DecodeCost package_decode_cost(const PlanPackage& pkg) {
+  if (!pkg.metadata) throw Error(ErrorKind::kUsage, pkg.ref + ": package_decode_cost needs a package planned with tensors");
+  std::vector<DecodeTensor> tensors;
+  tensors.reserve(pkg.catalog.tensors.size());
+  for (const auto& t : pkg.catalog.tensors) tensors.push_back({t.name, t.dims, t.stored_bytes});
+  return read_decode_cost(*pkg.metadata, tensors, pkg.catalog.layer_count, pkg.ref);
 }
 
 Plan plan_stages(const PlanPackage& pkg, PlanOptions o) {

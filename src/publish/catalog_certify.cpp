@@ -211,7 +211,7 @@ CertOutput certify(const CertInput& in, const std::filesystem::path& source, uns
   CertOutput out;
   out.shard_sha256.resize(n_shards);
   out.shard_bytes.resize(n_shards);
-  detail::run_jobs_largest_first(sizes, std::max(1u, threads), [&](size_t job) {
+  detail::run_jobs_largest_first(sizes, threads, [&](size_t job) {
     if (job >= n_shards) {
       const size_t f = job - n_shards;
       if (!in.hash_files) return;

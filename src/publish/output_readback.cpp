@@ -14,6 +14,7 @@
 #include "skippy/error.h"
 #include "util/file.h"
 #include "util/sha256.h"
+#include "util/parallel.h"
 
 namespace skippy::detail {
 
@@ -45,7 +46,7 @@ std::vector<std::string> hash_written_outputs(const std::vector<std::pair<std::f
     }
   };
   std::vector<std::thread> ts;
-  const size_t n = std::min<size_t>(std::max(1u, threads), files.size());
+  const size_t n = std::min<size_t>(worker_threads(threads), files.size());
   for (size_t t = 1; t < n; ++t) ts.emplace_back(worker);
   if (!files.empty()) worker();
   for (auto& t : ts) t.join();

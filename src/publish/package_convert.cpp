@@ -13,7 +13,9 @@
 #include <ctime>
 #include <map>
 #include <set>
+#include <unordered_map>
 
+#include "publish/package_readme.h"
 #include "publish/carrier_writer.h"
 #include "publish/certify.h"
 #include "publish/publisher_metadata.h"
@@ -28,6 +30,7 @@
 #include "skippy/package_layout.h"
 #include "util/sha256.h"
 #include "skippy/version.h"
+#include "util/text.h"
 
 namespace skippy {
 namespace convert_v2_detail {
@@ -35,12 +38,32 @@ namespace convert_v2_detail {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-std::string lower_hex(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Sorts the directory into the order the metadata fragment's record of the
+// source gives (kSourceTensorsKey), when it records every tensor of it.
+void order_as_source(std::vector<detail::CarrierTensor>& dir, const GgufFile& meta) {
+  const auto* kv = meta.find_kv(kSourceTensorsKey);
+  const auto names = kv ? kv->value.as_string_array() : std::nullopt;
+  if (!names) return;
+  std::unordered_map<std::string_view, size_t> rank;
+  for (size_t i = 0; i < names->size(); ++i) rank.emplace((*names)[i], i);
+  for (const auto& t : dir) {
+    if (!rank.contains(t.name)) return;
+  }
+  // A permutation, then moves (sorting the tensors themselves would
+  // instantiate std:: algorithms on an internal type the shared library
+  // would export).
+  std::vector<size_t> order(dir.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = rank.at(dir[i].name);
+  std::vector<size_t> by_rank(dir.size());
+  for (size_t i = 0; i < by_rank.size(); ++i) by_rank[i] = i;
+  std::sort(by_rank.begin(), by_rank.end(), [&](size_t a, size_t b) { return order[a] < order[b]; });
+  std::vector<detail::CarrierTensor> sorted;
+  sorted.reserve(dir.size());
+  for (const size_t i : by_rank) sorted.push_back(std::move(dir[i]));
+  dir = std::move(sorted);
+}
 
 // Puts the bytes of `from` at `to` unchanged: a hard link when both are on
 // one filesystem, else an in-kernel copy (copy_file_range, pwrite where the
@@ -321,6 +344,10 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     }
   }
 
+  // The source's order where the metadata fragment records it (write-package): a
+  // carrier in that order gives a one-file source back (materialize --as-source).
+  order_as_source(dir, *meta);
+
   // Certification (reads every byte once more: not part of the carrier + root time).
   std::vector<std::string> shard_sha;
   std::vector<uint64_t> shard_bytes;
@@ -328,7 +355,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     const auto tc = Clock::now();
     detail::CertInput in;
     for (const auto& p : parts) {
-      in.files.push_back({file_of(p.from), p.from, p.entry->artifact_bytes, lower_hex(p.entry->sha256)});
+      in.files.push_back({file_of(p.from), p.from, p.entry->artifact_bytes, detail::ascii_lower(p.entry->sha256)});
     }
     for (const auto& t : dir) {
       in.tensors.push_back({t.name, t.type, std::vector<uint64_t>(t.ne.begin(), t.ne.end()), t.part, t.offset, t.size});
@@ -357,7 +384,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   PackageRootV2 root;
   root.model_id = m.model_id;
   const auto& s = m.source_model;
-  root.source_model.sha256 = lower_hex(s.sha256);
+  root.source_model.sha256 = detail::ascii_lower(s.sha256);
   root.source_model.metadata_artifact_id = "metadata";
   root.source_model.repo = s.repo;
   root.source_model.revision = s.revision;
@@ -369,7 +396,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     V2SourceFile v{f.path, 0, ""};
     if (f.size_bytes) v.byte_size = *f.size_bytes;
     else if (i < shard_bytes.size()) v.byte_size = shard_bytes[i];
-    if (f.sha256) v.sha256 = lower_hex(*f.sha256);
+    if (f.sha256) v.sha256 = detail::ascii_lower(*f.sha256);
     else if (i < shard_sha.size()) v.sha256 = shard_sha[i];
     if (v.byte_size == 0 || v.sha256.empty()) {
       throw Error(ErrorKind::kUsage, mpath.string() + ": source_model.files[" + std::to_string(i) + "] (" + f.path +
@@ -382,7 +409,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   const auto carrier = detail::carrier_bytes(*meta, static_cast<uint32_t>(parts.size()), dir);
   root.artifacts.push_back({"metadata", std::string(kMetadataPath), carrier.size(),
                             sha256_hex(std::span<const uint8_t>(carrier))});
-  for (const auto& p : parts) root.artifacts.push_back({p.id, p.path, p.entry->artifact_bytes, lower_hex(p.entry->sha256)});
+  for (const auto& p : parts) root.artifacts.push_back({p.id, p.path, p.entry->artifact_bytes, detail::ascii_lower(p.entry->sha256)});
   std::vector<std::pair<const ProjectorEntry*, std::string>> sidecar_files;
   for (const auto& pr : m.projectors) {
     if (pr.kind != kProjectorKindMmproj) {
@@ -391,7 +418,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     }
     char id[32];
     std::snprintf(id, sizeof id, "projector-%05zu", sidecar_files.size());
-    root.artifacts.push_back({id, pr.path, pr.artifact_bytes, lower_hex(pr.sha256)});
+    root.artifacts.push_back({id, pr.path, pr.artifact_bytes, detail::ascii_lower(pr.sha256)});
     root.sidecars.push_back({std::string(kSidecarKindMmproj), id, std::string(id)});
     sidecar_files.emplace_back(&pr, id);
   }
@@ -445,8 +472,8 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     r.artifacts.push_back({id, path, from, bytes, sha, how});
   };
   r.artifacts.push_back({"metadata", std::string(kMetadataPath), "", carrier.size(), root.artifacts[0].sha256, "written"});
-  for (const auto& p : parts) placed(p.id, p.path, p.from, p.entry->artifact_bytes, lower_hex(p.entry->sha256));
-  for (const auto& [pr, id] : sidecar_files) placed(id, pr->path, pr->path, pr->artifact_bytes, lower_hex(pr->sha256));
+  for (const auto& p : parts) placed(p.id, p.path, p.from, p.entry->artifact_bytes, detail::ascii_lower(p.entry->sha256));
+  for (const auto& [pr, id] : sidecar_files) placed(id, pr->path, pr->path, pr->artifact_bytes, detail::ascii_lower(pr->sha256));
   {
     fs::create_directories(staging.path() / "shared");
     AtomicFile cf(staging.path() / kMetadataPath);
@@ -457,10 +484,12 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   for (const auto& f : publisher.files) {
     const fs::path to = staging.path() / f.artifact.path;
     fs::create_directories(to.parent_path());
-    write_file_atomic(to, f.contents, Durability::kRenameOnly);
+    write_file_atomic(to, f.contents);  // durable: the root written after it names its SHA-256
     dirs.insert(to.parent_path());
     r.artifacts.push_back({f.artifact.id, f.artifact.path, "", f.artifact.byte_size, f.artifact.sha256, "written"});
   }
+  // The model card write-package --schema 2 writes, for the same root.
+  write_file_atomic(staging.path() / std::string(kPackageReadme), detail::package_readme_v2(root, sha256_hex(root_text), r.certified));
   write_file_atomic(staging.path() / kManifestFileName, root_text);
   for (const auto& d : dirs) fsync_directory(d);
   // The output's own files, by the consumers' rule (each artifact a regular

@@ -75,9 +75,7 @@ std::string package_readme(const PackageManifest& m, const std::string& manifest
   if (validation) {
     o << "Validated against the source model when it was written (" << validation->tool
       << ", `write-package --validate`): valid, " << validation->artifacts << " artifacts and " << validation->tensors
-      << " tensors checked. The check recomputes the SHA-256 and size of every source file and artifact, checks that "
-         "every source tensor appears in exactly one fragment, byte-identical, and compares every fragment's metadata "
-         "with the source's. To repeat it:\n\n";
+      << " tensors checked. To repeat it:\n\n";
   } else {
     o << "Not validated by the writer. Before publishing, check it against the source model:\n\n";
   }

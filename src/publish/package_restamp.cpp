@@ -43,8 +43,7 @@ void check_before_resigning(const fs::path& dir, const fs::path& manifest, const
   std::vector<std::string> problems(root.artifacts.size());
   std::vector<uint64_t> sizes;
   for (const auto& a : root.artifacts) sizes.push_back(a.byte_size);
-  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  detail::run_jobs_largest_first(sizes, threads, [&](size_t i) {
+  detail::run_jobs_largest_first(sizes, /*threads=*/0, [&](size_t i) {
     const V2Artifact& a = root.artifacts[i];
     try {
       const fs::path file =

@@ -13,6 +13,7 @@
 #include "publish/package_readme.h"
 #include "publish/projector_check.h"
 #include "publish/source_digests.h"
+#include "publish/source_record.h"
 #include "publish/validator_internal.h"
 #include "util/env.h"
 #include "skippy/error.h"
@@ -28,6 +29,8 @@
 #include "skippy/version.h"
 #include "publish/split_stream.h"
 #include "publish/writer_internal.h"
+#include "util/parallel.h"
+#include "util/text.h"
 
 namespace skippy {
 namespace detail {
@@ -281,7 +284,7 @@ void check_as_written(const WritePackageOptions& opt, PackageCheck& check, const
   if (problems.empty()) return;
   std::string msg = opt.out_dir.string() + ": validation failed, so no manifest was written (" +
                     std::to_string(problems.size()) + " problem(s) in " + entry.path + ", found before its upload):";
-  for (const auto& p : problems) msg += "\n  " + p;
+  msg += problem_lines(problems, "validate-package --json");
   throw_integrity(msg);
 }
 
@@ -335,7 +338,7 @@ StreamOptions begin_source_pass(const WritePackageOptions& opt, const ModelSourc
     }
   };
   if (opt.on_artifact && opt.disk_budget) {
-    so.threads = std::max(2u, so.threads);  // the reader may wait while another thread finishes a fragment
+    so.threads = std::max(2u, detail::worker_threads(so.threads));  // the reader may wait while another thread finishes a fragment
     so.before_create = [&opt](uint64_t bytes, uint64_t stuck) { opt.disk_budget->acquire(bytes, stuck); };
     so.on_failure = [&opt] { opt.disk_budget->cancel("the write stopped on an error"); };
   }
@@ -377,6 +380,9 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   std::vector<GgufWriter> writers;
   writers.reserve(frags.size());
   for (const auto& f : frags) writers.push_back(fragment_writer(model.primary(), shard_files, f));
+  // What it takes to give the source back byte for byte (materialize --as-source).
+  const auto record = source_record(model, writers[0].kvs());
+  add_source_record(writers[0], record);
 
   std::vector<PlannedProjector> projectors;
   std::set<std::string> projector_names;
@@ -487,7 +493,7 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
     if (!report.valid) {
       std::string msg = opt.out_dir.string() + ": validation failed, so no manifest was written (" +
                         std::to_string(report.problems.size()) + " problem(s)):";
-      for (const auto& p : report.problems) msg += "\n  " + p;
+      msg += problem_lines(report.problems, "validate-package --json");
       throw_integrity(msg);
     }
     validation = detail::ReadmeValidation{report.artifacts_checked, report.tensors_checked,
@@ -503,6 +509,10 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   r.manifest_sha256 = sha256_hex(manifest_text);
   r.artifact_count = frags.size() + m.projectors.size();
   r.notes = generation.notes;
+  if (!record.unrecorded.empty()) {
+    r.notes.push_back("the source's layout is not recorded, so materialize --as-source cannot rebuild it from this "
+                      "package: " + record.unrecorded);
+  }
   r.details = generation.details;
   write_file_atomic(opt.out_dir / std::string(kPackageReadme), detail::package_readme(m, r.manifest_sha256, r.notes, validation));
   // #25: validation.json names the manifest's digest, so it can land before the manifest does.

@@ -1,4 +1,5 @@
 #include "publish/split_lanes.h"
+#include "util/parallel.h"
 
 #include <algorithm>
 
@@ -15,7 +16,7 @@ std::vector<Lane> plan_lanes(const std::vector<std::shared_ptr<const MappedFile>
                              const std::vector<StreamOutput>& outputs, const StreamOptions& opt) {
   Lane all;
   for (size_t o = 0; o < outputs.size(); ++o) all.outputs.push_back(o);
-  const size_t want = std::min<size_t>(opt.lanes, std::max(1u, opt.threads));
+  const size_t want = std::min<size_t>(opt.lanes, worker_threads(opt.threads));
   bool known = opt.known_shard_sha256.size() >= shards.size();
   for (size_t i = 0; known && i < shards.size(); ++i) known = opt.known_shard_sha256[i].has_value();
   if (want < 2 || !known || opt.before_create || opt.read_source) return {all};

@@ -19,6 +19,7 @@
 
 #include "skippy/error.h"
 #include "util/sha256.h"
+#include "util/parallel.h"
 
 namespace skippy::detail {
 namespace {
@@ -115,7 +116,7 @@ class Pipeline {
       // Syncing, renaming and announcing happen here, off the pipeline's workers.
       finisher = std::thread([this] { finish_loop(); });
     }
-    const unsigned n = std::max(1u, opt_.threads);
+    const unsigned n = worker_threads(opt_.threads);
     std::vector<std::thread> workers;
     for (unsigned i = 0; i + 1 < n; ++i) workers.emplace_back([this] { work(); });
     work();

@@ -51,7 +51,7 @@ struct StreamResult {
 };
 
 struct StreamOptions {
-  unsigned threads = 2;
+  unsigned threads = 0;  // worker threads; 0: one per core (at most 16)
   // The source is read in chunks of this size into `buffers` buffers of
   // the pipeline's own (pread, or read_source), each hashed twice and
   // written while it is still in the core's L2 cache: half a MiB, with

@@ -239,6 +239,26 @@ std::vector<fs::path> FetchChain::bring(const std::string& commit, const std::ve
   return out;
 }
 
+std::vector<uint8_t> FetchChain::read_head(const std::string& commit, const RemoteFile& file, uint64_t length) {
+  const std::string where = "hf://" + cache_.repo_id() + "@" + commit + ": " + file.path;
+  if (sources_.remotes.empty()) fail_cache_only(where + ": not in the Hugging Face cache");
+  std::optional<Error> last;
+  std::string why;  // earlier remotes' reasons
+  for (const auto& r : sources_.remotes) {
+    try {
+      auto head = r->read_head(cache_, commit, file, length);
+      if (!head) continue;
+      if (head->size() > length) throw_integrity(where + ": " + r->name() + " sent more than the first " + std::to_string(length) + " bytes");
+      return std::move(*head);
+    } catch (const Error& e) {
+      if (last) why += std::string(why.empty() ? "" : "; ") + last->what();
+      last = e;
+    }
+  }
+  if (last) throw Error(last->kind(), why.empty() ? std::string(last->what()) : why + "; then " + last->what());
+  throw Error(ErrorKind::kNotFound, where + ": no configured remote reads part of a file (and it is not in the cache)");
+}
+
 std::vector<std::string> FetchChain::fetched() const {
   std::lock_guard g(mu_);
   return fetched_;

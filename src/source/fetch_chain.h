@@ -47,6 +47,12 @@ class FetchChain {
   std::vector<std::filesystem::path> bring(const std::string& commit, const std::vector<RemoteFile>& files,
                                            const ProgressFn& on_progress);
 
+  // The first `length` bytes of `file` at `commit`, from the first remote
+  // that reads parts of files (remotes that cannot are skipped; one that
+  // fails is noted and the next asked). Not cached here. Throws the last
+  // failure, or Error(kOffline / kNotFound) when no remote could be asked.
+  std::vector<uint8_t> read_head(const std::string& commit, const RemoteFile& file, uint64_t length);
+
   std::vector<std::string> fetched() const;
   std::map<std::string, std::string> origins() const;
   bool verified(const std::string& rel_path) const;

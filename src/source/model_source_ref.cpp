@@ -26,6 +26,16 @@ std::string lower(std::string s) {
 
 bool boundary(char c) { return c == '-' || c == '.' || c == '/'; }
 
+// A git commit as people copy it: 7 to 40 hex digits (64 in a SHA-256
+// repository). A branch or a tag is not one.
+bool looks_like_commit(const std::string& rev) {
+  if (rev.size() < 7 || (rev.size() > 40 && rev.size() != 64)) return false;
+  for (const char c : rev) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
 bool has_tag(const std::string& path, const std::string& tag) {
   const std::string p = lower(path), t = lower(tag);
   for (size_t pos = p.find(t); pos != std::string::npos; pos = p.find(t, pos + 1)) {
@@ -132,6 +142,12 @@ ResolvedModelSource open_model_source(const ModelSourceRequest& req, const Sourc
     out.provenance.model_id = req.model_id;
     out.provenance.revision = req.revision;
     out.provenance.primary_file = req.source_file;
+    if (!looks_like_commit(req.revision)) {
+      out.warnings.push_back("--source-revision \"" + req.revision +
+                             "\" is not a commit (a branch or tag moves on): the package records it as the source's "
+                             "revision, so nobody can be sure which bytes it was; give the commit the file came from "
+                             "(7 to 64 hex digits, as the Hub's file page shows)");
+    }
     return out;
   }
   // A Hub source: the remote's answers are the provenance.

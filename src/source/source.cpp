@@ -7,13 +7,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <fstream>
 #include <mutex>
 #include <set>
 
+#include "util/env.h"
 #include "util/file.h"
 #include "skippy/manifest.h"
 #include "skippy/package_signature.h"
 #include "util/sha256.h"
+#include "util/text.h"
 #include "source/fetch_chain.h"
 
 namespace skippy {
@@ -38,6 +41,31 @@ class RepoArtifactSource final : public ArtifactSource {
   std::map<std::string, std::string> origins() const override { return chain_->origins(); }
   bool verified_while_fetching(const std::string& rel_path) const override { return chain_->verified(rel_path); }
   std::vector<std::string> notes() const override { return chain_->notes(); }
+
+  // From the headers cache (<skippy cache>/headers/<sha256>: the longest
+  // prefix read so far of that content), else from the remotes.
+  std::optional<std::vector<uint8_t>> head(const ArtifactEntry& e, uint64_t length) override {
+    length = std::min(length, e.artifact_bytes);
+    const fs::path kept = env::skippy_cache_dir() / "headers" / detail::ascii_lower(e.sha256);
+    std::error_code ec;
+    const bool valid_name = is_sha256_hex(e.sha256);
+    if (valid_name && fs::is_regular_file(kept, ec) && fs::file_size(kept, ec) >= length && !ec) {
+      std::vector<uint8_t> bytes(static_cast<size_t>(length));
+      std::ifstream in(kept, std::ios::binary);
+      if (in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(length))) return bytes;
+    }
+    auto bytes = chain_->read_head(commit_, {e.path, e.sha256, e.artifact_bytes, "the manifest"}, length);
+    if (valid_name) {
+      try {
+        fs::create_directories(kept.parent_path());
+        write_file_atomic(kept, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                          Durability::kRenameOnly);
+      } catch (const Error&) {
+        // a cache that cannot be written costs a request next time, nothing more
+      }
+    }
+    return bytes;
+  }
 
  private:
   std::shared_ptr<detail::FetchChain> chain_;

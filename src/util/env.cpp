@@ -11,6 +11,7 @@
 
 #include "skippy/error.h"
 #include "util/file.h"
+#include "util/byte_size.h"
 
 namespace skippy::env {
 
@@ -134,7 +135,13 @@ uint64_t hf_min_range_bytes() {
 }
 unsigned hf_max_attempts() { return std::max(1u, unsigned_or("SKIPPY_HF_MAX_ATTEMPTS", 5)); }
 unsigned hf_backoff_ms() { return unsigned_or("SKIPPY_HF_BACKOFF_MS", 1000); }
-uint64_t hf_min_rate() { return unsigned_or("SKIPPY_HF_MIN_RATE", 4096); }
+uint64_t hf_min_rate() {
+  const auto v = get("SKIPPY_HF_MIN_RATE");
+  if (!v) return 4096;
+  const auto r = parse_byte_rate(*v);
+  if (!r) throw Error(ErrorKind::kUsage, "SKIPPY_HF_MIN_RATE=\"" + *v + "\" is not a rate in bytes per second (e.g. 4096, 512K, 1M)");
+  return *r;
+}
 unsigned hf_min_rate_secs() { return std::max(1u, unsigned_or("SKIPPY_HF_MIN_RATE_SECS", 30)); }
 unsigned hf_stall_secs() { return std::max(1u, unsigned_or("SKIPPY_HF_STALL_SECS", 60)); }
 namespace {
@@ -153,20 +160,11 @@ double hf_etag_timeout_secs() { return seconds_or("HF_HUB_ETAG_TIMEOUT", 10); }
 double hf_download_timeout_secs() { return seconds_or("HF_HUB_DOWNLOAD_TIMEOUT", 10); }
 
 std::optional<uint64_t> parse_byte_rate(std::string_view text) {
-  if (text.empty() || text.size() > 24) return std::nullopt;
-  uint64_t mult = 1;
-  switch (text.back()) {
-    case 'k': case 'K': mult = uint64_t{1} << 10; break;
-    case 'm': case 'M': mult = uint64_t{1} << 20; break;
-    case 'g': case 'G': mult = uint64_t{1} << 30; break;
-    default: break;
+  try {
+    return parse_byte_size(text);
+  } catch (const Error&) {
+    return std::nullopt;
   }
-  if (mult != 1) text.remove_suffix(1);
-  uint64_t n = 0;
-  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (text.empty() || ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
-  if (n > (uint64_t{1} << 50) / mult) return std::nullopt;
-  return n * mult;
 }
 
 uint64_t peer_min_rate() {
@@ -188,6 +186,26 @@ uint64_t peer_rate_window_ms() {
     throw Error(ErrorKind::kUsage, "SKIPPY_PEER_RATE_WINDOW=\"" + *v + "\" is not a number of seconds from 0.1 to 3600");
   }
   return static_cast<uint64_t>(secs * 1000 + 0.5);
+}
+
+std::string progress_mode() {
+  const auto v = get("SKIPPY_PROGRESS");
+  if (!v) return "auto";
+  if (*v != "auto" && *v != "lines" && *v != "off") {
+    throw Error(ErrorKind::kUsage, "SKIPPY_PROGRESS=\"" + *v + "\" is not auto, lines or off");
+  }
+  return *v;
+}
+
+double progress_interval_secs() {
+  const auto v = get("SKIPPY_PROGRESS_SECS");
+  if (!v) return 10;
+  double secs = 0;
+  const auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), secs);
+  if (ec != std::errc() || p != v->data() + v->size() || !(secs >= 0.01 && secs <= 3600)) {
+    throw Error(ErrorKind::kUsage, "SKIPPY_PROGRESS_SECS=\"" + *v + "\" is not a number of seconds from 0.01 to 3600");
+  }
+  return secs;
 }
 
 std::vector<fs::path> trusted_signers() {

@@ -40,6 +40,12 @@
 //                               unset: signatures are optional
 //   SKIPPY_TRUSTED_OWNERS       the same, under another name
 //                               (both are read; their lists add up)
+//   SKIPPY_PROGRESS             how long work shows progress on stderr: auto
+//                               (default: one redrawn line on a terminal, else
+//                               a plain line every SKIPPY_PROGRESS_SECS), lines
+//                               (plain lines, even on a terminal) or off
+//   SKIPPY_PROGRESS_SECS        seconds between plain progress lines (decimals
+//                               allowed, 0.01 to 3600; default 10)
 //   SOURCE_DATE_EPOCH           created_at_unix_secs of written packages
 //                               (reproducible builds); a non-negative integer
 //   SKIPPY_RUNTIME_ABI          the skippy runtime ABI (MAJOR.MINOR.PATCH) that
@@ -101,7 +107,7 @@ unsigned hf_connections();         // SKIPPY_HF_CONNECTIONS, default 8 (1..64)
 uint64_t hf_min_range_bytes();     // SKIPPY_HF_MIN_RANGE (bytes), default 4 MiB, at least 64 KiB
 unsigned hf_max_attempts();        // SKIPPY_HF_MAX_ATTEMPTS, default 5
 unsigned hf_backoff_ms();          // SKIPPY_HF_BACKOFF_MS, default 1000
-uint64_t hf_min_rate();            // SKIPPY_HF_MIN_RATE (bytes/s), default 4096, 0 = off
+uint64_t hf_min_rate();            // SKIPPY_HF_MIN_RATE (bytes/s, a size: 512K), default 4096, 0 = off; kUsage when malformed
 unsigned hf_min_rate_secs();       // SKIPPY_HF_MIN_RATE_SECS, default 30, at least 1
 unsigned hf_stall_secs();          // SKIPPY_HF_STALL_SECS, default 60, at least 1
 // huggingface_hub's own limits on a silent server, with its defaults: how
@@ -119,8 +125,9 @@ uint64_t peer_min_rate();
 // SKIPPY_PEER_RATE_WINDOW in milliseconds, default 10000. Throws
 // Error(kUsage) naming the variable when malformed or out of range.
 uint64_t peer_rate_window_ms();
-// "1048576", "512K", "1M", "2G" (x1024, either case) as bytes; nullopt when
-// malformed or too large. (The rule of SKIPPY_PEER_MIN_RATE, for flags too.)
+// A rate in bytes per second as parse_byte_size reads a size ("1048576",
+// "512K", "1M", "1MB"); nullopt when malformed. (SKIPPY_PEER_MIN_RATE and
+// SKIPPY_HF_MIN_RATE.)
 std::optional<uint64_t> parse_byte_rate(std::string_view text);
 
 // ------------------------------------------------------------------ others
@@ -132,6 +139,12 @@ std::vector<std::filesystem::path> trusted_signers();
 // SKIPPY_RUNTIME_ABI as written; nullopt when unset (parsed by
 // skippy/abi.h's runtime_abi_from, which says what is wrong with it).
 std::optional<std::string> runtime_abi();
+// SKIPPY_PROGRESS: "auto" when unset. Throws Error(kUsage) naming the
+// variable when it is not auto, lines or off.
+std::string progress_mode();
+// SKIPPY_PROGRESS_SECS in seconds, default 10. Throws Error(kUsage) naming
+// the variable when malformed or out of range.
+double progress_interval_secs();
 // SOURCE_DATE_EPOCH; nullopt when unset. Throws Error(kUsage) when it is not
 // a non-negative decimal integer.
 std::optional<int64_t> source_date_epoch();

@@ -15,6 +15,14 @@
 
 namespace skippy::detail {
 
+// The worker count a job runs with: `requested` when given, otherwise one per
+// core (at least 1, at most 16: beyond that the disk, not the cores, is the
+// floor for hashing and copying model bytes).
+inline unsigned worker_threads(unsigned requested) {
+  if (requested) return requested;
+  return std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+}
+
 inline void run_jobs_largest_first(const std::vector<uint64_t>& sizes, unsigned threads,
                                    const std::function<void(size_t)>& job) {
   std::vector<size_t> order(sizes.size());
@@ -40,7 +48,7 @@ inline void run_jobs_largest_first(const std::vector<uint64_t>& sizes, unsigned 
       }
     }
   };
-  const unsigned n = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(sizes.size())));
+  const unsigned n = std::max(1u, std::min<unsigned>(worker_threads(threads), static_cast<unsigned>(sizes.size())));
   std::vector<std::thread> pool;
   for (unsigned i = 1; i < n; ++i) pool.emplace_back(worker);
   worker();

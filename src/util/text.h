@@ -19,6 +19,30 @@ inline std::string ascii_lower(std::string s) {
   return s;
 }
 
+// Problems as lines of a message, two spaces in: the first ten in full, then
+// how many more, ending with `where_all` (what lists every one). A wrong
+// source or a damaged package can have one problem per tensor, thousands on a
+// real model, and the first few say what happened.
+template <class Lines>
+std::string problem_lines(const Lines& problems, std::string_view where_all) {
+  constexpr size_t kShown = 10;
+  const size_t n = std::size(problems);
+  const size_t shown = n > kShown + 2 ? kShown : n;  // never "1 more"
+  std::string out;
+  size_t i = 0;
+  for (const auto& p : problems) {
+    if (i++ == shown) break;
+    out += "\n  ";
+    out += p;
+  }
+  if (shown < n) {
+    out += "\n  ... and " + std::to_string(n - shown) + " more problem(s) like these (";
+    out += where_all;
+    out += " lists every one)";
+  }
+  return out;
+}
+
 // A byte count for people: "832 B", "39.88 KiB", "5.84 MiB" (1024^n units).
 inline std::string human_bytes(uint64_t n) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};

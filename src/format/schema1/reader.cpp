@@ -5,16 +5,21 @@
 #include "format/schema1/reader.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "skippy/error.h"
 #include "skippy/gguf.h"
 #include "skippy/package_catalog.h"
+#include "util/parallel.h"
 
 namespace skippy::schema1 {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Headers read at once through a source (ranged requests).
+constexpr unsigned kHeaderReadsAtOnce = 8;
 
 // Whether a stage of `range` reads the part `a` (the tied output's
 // embeddings aside: known once the output part is read).
@@ -83,6 +88,7 @@ class Reader final : public PackageReader {
         return cat;
       }
       case CatalogNeed::Tensors::kAll: return read(place, std::nullopt);
+      case CatalogNeed::Tensors::kHeaders: return read(place, std::nullopt, /*headers=*/true);
     }
     return catalog_artifacts_v1(m_);
   }
@@ -118,6 +124,8 @@ class Reader final : public PackageReader {
     return describe_manifest(m_, place, activation_width(place, &catalog));
   }
 
+  SourceLayout source_layout(const PackageCatalog& catalog) const override { return source_layout_v1(m_, catalog); }
+
  private:
   // The model parts in load order: metadata, embeddings, layers, output.
   std::vector<const ArtifactEntry*> model_parts() const {
@@ -129,19 +137,45 @@ class Reader final : public PackageReader {
 
   // Reads the headers of these model parts (catalog indexes, in load order)
   // into the catalog, bringing them through place.source in one batch first.
-  void read_fragments(const OpenedPlace& place, PackageCatalog& cat, const std::vector<size_t>& which) const {
+  // With `headers`, a payload part the place lacks is read as its first
+  // bytes through the source instead (when the source can), not brought.
+  void read_fragments(const OpenedPlace& place, PackageCatalog& cat, const std::vector<size_t>& which,
+                      bool headers = false) const {
     const auto model = model_parts();
+    std::map<size_t, std::shared_ptr<const GgufFile>> heads;
     if (place.source && !which.empty()) {
-      std::vector<const ArtifactEntry*> want;
+      std::vector<size_t> absent;  // payload parts read as their headers
       for (const size_t i : which) {
         if (!is_safe_relative_path(model.at(i)->path)) {
           throw_invalid(place.ref + ": artifact path \"" + model.at(i)->path + "\" is not a safe relative path");
         }
-        want.push_back(model.at(i));
+        std::error_code ec;
+        if (headers && cat.artifacts[i].kind == CatalogArtifactKind::kPayload && !fs::exists(place.root / model.at(i)->path, ec)) {
+          absent.push_back(i);
+        }
+      }
+      // Several at once: each is a round trip or two, and a model has hundreds.
+      std::vector<std::shared_ptr<const GgufFile>> got(absent.size());
+      detail::run_jobs_largest_first(std::vector<uint64_t>(absent.size(), 1), kHeaderReadsAtOnce,
+                                     [&](size_t j) { got[j] = read_head(place, *model.at(absent[j])); });
+      for (size_t j = 0; j < absent.size(); ++j) {
+        if (got[j]) heads.emplace(absent[j], std::move(got[j]));
+      }
+      std::vector<const ArtifactEntry*> want;
+      for (const size_t i : which) {
+        if (!heads.contains(i)) want.push_back(model.at(i));
       }
       place.source->provide(want);
     }
     for (const size_t i : which) {
+      if (const auto h = heads.find(i); h != heads.end()) {
+        try {
+          add_fragment_v1(cat, i, h->second, /*header_only=*/true);
+        } catch (const Error& err) {
+          throw err.with_context(place.ref);
+        }
+        continue;
+      }
       const CatalogArtifact& a = cat.artifacts[i];
       const ArtifactEntry& e = *model.at(i);
       const fs::path real =
@@ -154,8 +188,43 @@ class Reader final : public PackageReader {
     }
   }
 
+  // The GGUF header of `e` from its first bytes through place.source,
+  // growing the prefix until the header parses (64 KiB, then x4, up to the
+  // file or 64 MiB); nullopt when the source cannot read part of a file.
+  static std::shared_ptr<const GgufFile> read_head(const OpenedPlace& place, const ArtifactEntry& e) {
+    constexpr uint64_t kFirst = uint64_t{64} << 10, kMax = uint64_t{64} << 20;
+    uint64_t want = std::min(e.artifact_bytes, kFirst);
+    for (;;) {
+      auto bytes = place.source->head(e, want);
+      if (!bytes) return nullptr;
+      // The first 8 bytes decide whether this is a GGUF at all: no growing for a file that is not one.
+      static constexpr uint8_t kMagic[4] = {'G', 'G', 'U', 'F'};
+      if (bytes->size() < 8 || !std::equal(kMagic, kMagic + 4, bytes->begin())) {
+        throw_invalid(place.ref + ": " + e.path + ": its first bytes are not a GGUF header");
+      }
+      struct Held {
+        std::vector<uint8_t> bytes;
+        std::optional<GgufFile> file;
+      };
+      auto held = std::make_shared<Held>();
+      held->bytes = std::move(*bytes);
+      try {
+        GgufLimits lim;
+        lim.directory_only = true;  // the tensors' bytes are not here
+        held->file.emplace(GgufFile::parse(held->bytes, e.path, lim));
+        return std::shared_ptr<const GgufFile>(held, &*held->file);
+      } catch (const Error& err) {
+        if (want >= e.artifact_bytes || want >= kMax) {
+          throw Error(ErrorKind::kInvalidInput, place.ref + ": " + e.path + ": no GGUF header in its first " +
+                                                    std::to_string(want) + " bytes: " + err.what());
+        }
+        want = std::min({e.artifact_bytes, want * 4, kMax});
+      }
+    }
+  }
+
   // The fragments a stage of `range` reads (every fragment without one).
-  PackageCatalog read(const OpenedPlace& place, std::optional<LayerRange> range) const {
+  PackageCatalog read(const OpenedPlace& place, std::optional<LayerRange> range, bool headers = false) const {
     PackageCatalog cat = catalog_artifacts_v1(m_);  // the model parts in load order, then the projectors
     std::vector<size_t> which;
     for (size_t i = 0; i < cat.artifacts.size(); ++i) {
@@ -163,7 +232,7 @@ class Reader final : public PackageReader {
       if (a.kind == CatalogArtifactKind::kSidecar) continue;
       if (!range || stage_reads_part(a, *range, m_.layer_count)) which.push_back(i);
     }
-    read_fragments(place, cat, which);
+    read_fragments(place, cat, which, headers);
     if (range && range->end == m_.layer_count && range->start != 0 && cat.find_tensor("output.weight") == nullptr) {
       // A tied output projection reads the token embeddings (whole part, as select_stage loads it).
       std::vector<size_t> embeddings;
