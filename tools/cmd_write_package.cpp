@@ -230,6 +230,9 @@ Command register_write_package(CLI::App& app) {
             if (a->hub_publisher_metadata && a->schema != 2) {
               throw Error(ErrorKind::kUsage, "--hub-publisher-metadata goes with --schema 2");
             }
+            // The output directory's budget: a streamed source takes its headers, projectors and publisher
+            // files from it before fetching any of them.
+            if (target && max_disk) o.disk_budget = std::make_shared<DiskBudget>(max_disk);
             std::unique_ptr<StreamedHubSource> streamed;
             std::unique_ptr<StreamProgress> stream_progress;
             std::vector<std::filesystem::path> hub_projectors;
@@ -251,6 +254,8 @@ Command register_write_package(CLI::App& app) {
               const std::filesystem::path out(a->out_dir);
               // Beside the package directory (its own leftovers are never touched there).
               so.header_dir = out.parent_path() / ("." + out.filename().string() + ".stream-headers");
+              so.publisher_files = a->hub_publisher_metadata;
+              so.disk_budget = o.disk_budget;
               streamed = std::make_unique<StreamedHubSource>(a->source, HubConfig::from_env(), so);
               stream_progress = std::make_unique<StreamProgress>(streamed->total_bytes());
               o.source = streamed->local();
@@ -297,19 +302,8 @@ Command register_write_package(CLI::App& app) {
             Progress upload("upload");
             std::unique_ptr<HubPublisher> pub;
             if (target) {
-              if (max_disk) o.disk_budget = std::make_shared<DiskBudget>(max_disk);
+              // (A streamed source holds its headers, projectors and publisher files in the budget already.)
               auto budget = o.disk_budget;
-              if (budget && streamed) {
-                // The placeholders' headers (and the repository's projectors and publisher files, downloaded)
-                // are on disk too.
-                const uint64_t headers = streamed->placeholder_disk_bytes() + streamed->projector_bytes() +
-                                         (a->hub_publisher_metadata ? streamed->publisher_bytes() : 0);
-                if (headers > max_disk) {
-                  throw Error(ErrorKind::kUsage, "--max-disk " + a->max_disk + " cannot hold even the source's GGUF headers "
-                                                 "and projectors (" + std::to_string(headers) + " bytes)");
-                }
-                budget->acquire(headers);
-              }
               // The token, the repository and the branch are checked before anything is written.
               auto settings = publish_settings_from_env(a->create, a->private_repo, upload);
               if (stream_progress) {

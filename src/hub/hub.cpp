@@ -519,12 +519,14 @@ class HubRemote final : public Remote {
     auto& repo = repo_for(cache);
     const std::string what = "hf://" + cache.repo_id() + "@" + commit + ": " + file.path;
     const FileMeta meta = repo.checked_head(commit, file, what);
-    detail::PrefixTarget target(what, meta.size, 0, std::min(length, meta.size));
-    if (target.bytes().empty()) return std::vector<uint8_t>{};
+    std::vector<uint8_t> head(static_cast<size_t>(std::min(length, meta.size)));
+    if (head.empty()) return head;
+    detail::PrefixTarget target(what, meta.size, 0, head);
     detail::ConnectionPool pool(1);
-    const auto o = repo.ranged_options(pool, meta, commit, file.path, what, target.bytes().size());
+    const auto o = repo.ranged_options(pool, meta, commit, file.path, what, head.size());
     if (!detail::fetch_ranges(target, {meta.download_url, meta.token_allowed}, o)) return std::nullopt;  // no Range here
-    return std::move(target.bytes());
+    if (!target.complete()) throw Error(ErrorKind::kTransport, what + ": the header's bytes did not all arrive");
+    return head;
   }
 
   std::vector<std::string> take_notes() override {
