@@ -40,6 +40,160 @@ int materialize_as_source(const std::string& ref, const std::string& out, bool v
   return kExitOk;
 }
 
+struct MaterializeArgs {
+  std::string ref, layers, out, cache_dir, admission;
+  std::vector<std::string> tensors;
+  bool json = false, list = false, prune = false, verify = false, sha256 = false, as_source = false;
+};
+
+// --list: the stage cache's entries.
+int list_cache(const MaterializeArgs& a, const std::filesystem::path& cache_dir) {
+  if (!a.ref.empty()) throw Error(ErrorKind::kUsage, "--list takes no package");
+  const auto entries = list_stage_cache(cache_dir);
+  if (a.json) {
+    nlohmann::json je = nlohmann::json::array();
+    for (const auto& e : entries) {
+      je.push_back({{"name", e.name},
+                    {"path", e.path.string()},
+                    {"layer_start", e.range.start},
+                    {"layer_end", e.range.end},
+                    {"size", e.size},
+                    {"model_id", e.model_id},
+                    {"manifest_sha256", e.manifest_sha256},
+                    {"tensor_count", e.tensor_count},
+                    {"sha256", e.sha256.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.sha256)},
+                    {"complete", e.complete}});
+    }
+    print_json({{"cache_dir", cache_dir.string()}, {"entries", je}});
+  } else {
+    uint64_t total = 0;
+    for (const auto& e : entries) {
+      total += e.size;
+      std::cout << e.name << "  layers " << format_layer_range(e.range) << "  " << human_bytes(e.size)
+                << "  " << (e.model_id.empty() ? "?" : e.model_id)
+                << (e.complete ? "" : "  (incomplete)") << "\n";
+    }
+    std::cerr << entries.size() << " entr" << (entries.size() == 1 ? "y" : "ies") << ", "
+              << human_bytes(total) << " in " << cache_dir.string() << "\n";
+  }
+  return kExitOk;
+}
+
+// --prune: the stage cache's entries removed (one package's, when given).
+int prune_cache(const MaterializeArgs& a, const std::filesystem::path& cache_dir) {
+  std::optional<std::string> manifest;
+  if (!a.ref.empty()) {
+    manifest = open_for_cli(a.ref).manifest_sha256;
+  }
+  const auto r = prune_stage_cache(cache_dir, manifest);
+  if (a.json) {
+    print_json({{"cache_dir", cache_dir.string()},
+                {"removed", r.removed},
+                {"busy", r.busy},
+                {"freed_bytes", r.freed_bytes}});
+  } else {
+    std::cout << "removed " << r.removed.size() << " entr" << (r.removed.size() == 1 ? "y" : "ies")
+              << ", freed " << human_bytes(r.freed_bytes) << "\n";
+    for (const auto& b : r.busy) std::cerr << "skipped " << b << ": being built by another process\n";
+  }
+  return kExitOk;
+}
+
+// The stage's projectors (sidecars), taken out of its parts: they are never
+// merged, but brought, checked and loaded from the package.
+std::vector<StagePart> take_sidecars(StageSelection& stage) {
+  std::vector<StagePart> sidecars;
+  if (stage.projector) sidecars.push_back(*stage.projector);
+  for (const auto& p : stage.parts) {
+    if (p.kind == CatalogArtifactKind::kSidecar) sidecars.push_back(p);
+  }
+  std::erase_if(stage.parts, [](const StagePart& p) { return p.kind == CatalogArtifactKind::kSidecar; });
+  stage.projector.reset();
+  return sidecars;
+}
+
+// A stage (a layer range, named tensors or an admission descriptor) as one GGUF.
+int materialize_one_stage(const MaterializeArgs& a, const std::filesystem::path& cache_dir) {
+  if (a.ref.empty()) throw Error(ErrorKind::kUsage, "materialize needs a package (or --list / --prune)");
+  if (!a.admission.empty() && (!a.tensors.empty() || !a.layers.empty())) {
+    throw Error(ErrorKind::kUsage, "give --admission, --layers or --tensors, one of them");
+  }
+  if (!a.admission.empty() && a.out.empty()) {
+    throw Error(ErrorKind::kUsage, "--admission needs --out FILE (such a file is never cached)");
+  }
+  if (!a.tensors.empty()) {
+    if (!a.layers.empty()) throw Error(ErrorKind::kUsage, "give --layers or --tensors, not both");
+    if (a.out.empty()) throw Error(ErrorKind::kUsage, "--tensors needs --out FILE (such a file is never cached)");
+  } else if (a.layers.empty() && a.admission.empty()) {
+    throw Error(ErrorKind::kUsage, "materialize needs --layers START..END");
+  }
+  const bool by_names = !a.tensors.empty() || !a.admission.empty();
+  const auto range = by_names ? LayerRange{} : parse_layer_range(a.layers);
+  MaterializeOptions o;
+  if (!a.out.empty()) o.out = a.out;
+  if (!a.cache_dir.empty()) o.cache_dir = cache_dir;
+  o.verify = a.verify;
+  o.hash = a.sha256;
+  StageChoice choice;
+  if (!by_names) choice.range = range;
+  choice.tensor_names = a.tensors;
+  if (!a.admission.empty()) {
+    choice.admission = read_admission_file(a.admission);
+    choice.admission_origin = "--admission " + a.admission;
+  }
+  const auto opened = open_for_cli(a.ref);  // a local directory or hf://, any schema
+  check_runtime_abi_for_cli(opened);
+  check_stage_choice(choice, opened.identity());
+  const std::optional<LayerRange> chosen = choice.range;
+  const OpenedCatalog pkg = opened.catalog(catalog_need(choice));
+  const bool by_id = pkg.names_artifacts_by_id;
+  // The projectors (sidecars) the stage loads are never merged:
+  // brought, checked, and named so they are loaded from the package.
+  // A range's is chosen as select chooses it; an --admission
+  // descriptor names its own.
+  StageSelection stage = choose_stage(pkg, choice);
+  std::vector<StagePart> sidecars = take_sidecars(stage);
+  provide_parts(pkg, sidecars);
+  (void)verify_if_required(pkg, sidecars);
+  nlohmann::json sidecar_json = nlohmann::json::array();
+  for (const auto& p : sidecars) sidecar_json.push_back(p.path.string());
+  Progress progress("materialize");
+  o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
+  const auto r = materialize_stage(pkg, stage, o);
+  const std::string what =
+      chosen ? "layers " + format_layer_range(range) : std::to_string(stage.tensors.size()) + " named tensors";
+  if (a.json) {
+    nlohmann::json doc = {{"path", r.path.string()},
+                          {"tensor_count", r.tensor_count},
+                          {"reused", r.reused},
+                          {"cached", r.cached},
+                          {"bytes", r.bytes},
+                          {"sha256", r.sha256.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.sha256)},
+                          {"layer_start", chosen ? nlohmann::json(range.start) : nlohmann::json(nullptr)},
+                          {"layer_end", chosen ? nlohmann::json(range.end) : nlohmann::json(nullptr)},
+                          {"manifest_sha256", pkg.manifest_sha256},
+                          {"projector", sidecars.empty() ? nlohmann::json(nullptr)
+                                                         : nlohmann::json(sidecars.front().path.string())},
+                          {"sidecars", sidecar_json},
+                          {"warnings", pkg.warnings},
+                          {"notes", stage.notes}};
+    doc.update(package_id_json(pkg, pkg.catalog));
+    print_json(doc);
+  } else {
+    std::cout << r.path.string() << "\n";
+    std::cerr << (r.reused ? "reused " : "materialized ") << what
+              << (pkg.catalog.selects_whole_parts ? "" : " (package schema " + std::to_string(pkg.catalog.schema_version) + ")")
+              << ": "
+              << r.tensor_count << " tensors, " << human_bytes(r.bytes) << "\n";
+    for (const auto& p : sidecars) {
+      std::cerr << "note: the " << (!by_id ? "projector " : "sidecar ") << p.rel_path
+                << " is not merged; load it from the package\n";
+    }
+    for (const auto& n : stage.notes) std::cerr << "note: " << n << "\n";
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 Command register_materialize(CLI::App& app) {
@@ -76,12 +230,7 @@ Command register_materialize(CLI::App& app) {
       "go into --out DIR (made when missing), each under its source name. A package that does not\n"
       "record what a file needs (a schema 2 package of a split source, a package written by another\n"
       "writer) is refused before anything is written, saying what is missing.");
-  struct Args {
-    std::string ref, layers, out, cache_dir, admission;
-    std::vector<std::string> tensors;
-    bool json = false, list = false, prune = false, verify = false, sha256 = false, as_source = false;
-  };
-  auto a = std::make_shared<Args>();
+  auto a = std::make_shared<MaterializeArgs>();
   path_option(cmd->add_option("package", a->ref, "Package directory (or hf://ns/repo[@rev])"));
   cmd->add_option("--layers", a->layers, "Layer range START..END (half-open)");
   path_option(cmd->add_option("--out", a->out, "Write this file instead of the cache entry (--as-source: the file, or a directory for the source's files)"));
@@ -121,139 +270,9 @@ Command register_materialize(CLI::App& app) {
                 (!a->layers.empty() || !a->out.empty() || a->verify || a->sha256 || !a->tensors.empty())) {
               throw Error(ErrorKind::kUsage, "--list/--prune take no --layers, --tensors, --out, --verify or --sha256");
             }
-            if (a->list) {
-              if (!a->ref.empty()) throw Error(ErrorKind::kUsage, "--list takes no package");
-              const auto entries = list_stage_cache(cache_dir);
-              if (a->json) {
-                nlohmann::json je = nlohmann::json::array();
-                for (const auto& e : entries) {
-                  je.push_back({{"name", e.name},
-                                {"path", e.path.string()},
-                                {"layer_start", e.range.start},
-                                {"layer_end", e.range.end},
-                                {"size", e.size},
-                                {"model_id", e.model_id},
-                                {"manifest_sha256", e.manifest_sha256},
-                                {"tensor_count", e.tensor_count},
-                                {"sha256", e.sha256.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.sha256)},
-                                {"complete", e.complete}});
-                }
-                print_json({{"cache_dir", cache_dir.string()}, {"entries", je}});
-              } else {
-                uint64_t total = 0;
-                for (const auto& e : entries) {
-                  total += e.size;
-                  std::cout << e.name << "  layers " << format_layer_range(e.range) << "  " << human_bytes(e.size)
-                            << "  " << (e.model_id.empty() ? "?" : e.model_id)
-                            << (e.complete ? "" : "  (incomplete)") << "\n";
-                }
-                std::cerr << entries.size() << " entr" << (entries.size() == 1 ? "y" : "ies") << ", "
-                          << human_bytes(total) << " in " << cache_dir.string() << "\n";
-              }
-              return kExitOk;
-            }
-            if (a->prune) {
-              std::optional<std::string> manifest;
-              if (!a->ref.empty()) {
-                manifest = open_for_cli(a->ref).manifest_sha256;
-              }
-              const auto r = prune_stage_cache(cache_dir, manifest);
-              if (a->json) {
-                print_json({{"cache_dir", cache_dir.string()},
-                            {"removed", r.removed},
-                            {"busy", r.busy},
-                            {"freed_bytes", r.freed_bytes}});
-              } else {
-                std::cout << "removed " << r.removed.size() << " entr" << (r.removed.size() == 1 ? "y" : "ies")
-                          << ", freed " << human_bytes(r.freed_bytes) << "\n";
-                for (const auto& b : r.busy) std::cerr << "skipped " << b << ": being built by another process\n";
-              }
-              return kExitOk;
-            }
-            if (a->ref.empty()) throw Error(ErrorKind::kUsage, "materialize needs a package (or --list / --prune)");
-            if (!a->admission.empty() && (!a->tensors.empty() || !a->layers.empty())) {
-              throw Error(ErrorKind::kUsage, "give --admission, --layers or --tensors, one of them");
-            }
-            if (!a->admission.empty() && a->out.empty()) {
-              throw Error(ErrorKind::kUsage, "--admission needs --out FILE (such a file is never cached)");
-            }
-            if (!a->tensors.empty()) {
-              if (!a->layers.empty()) throw Error(ErrorKind::kUsage, "give --layers or --tensors, not both");
-              if (a->out.empty()) throw Error(ErrorKind::kUsage, "--tensors needs --out FILE (such a file is never cached)");
-            } else if (a->layers.empty() && a->admission.empty()) {
-              throw Error(ErrorKind::kUsage, "materialize needs --layers START..END");
-            }
-            const bool by_names = !a->tensors.empty() || !a->admission.empty();
-            const auto range = by_names ? LayerRange{} : parse_layer_range(a->layers);
-            MaterializeOptions o;
-            if (!a->out.empty()) o.out = a->out;
-            if (!a->cache_dir.empty()) o.cache_dir = cache_dir;
-            o.verify = a->verify;
-            o.hash = a->sha256;
-            StageChoice choice;
-            if (!by_names) choice.range = range;
-            choice.tensor_names = a->tensors;
-            if (!a->admission.empty()) {
-              choice.admission = read_admission_file(a->admission);
-              choice.admission_origin = "--admission " + a->admission;
-            }
-            const auto opened = open_for_cli(a->ref);  // a local directory or hf://, any schema
-            check_runtime_abi_for_cli(opened);
-            check_stage_choice(choice, opened.identity());
-            const std::optional<LayerRange> chosen = choice.range;
-            const OpenedCatalog pkg = opened.catalog(catalog_need(choice));
-            const bool by_id = pkg.names_artifacts_by_id;
-            // The projectors (sidecars) the stage loads are never merged:
-            // brought, checked, and named so they are loaded from the package.
-            // A range's is chosen as select chooses it; an --admission
-            // descriptor names its own.
-            StageSelection stage = choose_stage(pkg, choice);
-            std::vector<StagePart> sidecars;
-            if (stage.projector) sidecars.push_back(*stage.projector);
-            for (const auto& p : stage.parts) {
-              if (p.kind == CatalogArtifactKind::kSidecar) sidecars.push_back(p);
-            }
-            std::erase_if(stage.parts, [](const StagePart& p) { return p.kind == CatalogArtifactKind::kSidecar; });
-            stage.projector.reset();
-            provide_parts(pkg, sidecars);
-            (void)verify_if_required(pkg, sidecars);
-            nlohmann::json sidecar_json = nlohmann::json::array();
-            for (const auto& p : sidecars) sidecar_json.push_back(p.path.string());
-            Progress progress("materialize");
-            o.on_progress = [&](uint64_t d, uint64_t t) { progress.update(d, t); };
-            const auto r = materialize_stage(pkg, stage, o);
-            const std::string what =
-                chosen ? "layers " + format_layer_range(range) : std::to_string(stage.tensors.size()) + " named tensors";
-            if (a->json) {
-              nlohmann::json doc = {{"path", r.path.string()},
-                                    {"tensor_count", r.tensor_count},
-                                    {"reused", r.reused},
-                                    {"cached", r.cached},
-                                    {"bytes", r.bytes},
-                                    {"sha256", r.sha256.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.sha256)},
-                                    {"layer_start", chosen ? nlohmann::json(range.start) : nlohmann::json(nullptr)},
-                                    {"layer_end", chosen ? nlohmann::json(range.end) : nlohmann::json(nullptr)},
-                                    {"manifest_sha256", pkg.manifest_sha256},
-                                    {"projector", sidecars.empty() ? nlohmann::json(nullptr)
-                                                                   : nlohmann::json(sidecars.front().path.string())},
-                                    {"sidecars", sidecar_json},
-                                    {"warnings", pkg.warnings},
-                                    {"notes", stage.notes}};
-              doc.update(package_id_json(pkg, pkg.catalog));
-              print_json(doc);
-            } else {
-              std::cout << r.path.string() << "\n";
-              std::cerr << (r.reused ? "reused " : "materialized ") << what
-                        << (pkg.catalog.selects_whole_parts ? "" : " (package schema " + std::to_string(pkg.catalog.schema_version) + ")")
-                        << ": "
-                        << r.tensor_count << " tensors, " << human_bytes(r.bytes) << "\n";
-              for (const auto& p : sidecars) {
-                std::cerr << "note: the " << (!by_id ? "projector " : "sidecar ") << p.rel_path
-                          << " is not merged; load it from the package\n";
-              }
-              for (const auto& n : stage.notes) std::cerr << "note: " << n << "\n";
-            }
-            return kExitOk;
+            if (a->list) return list_cache(*a, cache_dir);
+            if (a->prune) return prune_cache(*a, cache_dir);
+            return materialize_one_stage(*a, cache_dir);
           }};
 }
 
