@@ -28,18 +28,6 @@ using nlohmann::json;
 constexpr uint64_t kMiBytes = uint64_t{1} << 20;
 constexpr const char* kTimeProgram = "/usr/bin/time";
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitizedBuild = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitizedBuild = true;
-#else
-constexpr bool kSanitizedBuild = false;
-#endif
-#else
-constexpr bool kSanitizedBuild = false;
-#endif
-
 // The CLI with `args` under /usr/bin/time; `rss` gets its peak RSS in bytes.
 test::CliResult timed_cli(const std::vector<std::string>& args, uint64_t* rss) {
   std::vector<std::string> t = {"-f", "peak-rss-kib=%M", test::cli_path()};
@@ -80,7 +68,7 @@ TEST(HostileSizeMemory, AnAdmissionDescriptorOfMillionsOfIdsCostsAtMostTwiceItsS
   EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
   test::expect_json_error(r, "invalid_input", "resident_tensor_ids");
   ASSERT_GT(rss, 0u) << r.err;
-  if (!kSanitizedBuild) {
+  if (!test::kSanitizedBuild) {
     EXPECT_LE(rss, 2 * size + 100 * kMiBytes);
   }
 }
@@ -122,7 +110,7 @@ TEST(HostileSizeMemory, APerLayerArrayLongerThanTheLayersIsRefusedBeforeItIsWide
   EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
   test::expect_json_error(r, "invalid_input", "has 100000000 entries for 8 layers");
   ASSERT_GT(rss, 0u) << r.err;
-  if (!kSanitizedBuild) {
+  if (!test::kSanitizedBuild) {
     EXPECT_LE(rss, 2 * kEntries + 100 * kMiBytes);
   }
 }

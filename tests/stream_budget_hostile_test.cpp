@@ -40,20 +40,6 @@ constexpr const char* kTimeBin = "/usr/bin/time";
 constexpr const char* kSplit[] = {"llama-tiny-q4_0-00001-of-00003.gguf", "llama-tiny-q4_0-00002-of-00003.gguf",
                                   "llama-tiny-q4_0-00003-of-00003.gguf"};
 
-// Under ASan or TSan the RSS is mostly the sanitizer's: the runs still
-// check the refusals, the release build meets the memory bounds.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kUnderSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kUnderSanitizer = true;
-#else
-constexpr bool kUnderSanitizer = false;
-#endif
-#else
-constexpr bool kUnderSanitizer = false;
-#endif
-
 void put_bytes(const fs::path& p, const std::string& text) {
   test::write_file(p, std::vector<uint8_t>(text.begin(), text.end()));
 }
@@ -301,7 +287,7 @@ TEST_F(BigHeaders, HeadersTheBudgetCannotHoldAreRefusedFromTheirFirstBytes) {
   test::expect_json_error(r, "usage", "cannot hold even the source's GGUF headers");
   EXPECT_LE(sampler.peak(), kBudget);
   EXPECT_LE(served, 2 * kMiB) << "the first bytes said the header cannot fit";
-  if (!kUnderSanitizer && rss) {
+  if (!test::kSanitizedBuild && rss) {
     EXPECT_LE(rss, 2 * kBudget + 100 * kMiB);
   }
 }
@@ -317,7 +303,7 @@ TEST_F(BigHeaders, OneShardsHeaderIsInMemoryAtATime) {
   test::expect_json_error(r, "invalid_input", "big-Q4_0-00004-of-00004.gguf");
   if (!fs::exists(kTimeBin)) GTEST_SKIP() << kTimeBin << " (Debian package time) is needed to measure peak RSS";
   ASSERT_GT(rss, 0u) << r.err;
-  if (!kUnderSanitizer) {
+  if (!test::kSanitizedBuild) {
     EXPECT_LE(rss, header_ + 100 * kMiB) << "more than one shard's header held at once";
   }
   EXPECT_FALSE(fs::exists(tmp_.path() / ".big-nobudget.stream-headers")) << "the placeholders are removed";
@@ -342,7 +328,7 @@ TEST_F(StreamBudgetHostile, AFileWhoseFirstBytesAreNotGgufIsRefusedWithoutFetchi
   EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
   test::expect_json_error(r, "invalid_input", "bad magic");
   EXPECT_LE(served, kMiB) << "fetched past the first bytes that refuse the file";
-  if (!kUnderSanitizer && rss) {
+  if (!test::kSanitizedBuild && rss) {
     EXPECT_LE(rss, 100 * kMiB);
   }
 }
