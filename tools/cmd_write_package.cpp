@@ -6,6 +6,7 @@
 #include <cctype>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <span>
@@ -27,10 +28,33 @@
 namespace skippy::cli {
 
 nlohmann::json publish_result_json(const PublishResult& r);    // cmd_publish.cpp
+void print_xet_note(const XetUploadSummary& x);                 // cmd_publish.cpp
 void print_publish_summary(const PublishResult& r);            // cmd_publish.cpp
 PublishSettings publish_settings_from_env(bool create, bool private_repo, Progress& progress);
 
 namespace {
+
+// The first chunk of each source file, whose hash the Hub's dedupe index
+// holds when the source is stored there (publish's xet_dedupe_hints): the
+// package's files are the source's bytes re-cut, so one answer lets every
+// package file reference the source's xorbs. A streamed source is not on
+// disk: it has none (its files dedupe once a chunk the hash rule picks is
+// found).
+std::vector<std::string> source_dedupe_hints(const std::filesystem::path& first, const SourceProvenance& p) {
+  std::vector<std::filesystem::path> files{first};
+  for (size_t i = 1; i < p.file_paths.size(); ++i) {
+    files.push_back(first.parent_path() / std::filesystem::path(p.file_paths[i]).filename());
+  }
+  std::vector<std::string> out;
+  std::vector<uint8_t> head(128 * 1024);
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+    const auto n = static_cast<size_t>(std::max<std::streamsize>(0, in.gcount()));
+    if (n > 0) out.push_back(xet_first_chunk_hash(std::span<const uint8_t>(head.data(), n)));
+  }
+  return out;
+}
 
 // #30: SIGINT or SIGTERM during the write says, in one line, what it
 // interrupted and how to finish it (the directory is resumable), then exits
@@ -324,6 +348,7 @@ Command register_write_package(CLI::App& app) {
                 if (budget) stream_progress->set_disk(budget->limit(), [budget] { return budget->used(); });
               }
               settings.tag = a->tag;  // #25
+              if (!streamed) settings.xet_dedupe_hints = source_dedupe_hints(o.source, o.provenance);
               if (budget) {
                 // A failed upload never frees its bytes: wake a writer waiting for room.
                 settings.on_failure = [budget](const Error&) {
@@ -383,6 +408,7 @@ Command register_write_package(CLI::App& app) {
                                     {"notes", r.notes},
                                     {"details", r.details}};
               if (pushed) doc["publish"] = publish_result_json(*pushed);
+              if (pushed) print_xet_note(pushed->xet);
               // #25
               const auto vfile = r.package_dir / std::string(kValidationFileName);
               doc["validation_json"] = std::filesystem::exists(vfile) ? nlohmann::json(vfile.string()) : nlohmann::json();

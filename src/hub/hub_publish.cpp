@@ -21,6 +21,7 @@
 #include "hub/hub_write_api.h"
 #include "hub/lfs_upload.h"
 #include "hub/retry.h"
+#include "hub/xet_upload.h"
 #include "skippy/error.h"
 #include "util/file.h"
 #include "skippy/hf_ref.h"
@@ -92,6 +93,7 @@ struct UploadTask {
   json upload;  // {href, header?}
   json verify;  // {href, header?} or null
   unsigned refreshes = 0;
+  bool xet = false;  // through Xet storage (the batch chose transfer "xet")
 };
 
 bool package_owned(const std::string& p) {
@@ -389,8 +391,10 @@ class HubPublisher::Impl {
       if (by_oid[it.sha256].empty()) objects.push_back({{"oid", it.sha256}, {"size", it.size}});
       by_oid[it.sha256].push_back(idx);
     }
+    json transfers = {"basic", "multipart"};
+    if (settings_.xet && !refresh) transfers.push_back("xet");  // a refresh renews an LFS action
     const json body = {{"operation", "upload"},
-                       {"transfers", {"basic", "multipart"}},
+                       {"transfers", transfers},
                        {"hash_algo", "sha256"},
                        {"ref", {{"name", target_.branch}}},
                        {"objects", objects}};
@@ -400,6 +404,7 @@ class HubPublisher::Impl {
     if (r.status != 200) fail(r, what);
     const json j = parse_json(r, what);
     if (!j.is_object() || !j.contains("objects") || !j["objects"].is_array()) throw_invalid(what + ": the answer has no objects list");
+    const bool xet = j.contains("transfer") && j["transfer"] == "xet";
     std::set<std::string> answered;
     for (const auto& o : j["objects"]) {
       if (!o.is_object() || !o.contains("oid") || !o["oid"].is_string()) throw_invalid(what + ": an object without an oid");
@@ -429,6 +434,17 @@ class HubPublisher::Impl {
       const auto& act = o["actions"];
       UploadTask t;
       t.upload = act["upload"];
+      if (xet) {
+        start_xet(t.upload);
+        t.xet = true;
+        t.item = it->second.front();
+        std::lock_guard g(mu_);
+        for (size_t k = 1; k < it->second.size(); ++k) twins_[t.item].push_back(it->second[k]);
+        to_upload_.push_back(std::move(t));
+        cv_.notify_all();
+        continue;
+      }
+      note_lfs();
       t.verify = act.contains("verify") ? act["verify"] : json();
       if (!t.upload.is_object() || !t.upload.contains("href") || !t.upload["href"].is_string() ||
           !is_http_url(t.upload["href"].get<std::string>())) {
@@ -478,10 +494,29 @@ class HubPublisher::Impl {
     }
   }
 
-  void upload(UploadTask& t) {
-    Item& it = item(t.item);
+  // The Xet session, made on the first batch that chose Xet (the planner's thread).
+  void start_xet(const json& upload_action) {
+    if (xet_) return;
+    detail::XetCasConfig c{cfg_.endpoint, target_.repo, target_.branch, cfg_.token, policy(), cfg_.min_rate_bytes_per_sec,
+                           cfg_.min_rate_secs};
+    auto cas = std::make_unique<detail::XetCas>(std::move(c), detail::xet_token_from_action(upload_action));
+    auto session = std::make_unique<detail::XetUploadSession>(*cas, where_);
+    session->prime(settings_.xet_dedupe_hints);
+    std::lock_guard g(mu_);
+    cas_ = std::move(cas);
+    xet_ = std::move(session);
+  }
+  void note_lfs() {
+    std::lock_guard g(mu_);
+    if (xet_note_.empty()) {
+      xet_note_ = settings_.xet ? "the Hub offered no Xet storage for " + target_.repo + ": uploaded through LFS"
+                                : "Xet storage not used (HF_HUB_DISABLE_XET or publish settings): uploaded through LFS";
+    }
+  }
+
+  // True when a refresh found the object on the Hub (and marked it stored).
+  bool upload_lfs(UploadTask& t, Item& it) {
     const std::string what = where_ + ": uploading " + it.rel;
-    bool found_on_hub = false;  // a refresh found it there (and marked it stored)
     for (;;) {
       const std::string href = t.upload["href"].get<std::string>();
       const auto refused = lfs_.send(it.fd.get(), it.size, it.sha256, t.upload, what);
@@ -497,9 +532,21 @@ class HubPublisher::Impl {
       }
       batch({t.item}, &t);
       if (t.upload.is_null()) {
-        found_on_hub = true;
-        break;
+        return true;
       }
+    }
+    return false;
+  }
+
+  void upload(UploadTask& t) {
+    Item& it = item(t.item);
+    bool found_on_hub = false;  // a refresh found it there (and marked it stored)
+    if (t.xet) {
+      xet_->upload_file(it.fd.get(), it.size, it.sha256, it.rel, [this](uint64_t n) { progress(static_cast<int64_t>(n)); });
+      std::lock_guard g(mu_);
+      ++sent_objects_;
+    } else {
+      found_on_hub = upload_lfs(t, it);
     }
     std::vector<size_t> twins;
     {
@@ -561,7 +608,19 @@ class HubPublisher::Impl {
       for (size_t i = 0; i < errors_.size() && i < 5; ++i) msg += (i ? "; " : "") + std::string(errors_[i].what());
       throw Error(errors_.front().kind(), msg);
     }
+    if (xet_) {
+      try {
+        xet_->finish();
+      } catch (const Error& e) {
+        throw Error(e.kind(), where_ + ": the Xet CAS did not register the files, nothing was committed: " + e.what());
+      }
+    }
     PublishResult res;
+    if (xet_) {
+      res.xet = xet_->summary();
+      res.bytes_uploaded = res.xet.xorb_bytes_uploaded + res.xet.shard_bytes_uploaded;
+    }
+    res.xet.note = res.xet.note.empty() ? xet_note_ : res.xet.note;
     res.repo = target_.repo;
     res.branch = target_.branch;
     res.parent_commit = head_;
@@ -573,7 +632,7 @@ class HubPublisher::Impl {
     }
     res.lfs_uploaded = sent_objects_;
     res.lfs_already_on_hub = already_;
-    res.bytes_uploaded = uploaded_bytes_;
+    res.bytes_uploaded += uploaded_bytes_;
 
     for (const auto& [p, f] : remote_) {
       if (package_owned(p) && !paths_.count(p)) res.deleted.push_back(p);
@@ -678,6 +737,9 @@ class HubPublisher::Impl {
   std::thread planner_;
   std::vector<std::thread> uploaders_;
   detail::LfsUploader lfs_;
+  std::unique_ptr<detail::XetCas> cas_;
+  std::unique_ptr<detail::XetUploadSession> xet_;
+  std::string xet_note_;
 };
 
 HubPublisher::HubPublisher(HubConfig hub, PushTarget target, PublishSettings settings)
