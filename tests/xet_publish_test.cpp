@@ -114,6 +114,12 @@ TEST_F(XetPublish, APackageOfAModelTheHubHoldsUploadsAtMostTwoPercentSchemaTwo) 
   EXPECT_FALSE(head("ns/pkg2").empty());
 }
 
+TEST_F(XetPublish, AStreamedPushUploadsAtMostTwoPercentToo) {
+  const auto r = push("hf://ns/pkg3", {"--stream"});
+  expect_near_free_upload(r, hub_->xet_stats(), "--stream");
+  EXPECT_FALSE(head("ns/pkg3").empty());
+}
+
 TEST_F(XetPublish, AHubWithoutXetGetsLfsAndSaysSo) {
   hub_->configure({{"xet_enabled", false}});
   const auto r = push("hf://ns/plain");

@@ -37,9 +37,8 @@ namespace {
 // The first chunk of each source file, whose hash the Hub's dedupe index
 // holds when the source is stored there (publish's xet_dedupe_hints): the
 // package's files are the source's bytes re-cut, so one answer lets every
-// package file reference the source's xorbs. A streamed source is not on
-// disk: it has none (its files dedupe once a chunk the hash rule picks is
-// found).
+// package file reference the source's xorbs (a streamed source hashes its
+// first bytes as it fetches its headers: StreamedHubSource::xet_dedupe_hints).
 std::vector<std::string> source_dedupe_hints(const std::filesystem::path& first, const SourceProvenance& p) {
   std::vector<std::filesystem::path> files{first};
   for (size_t i = 1; i < p.file_paths.size(); ++i) {
@@ -348,7 +347,8 @@ Command register_write_package(CLI::App& app) {
                 if (budget) stream_progress->set_disk(budget->limit(), [budget] { return budget->used(); });
               }
               settings.tag = a->tag;  // #25
-              if (!streamed) settings.xet_dedupe_hints = source_dedupe_hints(o.source, o.provenance);
+              settings.xet_dedupe_hints =
+                  streamed ? streamed->xet_dedupe_hints() : source_dedupe_hints(o.source, o.provenance);
               if (budget) {
                 // A failed upload never frees its bytes: wake a writer waiting for room.
                 settings.on_failure = [budget](const Error&) {

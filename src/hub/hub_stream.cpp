@@ -16,6 +16,7 @@
 #include "skippy/error.h"
 #include "skippy/gguf.h"
 #include "skippy/hf_ref.h"
+#include "skippy/hub_publish.h"
 #include "util/file.h"
 #include "util/sha256.h"
 
@@ -66,6 +67,7 @@ struct StreamedHubSource::State {
   SourceProvenance provenance;
   std::vector<RemoteFile> files;             // shards, in order
   std::vector<std::vector<uint8_t>> prefixes;  // each shard's first bytes (its header), handed to its stream
+  std::vector<std::string> first_chunks;       // each shard's first Xet chunk hash (a publish's dedupe hint)
   std::vector<std::string> projectors;
   std::vector<RemoteFile> projector_files;
   std::vector<RemoteFile> publisher_files;  // the repository's, at its top level
@@ -348,6 +350,8 @@ struct StreamedHubSource::State {
     if (ec) throw Error(ErrorKind::kIo, place.string() + ": cannot extend the placeholder: " + ec.message());
     placeholder_bytes += (header_end + 4095) / 4096 * 4096;
     if (i == 0) local = place;
+    const size_t head = static_cast<size_t>(std::min<uint64_t>(prefix.size(), 128 * 1024));
+    first_chunks[i] = xet_first_chunk_hash(std::span<const uint8_t>(prefix.data(), head));
     prefixes[i] = std::move(prefix);
   }
 };
@@ -399,6 +403,7 @@ StreamedHubSource::StreamedHubSource(const std::string& coordinate, const HubCon
   fs::create_directories(s.opt.header_dir, ec);
   if (ec) throw Error(ErrorKind::kIo, s.opt.header_dir.string() + ": cannot create: " + ec.message());
   s.prefixes.resize(s.files.size());
+  s.first_chunks.resize(s.files.size());
   try {
     detail::ConnectionPool pool(1);
     for (size_t i = 0; i < s.files.size(); ++i) s.fetch_header(i, pool);
@@ -427,6 +432,7 @@ const fs::path& StreamedHubSource::local() const { return s_->local; }
 const SourceProvenance& StreamedHubSource::provenance() const { return s_->provenance; }
 uint64_t StreamedHubSource::total_bytes() const { return s_->total; }
 uint64_t StreamedHubSource::placeholder_disk_bytes() const { return s_->placeholder_bytes; }
+const std::vector<std::string>& StreamedHubSource::xet_dedupe_hints() const { return s_->first_chunks; }
 const std::vector<std::string>& StreamedHubSource::projector_paths() const { return s_->projectors; }
 
 uint64_t StreamedHubSource::projector_bytes() const {
