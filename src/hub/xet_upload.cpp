@@ -145,7 +145,8 @@ class FileUpload {
 
 }  // namespace
 
-XetUploadSession::XetUploadSession(XetCas& cas, std::string where) : cas_(cas), where_(std::move(where)) {
+XetUploadSession::XetUploadSession(std::unique_ptr<XetCas> cas, std::string where)
+    : cas_(std::move(cas)), where_(std::move(where)) {
   summary_.used = true;
 }
 
@@ -174,7 +175,7 @@ bool XetUploadSession::query(const Hash& chunk, const std::string& what) {
   std::optional<std::vector<uint8_t>> answer;
   xet::Shard shard;
   try {
-    answer = cas_.query_chunk(chunk, what);
+    answer = cas_->query_chunk(chunk, what);
     if (!answer) return false;
     shard = xet::parse_shard(*answer, what + ": the CAS's dedupe answer for chunk " + chunk.to_hex());
   } catch (const Error& e) {
@@ -227,7 +228,7 @@ void XetUploadSession::add_file(xet::ShardFile file, const XetFileUpload& report
 void XetUploadSession::flush_shard_locked() {
   if (shard_.empty()) return;
   const auto bytes = shard_.finish();
-  cas_.upload_shard(bytes, where_);
+  cas_->upload_shard(bytes, where_);
   summary_.shards_uploaded++;
   summary_.shard_bytes_uploaded += bytes.size();
 }

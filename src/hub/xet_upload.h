@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -44,7 +45,7 @@ struct XetChunkLoc {
 
 class XetUploadSession {
  public:
-  XetUploadSession(XetCas& cas, std::string where);
+  XetUploadSession(std::unique_ptr<XetCas> cas, std::string where);
 
   // Asks the global dedupe index for these chunk hashes (hex); a failed
   // query is a note in the summary, not an error.
@@ -73,7 +74,7 @@ class XetUploadSession {
   // CAS info goes into the shard.
   void stored_xorb(const xet::ShardXorb& info, uint64_t serialized_bytes);
   void add_file(xet::ShardFile file, const XetFileUpload& report);
-  XetCas& cas() { return cas_; }
+  XetCas& cas() { return *cas_; }
 
  private:
   void flush_shard_locked();
@@ -82,7 +83,7 @@ class XetUploadSession {
     xet::Hash key;  // zero: plain chunk hashes
     std::unordered_map<xet::Hash, XetChunkLoc, xet::HashHasher> chunks;
   };
-  XetCas& cas_;
+  std::unique_ptr<XetCas> cas_;
   std::string where_;
   mutable std::mutex mu_;
   std::unordered_map<xet::Hash, XetChunkLoc, xet::HashHasher> run_;
