@@ -102,7 +102,7 @@ PublishSettings publish_settings_from_env(bool create, bool private_repo, Progre
   s.create = create;
   s.private_repo = private_repo;
   s.parallel_uploads = env::hf_parallel_uploads();
-  s.xet = !env::flag("HF_HUB_DISABLE_XET");  // huggingface_hub's switch
+  s.xet = !env::hf_hub_disable_xet();
   s.on_progress = [&progress](uint64_t d, uint64_t t) { progress.update(d, t); };
   return s;
 }
@@ -114,10 +114,12 @@ Command register_publish(CLI::App& app) {
       "  HF_TOKEN=hf_... skippy-model-package publish model-package/ hf://meshllm/Qwen3-8B-Q4_K_M-layers --create\n"
       "The package is checked as its consumers will check it (manifest, every artifact's path and size) and\n"
       "SHA-256-verified first; a package that fails is not uploaded. Then its artifacts, model-package.json and\n"
-      "README.md (nothing else in the directory) go up with the Hub's own protocol (LFS batch, basic or\n"
-      "multipart uploads, several at once, retried) and appear in ONE commit, on top of the branch head that was\n"
-      "read first: a commit someone else made meanwhile is detected and refused, never overwritten. Files the Hub\n"
-      "already has are not sent again, so rerunning an interrupted publish sends only what is missing.\n"
+      "README.md (nothing else in the directory) go up with the Hub's own protocol (Xet storage when the Hub\n"
+      "offers it: chunked, and only chunks the Hub does not hold are sent; else the LFS batch, basic or multipart\n"
+      "uploads; several at once, retried; HF_HUB_DISABLE_XET=1 keeps to LFS) and appear in ONE commit, on top of\n"
+      "the branch head that was read first: a commit someone else made meanwhile is detected and refused, never\n"
+      "overwritten. Files the Hub already has are not sent again, so rerunning an interrupted publish sends only\n"
+      "what is missing.\n"
       "Prints the commit to pin (hf://ns/repo@<commit>).\n"
       "A package schema 2 directory (write-package --schema 2, convert-package --to 2) is read with the strict\n"
       "schema 2 reader and every catalog artifact SHA-256-verified first. Schema 1 on main, its conversion on a\n"

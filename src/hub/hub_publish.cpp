@@ -442,7 +442,10 @@ class HubPublisher::Impl {
 
   // The Xet session, made on the first batch that chose Xet (the planner's thread).
   void start_xet(const json& upload_action) {
-    if (xet_) return;
+    {
+      std::lock_guard g(mu_);
+      if (xet_) return;
+    }
     auto cas = std::make_unique<detail::XetCas>(
         detail::XetCasConfig{cfg_.endpoint, target_.repo, target_.branch, cfg_.token, policy(), cfg_.min_rate_bytes_per_sec,
                              cfg_.min_rate_secs},
@@ -450,7 +453,7 @@ class HubPublisher::Impl {
     auto session = std::make_unique<detail::XetUploadSession>(std::move(cas), where_);
     session->prime(settings_.xet_dedupe_hints);
     std::lock_guard g(mu_);
-    xet_ = std::move(session);
+    if (!xet_) xet_ = std::move(session);
   }
   void note_lfs() {
     std::lock_guard g(mu_);
