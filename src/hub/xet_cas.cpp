@@ -108,12 +108,13 @@ XetCas::Answer XetCas::send(const std::string& method, const std::string& path, 
     req.url = t.cas_url + path;
     req.headers = {"Accept-Encoding: identity", "Authorization: Bearer " + t.access_token};
     if (method == "POST") req.headers.push_back("Content-Type: application/octet-stream");
-    req.body = body;
+    req.body = std::move(body);  // one copy of a xorb in flight, taken back for the second round
     req.max_body = max_answer;
     req.min_rate_bytes_per_sec = cfg_.min_rate_bytes_per_sec;
     req.min_rate_secs = cfg_.min_rate_secs;
     const auto r = perform_with_retries(req, cfg_.policy, what, "is the Xet CAS " + t.cas_url + " reachable?");
     if (r.status == 401 && round == 0) {
+      body = std::move(req.body);
       t = token(true, t.access_token);  // expired: one fresh token, then the CAS decides
       continue;
     }
