@@ -19,6 +19,7 @@ namespace skippy::cli {
 
 nlohmann::json publish_result_json(const PublishResult& r);    // cmd_publish.cpp
 void print_publish_summary(const PublishResult& r);            // cmd_publish.cpp
+void print_xet_note(const XetUploadSummary& x);                 // cmd_publish.cpp
 PublishSettings publish_settings_from_env(bool create, bool private_repo, Progress& progress);
 
 namespace {
@@ -117,6 +118,7 @@ void print_write_json(const WriteAndPublishResult& run, const StreamProgress* st
                         {"notes", r.notes},
                         {"details", r.details}};
   if (run.published) doc["publish"] = publish_result_json(*run.published);
+  if (run.published) print_xet_note(run.published->xet);
   const auto vfile = r.package_dir / std::string(kValidationFileName);
   doc["validation_json"] = std::filesystem::exists(vfile) ? nlohmann::json(vfile.string()) : nlohmann::json();
   doc["signed_by"] = run.signature ? nlohmann::json(run.signature->owner_id) : nlohmann::json();

@@ -44,6 +44,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,6 +92,38 @@ struct PublishSettings {
   // be freed (write-package --push --max-disk cancels its disk budget). It
   // runs under the publisher's lock: it must not call the publisher.
   std::function<void(const Error& first_failure)> on_failure;
+  // Upload through Xet storage when the Hub offers it (the LFS batch
+  // answers transfer "xet"); false, or HF_HUB_DISABLE_XET=1 in
+  // publish_settings_from_env, keeps to LFS.
+  bool xet = true;
+  // Chunk hashes (Xet hex) asked of the CAS's global dedupe index before any
+  // file is chunked: the first chunk of each source file a package was cut
+  // from (xet_first_chunk_hash), which the index always holds when the source
+  // is on the Hub, so that every package file dedupes against the source.
+  std::vector<std::string> xet_dedupe_hints;
+};
+
+// The hash (Xet hex) of the first chunk of a file that starts with `head`
+// (its first 128 KiB, or the whole file when shorter): a dedupe hint.
+std::string xet_first_chunk_hash(std::span<const uint8_t> head);
+
+// What Xet storage did for one file.
+struct XetFileUpload {
+  std::string path;
+  uint64_t bytes = 0;           // chunked
+  uint64_t chunks = 0;
+  uint64_t deduped_in_run = 0;  // bytes of chunks another file of this upload had stored
+  uint64_t deduped_global = 0;  // bytes of chunks the CAS already held (global dedupe)
+  uint64_t new_bytes = 0;       // bytes of chunks packed into new xorbs (before compression)
+};
+// A publish's Xet side: what was chunked, deduplicated (by way) and sent.
+struct XetUploadSummary {
+  bool used = false;     // false: the files went up through LFS
+  std::string note;      // why not Xet, when it was not used
+  uint64_t bytes_chunked = 0, deduped_in_run = 0, deduped_global = 0, new_bytes = 0;
+  uint64_t xorb_bytes_uploaded = 0, shard_bytes_uploaded = 0;  // serialized, as sent
+  size_t xorbs_uploaded = 0, shards_uploaded = 0, dedupe_queries = 0, dedupe_hits = 0;
+  std::vector<XetFileUpload> files;  // in the order they finished
 };
 
 struct PublishResult {
@@ -110,6 +143,7 @@ struct PublishResult {
   std::optional<TagResult> tag;      // settings.tag
   std::string signed_by;             // owner id of the uploaded sidecar's signer ("" unsigned)
   bool validation_result = false;    // validation.json went up too
+  XetUploadSummary xet;
 };
 
 // One publish session: begin(), add() each file as it is ready (uploads

@@ -79,6 +79,9 @@ class StreamedHubSource {
   const SourceProvenance& provenance() const;
   uint64_t total_bytes() const;          // every shard's size
   uint64_t placeholder_disk_bytes() const;  // what the placeholders hold on disk (their headers)
+  // The first Xet chunk of each shard (xet_first_chunk_hash of its first
+  // bytes, fetched with its header): PublishSettings::xet_dedupe_hints.
+  const std::vector<std::string>& xet_dedupe_hints() const;
   // The repository's projector GGUFs (mmproj*.gguf) at the same commit,
   // as mesh-llm's packaging jobs discover them.
   const std::vector<std::string>& projector_paths() const;

@@ -16,6 +16,7 @@
 #include "skippy/error.h"
 #include "skippy/gguf.h"
 #include "skippy/hf_ref.h"
+#include "skippy/hub_publish.h"
 #include "util/file.h"
 #include "util/sha256.h"
 
@@ -73,6 +74,7 @@ struct StreamedHubSource::State {
   std::vector<RemoteFile> files;        // shards, in order
   std::vector<fs::path> placeholders;   // each shard's header on disk (its stream reads it from there)
   std::vector<uint64_t> header_lengths;  // each shard's header bytes (its stream fetches the rest)
+  std::vector<std::string> first_chunks;  // each shard's first Xet chunk hash (a publish's dedupe hint)
   std::vector<std::string> projectors;
   std::vector<RemoteFile> projector_files;
   std::vector<RemoteFile> publisher_files;  // the repository's, at its top level (when asked for)
@@ -422,6 +424,9 @@ struct StreamedHubSource::State {
     if (i == 0) local = place;
     placeholders[i] = place;
     header_lengths[i] = header_end;
+    // The first chunk is at most 128 KiB (the chunker's forced cut).
+    const size_t head = static_cast<size_t>(std::min<uint64_t>(have, 128 * 1024));
+    first_chunks[i] = xet_first_chunk_hash(std::span<const uint8_t>(prefix.get(), head));
   }
 };
 
@@ -482,6 +487,7 @@ StreamedHubSource::StreamedHubSource(const std::string& coordinate, const HubCon
   if (ec) throw Error(ErrorKind::kIo, s.opt.header_dir.string() + ": cannot create: " + ec.message());
   s.placeholders.resize(s.files.size());
   s.header_lengths.resize(s.files.size());
+  s.first_chunks.resize(s.files.size());
   try {
     // The files downloaded whole take the room their listed sizes need
     // first (fetch_projectors and fetch_publisher_files write them later),
@@ -521,6 +527,7 @@ const fs::path& StreamedHubSource::local() const { return s_->local; }
 const SourceProvenance& StreamedHubSource::provenance() const { return s_->provenance; }
 uint64_t StreamedHubSource::total_bytes() const { return s_->total; }
 uint64_t StreamedHubSource::placeholder_disk_bytes() const { return s_->placeholder_bytes; }
+const std::vector<std::string>& StreamedHubSource::xet_dedupe_hints() const { return s_->first_chunks; }
 const std::vector<std::string>& StreamedHubSource::projector_paths() const { return s_->projectors; }
 
 uint64_t StreamedHubSource::projector_bytes() const {

@@ -4,6 +4,7 @@
 // write_and_publish in skippy/hub_publish.h).
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <span>
@@ -89,11 +90,34 @@ void open_local_or_cached(const WriteAndPublishOptions& opt, WritePackageOptions
   w.provenance = src.provenance;
 }
 
+// The first chunk of each source file, whose hash the Hub's dedupe index
+// holds when the source is stored there (PublishSettings::xet_dedupe_hints):
+// the package's files are the source's bytes re-cut, so one answer lets every
+// package file reference the source's xorbs. A streamed source hashed its
+// first bytes as it fetched its headers (StreamedHubSource::xet_dedupe_hints).
+std::vector<std::string> source_dedupe_hints(const fs::path& first, const SourceProvenance& p) {
+  std::vector<fs::path> files{first};
+  for (size_t i = 1; i < p.file_paths.size(); ++i) files.push_back(first.parent_path() / fs::path(p.file_paths[i]).filename());
+  std::vector<std::string> out;
+  std::vector<uint8_t> head(128 * 1024);  // a first chunk's most (the chunker's forced cut)
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+    const auto n = static_cast<size_t>(std::max<std::streamsize>(0, in.gcount()));
+    if (n > 0) out.push_back(xet_first_chunk_hash(std::span<const uint8_t>(head.data(), n)));
+  }
+  return out;
+}
+
 // The publisher, begun (token, repository and branch checked) before a byte
 // is written; each finished artifact goes to it, and with a disk budget is
 // deleted (its room given back) once the Hub holds it.
-std::unique_ptr<HubPublisher> begin_push(const WriteAndPublishOptions& opt, WritePackageOptions& w) {
+std::unique_ptr<HubPublisher> begin_push(const WriteAndPublishOptions& opt, WritePackageOptions& w,
+                                         const StreamedHubSource* streamed) {
   auto settings = opt.publish;
+  if (settings.xet_dedupe_hints.empty()) {
+    settings.xet_dedupe_hints = streamed ? streamed->xet_dedupe_hints() : source_dedupe_hints(w.source, w.provenance);
+  }
   auto budget = w.disk_budget;
   if (budget) {
     // A failed upload never frees its bytes: wake a writer waiting for room.
@@ -145,7 +169,7 @@ WriteAndPublishResult write_and_publish(const WriteAndPublishOptions& opt) {
     open_local_or_cached(opt, w);
   }
   std::unique_ptr<HubPublisher> pub;
-  if (opt.push) pub = begin_push(opt, w);
+  if (opt.push) pub = begin_push(opt, w, streamed.get());
   if (opt.on_write_start) opt.on_write_start();
   try {
     result.written = write_package(w);
