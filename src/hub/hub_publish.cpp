@@ -446,20 +446,16 @@ class HubPublisher::Impl {
       std::lock_guard g(mu_);
       if (xet_) return;
     }
-    auto cas = std::make_unique<detail::XetCas>(
-        detail::XetCasConfig{cfg_.endpoint, target_.repo, target_.branch, cfg_.token, policy(), cfg_.min_rate_bytes_per_sec,
-                             cfg_.min_rate_secs},
-        detail::xet_token_from_action(upload_action));
-    auto session = std::make_unique<detail::XetUploadSession>(std::move(cas), where_);
-    session->prime(settings_.xet_dedupe_hints);
+    auto session = detail::XetUploadSession::start(
+        {cfg_.endpoint, target_.repo, target_.branch, cfg_.token, policy(), cfg_.min_rate_bytes_per_sec, cfg_.min_rate_secs},
+        upload_action, where_, settings_.xet_dedupe_hints);
     std::lock_guard g(mu_);
     if (!xet_) xet_ = std::move(session);
   }
   void note_lfs() {
     std::lock_guard g(mu_);
     if (!xet_note_.empty()) return;
-    xet_note_ = settings_.xet ? "the Hub offered no Xet storage for " + target_.repo + ": uploaded through LFS"
-                              : "Xet storage not used (HF_HUB_DISABLE_XET): uploaded through LFS";
+    xet_note_ = detail::XetUploadSession::lfs_note(settings_.xet, target_.repo);
   }
 
   // True when a refresh found the object on the Hub (and marked it stored).

@@ -145,6 +145,19 @@ class FileUpload {
 
 }  // namespace
 
+std::unique_ptr<XetUploadSession> XetUploadSession::start(XetCasConfig cfg, const nlohmann::json& upload_action,
+                                                          std::string where, const std::vector<std::string>& dedupe_hints) {
+  auto cas = std::make_unique<XetCas>(std::move(cfg), xet_token_from_action(upload_action));
+  auto session = std::make_unique<XetUploadSession>(std::move(cas), std::move(where));
+  session->prime(dedupe_hints);
+  return session;
+}
+
+std::string XetUploadSession::lfs_note(bool offered, const std::string& repo) {
+  return offered ? "the Hub offered no Xet storage for " + repo + ": uploaded through LFS"
+                 : "Xet storage not used (HF_HUB_DISABLE_XET): uploaded through LFS";
+}
+
 XetUploadSession::XetUploadSession(std::unique_ptr<XetCas> cas, std::string where)
     : cas_(std::move(cas)), where_(std::move(where)) {
   summary_.used = true;

@@ -46,6 +46,14 @@ struct XetChunkLoc {
 class XetUploadSession {
  public:
   XetUploadSession(std::unique_ptr<XetCas> cas, std::string where);
+  // The session publish makes on the first LFS batch answer that chose Xet:
+  // its CAS client (the action's token first), primed with the source's
+  // dedupe hints.
+  static std::unique_ptr<XetUploadSession> start(XetCasConfig cfg, const nlohmann::json& upload_action, std::string where,
+                                                 const std::vector<std::string>& dedupe_hints);
+  // The one line a publish without Xet says (`offered`: the Hub was asked
+  // and offered none; else HF_HUB_DISABLE_XET kept it from asking).
+  static std::string lfs_note(bool offered, const std::string& repo);
 
   // Asks the global dedupe index for these chunk hashes (hex); a failed
   // query is a note in the summary, not an error.
