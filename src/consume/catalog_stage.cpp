@@ -60,6 +60,11 @@ StageSelection assemble_stage(const PackageCatalog& cat, const std::vector<std::
   std::map<uint32_t, StagePart> by_part;
   for (const auto& [ti, reason] : chosen) {
     const CatalogTensor& t = cat.tensors[ti];
+    if (t.alias_of) {
+      throw_invalid(cat.model_id + ": tensor '" + t.name + "' (" + reason + ") aliases '" + *t.alias_of +
+                    "', and alias materialization is unsupported (a stage binds tensors by exact id, each owning its "
+                    "bytes)");
+    }
     const CatalogArtifact& a = cat.artifact_of(t);
     s.tensors.push_back({t.name, a.id, t.offset, t.stored_bytes});
     if (t.artifact == cat.carrier) {  // schema 1: shared/metadata.gguf holds the global tensors
@@ -215,10 +220,16 @@ StageSelection open_stage(const OpenedCatalog& pkg, LayerRange range, const Sele
 StageSelection select_stage_tensors(const PackageCatalog& cat, const std::vector<std::string>& names) {
   std::set<std::string> seen;
   std::set<size_t> wanted;
-  for (const auto& n : names) {
+  for (size_t k = 0; k < names.size(); ++k) {
+    const auto& n = names[k];
+    // Bound by exact id (a tensor's id is its name): nothing is trimmed or guessed.
+    if (n.empty()) throw_invalid(cat.model_id + ": tensor id at index " + std::to_string(k) + " is empty");
     if (!seen.insert(n).second) throw_invalid(cat.model_id + ": tensor '" + n + "' is named more than once");
     const auto it = cat.tensor_index.find(n);
-    if (it == cat.tensor_index.end()) throw_invalid(cat.model_id + ": tensor '" + n + "' is not in the package's catalog");
+    if (it == cat.tensor_index.end()) {
+      throw_invalid(cat.model_id + ": tensor '" + n + "' is not in the package's catalog (unknown tensor id: ids are "
+                    "exact, and no name selects another tensor)");
+    }
     wanted.insert(it->second);
   }
   std::vector<std::pair<size_t, std::string>> chosen;
