@@ -318,11 +318,8 @@ int inspect_package(const std::string& ref, bool json) {
   const std::string arch(meta->architecture());
   const auto verdicts = judge_runtime_lines(id, arch);
   j["runtime_lines"] = runtime_lines_json(verdicts);
+  // (A roster that does not list the architecture is said per line here; writers and plan warn about it.)
   for (const auto& v : verdicts) tail.push_back({"runtime line", runtime_line_text(v, arch)});
-  if (const auto w = split_roster_warning(arch)) {
-    std::cerr << "warning: " << *w << "\n";
-    warnings.push_back(*w);
-  }
   j["warnings"] = warnings;
   if (json) {
     print_json(j);

@@ -163,12 +163,18 @@ std::optional<std::string> catalog_kv_refusal(const GgufFile& f) {
     const GgufType et = kv.value.array_type();
     if (et == GgufType::kArray) return std::string(kv.key) + " is an array of arrays (nested arrays have no catalog form)";
     if (et != GgufType::kString) continue;
-    const auto items = kv.value.as_string_array();
-    if (!items) continue;
-    for (size_t i = 0; i < items->size(); ++i) {
-      if (!is_valid_utf8((*items)[i])) {
-        return std::string(kv.key) + "[" + std::to_string(i) + "] is a string that is not valid UTF-8";
-      }
+    // Walked in place (a vocabulary holds 10^5 strings; the reader checked every length).
+    const auto enc = kv.value.encoded();
+    size_t at = 4 + 8;  // element type, count
+    const uint64_t n = kv.value.array_size();
+    for (uint64_t i = 0; i < n && at + 8 <= enc.size(); ++i) {
+      uint64_t len = 0;
+      std::memcpy(&len, enc.data() + at, 8);
+      at += 8;
+      if (len > enc.size() - at) break;
+      const std::string_view item(reinterpret_cast<const char*>(enc.data() + at), static_cast<size_t>(len));
+      at += static_cast<size_t>(len);
+      if (!is_valid_utf8(item)) return std::string(kv.key) + "[" + std::to_string(i) + "] is a string that is not valid UTF-8";
     }
   }
   return std::nullopt;
