@@ -2,12 +2,14 @@
 // skippy::Error whose message names the input and a byte offset. A parsed
 // file must keep every promise of include/skippy/gguf.h (views inside the
 // input, tensors aligned, in range and disjoint, keys and names unique), and
-// every accessor must be safe to call on it. Anything else - another
+// every accessor must be safe to call on it; the header read from any
+// prefix of it (GgufFile::parse_prefix) is the whole input's. Anything else - another
 // exception, a sanitizer report, a broken promise - is a crash.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -147,10 +149,39 @@ void exercise(std::span<const uint8_t> input, const skippy::GgufFile& f) {
   }
 }
 
+// GgufFile::parse_prefix on the input's first `cut` bytes must agree with
+// the whole input parsed as a directory: the same header, or a refusal
+// with the same message (what the prefix holds decides), or a need for
+// more bytes that the input has.
+void exercise_prefix(std::span<const uint8_t> input, size_t cut) {
+  skippy::GgufLimits dir;
+  dir.directory_only = true;
+  std::optional<uint64_t> whole_end;
+  std::string whole_error;
+  try {
+    whole_end = skippy::GgufFile::parse(input, kName, dir).header_end();
+  } catch (const skippy::Error& e) {
+    whole_error = e.what();
+  }
+  try {
+    const auto p = skippy::GgufFile::parse_prefix(input.first(cut), input.size(), kName);
+    if (p.file) {
+      CHECK(whole_end && *whole_end == p.file->header_end() && p.file->header_end() <= cut);
+    } else {
+      CHECK(p.needed > cut && p.needed <= input.size());
+    }
+  } catch (const skippy::Error& e) {
+    CHECK(!whole_end && whole_error == e.what());
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const uint8_t> input(data, size);
+  exercise_prefix(input, size);
+  exercise_prefix(input, size / 2);
+  if (size > 0) exercise_prefix(input, data[size - 1] % (size + 1));
   try {
     const auto f = skippy::GgufFile::parse(input, kName);
     exercise(input, f);

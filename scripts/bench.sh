@@ -128,6 +128,7 @@ declare -A TARGET=(
   ["validate-package / dgst(source + package)"]="<= 0.6"
   ["verify / dgst(package)"]="<= 0.6"
   ["materialize / cp(output)"]="<= 1.1"
+  ["materialize --as-source / (cp + dgst)"]="<= 0.8"
   ["fetch / curl (same files, same server)"]=">= 0.9"
   ["write-package --schema 2 / write-package"]="<= 1.1"
   ["convert-package --to 2: carrier + root"]="< 1 s"
@@ -335,6 +336,34 @@ bench_materialize() {
   note "materialize ${wall} s, peak RSS $(mib "$rss"), $(gib "$(bytes_of "$out")") out; cp of the output = ${Y_CP} s; ratio $r"
   check "$fig" "$r" "<=" 1.1
   rm -f "$out"
+}
+
+# materialize --as-source: the model rebuilt from its package (every byte
+# read from the fragments, hashed and written once) against copying it and
+# hashing it once; the split model's three shards for information.
+bench_materialize_source() {
+  section "materialize --as-source"
+  local fig="materialize --as-source / (cp + dgst)"
+  if ! has_cmd materialize; then skip_section materialize "$fig"; return 0; fi
+  if ((!WRITE_OK)); then note "skipped: needs a package from write-package"; row "$fig" - "<= 0.8" skipped; return 0; fi
+  local out=$WORK/rebuilt
+  prep_src() { rm -rf "$out"; sync; }
+  measure prep_src "$CLI" materialize "$PKG" --as-source --out "$out" || { row "$fig" failed "<= 0.8" MISS; return 0; }
+  local wall=$M_WALL rss=$M_RSS cpu=$M_CPU yard r
+  cmp -s "$out" "$MODEL" || { note "FAILED: the rebuilt file differs from the model"; row "$fig" differs "<= 0.8" MISS; return 0; }
+  yard=$(sum "$CP_MODEL" "$DGST_MODEL")
+  r=$(ratio "$wall" "$yard")
+  note "materialize --as-source ${wall} s (CPU ${cpu} s), peak RSS $(mib "$rss"); cp + dgst of the model = ${yard} s; ratio $r"
+  check "$fig" "$r" "<=" 0.8
+  rm -rf "$out" "$SCRATCH"
+  mkdir -p "$SCRATCH"
+  if "$CLI" write-package "$SPLIT_FIRST" --out-dir "$SCRATCH/split-pkg" --model-id bench/split:Q8_0 --source-revision r \
+      --source-file "$(basename "$SPLIT_FIRST")" >/dev/null 2>&1 &&
+     measure prep_src "$CLI" materialize "$SCRATCH/split-pkg" --as-source --out "$out"; then
+    note "split (3 shards): materialize --as-source ${M_WALL} s, peak RSS $(mib "$M_RSS")"
+    row "materialize --as-source, 3-shard split" "${M_WALL} s" "-" info
+  fi
+  rm -rf "$out" "$SCRATCH"
 }
 
 # select + consumer validation on a 94-layer package (the issue's size):
@@ -603,6 +632,7 @@ only schema2 && bench_schema2
 only validate_rss && bench_validate_rss
 only verify && bench_verify
 only materialize && bench_materialize
+only materialize_source && bench_materialize_source
 only fetch && bench_fetch
 only push && bench_push
 rm -rf "$PKG" "$SCRATCH" "$SKIPPY_CACHE_DIR"

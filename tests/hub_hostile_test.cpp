@@ -81,7 +81,8 @@ class HubHostile : public ::testing::Test {
     hub_->clear_faults();
     hub_->configure({{"token", "hf_test"}, {"read_token", "hf_read"}, {"url_ttl_secs", 3600},
                      {"multipart_threshold", 16 << 20}, {"multipart_chunk_size", 8 << 20},
-                     {"storage_same_origin", false}});
+                     {"storage_same_origin", false},
+                     {"xet_enabled", false}});  // the LFS path (tests/xet_publish_test.cpp covers Xet)
     hub_->clear_log();
   }
   void TearDown() override {

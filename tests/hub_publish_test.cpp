@@ -46,7 +46,10 @@ class HubPublish : public ::testing::Test {
   void SetUp() override {
     hub_->clear_faults();
     hub_->configure({{"token", "hf_test"}, {"read_token", "hf_read"}, {"url_ttl_secs", 3600},
-                     {"multipart_threshold", 16 << 20}, {"multipart_chunk_size", 8 << 20}});
+                     {"multipart_threshold", 16 << 20}, {"multipart_chunk_size", 8 << 20},
+                     // These tests pin down the LFS path (publish's fallback when the Hub offers no
+                     // Xet); tests/xet_publish_test.cpp covers Xet.
+                     {"xet_enabled", false}});
     hub_->clear_log();
   }
   static fs::path pkg() { return pkg_dir_->path() / "pkg"; }

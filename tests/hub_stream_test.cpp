@@ -42,7 +42,8 @@ class HubStream : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     hub_ = new HubStandin();
-    hub_->configure({{"token", "hf_test"}, {"url_ttl_secs", 3600}});
+    // The LFS upload path (tests/xet_publish_test.cpp covers Xet).
+    hub_->configure({{"token", "hf_test"}, {"url_ttl_secs", 3600}, {"xet_enabled", false}});
     src_dir_ = new TempDir();
     // The split fixture: non-layer tensors first (llama-quantize's order),
     // layers 2 and 5 cut across shards.

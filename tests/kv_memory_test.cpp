@@ -54,22 +54,6 @@ uint64_t make_hostile(const fs::path& out, GgufType element, uint64_t count) {
 
 constexpr const char* kTime = "/usr/bin/time";
 
-// Under ASan or TSan the CLI's RSS is mostly the sanitizer's own shadow
-// memory and allocator: the run still checks the hostile file is written
-// cleanly (that is what those builds are for), but the bound is the
-// release build's to meet.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
 // write-package SRC --schema SCHEMA under /usr/bin/time: the peak RSS in KiB.
 uint64_t write_package_peak_kib(const fs::path& src, const fs::path& out, const std::string& schema) {
   const auto r = test::run_program(kTime, {"-f", "peak-rss-kib=%M", SKIPPY_CLI_PATH, "write-package", src.string(),
@@ -95,7 +79,7 @@ void expect_bounded(GgufType element, uint64_t count, std::vector<std::string> s
   for (const auto& schema : schemas) {
     SCOPED_TRACE("--schema " + schema);
     const uint64_t peak = write_package_peak_kib(src, dir / (std::string("pkg") + schema), schema);
-    if (!kSanitized) {
+    if (!test::kSanitizedBuild) {
       EXPECT_LE(peak, bound_kib) << "peak RSS " << peak << " KiB for a KV section of " << kv_bytes / 1024 << " KiB";
     }
     std::printf("[ peak RSS ] --schema %s: %llu KiB, KV section %llu KiB, bound %llu KiB\n", schema.c_str(),

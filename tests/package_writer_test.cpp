@@ -73,8 +73,13 @@ TEST(WritePackage, EveryFixturePackagesAndValidates) {
       }
       if (is_metadata) {
         EXPECT_TRUE(g.find_kv("tokenizer.ggml.tokens")) << art;
-        EXPECT_EQ(g.kvs().size(), model.primary().kvs().size() - (model.shards().size() > 1 ? 3 : 0) + 1)
-            << "every source KV but split.*, plus the role";
+        // The record of the source's layout: tensor order and shard boundaries, and a split source's keys.
+        EXPECT_TRUE(g.find_kv(kSourceTensorsKey)) << art;
+        EXPECT_TRUE(g.find_kv(kSourceFileTensorsKey)) << art;
+        EXPECT_EQ(g.find_kv(kSourceSplitKeysKey) != nullptr, model.shards().size() > 1) << art;
+        const size_t record = model.shards().size() > 1 ? 3 : 2;
+        EXPECT_EQ(g.kvs().size(), model.primary().kvs().size() - (model.shards().size() > 1 ? 3 : 0) + 1 + record)
+            << "every source KV but split.*, plus the role and the record";
       } else {
         EXPECT_TRUE(g.find_kv("general.architecture")) << art;
         EXPECT_TRUE(g.find_kv(std::string(model.primary().architecture()) + ".block_count")) << art;

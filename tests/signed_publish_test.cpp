@@ -296,6 +296,55 @@ TEST_F(SignedPublish, WritePackagePushSignCommitsTheSidecarToo) {
   EXPECT_FALSE(fs::exists(tmp_ / "y" / "model-package.json"));
 }
 
+// The command is a thin shell over the library's write_and_publish: the
+// library run writes, signs and pushes the same package the command does.
+TEST_F(SignedPublish, TheLibraryRunIsTheCommandsRun) {
+  const std::vector<std::string> provenance = {"--model-id", "org/tiny:Q8_0", "--source-revision", "0123abc",
+                                               "--source-file", "llama-tiny-q8_0.gguf"};
+  std::vector<std::string> args = {"write-package", data_path("llama-tiny-q8_0.gguf").string(), "--out-dir",
+                                   (tmp_ / "by-cli").string(), "--validate", "--sign", owner(), "--push",
+                                   "hf://org/by-cli", "--create", "--json"};
+  args.insert(args.end(), provenance.begin(), provenance.end());
+  const auto r = cli(args, "hf", {"SOURCE_DATE_EPOCH=1700000000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto by_cli = json::parse(r.out);
+
+  ScopedEnv epoch("SOURCE_DATE_EPOCH", "1700000000");
+  WriteAndPublishOptions o;
+  o.write.out_dir = tmp_ / "by-library";
+  o.write.validate = true;
+  o.source = data_path("llama-tiny-q8_0.gguf").string();
+  o.model_id = provenance[1];
+  o.revision = provenance[3];
+  o.source_file = provenance[5];
+  o.push = parse_push_target("hf://org/by-library");
+  o.publish.create = true;
+  o.sign_owner = owner();
+  o.hub.endpoint = hub_->endpoint();
+  o.hub.token = "hf_test";
+  bool started = false;
+  o.on_write_start = [&] { started = true; };
+  const auto run = write_and_publish(o);
+  EXPECT_TRUE(started);
+  ASSERT_TRUE(run.written && run.published && run.signature);
+  EXPECT_EQ(run.written->manifest_sha256, by_cli["manifest_sha256"]);
+  EXPECT_EQ(run.signature->owner_id, by_cli["signed_by"]);
+  EXPECT_EQ(run.published->signed_by, by_cli["publish"]["signed_by"]);
+  EXPECT_TRUE(run.published->validation_result);
+  const auto files = tree("org/by-library", run.published->commit);
+  for (const char* f : {"model-package.json", "model-package.json.sig", "validation.json", "README.md"}) {
+    EXPECT_EQ(files.count(f), 1u) << f;
+  }
+  EXPECT_EQ(read_text(tmp_ / "by-library" / "model-package.json"), read_text(tmp_ / "by-cli" / "model-package.json"));
+  // Checks that need no I/O come first: a --tag without a push is refused before a byte is written.
+  WriteAndPublishOptions bad = o;
+  bad.push.reset();
+  bad.publish.tag = "t";
+  bad.write.out_dir = tmp_ / "never";
+  EXPECT_THROW(write_and_publish(bad), Error);
+  EXPECT_FALSE(fs::exists(tmp_ / "never"));
+}
+
 // ------------------------------------------------- through a peer (#25)
 
 // An owner directory whose certificate expired yesterday, and a sidecar it

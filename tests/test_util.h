@@ -27,6 +27,20 @@ struct PackageManifest;
 
 namespace skippy::test {
 
+// Built with ASan or TSan: a process's RSS is then mostly the sanitizer's
+// own (memory bounds are the release build's to meet).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitizedBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool kSanitizedBuild = true;
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
+
 // A stage as a stage loader opens it: the catalog of the range's
 // fragments (CatalogNeed::stage), then open_stage (parts brought, checked,
 // each with its path).

@@ -132,7 +132,8 @@ class V2PublishBase : public ::testing::Test {
   void SetUp() override {
     hub_->clear_faults();
     hub_->configure({{"token", "hf_test"}, {"url_ttl_secs", 3600}, {"reject_unknown_tokens", false},
-                     {"resolve_cache_redirect", false}});
+                     {"resolve_cache_redirect", false},
+                     {"xet_enabled", false}});  // the LFS upload path (tests/xet_publish_test.cpp covers Xet)
     hub_->clear_log();
   }
   std::vector<std::string> env(std::vector<std::string> extra = {}) const {

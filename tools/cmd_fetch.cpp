@@ -79,6 +79,122 @@ nlohmann::json local_dir_json(const LocalDirReport& r) {
           {"verified", r.verify.verified}};
 }
 
+struct FetchArgs {
+  std::string ref, layers, projector, local_dir;
+  bool json = false, single_stage = false, refresh = false;
+  unsigned connections = 0;
+  PeerArgs peer;
+  TensorChoice tensors;
+};
+
+// --peer: the stage the topology gives (its range, or its --admission
+// descriptor), and the sources that ask the peer first.
+Sources peer_stage_sources(const FetchArgs& a, std::optional<LayerRange>& range, const HubConfig& hub) {
+  auto topology = peer::load_topology(a.peer.topology);
+  peer::TopologyStage* stage = nullptr;
+  for (auto& st : topology.stages) {
+    if (st.stage_id == a.peer.stage) stage = &st;
+  }
+  if (!stage) {
+    std::string ids;
+    for (const auto& st : topology.stages) ids += (ids.empty() ? "" : ", ") + st.stage_id;
+    throw Error(ErrorKind::kUsage, "--stage " + a.peer.stage + ": not a stage of " + a.peer.topology +
+                                       " (its stages: " + ids + ")");
+  }
+  // --admission: the stage is its descriptor's, on both sides
+  // (serve-artifacts --admission STAGE_ID=FILE binds the same).
+  if (!a.tensors.admission.empty()) stage->admission = read_admission_file(a.tensors.admission);
+  auto sources = peer_sources(a.peer, parse_hf_ref(a.ref), topology, hub);
+  if (stage->admission) {
+    std::cerr << "note: stage " << stage->stage_id << " is the one --admission " << a.tensors.admission
+              << " defines (not its layer range)\n";
+  } else if (!range) {
+    range = stage->layers;
+    std::cerr << "note: --layers " << format_layer_range(*range) << ", stage " << stage->stage_id
+              << "'s range in the topology\n";
+  } else if (range->start < stage->layers.start || range->end > stage->layers.end) {
+    std::cerr << "warning: --layers " << format_layer_range(*range) << " reaches outside stage "
+              << stage->stage_id << "'s range " << format_layer_range(stage->layers)
+              << ": the peer serves a stage only its own parts, the rest come from the Hub\n";
+  }
+  return sources;
+}
+
+struct FetchOutcome {
+  std::vector<StagePart> parts;
+  std::vector<std::string> downloaded, source_notes, notes;
+  std::string source;  // the farthest place anything came from
+  nlohmann::json sources;
+  std::optional<VerifyReport> report;
+  std::optional<LocalDirReport> local;
+  uint64_t total = 0;
+};
+
+void print_fetch(const FetchArgs& a, const OpenedCatalog& pkg, const std::optional<LayerRange>& range, FetchOutcome& f) {
+  const auto& [parts, downloaded, source_notes, notes, source, sources, report, local, total] = f;
+  const bool by_id = pkg.names_artifacts_by_id;
+  if (a.json) {
+    nlohmann::json jp = nlohmann::json::array();
+    nlohmann::json ids = nlohmann::json::array();
+    for (const auto& p : parts) {
+      jp.push_back(p.rel_path);
+      ids.push_back(p.artifact_id);
+    }
+    nlohmann::json doc = {{"package", pkg.ref},
+                          {"model_id", pkg.catalog.model_id},
+                          {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
+                          {"manifest_sha256", pkg.manifest_sha256},
+                          {"snapshot_dir", pkg.root.string()},
+                          {"source", source},
+                          {"sources", sources},
+                          {"downloaded", downloaded},
+                          {"parts", jp},
+                          {"total_bytes", total},
+                          {"verified", report.has_value() && report->verified},
+                          {"cache_hits", report ? report->cache_hits : 0},
+                          {"hashed_bytes", report ? report->hashed_bytes : 0},
+                          {"warnings", pkg.warnings},
+                          {"notes", notes},
+                          {"source_notes", source_notes},
+                          {"revision", pin_json(pkg)},
+                          {"signed_by", pkg.signature ? nlohmann::json(pkg.signature->owner_id) : nlohmann::json()}};
+    doc.update(package_id_json(pkg, pkg.catalog));
+    if (!pkg.catalog.package_id.empty()) doc["artifact_ids"] = ids;  // artifacts named by id
+    if (!a.peer.peer.empty()) doc["peer"] = {{"endpoint", a.peer.peer}, {"stage", a.peer.stage}};
+    if (local) doc["local_dir"] = local_dir_json(*local);
+    if (range) {
+      doc["layer_start"] = range->start;
+      doc["layer_end"] = range->end;
+    }
+    print_json(doc);
+  } else {
+    for (const auto& n : notes) std::cerr << "note: " << n << "\n";
+    std::map<std::string, size_t> count;
+    for (const auto& p : parts) {
+      const std::string from = sources[p.rel_path];
+      ++count[from];
+      if (!by_id && from == "peer" && !a.peer.peer.empty()) {
+        std::cerr << "from the peer " << a.peer.peer << ": " << p.rel_path << " (" << human_bytes(p.bytes) << ")\n";
+      }
+    }
+    if (!a.peer.peer.empty()) {
+      std::cerr << "parts: " << count["peer"] << " from the peer, " << count["hub"] << " from the Hub, "
+                << count["cache"] << " already in the cache\n";
+    }
+    std::cerr << "fetched " << counted(parts.size(), "part")
+              << (pkg.catalog.package_id.empty() ? "" : " of " + pkg.catalog.package_id) << ", "
+              << human_bytes(total) << " (" << counted(downloaded.size(), "file") << " downloaded"
+              << (count["cache"] == 0 ? std::string() : ", " + counted(count["cache"], "part") + " already in the cache")
+              << "), verified\n";
+    if (local) {
+      std::cerr << "local dir " << local->dir.string() << ": " << counted(local->copied.size(), "file")
+                << " copied (" << human_bytes(local->copied_bytes) << "), "
+                << counted(local->kept.size(), "file") << " already there, verified\n";
+    }
+    std::cout << (local ? local->dir : pkg.root).string() << "\n";
+  }
+}
+
 }  // namespace
 
 Command register_fetch(CLI::App& app) {
@@ -122,14 +238,7 @@ Command register_fetch(CLI::App& app) {
       "temporary name and renamed, then verified against the package; a rerun keeps what is already there\n"
       "and verifies:\n"
       "  skippy-model-package fetch hf://meshllm/Qwen3-8B-Q4_K_M-layers@$COMMIT --layers 0..2 --local-dir ./stage0");
-  struct Args {
-    std::string ref, layers, projector, local_dir;
-    bool json = false, single_stage = false, refresh = false;
-    unsigned connections = 0;
-    PeerArgs peer;
-    TensorChoice tensors;
-  };
-  auto a = std::make_shared<Args>();
+  auto a = std::make_shared<FetchArgs>();
   cmd->add_option("package", a->ref, "hf://ns/repo, hf://ns/repo:rev or hf://ns/repo@rev")->required();
   cmd->add_option("--layers", a->layers,
                   "Stage layer range START..END (half-open); default: the whole package (with --peer: the stage's range)");
@@ -185,35 +294,7 @@ Command register_fetch(CLI::App& app) {
             if (a->connections) hub.connections = a->connections;
             std::optional<Sources> chosen;
             if (a->connections) chosen = default_sources(hub);
-            if (!a->peer.peer.empty()) {
-              auto topology = peer::load_topology(a->peer.topology);
-              peer::TopologyStage* stage = nullptr;
-              for (auto& st : topology.stages) {
-                if (st.stage_id == a->peer.stage) stage = &st;
-              }
-              if (!stage) {
-                std::string ids;
-                for (const auto& st : topology.stages) ids += (ids.empty() ? "" : ", ") + st.stage_id;
-                throw Error(ErrorKind::kUsage, "--stage " + a->peer.stage + ": not a stage of " + a->peer.topology +
-                                                   " (its stages: " + ids + ")");
-              }
-              // --admission: the stage is its descriptor's, on both sides
-              // (serve-artifacts --admission STAGE_ID=FILE binds the same).
-              if (!a->tensors.admission.empty()) stage->admission = read_admission_file(a->tensors.admission);
-              chosen = peer_sources(a->peer, parse_hf_ref(a->ref), topology, hub);
-              if (stage->admission) {
-                std::cerr << "note: stage " << stage->stage_id << " is the one --admission " << a->tensors.admission
-                          << " defines (not its layer range)\n";
-              } else if (!range) {
-                range = stage->layers;
-                std::cerr << "note: --layers " << format_layer_range(*range) << ", stage " << stage->stage_id
-                          << "'s range in the topology\n";
-              } else if (range->start < stage->layers.start || range->end > stage->layers.end) {
-                std::cerr << "warning: --layers " << format_layer_range(*range) << " reaches outside stage "
-                          << stage->stage_id << "'s range " << format_layer_range(stage->layers)
-                          << ": the peer serves a stage only its own parts, the rest come from the Hub\n";
-              }
-            }
+            if (!a->peer.peer.empty()) chosen = peer_stage_sources(*a, range, hub);
             if (!range && (!a->projector.empty() || a->single_stage)) {
               throw Error(ErrorKind::kUsage, "--projector and --single-stage need --layers");
             }
@@ -225,7 +306,6 @@ Command register_fetch(CLI::App& app) {
             check_runtime_abi_for_cli(opened);  // before any payload is brought
             check_stage_choice(choice, opened.identity());
             const OpenedCatalog pkg = opened.catalog(catalog_need(choice));
-            const bool by_id = pkg.names_artifacts_by_id;
             const auto s = choose_stage(pkg, choice);
             auto parts = s.parts_with_projector();
             provide_parts(pkg, parts);
@@ -248,66 +328,8 @@ Command register_fetch(CLI::App& app) {
             for (const auto& n : source_notes) std::cerr << "note: " << n << "\n";
             uint64_t total = 0;
             for (const auto& p : parts) total += p.bytes;
-            if (a->json) {
-              nlohmann::json jp = nlohmann::json::array();
-              nlohmann::json ids = nlohmann::json::array();
-              for (const auto& p : parts) {
-                jp.push_back(p.rel_path);
-                ids.push_back(p.artifact_id);
-              }
-              nlohmann::json doc = {{"package", pkg.ref},
-                                    {"model_id", pkg.catalog.model_id},
-                                    {"commit", pkg.commit ? nlohmann::json(*pkg.commit) : nlohmann::json()},
-                                    {"manifest_sha256", pkg.manifest_sha256},
-                                    {"snapshot_dir", pkg.root.string()},
-                                    {"source", source},
-                                    {"sources", sources},
-                                    {"downloaded", downloaded},
-                                    {"parts", jp},
-                                    {"total_bytes", total},
-                                    {"verified", report.has_value() && report->verified},
-                                    {"cache_hits", report ? report->cache_hits : 0},
-                                    {"hashed_bytes", report ? report->hashed_bytes : 0},
-                                    {"warnings", pkg.warnings},
-                                    {"notes", s.notes},
-                                    {"source_notes", source_notes},
-                                    {"revision", pin_json(pkg)},
-                                    {"signed_by", pkg.signature ? nlohmann::json(pkg.signature->owner_id) : nlohmann::json()}};
-              doc.update(package_id_json(pkg, pkg.catalog));
-              if (!pkg.catalog.package_id.empty()) doc["artifact_ids"] = ids;  // artifacts named by id
-              if (!a->peer.peer.empty()) doc["peer"] = {{"endpoint", a->peer.peer}, {"stage", a->peer.stage}};
-              if (local) doc["local_dir"] = local_dir_json(*local);
-              if (range) {
-                doc["layer_start"] = range->start;
-                doc["layer_end"] = range->end;
-              }
-              print_json(doc);
-            } else {
-              for (const auto& n : s.notes) std::cerr << "note: " << n << "\n";
-              std::map<std::string, size_t> count;
-              for (const auto& p : parts) {
-                const std::string from = sources[p.rel_path];
-                ++count[from];
-                if (!by_id && from == "peer" && !a->peer.peer.empty()) {
-                  std::cerr << "from the peer " << a->peer.peer << ": " << p.rel_path << " (" << human_bytes(p.bytes) << ")\n";
-                }
-              }
-              if (!a->peer.peer.empty()) {
-                std::cerr << "parts: " << count["peer"] << " from the peer, " << count["hub"] << " from the Hub, "
-                          << count["cache"] << " already in the cache\n";
-              }
-              std::cerr << "fetched " << counted(parts.size(), "part")
-                        << (pkg.catalog.package_id.empty() ? "" : " of " + pkg.catalog.package_id) << ", "
-                        << human_bytes(total) << " (" << counted(downloaded.size(), "file") << " downloaded"
-                        << (count["cache"] == 0 ? std::string() : ", " + counted(count["cache"], "part") + " already in the cache")
-                        << "), verified\n";
-              if (local) {
-                std::cerr << "local dir " << local->dir.string() << ": " << counted(local->copied.size(), "file")
-                          << " copied (" << human_bytes(local->copied_bytes) << "), "
-                          << counted(local->kept.size(), "file") << " already there, verified\n";
-              }
-              std::cout << (local ? local->dir : pkg.root).string() << "\n";
-            }
+            FetchOutcome f{parts, downloaded, source_notes, s.notes, source, sources, report, local, total};
+            print_fetch(*a, pkg, range, f);
             return kExitOk;
           }};
 }

@@ -8,6 +8,51 @@
 
 namespace skippy::cli {
 
+nlohmann::json xet_summary_json(const XetUploadSummary& x) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : x.files) {
+    files.push_back({{"path", f.path},
+                     {"bytes", f.bytes},
+                     {"chunks", f.chunks},
+                     {"deduped_in_run", f.deduped_in_run},
+                     {"deduped_global", f.deduped_global},
+                     {"new_bytes", f.new_bytes}});
+  }
+  return {{"used", x.used},
+          {"note", x.note.empty() ? nlohmann::json() : nlohmann::json(x.note)},
+          {"bytes_chunked", x.bytes_chunked},
+          {"deduped_in_run", x.deduped_in_run},
+          {"deduped_global", x.deduped_global},
+          {"new_bytes", x.new_bytes},
+          {"xorb_bytes_uploaded", x.xorb_bytes_uploaded},
+          {"shard_bytes_uploaded", x.shard_bytes_uploaded},
+          {"xorbs_uploaded", x.xorbs_uploaded},
+          {"shards_uploaded", x.shards_uploaded},
+          {"dedupe_queries", x.dedupe_queries},
+          {"dedupe_hits", x.dedupe_hits},
+          {"files", files}};
+}
+
+// One line when the files did not go through Xet (--json too: it is the user's to know).
+void print_xet_note(const XetUploadSummary& x) {
+  if (!x.used && !x.note.empty()) std::cerr << x.note << "\n";
+}
+
+void print_xet_summary(const XetUploadSummary& x) {
+  if (!x.used) return print_xet_note(x);
+  for (const auto& f : x.files) {
+    std::cerr << "  xet " << f.path << ": " << human_bytes(f.bytes) << " chunked, " << human_bytes(f.deduped_in_run)
+              << " deduped in this upload, " << human_bytes(f.deduped_global) << " deduped on the Hub, "
+              << human_bytes(f.new_bytes) << " new\n";
+  }
+  std::cerr << "xet: " << human_bytes(x.bytes_chunked) << " chunked, " << human_bytes(x.deduped_in_run)
+            << " deduped in this upload, " << human_bytes(x.deduped_global) << " deduped on the Hub ("
+            << x.dedupe_hits << " of " << x.dedupe_queries << " queries answered), " << human_bytes(x.new_bytes)
+            << " new; sent " << human_bytes(x.xorb_bytes_uploaded) << " in " << counted(x.xorbs_uploaded, "xorb") << " and "
+            << human_bytes(x.shard_bytes_uploaded) << " in " << counted(x.shards_uploaded, "shard") << "\n";
+  if (!x.note.empty()) std::cerr << "xet: " << x.note << "\n";
+}
+
 nlohmann::json publish_result_json(const PublishResult& r) {
   return {{"repo", r.repo},
           {"branch", r.branch},
@@ -29,10 +74,12 @@ nlohmann::json publish_result_json(const PublishResult& r) {
           {"tag_ref", r.tag ? nlohmann::json(r.tag->ref) : nlohmann::json()},
           {"tag_created", r.tag ? nlohmann::json(r.tag->created) : nlohmann::json()},
           {"signed_by", r.signed_by.empty() ? nlohmann::json() : nlohmann::json(r.signed_by)},
-          {"validation_json", r.validation_result}};
+          {"validation_json", r.validation_result},
+          {"xet", xet_summary_json(r.xet)}};
 }
 
 void print_publish_summary(const PublishResult& r) {
+  print_xet_summary(r.xet);
   if (r.committed) {
     std::cerr << "published hf://" << r.repo << "@" << r.branch << " in one commit: " << r.files << " files ("
               << human_bytes(r.bytes) << "), " << r.lfs_uploaded << " uploaded (" << human_bytes(r.bytes_uploaded) << "), "
@@ -55,6 +102,7 @@ PublishSettings publish_settings_from_env(bool create, bool private_repo, Progre
   s.create = create;
   s.private_repo = private_repo;
   s.parallel_uploads = env::hf_parallel_uploads();
+  s.xet = !env::hf_hub_disable_xet();
   s.on_progress = [&progress](uint64_t d, uint64_t t) { progress.update(d, t); };
   return s;
 }
@@ -66,10 +114,12 @@ Command register_publish(CLI::App& app) {
       "  HF_TOKEN=hf_... skippy-model-package publish model-package/ hf://meshllm/Qwen3-8B-Q4_K_M-layers --create\n"
       "The package is checked as its consumers will check it (manifest, every artifact's path and size) and\n"
       "SHA-256-verified first; a package that fails is not uploaded. Then its artifacts, model-package.json and\n"
-      "README.md (nothing else in the directory) go up with the Hub's own protocol (LFS batch, basic or\n"
-      "multipart uploads, several at once, retried) and appear in ONE commit, on top of the branch head that was\n"
-      "read first: a commit someone else made meanwhile is detected and refused, never overwritten. Files the Hub\n"
-      "already has are not sent again, so rerunning an interrupted publish sends only what is missing.\n"
+      "README.md (nothing else in the directory) go up with the Hub's own protocol (Xet storage when the Hub\n"
+      "offers it: chunked, and only chunks the Hub does not hold are sent; else the LFS batch, basic or multipart\n"
+      "uploads; several at once, retried; HF_HUB_DISABLE_XET=1 keeps to LFS) and appear in ONE commit, on top of\n"
+      "the branch head that was read first: a commit someone else made meanwhile is detected and refused, never\n"
+      "overwritten. Files the Hub already has are not sent again, so rerunning an interrupted publish sends only\n"
+      "what is missing.\n"
       "Prints the commit to pin (hf://ns/repo@<commit>).\n"
       "A package schema 2 directory (write-package --schema 2, convert-package --to 2) is read with the strict\n"
       "schema 2 reader and every catalog artifact SHA-256-verified first. Schema 1 on main, its conversion on a\n"
@@ -122,6 +172,7 @@ Command register_publish(CLI::App& app) {
             const auto r = publish_package(a->dir, hub, target, settings, a->message,
                                            [&](uint64_t d, uint64_t t) { verify.update(d, t); });
             if (a->json) {
+              print_xet_note(r.xet);
               print_json(publish_result_json(r));
             } else {
               print_publish_summary(r);

@@ -89,7 +89,7 @@ Command register_serve_artifacts(CLI::App& app) {
                   "peer) or off (nothing); default: MESH_LLM_ARTIFACT_TRANSFER, and without it no start")
       ->check(CLI::IsMember({"off", "trusted", "open"}));
   cmd->add_flag("--json", a->json, "Print one JSON line on stdout once listening");
-  add_trust_signer_option(cmd);  // #25
+  add_trust_signer_option(cmd);
   return {cmd, [a]() {
             // The mode first: a server that would serve nothing by default
             // does not start.
@@ -135,7 +135,7 @@ Command register_serve_artifacts(CLI::App& app) {
             o.limits.total_timeout = seconds_to_ms(a->total);
             o.limits.threads = a->threads;
             o.preverify = !a->no_preverify;
-            o.trusted_signers = trusted_signers_for_cli();  // #25
+            o.trusted_signers = trusted_signers_for_cli();
             auto identity = peer::NodeIdentity::load(a->identity);
             const auto mode = o.mode;
             if (mode == peer::TransferMode::kOff) {

@@ -54,7 +54,7 @@ Command register_validate_package(CLI::App& app) {
             o.generation_model_rules = speculative_model_problems;  // one rule with `speculative`
             std::filesystem::path source = a->source;
             std::error_code ec;
-            // #30: the two arguments the wrong way round (the package first, the model second).
+            // The two arguments the wrong way round (the package first, the model second).
             if (std::filesystem::is_directory(source, ec) &&
                 std::filesystem::exists(source / std::string(kManifestFileName), ec) &&
                 !std::filesystem::is_directory(a->package, ec)) {

@@ -127,6 +127,8 @@ struct GgufLimits {
   bool directory_only = false;
 };
 
+struct GgufPrefix;
+
 class GgufFile {
  public:
   // Maps and parses `path`. Throws Error(kInvalidInput) naming the file, byte
@@ -135,6 +137,18 @@ class GgufFile {
   // Parses bytes held by the caller (they must outlive the result); `name`
   // appears in errors. Used by the fuzzer and by tests.
   static GgufFile parse(std::span<const uint8_t> bytes, std::string name, const GgufLimits& limits = {});
+  // The header of a file of `file_size` bytes from its first bytes,
+  // `prefix` (a download still arriving): the header when the prefix holds
+  // all of it, else how many bytes from the start it needs at least, as
+  // what the prefix holds says (a length or a count read there). Whatever
+  // the prefix can decide is decided: a bad magic or version, a count or a
+  // length that cannot fit in `file_size`, a malformed KV within the
+  // prefix each throw what parse() of the whole file would, so a caller
+  // never fetches more of a file its first bytes refuse. The tensors'
+  // bytes are not checked (limits.directory_only is set). The result's
+  // views point into `prefix`.
+  static GgufPrefix parse_prefix(std::span<const uint8_t> prefix, uint64_t file_size, std::string name,
+                                 GgufLimits limits = {});
 
   const std::string& name() const noexcept { return name_; }
   const std::filesystem::path& path() const noexcept { return path_; }
@@ -166,7 +180,8 @@ class GgufFile {
 
  private:
   GgufFile() = default;
-  void parse_all(const GgufLimits& limits);
+  // `file_size`: the size of the file bytes_ begins (bytes_.size() for a whole file).
+  void parse_all(const GgufLimits& limits, uint64_t file_size);
 
   std::string name_;
   std::filesystem::path path_;
@@ -180,6 +195,12 @@ class GgufFile {
   std::vector<GgufTensorInfo> tensors_;
   std::unordered_map<std::string_view, size_t> kv_index_;
   std::unordered_map<std::string_view, size_t> tensor_index_;
+};
+
+// GgufFile::parse_prefix's answer.
+struct GgufPrefix {
+  std::optional<GgufFile> file;  // the header, when the prefix held all of it
+  uint64_t needed = 0;           // else: the bytes from the file's start it needs at least (more than the prefix)
 };
 
 // Split shards: "PREFIX-00001-of-00003.gguf".

@@ -44,11 +44,14 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "skippy/hub.h"
+#include "skippy/package_signature.h"
+#include "skippy/package_writer.h"
 
 namespace skippy {
 
@@ -89,6 +92,38 @@ struct PublishSettings {
   // be freed (write-package --push --max-disk cancels its disk budget). It
   // runs under the publisher's lock: it must not call the publisher.
   std::function<void(const Error& first_failure)> on_failure;
+  // Upload through Xet storage when the Hub offers it (the LFS batch
+  // answers transfer "xet"); false, or HF_HUB_DISABLE_XET=1 in
+  // publish_settings_from_env, keeps to LFS.
+  bool xet = true;
+  // Chunk hashes (Xet hex) asked of the CAS's global dedupe index before any
+  // file is chunked: the first chunk of each source file a package was cut
+  // from (xet_first_chunk_hash), which the index always holds when the source
+  // is on the Hub, so that every package file dedupes against the source.
+  std::vector<std::string> xet_dedupe_hints;
+};
+
+// The hash (Xet hex) of the first chunk of a file that starts with `head`
+// (its first 128 KiB, or the whole file when shorter): a dedupe hint.
+std::string xet_first_chunk_hash(std::span<const uint8_t> head);
+
+// What Xet storage did for one file.
+struct XetFileUpload {
+  std::string path;
+  uint64_t bytes = 0;           // chunked
+  uint64_t chunks = 0;
+  uint64_t deduped_in_run = 0;  // bytes of chunks another file of this upload had stored
+  uint64_t deduped_global = 0;  // bytes of chunks the CAS already held (global dedupe)
+  uint64_t new_bytes = 0;       // bytes of chunks packed into new xorbs (before compression)
+};
+// A publish's Xet side: what was chunked, deduplicated (by way) and sent.
+struct XetUploadSummary {
+  bool used = false;     // false: the files went up through LFS
+  std::string note;      // why not Xet, when it was not used
+  uint64_t bytes_chunked = 0, deduped_in_run = 0, deduped_global = 0, new_bytes = 0;
+  uint64_t xorb_bytes_uploaded = 0, shard_bytes_uploaded = 0;  // serialized, as sent
+  size_t xorbs_uploaded = 0, shards_uploaded = 0, dedupe_queries = 0, dedupe_hits = 0;
+  std::vector<XetFileUpload> files;  // in the order they finished
 };
 
 struct PublishResult {
@@ -108,6 +143,7 @@ struct PublishResult {
   std::optional<TagResult> tag;      // settings.tag
   std::string signed_by;             // owner id of the uploaded sidecar's signer ("" unsigned)
   bool validation_result = false;    // validation.json went up too
+  XetUploadSummary xet;
 };
 
 // One publish session: begin(), add() each file as it is ready (uploads
@@ -200,5 +236,67 @@ std::optional<std::string> find_hub_tag(const HubConfig& hub, const std::string&
 // (a tag is never moved). Needs a write token (kUnauthorized).
 TagResult tag_hub_commit(const HubConfig& hub, const std::string& repo, const std::string& commit, const std::string& tag,
                          const std::string& message = {});
+
+// ------------------------------------------------ write-package's run
+
+// A package written from any source and, when asked, signed and published in
+// the same run: what `write-package` does, for any caller.
+struct WriteAndPublishOptions {
+  // Everything the writer takes but the source (source, provenance,
+  // stream_read, on_artifact and disk_budget are filled here); its
+  // projectors are the ones given by name.
+  WritePackageOptions write;
+  std::string source;  // a local .gguf (any shard) or ORG/REPO:DIST
+  // A local source's coordinates (all three); for a Hub source only the
+  // revision (default main).
+  std::string model_id, revision, source_file;
+  // A Hub source read once over HTTP ranges as it is split, never stored
+  // (StreamedHubSource): its mmproj*.gguf come in as projectors unless one
+  // of the same name was given.
+  bool stream = false;
+  // The Hub source's publisher files go into a schema 2 package.
+  bool hub_publisher_metadata = false;
+  // Publish while writing: each fragment is queued as it is finished, the
+  // publisher begun (token, repository, branch, tag checked) before a byte
+  // is written, one commit at the end (HubPublisher).
+  std::optional<PushTarget> push;
+  PublishSettings publish;  // with push (sign_owner is ignored: see sign_owner)
+  // With push: the most the output directory holds at once; each fragment is
+  // deleted once the Hub holds it.
+  uint64_t max_disk = 0;
+  std::string message;                // with push: the commit summary
+  std::filesystem::path sign_owner;   // sign the finished package (sign_package)
+  HubConfig hub;
+  // Progress of a Hub source being brought into the cache (done, total).
+  std::function<void(uint64_t, uint64_t)> on_source_download;
+  std::function<void(const std::string&)> on_warning;  // for the user
+  // A streamed source is open: its bytes in all, the disk budget (null
+  // without max_disk); then each read's bytes as they arrive.
+  std::function<void(uint64_t total, const std::shared_ptr<DiskBudget>& budget)> on_stream_open;
+  std::function<void(uint64_t)> on_stream_bytes;
+  std::function<void()> on_write_start;  // the source is open and the push begun: the write starts
+  // The package is written (before it is signed or pushed).
+  std::function<void(const WritePackageResult&)> on_written;
+};
+
+struct WriteAndPublishResult {
+  std::optional<WritePackageResult> written;  // always set on return
+  std::optional<PackageSignature> signature;
+  std::optional<PublishResult> published;
+  uint64_t max_disk = 0, disk_peak = 0;  // with max_disk (a streamed source's headers included)
+  unsigned threads = 0;
+  struct Streamed {
+    uint64_t source_bytes = 0;
+    std::vector<std::string> projectors_from_source;
+  };
+  std::optional<Streamed> streamed;
+};
+
+// Throws what each step throws (Error naming the file or flag); checks that
+// need no I/O (the tag's name, the owner directory's files, flags that go
+// together) come first. When an upload failed before the write did, the
+// upload's failure is what is thrown. Nothing is committed unless every
+// fragment, the manifest and the metadata went up.
+WriteAndPublishResult write_and_publish(const WriteAndPublishOptions& options);
 
 }  // namespace skippy

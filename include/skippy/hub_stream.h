@@ -2,7 +2,8 @@
 // copy of the source on disk. The repository is listed at a revision (which
 // becomes its commit), the distribution's GGUF shard(s) matched as
 // write-package's Hub sources are (match_distribution), and each shard's
-// GGUF header fetched first (a prefix of the file, grown until it parses)
+// GGUF header fetched first (a prefix of the file, grown until it parses,
+// refused as soon as its bytes refuse it, one shard's in memory at a time)
 // into a placeholder: a sparse file of the shard's size holding only the
 // header, which the package writer opens as if it were the source (it
 // decides every fragment's layout) while the tensor bytes come through
@@ -46,14 +47,27 @@ struct StreamSourceOptions {
   uint64_t window_bytes = 0;
   // Bytes received so far (headers included), from the download threads.
   std::function<void(uint64_t)> on_bytes;
+  // The repository's publisher files are wanted (fetch_publisher_files):
+  // their caps are checked against the listing by the constructor.
+  bool publisher_files = false;
+  // write-package --max-disk: what this source puts on disk (the
+  // placeholders' headers, the projectors and the publisher files) is taken
+  // from the budget before a byte of it is fetched, reserved or written,
+  // and what does not fit is refused (Error(kUsage)); a header prefix never
+  // grows past the room left. Held while the source lives (its files stay
+  // on disk until the destructor, which gives it back).
+  std::shared_ptr<DiskBudget> disk_budget;
 };
 
 class StreamedHubSource {
  public:
   // `coordinate` is ORG/REPO:DIST. Throws Error as fetch does (kNotFound,
   // kUnauthorized, kTransport...), kInvalidInput for a shard without an
-  // LFS SHA-256 (its bytes could not be checked) or whose header does not
-  // parse, kIo when the placeholders cannot be written.
+  // LFS SHA-256 (its bytes could not be checked), whose header does not
+  // parse or needs more than 1 GiB, or a publisher file listed over its
+  // cap, kUsage when the disk budget cannot hold the headers, projectors
+  // and publisher files (all refused before a byte of them is fetched or
+  // reserved), kIo when the placeholders cannot be written.
   StreamedHubSource(const std::string& coordinate, const HubConfig& hub, StreamSourceOptions options);
   ~StreamedHubSource();
   StreamedHubSource(const StreamedHubSource&) = delete;
@@ -65,6 +79,9 @@ class StreamedHubSource {
   const SourceProvenance& provenance() const;
   uint64_t total_bytes() const;          // every shard's size
   uint64_t placeholder_disk_bytes() const;  // what the placeholders hold on disk (their headers)
+  // The first Xet chunk of each shard (xet_first_chunk_hash of its first
+  // bytes, fetched with its header): PublishSettings::xet_dedupe_hints.
+  const std::vector<std::string>& xet_dedupe_hints() const;
   // The repository's projector GGUFs (mmproj*.gguf) at the same commit,
   // as mesh-llm's packaging jobs discover them.
   const std::vector<std::string>& projector_paths() const;
@@ -72,7 +89,8 @@ class StreamedHubSource {
   // Downloads the projectors (small beside the model) whole into
   // header_dir/projectors/, each checked against its LFS SHA-256; returns
   // their paths, in projector_paths() order. Their bytes are on disk until
-  // the destructor.
+  // the destructor. A file's blocks are reserved once the Hub's HEAD
+  // agrees with the listed size (which the disk budget already holds).
   std::vector<std::filesystem::path> fetch_projectors();
   // Downloads the repository's publisher files (config.json,
   // generation_config.json, tokenizer_config.json, chat_template.jinja,
@@ -80,8 +98,9 @@ class StreamedHubSource {
   // at most 16 MiB, of the size the listing declares and, for an LFS file,
   // its SHA-256) whole into header_dir/publisher/, for
   // WritePackageOptions::publisher_metadata; on disk until the destructor.
+  // None unless StreamSourceOptions::publisher_files asked for them.
   std::vector<std::filesystem::path> fetch_publisher_files();
-  uint64_t publisher_bytes() const;  // their sizes, summed
+  uint64_t publisher_bytes() const;  // their sizes, summed (0 unless asked for)
   // Fills `into` with shard `shard`'s bytes at `offset`, waiting for them:
   // reads go in file order (shards one after the other, each from byte 0,
   // each read where the last ended). Throws the download's Error.

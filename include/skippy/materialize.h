@@ -114,6 +114,55 @@ struct MaterializeResult {
 MaterializeResult materialize_stage(const OpenedCatalog& pkg, const StageSelection& stage,
                                     const MaterializeOptions& options = {});
 
+// ---------------------------------------------------------- the source again
+//
+// materialize_source: the source model's file(s) the package was written
+// from, rebuilt byte for byte from its parts (what `gguf-split --merge`
+// users expect of a merge: the original bytes, not a derived stage). The
+// package's reader says how the files were laid out (PackageReader::
+// source_layout: schema 1 records it in shared/metadata.gguf; schema 2's
+// carrier holds a one-file source's KVs and directory); each file is laid
+// out again, checked against the size the package records for it
+// (source_model.files[]) before a byte is written, then written under a
+// hidden temporary name beside its target, its SHA-256 computed from the
+// bytes as they are written (tensor bytes read from the parts with
+// positional reads, flat memory), and renamed into place only when every
+// file's size and SHA-256 are the ones the package records. A package that
+// does not record what a file needs is refused before anything is written,
+// saying what is missing; a rebuilt SHA-256 that differs leaves nothing
+// behind and says why (the parts that are not what the package declares,
+// or what the layout took on trust). Projectors are their own files in the
+// package, never part of the source model.
+
+struct SourceRebuildOptions {
+  // A directory (for a source of several files, made when missing, in an
+  // existing one): each file goes there under its name in the source (the
+  // last component of source_model.files[].path). For a source of one file
+  // that is not an existing directory: the file itself. Replaced files are
+  // replaced whole (renamed over, like cp); a target inside the package is
+  // refused.
+  std::filesystem::path out;
+  // Verify every part against the package before reading it (always done
+  // when verify_required(pkg)).
+  bool verify = false;
+  // Bytes written so far and the files' total size.
+  std::function<void(uint64_t done, uint64_t total)> on_progress;
+};
+
+struct RebuiltSourceFile {
+  std::string source_path;     // source_model.files[].path
+  std::filesystem::path path;  // where it was written
+  uint64_t bytes = 0;
+  std::string sha256;          // computed from the bytes written: the recorded one
+};
+
+// Throws Error(kUsage) for an `out` that cannot name the files,
+// Error(kInvalidInput) for what the package does not record (naming it) or
+// a target inside the package, Error(kIntegrity) when a rebuilt file is not
+// the recorded one (or verification finds a damaged part), the source's
+// errors for parts that cannot be brought, Error(kIo) for the writes.
+std::vector<RebuiltSourceFile> materialize_source(const OpenedPackage& pkg, const SourceRebuildOptions& options);
+
 // "<manifest_sha256[:16]>-L<start>-<end>" (the cache entry's base name).
 std::string stage_cache_key(std::string_view manifest_sha256, LayerRange range);
 

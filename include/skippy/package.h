@@ -175,6 +175,36 @@ struct PackageDescription {
 // (meta-llama/Llama-3.2-1B-Instruct@9213176 generation_config.json)".
 std::vector<std::string> request_defaults_lines(const nlohmann::json& request_defaults);
 
+// The source model's file(s), as far as a package records them: what
+// materialize_source (skippy/materialize.h) needs to lay each file out again
+// byte for byte. Built by a reader from a catalog it built for
+// CatalogNeed::all(); its KV pointers point into that catalog's carrier_file
+// (keep the catalog alive).
+struct SourceLayout {
+  struct File {
+    // The file's KVs, in order: these of the carrier (the primary file's:
+    // the source's; a later shard's: none), then the split keys, each with
+    // gguf_split_kv's value for this file (skippy/package_layout.h).
+    std::vector<const GgufKv*> kvs;
+    std::vector<std::string> split_keys;
+    uint32_t alignment = 32;
+    // Its tensors in its directory order (indexes into PackageCatalog::tensors),
+    // their data contiguous at `alignment`, zero-padded.
+    std::vector<size_t> tensors;
+  };
+  std::vector<File> files;  // one per source_model.files entry, in its order
+  // The primary file's last KV is one the package's writer adds when the
+  // source lacks it (schema 2's general.alignment): the size the package
+  // records for the file decides whether the source had it.
+  bool last_kv_maybe_added = false;
+  // What the layout takes on trust because the package does not record it
+  // (for the message when the rebuilt SHA-256 differs); empty: nothing.
+  std::string assumed;
+  // Non-empty when the package cannot give the source back: what it does
+  // not record (then `files` is empty).
+  std::string missing;
+};
+
 // One schema's reader of a package, made from the root's text by
 // open_package_reader. Immutable.
 class PackageReader {
@@ -205,6 +235,9 @@ class PackageReader {
   // What inspect shows that only this schema knows, from the root and
   // `catalog` (a catalog this reader built for CatalogNeed::artifacts).
   virtual PackageDescription describe(const OpenedPlace& place, const PackageCatalog& catalog) const = 0;
+  // The source's file layout from `catalog` (a catalog this reader built
+  // for CatalogNeed::all()). Default: none recorded (`missing` says so).
+  virtual SourceLayout source_layout(const PackageCatalog& catalog) const;
 };
 
 // A reader for one schema: makes a reader from a root's text when the text

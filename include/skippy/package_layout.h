@@ -11,10 +11,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace skippy {
 
 class GgufFile;
+enum class GgufType : uint32_t;  // skippy/gguf.h
 
 // The manifest file name is kManifestFileName (manifest.h).
 inline constexpr std::string_view kPackageReadme = "README.md";
@@ -73,6 +75,38 @@ inline constexpr uint32_t kSliceLayerStageBase = 1000;
 // A key either dialect adds to a fragment (skippy.package.*, skippy.slice.*):
 // not source metadata, never copied into a materialized stage.
 bool is_fragment_key(std::string_view key) noexcept;
+
+// What shared/metadata.gguf records of the source file(s) beyond their KVs,
+// so that `materialize --as-source` can rebuild them byte for byte
+// (skippy/materialize.h: materialize_source). write-package records it when
+// it has checked that each source file's header is exactly what a GGUF v3
+// writer lays out for the file's KVs and tensors (contiguous tensor data at
+// the file's alignment, the split.* keys as gguf-split writes them); else it
+// records why not (kSourceUnrecordedKey) and nothing else. Fragment keys:
+// never in a materialized stage, dropped from a schema 2 carrier.
+inline constexpr std::string_view kSourceRecordPrefix = "skippy.package.source.";
+// string[]: every source tensor, in the source's order (the first file's
+// directory, then the next file's, ...).
+inline constexpr std::string_view kSourceTensorsKey = "skippy.package.source.tensors";
+// u32[]: how many of those tensors each source file holds, in the order of
+// source_model.files (the shard boundaries; one entry for one file).
+inline constexpr std::string_view kSourceFileTensorsKey = "skippy.package.source.file_tensors";
+// string[]: the split.* keys each shard of a split source ends with, in
+// their order (none for one file); their values are gguf_split_kv's.
+inline constexpr std::string_view kSourceSplitKeysKey = "skippy.package.source.split_keys";
+// string: why the source's layout is not recorded (then no other key is).
+inline constexpr std::string_view kSourceUnrecordedKey = "skippy.package.source.unrecorded";
+
+// The value gguf-split (llama.cpp) gives split key `key` in shard `no`
+// (0-based) of `count` files holding `tensors` tensors in all: split.no u16
+// `no`, split.count u16 `count`, split.tensors.count i32 `tensors`, as the
+// value's encoding without its type tag; nullopt for another key, or a value
+// its type cannot hold.
+struct GgufSplitKv {
+  GgufType type;
+  std::vector<uint8_t> encoded;
+};
+std::optional<GgufSplitKv> gguf_split_kv(std::string_view key, uint32_t no, uint32_t count, uint64_t tensors);
 
 // Which part a fragment says it is, from its keys in either dialect.
 enum class FragmentDialect { kUnmarked, kPackage, kSlice };

@@ -68,6 +68,10 @@ class DiskBudget {
   // (`stuck`): then waiting would never end, and a file larger than the
   // limit goes alone. Throws Error after cancel().
   void acquire(uint64_t bytes, uint64_t stuck = 0);
+  // Takes `bytes` when they fit in the limit now, else (or after cancel())
+  // takes nothing and returns false: for bytes that must be refused, not
+  // waited for.
+  bool try_acquire(uint64_t bytes);
   void release(uint64_t bytes);
   // Wakes every waiter (and fails later acquires) with Error(kTransport,
   // why): the bytes held will never be freed (the uploads failed).

@@ -27,13 +27,12 @@ bool inside_or_at(const fs::path& p, const fs::path& boundary) {
 }
 
 void refuse_inside_package(const std::string& ref, const fs::path& boundary, const fs::path& target,
-                           std::string_view what) {
+                           std::string_view what, std::string_view why) {
   std::error_code ec;
   const auto real = fs::weakly_canonical(fs::absolute(target, ec), ec);
   if (ec) return;  // unresolvable: the write itself reports it
   if (inside_or_at(real, boundary)) {
-    throw_invalid(std::string(what) + " " + target.string() + " is inside the package " + ref +
-                  ": a materialized stage is derived cache and never goes into the package");
+    throw_invalid(std::string(what) + " " + target.string() + " is inside the package " + ref + ": " + std::string(why));
   }
 }
 

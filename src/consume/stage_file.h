@@ -53,9 +53,11 @@ MaterializeResult write_materialized(const StageFileJob& job, const MaterializeO
 inline constexpr std::string_view kMaterializedKeyPrefix = "skippy.materialized.";
 
 // Refuses (Error(kInvalidInput)) a target that resolves inside `boundary`:
-// a materialized stage is derived cache, never part of the package.
+// a materialized stage is derived cache, never part of the package (`why`
+// says so unless given).
 void refuse_inside_package(const std::string& ref, const std::filesystem::path& boundary,
-                           const std::filesystem::path& target, std::string_view what);
+                           const std::filesystem::path& target, std::string_view what,
+                           std::string_view why = "a materialized stage is derived cache and never goes into the package");
 
 // Writes `w`'s file at `final_path`: staged, checked (size, re-parse), renamed;
 // `durable` fsyncs first. With options.hash returns the file's SHA-256, else "".

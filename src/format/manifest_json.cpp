@@ -302,6 +302,11 @@ void append_extra(ojson& out, const json& extra, std::initializer_list<std::stri
 
 
 json parse_strict_json(std::string_view text, const FieldReader& r, int max_depth) {
+  return parse_strict_json(text, r, max_depth, {});
+}
+
+json parse_strict_json(std::string_view text, const FieldReader& r, int max_depth,
+                       const std::function<bool(int depth, json::parse_event_t event, json& parsed)>& keep) {
   std::vector<std::set<std::string>> open_objects;
   auto callback = [&](int depth, json::parse_event_t event, json& parsed) -> bool {
     switch (event) {
@@ -321,7 +326,7 @@ json parse_strict_json(std::string_view text, const FieldReader& r, int max_dept
       default:
         break;
     }
-    return true;
+    return keep ? keep(depth, event, parsed) : true;
   };
   try {
     return json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true, /*ignore_comments=*/false);

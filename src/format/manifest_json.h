@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -66,6 +67,12 @@ class FieldReader {
 // one) and nesting deeper than `max_depth` are refused while the parser
 // runs, as is text that is not UTF-8 JSON; each through r.fail.
 json parse_strict_json(std::string_view text, const FieldReader& r, int max_depth = 64);
+// The same, with `keep` asked about every event after the strict checks
+// (nlohmann's parser callback): returning false leaves a value out of the
+// document, so a caller can take a large array's elements as they are
+// parsed instead of holding them twice. `keep` may throw (through r.fail).
+json parse_strict_json(std::string_view text, const FieldReader& r, int max_depth,
+                       const std::function<bool(int depth, json::parse_event_t event, json& parsed)>& keep);
 
 // Empty, or only Unicode White_Space (what str::trim removes).
 bool is_blank(std::string_view s);

@@ -50,6 +50,13 @@ std::shared_ptr<const PackageReader> open_package_reader(std::string_view text, 
   return schema1::make_reader(text, origin);
 }
 
+SourceLayout PackageReader::source_layout(const PackageCatalog& catalog) const {
+  SourceLayout none;
+  none.missing = "the source's layout (package schema " + std::to_string(catalog.schema_version) +
+                 "'s reader records none of the source file's KV order, tensor order or shard boundaries)";
+  return none;
+}
+
 OpenedCatalog OpenedPackage::catalog(const CatalogNeed& need) const {
   OpenedCatalog out;
   static_cast<OpenedPlace&>(out) = *this;

@@ -59,6 +59,20 @@ bool is_fragment_key(std::string_view key) noexcept {
   return key.starts_with("skippy.package.") || key.starts_with("skippy.slice.");
 }
 
+std::optional<GgufSplitKv> gguf_split_kv(std::string_view key, uint32_t no, uint32_t count, uint64_t tensors) {
+  const auto little_endian = [](uint64_t v, size_t bytes) {
+    std::vector<uint8_t> out(bytes);
+    for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
+    return out;
+  };
+  if (key == "split.no" && no <= UINT16_MAX) return GgufSplitKv{GgufType::kUint16, little_endian(no, 2)};
+  if (key == "split.count" && count <= UINT16_MAX) return GgufSplitKv{GgufType::kUint16, little_endian(count, 2)};
+  if (key == "split.tensors.count" && tensors <= INT32_MAX) {
+    return GgufSplitKv{GgufType::kInt32, little_endian(tensors, 4)};
+  }
+  return std::nullopt;
+}
+
 FragmentIdentity read_fragment_identity(const GgufFile& f, std::string_view name) {
   const std::string where(name);
   FragmentIdentity id;

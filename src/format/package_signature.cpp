@@ -70,8 +70,8 @@ std::string subject_of(const X509* cert) {
 // The canonical base64 of exactly 64 bytes (an Ed25519 signature); nullopt
 // for anything else. EVP_DecodeBlock does not strip padding (88 characters
 // always give 66 bytes) and takes non-zero padding bits and surrounding
-// whitespace: so the 64 bytes must encode back to the very text (issue #29:
-// a 65- or 66-byte signature verified on its first 64).
+// whitespace: so the 64 bytes must encode back to the very text (else a 65-
+// or 66-byte signature would verify on its first 64).
 std::optional<std::string> unbase64_signature(const std::string& text) {
   if (text.size() != 88) return std::nullopt;
   std::string out(66, '\0');

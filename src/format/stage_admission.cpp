@@ -9,6 +9,7 @@
 
 #include "format/manifest_json.h"
 #include "skippy/error.h"
+#include "skippy/gguf.h"
 
 namespace skippy {
 namespace {
@@ -46,25 +47,51 @@ bool is_package_id(const std::string& s) {
 
 StageAdmission parse_stage_admission(std::string_view json_text, std::string_view origin) {
   const FieldReader r{std::string(origin)};
-  const json j = manifest_detail::parse_strict_json(json_text, r);
-  r.expect_object(j, "");
-  refuse_unknown_members(j, "", {"package_id", "resident_tensor_ids", "sidecars"}, r);
   StageAdmission a;
-  a.package_id = r.text(r.require(j, "package_id", ""), "package_id");
-  if (!is_package_id(a.package_id)) {
-    r.fail("package_id", quote(a.package_id) + " is not a package id (\"sha256:\" and 64 lowercase hex digits)");
-  }
-  const json& ids = r.require(j, "resident_tensor_ids", "");
-  r.expect_array(ids, "resident_tensor_ids");
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const std::string path = index_path("resident_tensor_ids", i);
-    std::string id = r.text(ids[i], path);
+  // The tensor ids go straight from the parser into `a`, checked one by one
+  // as they arrive (a document node per id would cost several times the
+  // text): a descriptor is refused at its first bad id, and at the first id
+  // past the most tensors any package's catalog can hold (a catalog is one
+  // GGUF tensor directory), so it never costs more than that many ids.
+  const uint64_t most_ids = GgufLimits{}.max_tensor_count;
+  bool in_ids = false, last_key_is_ids = false;
+  auto take_ids = [&](int depth, json::parse_event_t event, json& parsed) -> bool {
+    using E = json::parse_event_t;
+    if (depth == 1 && event == E::key) {
+      last_key_is_ids = parsed.is_string() && parsed.get_ref<const std::string&>() == "resident_tensor_ids";
+      return true;
+    }
+    if (depth == 1 && event == E::array_start && last_key_is_ids) {
+      in_ids = true;
+      return true;
+    }
+    if (depth == 1 && event == E::array_end) in_ids = false;
+    if (!in_ids || depth != 2) return true;
+    const std::string path = index_path("resident_tensor_ids", a.resident_tensor_ids.size());
+    if (event == E::object_start || event == E::array_start) {
+      r.fail(path, std::string("must be a string, got ") + (event == E::object_start ? "an object" : "an array"));
+    }
+    if (event != E::value) return true;
+    std::string id = r.text(parsed, path);
     if (!a.resident_tensor_ids.empty() && !(a.resident_tensor_ids.back() < id)) {
       r.fail(path, "tensor ids are not strictly sorted: " + quote(a.resident_tensor_ids.back()) + " then " + quote(id) +
                        (a.resident_tensor_ids.back() == id ? " (named twice)" : ""));
     }
+    if (a.resident_tensor_ids.size() >= most_ids) {
+      r.fail(path, "more than " + std::to_string(most_ids) +
+                       " tensor ids, more tensors than any package's catalog can hold");
+    }
     a.resident_tensor_ids.push_back(std::move(id));
+    return false;  // held in `a`, not in the document
+  };
+  const json j = manifest_detail::parse_strict_json(json_text, r, 64, take_ids);
+  r.expect_object(j, "");
+  refuse_unknown_members(j, "", {"package_id", "resident_tensor_ids", "sidecars"}, r);
+  a.package_id = r.text(r.require(j, "package_id", ""), "package_id");
+  if (!is_package_id(a.package_id)) {
+    r.fail("package_id", quote(a.package_id) + " is not a package id (\"sha256:\" and 64 lowercase hex digits)");
   }
+  r.expect_array(r.require(j, "resident_tensor_ids", ""), "resident_tensor_ids");
   const json& sidecars = r.require(j, "sidecars", "");
   r.expect_array(sidecars, "sidecars");
   for (size_t i = 0; i < sidecars.size(); ++i) {

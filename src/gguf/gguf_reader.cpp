@@ -100,13 +100,25 @@ T load_le(const uint8_t* p) noexcept {
   return v;
 }
 
+// Thrown by a Cursor over the first bytes of a longer file when what it
+// reads lies inside the file but past those bytes (GgufFile::parse_prefix
+// turns it into "this many bytes are needed").
+struct PrefixTooShort {
+  uint64_t needed;  // bytes from the file's start
+};
+
 // A bounds-checked cursor over the file; every failure names file and offset.
+// Its bytes may be the first ones of a file of `file_size` bytes: counts and
+// lengths are checked against the whole file (a count that cannot fit in it
+// is refused at once), and a read past the bytes held but inside the file
+// throws PrefixTooShort.
 class Cursor {
  public:
-  Cursor(std::span<const uint8_t> bytes, const std::string& name) : bytes_(bytes), name_(name) {}
+  Cursor(std::span<const uint8_t> bytes, uint64_t file_size, const std::string& name)
+      : bytes_(bytes), size_(file_size), name_(name) {}
 
   uint64_t pos() const noexcept { return pos_; }
-  uint64_t remaining() const noexcept { return bytes_.size() - pos_; }
+  uint64_t remaining() const noexcept { return size_ - pos_; }
 
   [[noreturn]] void fail(uint64_t at, const std::string& what) const {
     throw_invalid(name_ + ": byte " + std::to_string(at) + ": " + what);
@@ -117,6 +129,7 @@ class Cursor {
       fail(pos_, std::string("truncated ") + what + ": needs " + std::to_string(n) + " bytes, " +
                      std::to_string(remaining()) + " remain");
     }
+    if (n > bytes_.size() - pos_) throw PrefixTooShort{pos_ + n};
   }
 
   template <typename T>
@@ -147,6 +160,7 @@ class Cursor {
 
  private:
   std::span<const uint8_t> bytes_;
+  uint64_t size_;
   const std::string& name_;
   uint64_t pos_ = 0;
 };
@@ -329,7 +343,7 @@ GgufFile GgufFile::open(const std::filesystem::path& path, const GgufLimits& lim
   f.path_ = path;
   f.name_ = path.string();
   f.bytes_ = f.file_->bytes();
-  f.parse_all(limits);
+  f.parse_all(limits, f.bytes_.size());
   return f;
 }
 
@@ -337,13 +351,34 @@ GgufFile GgufFile::parse(std::span<const uint8_t> bytes, std::string name, const
   GgufFile f;
   f.name_ = std::move(name);
   f.bytes_ = bytes;
-  f.parse_all(limits);
+  f.parse_all(limits, bytes.size());
   return f;
 }
 
-void GgufFile::parse_all(const GgufLimits& limits) {
-  Cursor c(bytes_, name_);
-  if (bytes_.size() < 4) c.fail(0, "file too small to be GGUF (" + std::to_string(bytes_.size()) + " bytes)");
+GgufPrefix GgufFile::parse_prefix(std::span<const uint8_t> prefix, uint64_t file_size, std::string name,
+                                  GgufLimits limits) {
+  if (prefix.size() > file_size) {
+    throw Error(ErrorKind::kUsage, name + ": " + std::to_string(prefix.size()) + " first bytes of a file of " +
+                                       std::to_string(file_size));
+  }
+  limits.directory_only = true;  // the tensors' bytes are not here
+  GgufPrefix out;
+  GgufFile f;
+  f.name_ = std::move(name);
+  f.bytes_ = prefix;
+  try {
+    f.parse_all(limits, file_size);
+  } catch (const PrefixTooShort& s) {
+    out.needed = s.needed;
+    return out;
+  }
+  out.file = std::move(f);
+  return out;
+}
+
+void GgufFile::parse_all(const GgufLimits& limits, uint64_t file_size) {
+  Cursor c(bytes_, file_size, name_);
+  if (file_size < 4) c.fail(0, "file too small to be GGUF (" + std::to_string(file_size) + " bytes)");
   const auto magic = c.read<uint32_t>("magic");
   if (magic != kGgufMagic) c.fail(0, "not a GGUF file (bad magic)");
   const auto version = c.read<uint32_t>("version");

@@ -89,8 +89,10 @@ int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ult
   // reads at 1000 B/s looks just like that), unless the whole body is no
   // more than the floor asks of one window: then a slow answer is the
   // server thinking, which the stall timeout bounds.
+  // A request body from memory (a Xet xorb) counts as an upload too.
+  const bool has_upload = req.body_file.has_value() || ((req.method == "POST" || req.method == "PUT") && !req.body.empty());
   uint64_t queued = 0;
-  if (req.body_file) {
+  if (has_upload) {
     curl_socket_t sock = CURL_SOCKET_BAD;
     int outq = 0;
     if (curl_easy_getinfo(t->curl, CURLINFO_ACTIVESOCKET, &sock) == CURLE_OK && sock != CURL_SOCKET_BAD &&
@@ -100,9 +102,9 @@ int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ult
   }
   const uint64_t floor_per_window = req.min_rate_bytes_per_sec * std::max(1u, req.min_rate_secs);
   const bool handed_over = ulnow >= ultotal && queued == 0;
-  const bool uploading = req.body_file.has_value() && !t->answering && ulnow > 0 &&
+  const bool uploading = has_upload && !t->answering && ulnow > 0 &&
                          !(handed_over && static_cast<uint64_t>(ultotal) <= floor_per_window);
-  const bool downloading = !req.body_file && dlnow > 0 && (dltotal <= 0 || dlnow < dltotal);
+  const bool downloading = !has_upload && dlnow > 0 && (dltotal <= 0 || dlnow < dltotal);
   if (!uploading && !downloading) {
     t->samples.clear();
     return 0;

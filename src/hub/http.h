@@ -47,7 +47,7 @@ struct HttpRequest {
   // a server that accepts and never answers is a failed attempt, not a hang.
   long stall_timeout_secs = default_stall_timeout_secs();
   // A floor on the body's rate while it moves (a download client's low-speed
-  // limit): once the request body (an upload from body_file, from its first
+  // limit): once the request body (an upload from body_file or body, from its first
   // byte until the answer begins; bytes still in our socket buffers,
   // SIOCOUTQ, do not count as sent) or the answer's body has been in flight
   // for min_rate_secs, fewer than min_rate_bytes_per_sec * min_rate_secs

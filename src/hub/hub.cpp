@@ -384,7 +384,7 @@ class HubRepo {
       throw_invalid(what + ": the Hub answered for commit " + meta.commit + " (asked for " + commit + ")");
     }
     if (want.max_size && meta.size > *want.max_size) {
-      // Before a byte: a file read whole into memory has a cap (issue #29).
+      // Before a byte: a file read whole into memory has a cap.
       throw_invalid(what + ": the Hub advertises " + std::to_string(meta.size) + " bytes, over the " +
                     std::to_string(*want.max_size) + "-byte cap for this file (refused before downloading it)");
     }
@@ -398,7 +398,7 @@ class HubRepo {
     return meta;
   }
 
-  // #25: GET /api/models/{repo}/refs: whether `revision` is one of its tags
+  // GET /api/models/{repo}/refs: whether `revision` is one of its tags
   // (nullopt when the Hub does not say).
   std::optional<bool> is_tag(const std::string& revision) {
     HttpRequest req;
@@ -519,12 +519,14 @@ class HubRemote final : public Remote {
     auto& repo = repo_for(cache);
     const std::string what = "hf://" + cache.repo_id() + "@" + commit + ": " + file.path;
     const FileMeta meta = repo.checked_head(commit, file, what);
-    detail::PrefixTarget target(what, meta.size, 0, std::min(length, meta.size));
-    if (target.bytes().empty()) return std::vector<uint8_t>{};
+    std::vector<uint8_t> head(static_cast<size_t>(std::min(length, meta.size)));
+    if (head.empty()) return head;
+    detail::PrefixTarget target(what, meta.size, 0, head);
     detail::ConnectionPool pool(1);
-    const auto o = repo.ranged_options(pool, meta, commit, file.path, what, target.bytes().size());
+    const auto o = repo.ranged_options(pool, meta, commit, file.path, what, head.size());
     if (!detail::fetch_ranges(target, {meta.download_url, meta.token_allowed}, o)) return std::nullopt;  // no Range here
-    return std::move(target.bytes());
+    if (!target.complete()) throw Error(ErrorKind::kTransport, what + ": the header's bytes did not all arrive");
+    return head;
   }
 
   std::vector<std::string> take_notes() override {

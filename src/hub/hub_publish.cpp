@@ -21,6 +21,7 @@
 #include "hub/hub_write_api.h"
 #include "hub/lfs_upload.h"
 #include "hub/retry.h"
+#include "hub/xet_upload.h"
 #include "skippy/error.h"
 #include "util/file.h"
 #include "skippy/hf_ref.h"
@@ -42,36 +43,13 @@ using detail::check_write_token;
 using detail::commit_ndjson;
 using detail::CommitFile;
 using detail::url_encode;
+using detail::pread_all;
+using detail::parse_json;
 using nlohmann::json;
 
 constexpr size_t kGroup = 100;                         // files per preupload / batch call
 constexpr uint64_t kMaxRegularBytes = uint64_t{64} << 20;  // a "regular" file is kept in memory for the commit
 constexpr unsigned kMaxRefreshes = 3;                  // fresh upload URLs per file
-
-// Reads [offset, offset + n) of fd fully.
-std::string pread_all(int fd, uint64_t offset, size_t n, const fs::path& path) {
-  std::string out(n, '\0');
-  size_t got = 0;
-  while (got < n) {
-    const ssize_t r = ::pread(fd, out.data() + got, n - got, static_cast<off_t>(offset + got));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) throw_io("cannot read " + path.string());
-    if (r == 0) throw_integrity(path.string() + ": the file is shorter than its declared size (did it change?)");
-    got += static_cast<size_t>(r);
-  }
-  return out;
-}
-
-bool is_http_url(const std::string& u) { return u.starts_with("http://") || u.starts_with("https://"); }
-
-
-json parse_json(const HttpResponse& r, const std::string& what) {
-  try {
-    return json::parse(r.body);
-  } catch (const std::exception& e) {
-    throw_invalid(what + ": the Hub's answer is not JSON (" + e.what() + ")");
-  }
-}
 
 // One file of the commit.
 struct Item {
@@ -92,6 +70,7 @@ struct UploadTask {
   json upload;  // {href, header?}
   json verify;  // {href, header?} or null
   unsigned refreshes = 0;
+  bool xet = false;  // through Xet storage (the batch chose transfer "xet")
 };
 
 bool package_owned(const std::string& p) {
@@ -222,7 +201,7 @@ class HubPublisher::Impl {
     }
     head_ = *head;
     if (!settings_.tag.empty()) {
-      // #25: a tag names one commit for good. One that exists on another
+      // A tag names one commit for good. One that exists on another
       // commit than the head could only be refused after the upload: refuse now.
       const auto at = find_hub_tag(cfg_, target_.repo, settings_.tag);
       tag_exists_ = at.has_value();
@@ -389,8 +368,10 @@ class HubPublisher::Impl {
       if (by_oid[it.sha256].empty()) objects.push_back({{"oid", it.sha256}, {"size", it.size}});
       by_oid[it.sha256].push_back(idx);
     }
+    json transfers = {"basic", "multipart"};
+    if (settings_.xet && !refresh) transfers.push_back("xet");  // a refresh renews an LFS action
     const json body = {{"operation", "upload"},
-                       {"transfers", {"basic", "multipart"}},
+                       {"transfers", transfers},
                        {"hash_algo", "sha256"},
                        {"ref", {{"name", target_.branch}}},
                        {"objects", objects}};
@@ -398,24 +379,13 @@ class HubPublisher::Impl {
     const auto r = call("POST", cfg_.endpoint + "/" + target_.repo + ".git/info/lfs/objects/batch", body.dump(), what,
                         "application/vnd.git-lfs+json", size_t{256} << 20);
     if (r.status != 200) fail(r, what);
-    const json j = parse_json(r, what);
-    if (!j.is_object() || !j.contains("objects") || !j["objects"].is_array()) throw_invalid(what + ": the answer has no objects list");
-    std::set<std::string> answered;
-    for (const auto& o : j["objects"]) {
-      if (!o.is_object() || !o.contains("oid") || !o["oid"].is_string()) throw_invalid(what + ": an object without an oid");
-      const std::string oid = o["oid"].get<std::string>();
-      const auto it = by_oid.find(oid);
-      if (it == by_oid.end()) throw_invalid(what + ": the Hub answered for an object not asked about (" + oid.substr(0, 80) + ")");
-      answered.insert(oid);
-      const std::string first = item(it->second.front()).rel;
-      if (o.contains("error")) {
-        const auto& e = o["error"];
-        const std::string msg = e.is_object() && e.contains("message") && e["message"].is_string() ? e["message"].get<std::string>() : e.dump();
-        throw_invalid(where_ + ": the Hub refused " + first + ": " + msg.substr(0, 300));
-      }
-      const bool has_upload = o.contains("actions") && o["actions"].is_object() && o["actions"].contains("upload");
-      if (!has_upload) {
-        for (const size_t idx : it->second) {
+    std::map<std::string, std::string> asked;
+    for (const auto& [oid, v] : by_oid) asked[oid] = item(v.front()).rel;
+    const auto answer = detail::parse_lfs_batch(parse_json(r, what), asked, what);
+    for (const auto& o : answer.objects) {
+      const auto& same = by_oid[o.oid];
+      if (o.upload.is_null()) {
+        for (const size_t idx : same) {
           {
             std::lock_guard g(mu_);
             ++already_;
@@ -426,17 +396,14 @@ class HubPublisher::Impl {
         if (refresh) refresh->upload = json();
         continue;
       }
-      const auto& act = o["actions"];
       UploadTask t;
-      t.upload = act["upload"];
-      t.verify = act.contains("verify") ? act["verify"] : json();
-      if (!t.upload.is_object() || !t.upload.contains("href") || !t.upload["href"].is_string() ||
-          !is_http_url(t.upload["href"].get<std::string>())) {
-        throw_invalid(what + ": the upload action for " + first + " has no http(s) href");
-      }
-      if (!t.verify.is_null() && (!t.verify.is_object() || !t.verify.contains("href") || !t.verify["href"].is_string() ||
-                                  !is_http_url(t.verify["href"].get<std::string>()))) {
-        throw_invalid(what + ": the verify action for " + first + " has no http(s) href");
+      t.upload = o.upload;
+      t.verify = o.verify;
+      t.xet = answer.xet;
+      if (t.xet) {
+        start_xet(t.upload);
+      } else {
+        note_lfs();
       }
       if (refresh) {
         refresh->upload = t.upload;
@@ -444,16 +411,11 @@ class HubPublisher::Impl {
         continue;
       }
       // Identical files share one object: send it once, the others follow.
-      t.item = it->second.front();
-      {
-        std::lock_guard g(mu_);
-        for (size_t k = 1; k < it->second.size(); ++k) twins_[t.item].push_back(it->second[k]);
-        to_upload_.push_back(std::move(t));
-        cv_.notify_all();
-      }
-    }
-    for (const auto& [oid, v] : by_oid) {
-      if (!answered.count(oid)) throw_invalid(what + ": the Hub did not answer for " + item(v.front()).rel);
+      t.item = same.front();
+      std::lock_guard g(mu_);
+      for (size_t k = 1; k < same.size(); ++k) twins_[t.item].push_back(same[k]);
+      to_upload_.push_back(std::move(t));
+      cv_.notify_all();
     }
   }
 
@@ -478,10 +440,31 @@ class HubPublisher::Impl {
     }
   }
 
-  void upload(UploadTask& t) {
-    Item& it = item(t.item);
+  // The Xet session, made on the first batch that chose Xet (the planner's thread).
+  void start_xet(const json& upload_action) {
+    {
+      std::lock_guard g(mu_);
+      if (xet_) return;
+    }
+    auto cas = std::make_unique<detail::XetCas>(
+        detail::XetCasConfig{cfg_.endpoint, target_.repo, target_.branch, cfg_.token, policy(), cfg_.min_rate_bytes_per_sec,
+                             cfg_.min_rate_secs},
+        detail::xet_token_from_action(upload_action));
+    auto session = std::make_unique<detail::XetUploadSession>(std::move(cas), where_);
+    session->prime(settings_.xet_dedupe_hints);
+    std::lock_guard g(mu_);
+    if (!xet_) xet_ = std::move(session);
+  }
+  void note_lfs() {
+    std::lock_guard g(mu_);
+    if (!xet_note_.empty()) return;
+    xet_note_ = settings_.xet ? "the Hub offered no Xet storage for " + target_.repo + ": uploaded through LFS"
+                              : "Xet storage not used (HF_HUB_DISABLE_XET): uploaded through LFS";
+  }
+
+  // True when a refresh found the object on the Hub (and marked it stored).
+  bool upload_lfs(UploadTask& t, Item& it) {
     const std::string what = where_ + ": uploading " + it.rel;
-    bool found_on_hub = false;  // a refresh found it there (and marked it stored)
     for (;;) {
       const std::string href = t.upload["href"].get<std::string>();
       const auto refused = lfs_.send(it.fd.get(), it.size, it.sha256, t.upload, what);
@@ -497,9 +480,21 @@ class HubPublisher::Impl {
       }
       batch({t.item}, &t);
       if (t.upload.is_null()) {
-        found_on_hub = true;
-        break;
+        return true;
       }
+    }
+    return false;
+  }
+
+  void upload(UploadTask& t) {
+    Item& it = item(t.item);
+    bool found_on_hub = false;  // a refresh found it there (and marked it stored)
+    if (t.xet) {
+      xet_->upload_file(it.fd.get(), it.size, it.sha256, it.rel, [this](uint64_t n) { progress(static_cast<int64_t>(n)); });
+      std::lock_guard g(mu_);
+      ++sent_objects_;
+    } else {
+      found_on_hub = upload_lfs(t, it);
     }
     std::vector<size_t> twins;
     {
@@ -561,7 +556,19 @@ class HubPublisher::Impl {
       for (size_t i = 0; i < errors_.size() && i < 5; ++i) msg += (i ? "; " : "") + std::string(errors_[i].what());
       throw Error(errors_.front().kind(), msg);
     }
+    if (xet_) {
+      try {
+        xet_->finish();
+      } catch (const Error& e) {
+        throw Error(e.kind(), where_ + ": the Xet CAS did not register the files, nothing was committed: " + e.what());
+      }
+    }
     PublishResult res;
+    if (xet_) {
+      res.xet = xet_->summary();
+      res.bytes_uploaded = res.xet.xorb_bytes_uploaded + res.xet.shard_bytes_uploaded;
+    }
+    res.xet.note = res.xet.note.empty() ? xet_note_ : res.xet.note;
     res.repo = target_.repo;
     res.branch = target_.branch;
     res.parent_commit = head_;
@@ -573,7 +580,7 @@ class HubPublisher::Impl {
     }
     res.lfs_uploaded = sent_objects_;
     res.lfs_already_on_hub = already_;
-    res.bytes_uploaded = uploaded_bytes_;
+    res.bytes_uploaded += uploaded_bytes_;
 
     for (const auto& [p, f] : remote_) {
       if (package_owned(p) && !paths_.count(p)) res.deleted.push_back(p);
@@ -583,7 +590,7 @@ class HubPublisher::Impl {
       return res;  // the branch holds exactly this package already
     }
     if (tag_exists_) {
-      // #25: the tag names the head, and this package makes a new commit the tag cannot follow.
+      // The tag names the head, and this package makes a new commit the tag cannot follow.
       throw Error(ErrorKind::kInvalidInput,
                   where_ + ": --tag " + settings_.tag + ": refused: the tag already exists on commit " + head_ +
                       " (the branch head) and this package would make a new commit; a tag is never moved, so nothing "
@@ -660,7 +667,7 @@ class HubPublisher::Impl {
   std::string head_;
   std::map<std::string, HeadFile> remote_;
   bool created_ = false;
-  bool tag_exists_ = false;  // #25: settings_.tag already names the head
+  bool tag_exists_ = false;  // settings_.tag already names the head
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -678,6 +685,8 @@ class HubPublisher::Impl {
   std::thread planner_;
   std::vector<std::thread> uploaders_;
   detail::LfsUploader lfs_;
+  std::unique_ptr<detail::XetUploadSession> xet_;
+  std::string xet_note_;
 };
 
 HubPublisher::HubPublisher(HubConfig hub, PushTarget target, PublishSettings settings)

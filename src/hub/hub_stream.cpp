@@ -16,6 +16,7 @@
 #include "skippy/error.h"
 #include "skippy/gguf.h"
 #include "skippy/hf_ref.h"
+#include "skippy/hub_publish.h"
 #include "util/file.h"
 #include "util/sha256.h"
 
@@ -25,23 +26,28 @@ namespace {
 namespace fs = std::filesystem;
 using Range = detail::ByteRanges::Range;
 
-// The header is looked for in the first 1 MiB, then 4 MiB, 16 MiB... up to
-// this (a tokenizer of a million tokens is well under it).
+// The header is looked for in the first 1 MiB, then in as many bytes as
+// those say it needs (at least half as many again), up to this (a
+// tokenizer of a million tokens is well under it).
 constexpr uint64_t kFirstHeaderBytes = uint64_t{1} << 20;
 constexpr uint64_t kMaxHeaderBytes = uint64_t{1} << 30;
 
-// A whole (small) file to disk, ranges written in place.
+// What a file of `bytes` takes on disk, in whole 4 KiB blocks.
+uint64_t disk_blocks(uint64_t bytes) { return (bytes + 4095) / 4096 * 4096; }
+
+// A whole (small) file to disk, ranges written in place. Its blocks are
+// reserved at the first bytes, so only once the Hub's HEAD agreed with the
+// size the caller checked (against its caps and the disk budget).
 class FileTarget final : public detail::RangeTarget {
  public:
-  FileTarget(std::string what, uint64_t size, const fs::path& path) : file(path), what_(std::move(what)), size_(size) {
-    file.preallocate(size);
-  }
+  FileTarget(std::string what, uint64_t size, const fs::path& path) : file(path), what_(std::move(what)), size_(size) {}
   const std::string& what() const override { return what_; }
   uint64_t size() const override { return size_; }
   std::vector<Range> missing() const override { return size_ ? std::vector<Range>{{0, size_}} : std::vector<Range>{}; }
   uint64_t received() const override { return got_; }
   void write_at(uint64_t offset, std::span<const uint8_t> data) override {
     if (offset + data.size() > size_) throw_integrity(what_ + ": more bytes arrived than the file has");
+    std::call_once(preallocated_, [&] { file.preallocate(size_); });
     file.pwrite_all(offset, data);
     got_ += data.size();
   }
@@ -53,6 +59,7 @@ class FileTarget final : public detail::RangeTarget {
   std::string what_;
   uint64_t size_;
   std::atomic<uint64_t> got_{0};
+  std::once_flag preallocated_;
 };
 
 }  // namespace
@@ -64,13 +71,39 @@ struct StreamedHubSource::State {
   StreamSourceOptions opt;
   std::string repo, commit;
   SourceProvenance provenance;
-  std::vector<RemoteFile> files;             // shards, in order
-  std::vector<std::vector<uint8_t>> prefixes;  // each shard's first bytes (its header), handed to its stream
+  std::vector<RemoteFile> files;        // shards, in order
+  std::vector<fs::path> placeholders;   // each shard's header on disk (its stream reads it from there)
+  std::vector<uint64_t> header_lengths;  // each shard's header bytes (its stream fetches the rest)
+  std::vector<std::string> first_chunks;  // each shard's first Xet chunk hash (a publish's dedupe hint)
   std::vector<std::string> projectors;
   std::vector<RemoteFile> projector_files;
-  std::vector<RemoteFile> publisher_files;  // the repository's, at its top level
+  std::vector<RemoteFile> publisher_files;  // the repository's, at its top level (when asked for)
   fs::path local;
   uint64_t total = 0, placeholder_bytes = 0, window = 0;
+  uint64_t reserved = 0;  // bytes taken from opt.disk_budget, given back by the destructor
+
+  // Room on disk for `bytes` more, taken from the disk budget when there is
+  // one, before a byte of them is fetched; refused (kUsage) when they do not fit.
+  void reserve(uint64_t bytes, const std::string& what_for) {
+    if (!opt.disk_budget || bytes == 0) return;
+    if (!opt.disk_budget->try_acquire(bytes)) {
+      throw Error(ErrorKind::kUsage, "--max-disk " + std::to_string(opt.disk_budget->limit()) + " bytes cannot hold " +
+                                         what_for + " (" + std::to_string(bytes) + " bytes on disk, " +
+                                         std::to_string(opt.disk_budget->used()) +
+                                         " held already; refused before downloading it)");
+    }
+    reserved += bytes;
+  }
+  // What the disk budget has room for now (no budget: no limit).
+  uint64_t room() const {
+    if (!opt.disk_budget) return UINT64_MAX;
+    const uint64_t used = opt.disk_budget->used();
+    return opt.disk_budget->limit() > used ? opt.disk_budget->limit() - used : 0;
+  }
+  void give_back_reserved() {
+    if (opt.disk_budget) opt.disk_budget->release(reserved);
+    reserved = 0;
+  }
 
   // A range's buffer. Buffers the reader is done with are kept for the next
   // ranges (no zero-filling, no fresh pages to fault in and hand back to the
@@ -105,15 +138,12 @@ struct StreamedHubSource::State {
    public:
     // `base`: the bytes of the shards before this one (the window is counted
     // over the whole stream, so the next shard's first ranges are asked for
-    // while this one's last are still arriving).
-    Shard(State& st, std::string what, uint64_t size, uint64_t base, const std::vector<uint8_t>& prefix)
-        : st_(st), what_(std::move(what)), size_(size), prefix_(prefix.size()), base_(base) {
-      if (prefix_ > 0) {
-        Block b = st_.take_block(prefix_);
-        std::memcpy(b.bytes.get(), prefix.data(), prefix.size());
-        bufs_.emplace(0, Buf{prefix_, std::move(b), prefix_});
-      }
-    }
+    // while this one's last are still arriving). Its first `header` bytes
+    // are read from `placeholder` (fetched once, for the header, and not
+    // held in memory while the stream runs).
+    Shard(State& st, std::string what, uint64_t size, uint64_t base, const fs::path& placeholder, uint64_t header)
+        : st_(st), what_(std::move(what)), size_(size), prefix_(header), base_(base),
+          header_(header > 0 ? MappedFile::open(placeholder) : nullptr) {}
     const std::string& what() const override { return what_; }
     uint64_t size() const override { return size_; }
     std::vector<Range> missing() const override {
@@ -189,6 +219,20 @@ struct StreamedHubSource::State {
       size_t done = 0;
       while (done < into.size()) {
         st_.check(g);
+        if (offset < prefix_) {
+          // The header, from the placeholder. Only the reader moves
+          // consumed_, so the lock is not needed for the read itself.
+          const size_t n = static_cast<size_t>(std::min<uint64_t>(prefix_ - offset, into.size() - done));
+          g.unlock();
+          header_->pread_exact(offset, into.subspan(done, n));  // (a throw leaves g unlocked: the caller only unwinds)
+          g.lock();
+          done += n;
+          offset += n;
+          consumed_ = offset;
+          st_.consumed_total += n;
+          st_.cv.notify_all();  // room in the window for more ranges
+          continue;
+        }
         auto it = bufs_.upper_bound(offset);
         if (it == bufs_.begin() || std::prev(it)->second.end <= offset) {
           st_.wait_for_bytes(g);  // not asked for yet
@@ -225,6 +269,7 @@ struct StreamedHubSource::State {
     State& st_;
     std::string what_;
     uint64_t size_, prefix_, base_;
+    std::shared_ptr<const MappedFile> header_;  // the placeholder, for the first prefix_ bytes
     uint64_t admitted_ = 0;         // bytes of the ranges admitted (st_.mu)
     std::map<uint64_t, Buf> bufs_;  // by first byte (st_.mu)
     uint64_t consumed_ = 0;         // the reader's position (st_.mu)
@@ -276,8 +321,8 @@ struct StreamedHubSource::State {
         {
           std::unique_lock g(mu);
           if (cancelled || error) break;
-          shards.push_back(std::make_unique<Shard>(*this, what(i), *files[i].size, base, prefixes[i]));
-          prefixes[i] = {};
+          shards.push_back(
+              std::make_unique<Shard>(*this, what(i), *files[i].size, base, placeholders[i], header_lengths[i]));
           s = shards.back().get();
           cv.notify_all();
         }
@@ -315,40 +360,73 @@ struct StreamedHubSource::State {
 
   std::string what(size_t i) const { return "hf://" + repo + "@" + commit + ": " + files[i].path; }
 
-  // Shard i's first bytes, grown until its GGUF header parses; writes the
-  // placeholder (the header, then a hole to the shard's size).
+  // Shard i's first bytes, grown until its GGUF header parses, then its
+  // placeholder (the header, then a hole to the shard's size). The bytes
+  // that arrive decide: a file they refuse (a bad magic or version, a count
+  // that cannot fit in the shard, a malformed KV) is refused at once, and
+  // the prefix grows to what the header is seen to need (at least half as
+  // much again), within the 1 GiB cap and the room the disk budget has (the
+  // header goes to disk), which is taken before the placeholder is written.
+  // One shard's header is in memory at a time: the placeholder holds it
+  // for the stream.
   void fetch_header(size_t i, detail::ConnectionPool& pool) {
     const uint64_t size = *files[i].size;
-    std::vector<uint8_t> prefix;
-    uint64_t want = std::min(size, kFirstHeaderBytes);
-    uint64_t header_end = 0;
-    for (;;) {
-      detail::PrefixTarget t(what(i), size, prefix.size(), want);
-      detail::fetch_hub_ranges(hub, repo, commit, files[i], t, pool, want - prefix.size());
-      prefix.insert(prefix.end(), t.bytes().begin(), t.bytes().end());
-      if (opt.on_bytes) opt.on_bytes(t.bytes().size());
-      try {
-        GgufLimits lim;
-        lim.directory_only = true;  // the tensors' bytes are not here: offsets checked for alignment only
-        header_end = GgufFile::parse(prefix, files[i].path, lim).header_end();
-        break;
-      } catch (const Error& e) {
-        if (want >= size || want >= kMaxHeaderBytes) {
-          throw Error(ErrorKind::kInvalidInput, what(i) + ": no readable GGUF header in its first " +
-                                                    std::to_string(want) + " bytes: " + e.what());
-        }
-        want = std::min({size, want * 4, kMaxHeaderBytes});
+    const uint64_t room_now = room();
+    // The most the prefix may grow to: the cap, the shard, and the whole
+    // blocks the budget has room for.
+    const uint64_t most = std::min({size, kMaxHeaderBytes, room_now / 4096 * 4096});
+    auto too_big = [&](uint64_t needed) {
+      if (needed > kMaxHeaderBytes) {
+        return Error(ErrorKind::kInvalidInput, what(i) + ": its GGUF header needs at least " + std::to_string(needed) +
+                                                   " bytes, over the " + std::to_string(kMaxHeaderBytes) +
+                                                   "-byte cap for a header (refused without fetching it)");
       }
+      return Error(ErrorKind::kUsage, "--max-disk " + std::to_string(opt.disk_budget->limit()) +
+                                          " bytes cannot hold even the source's GGUF headers: " + what(i) +
+                                          "'s needs at least " + std::to_string(needed) + " bytes, " +
+                                          std::to_string(room_now) + " are left (refused before writing it)");
+    };
+    // Room for the most the prefix may grow to, reserved but not touched:
+    // a page is resident only once its bytes arrive, and the prefix grows
+    // in place (never copied into a larger buffer).
+    const std::unique_ptr<uint8_t[]> prefix(new uint8_t[static_cast<size_t>(most)]);
+    uint64_t have = 0, want = std::min(most, kFirstHeaderBytes), header_end = 0;
+    for (;;) {
+      if (want > have) {
+        detail::PrefixTarget t(what(i), size, have, std::span<uint8_t>(prefix.get() + have, static_cast<size_t>(want - have)));
+        detail::fetch_hub_ranges(hub, repo, commit, files[i], t, pool, want - have);
+        if (!t.complete()) throw Error(ErrorKind::kTransport, what(i) + ": the header's bytes did not all arrive");
+        if (opt.on_bytes) opt.on_bytes(want - have);
+        have = want;
+      }
+      // Throws what these bytes already refuse, whatever follows them.
+      const auto parsed =
+          GgufFile::parse_prefix(std::span<const uint8_t>(prefix.get(), static_cast<size_t>(have)), size, files[i].path);
+      if (parsed.file) {
+        header_end = parsed.file->header_end();
+        break;
+      }
+      if (parsed.needed > most) throw too_big(parsed.needed);
+      // What the bytes say is needed, and at least half as much again (a
+      // header of many small entries is parsed a few times, not once per
+      // entry), within the most.
+      want = std::min(most, std::max(parsed.needed, have + have / 2));
     }
+    const uint64_t on_disk = disk_blocks(header_end);
+    reserve(on_disk, what(i) + "'s GGUF header");
     const fs::path place = opt.header_dir / fs::path(files[i].path).filename();
-    write_file_atomic(place, std::string_view(reinterpret_cast<const char*>(prefix.data()), static_cast<size_t>(header_end)),
+    write_file_atomic(place, std::string_view(reinterpret_cast<const char*>(prefix.get()), static_cast<size_t>(header_end)),
                       Durability::kRenameOnly);
     std::error_code ec;
     fs::resize_file(place, size, ec);  // a hole: no blocks for the tensors' bytes
     if (ec) throw Error(ErrorKind::kIo, place.string() + ": cannot extend the placeholder: " + ec.message());
-    placeholder_bytes += (header_end + 4095) / 4096 * 4096;
+    placeholder_bytes += on_disk;
     if (i == 0) local = place;
-    prefixes[i] = std::move(prefix);
+    placeholders[i] = place;
+    header_lengths[i] = header_end;
+    // The first chunk is at most 128 KiB (the chunker's forced cut).
+    const size_t head = static_cast<size_t>(std::min<uint64_t>(have, 128 * 1024));
+    first_chunks[i] = xet_first_chunk_hash(std::span<const uint8_t>(prefix.get(), head));
   }
 };
 
@@ -373,9 +451,18 @@ StreamedHubSource::StreamedHubSource(const std::string& coordinate, const HubCon
       s.projector_files.push_back({f.path, f.sha256, f.size, "the Hub's listing"});
     }
   }
-  for (const auto name : detail::kHubPublisherFiles) {
-    for (const auto& f : listing.files) {
-      if (f.path == name) s.publisher_files.push_back({f.path, f.sha256, f.size, "the Hub's listing", detail::kPublisherFileMaxBytes});
+  if (s.opt.publisher_files) {
+    for (const auto name : detail::kHubPublisherFiles) {
+      for (const auto& f : listing.files) {
+        if (f.path != name) continue;
+        // The cap applies to what the listing says, before a byte is asked for or reserved.
+        if (f.size > detail::kPublisherFileMaxBytes) {
+          throw_invalid("hf://" + s.repo + "@" + s.commit + ": " + f.path + ": the Hub lists " + std::to_string(f.size) +
+                        " bytes, over the " + std::to_string(detail::kPublisherFileMaxBytes) +
+                        "-byte cap for a publisher file (refused before downloading it)");
+        }
+        s.publisher_files.push_back({f.path, f.sha256, f.size, "the Hub's listing", detail::kPublisherFileMaxBytes});
+      }
     }
   }
   const auto files = match_distribution(paths, coord);
@@ -398,12 +485,24 @@ StreamedHubSource::StreamedHubSource(const std::string& coordinate, const HubCon
   fs::remove_all(s.opt.header_dir, ec);
   fs::create_directories(s.opt.header_dir, ec);
   if (ec) throw Error(ErrorKind::kIo, s.opt.header_dir.string() + ": cannot create: " + ec.message());
-  s.prefixes.resize(s.files.size());
+  s.placeholders.resize(s.files.size());
+  s.header_lengths.resize(s.files.size());
+  s.first_chunks.resize(s.files.size());
   try {
+    // The files downloaded whole take the room their listed sizes need
+    // first (fetch_projectors and fetch_publisher_files write them later),
+    // then each header what it turns out to need.
+    uint64_t listed = 0;
+    for (const auto* group : {&s.projector_files, &s.publisher_files}) {
+      for (const auto& f : *group) listed += disk_blocks(f.size.value_or(0));
+    }
+    s.reserve(listed, "the repository's projectors" + std::string(s.opt.publisher_files ? " and publisher files" : ""));
     detail::ConnectionPool pool(1);
     for (size_t i = 0; i < s.files.size(); ++i) s.fetch_header(i, pool);
   } catch (...) {
-    fs::remove_all(s.opt.header_dir, ec);  // the destructor does not run for a constructor that throws
+    // The destructor does not run for a constructor that throws.
+    s.give_back_reserved();
+    fs::remove_all(s.opt.header_dir, ec);
     throw;
   }
 
@@ -421,12 +520,14 @@ StreamedHubSource::~StreamedHubSource() {
   if (s_->downloader.joinable()) s_->downloader.join();
   std::error_code ec;
   fs::remove_all(s_->opt.header_dir, ec);
+  s_->give_back_reserved();
 }
 
 const fs::path& StreamedHubSource::local() const { return s_->local; }
 const SourceProvenance& StreamedHubSource::provenance() const { return s_->provenance; }
 uint64_t StreamedHubSource::total_bytes() const { return s_->total; }
 uint64_t StreamedHubSource::placeholder_disk_bytes() const { return s_->placeholder_bytes; }
+const std::vector<std::string>& StreamedHubSource::xet_dedupe_hints() const { return s_->first_chunks; }
 const std::vector<std::string>& StreamedHubSource::projector_paths() const { return s_->projectors; }
 
 uint64_t StreamedHubSource::projector_bytes() const {

@@ -1,6 +1,10 @@
 #include "hub/hub_write_api.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <set>
 
 #include "hub/hub_status.h"
 #include "hub/retry.h"
@@ -102,6 +106,70 @@ void throw_write_api_error(const HttpResponse& r, const std::string& what, const
   }
   if (r.status == 404) throw_hub_status(r, what + ": not found (HTTP 404)" + tail);
   throw_hub_status(r, what + ": HTTP " + std::to_string(r.status) + tail);
+}
+
+json parse_json(const HttpResponse& r, const std::string& what) {
+  try {
+    return json::parse(r.body);
+  } catch (const std::exception& e) {
+    throw_invalid(what + ": the Hub's answer is not JSON (" + e.what() + ")");
+  }
+}
+
+std::string pread_all(int fd, uint64_t offset, size_t n, const std::filesystem::path& path) {
+  std::string out(n, '\0');
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd, out.data() + got, n - got, static_cast<off_t>(offset + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw_io("cannot read " + path.string());
+    if (r == 0) throw_integrity(path.string() + ": the file is shorter than its declared size (did it change?)");
+    got += static_cast<size_t>(r);
+  }
+  return out;
+}
+
+namespace {
+bool http_href(const nlohmann::json& action) {
+  if (!action.is_object() || !action.contains("href") || !action["href"].is_string()) return false;
+  const auto& u = action["href"].get_ref<const std::string&>();
+  return u.starts_with("http://") || u.starts_with("https://");
+}
+}  // namespace
+
+LfsBatchAnswer parse_lfs_batch(const nlohmann::json& j, const std::map<std::string, std::string>& asked,
+                               const std::string& what) {
+  if (!j.is_object() || !j.contains("objects") || !j["objects"].is_array()) throw_invalid(what + ": the answer has no objects list");
+  LfsBatchAnswer out;
+  out.xet = j.contains("transfer") && j["transfer"] == "xet";
+  std::set<std::string> answered;
+  for (const auto& o : j["objects"]) {
+    if (!o.is_object() || !o.contains("oid") || !o["oid"].is_string()) throw_invalid(what + ": an object without an oid");
+    const std::string oid = o["oid"].get<std::string>();
+    const auto it = asked.find(oid);
+    if (it == asked.end()) throw_invalid(what + ": the Hub answered for an object not asked about (" + oid.substr(0, 80) + ")");
+    answered.insert(oid);
+    if (o.contains("error")) {
+      const auto& e = o["error"];
+      const std::string msg = e.is_object() && e.contains("message") && e["message"].is_string() ? e["message"].get<std::string>() : e.dump();
+      throw_invalid(what + ": the Hub refused " + it->second + ": " + msg.substr(0, 300));
+    }
+    LfsBatchObject b{oid, nullptr, nullptr};
+    const auto* act = o.contains("actions") && o["actions"].is_object() ? &o["actions"] : nullptr;
+    if (act && act->contains("upload")) {
+      b.upload = (*act)["upload"];
+      b.verify = act->contains("verify") ? (*act)["verify"] : nlohmann::json();
+      if (!out.xet && !http_href(b.upload)) throw_invalid(what + ": the upload action for " + it->second + " has no http(s) href");
+      if (!out.xet && !b.verify.is_null() && !http_href(b.verify)) {
+        throw_invalid(what + ": the verify action for " + it->second + " has no http(s) href");
+      }
+    }
+    out.objects.push_back(std::move(b));
+  }
+  for (const auto& [oid, name] : asked) {
+    if (!answered.count(oid)) throw_invalid(what + ": the Hub did not answer for " + name);
+  }
+  return out;
 }
 
 }  // namespace skippy::detail

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -48,6 +49,29 @@ struct HeadFile {
 // The files of a GET /api/models/{repo}/revision/{branch}?blobs=true answer
 // (its "siblings"); entries without a string rfilename are skipped.
 std::map<std::string, HeadFile> revision_files(const nlohmann::json& revision);
+
+// The Hub's answer `r` as JSON; kInvalidInput naming `what` when it is not.
+nlohmann::json parse_json(const HttpResponse& r, const std::string& what);
+// [offset, offset + n) of `fd` (the file at `path`), read fully;
+// kIntegrity when the file is shorter (it changed).
+std::string pread_all(int fd, uint64_t offset, size_t n, const std::filesystem::path& path);
+
+// One object of an LFS batch answer.
+struct LfsBatchObject {
+  std::string oid;
+  nlohmann::json upload;  // null: the Hub holds the object already
+  nlohmann::json verify;  // null: nothing to verify
+};
+struct LfsBatchAnswer {
+  bool xet = false;  // transfer "xet": the upload actions carry a Xet token (X-Xet-* headers), not a place to PUT
+  std::vector<LfsBatchObject> objects;
+};
+// Checks a batch answer `j`: an object for each oid in `asked` and no other,
+// none refused (the Hub's message, naming the file `name(oid)`), and every
+// LFS upload or verify action with an http(s) href. Errors name `what`
+// (kInvalidInput).
+LfsBatchAnswer parse_lfs_batch(const nlohmann::json& j, const std::map<std::string, std::string>& asked,
+                               const std::string& what);
 
 // The error a refused call to the write API becomes, naming `what`: the
 // Hub's RepoNotFound / RevisionNotFound (with --create advice), 401 and 403

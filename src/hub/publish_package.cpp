@@ -64,7 +64,7 @@ PublishResult commit_verified_package(const fs::path& dir, const HubConfig& hub,
                                       const PublishSettings& settings, const std::vector<VerifiedFile>& files,
                                       const std::string& manifest_sha256, const std::string& summary,
                                       const std::string& description) {
-  // #25: sign once the package is known good, so the sidecar goes up in the same commit.
+  // Sign once the package is known good, so the sidecar goes up in the same commit.
   if (!settings.sign_owner.empty()) (void)sign_package(dir, settings.sign_owner);
   HubPublisher pub(hub, target, settings);
   pub.begin();

@@ -107,11 +107,12 @@ class RangeTarget {
   }
 };
 
-// [first, end) of a file of `size` bytes into memory (a header prefix).
+// [first, first + buf.size()) of a file of `size` bytes into memory the
+// caller holds (a header prefix, which may grow in place).
 class PrefixTarget final : public detail::RangeTarget {
  public:
-  PrefixTarget(std::string what, uint64_t size, uint64_t first, uint64_t end)
-      : what_(std::move(what)), size_(size), first_(first), buf_(end - first) {}
+  PrefixTarget(std::string what, uint64_t size, uint64_t first, std::span<uint8_t> buf)
+      : what_(std::move(what)), size_(size), first_(first), buf_(buf) {}
   const std::string& what() const override { return what_; }
   uint64_t size() const override { return size_; }
   std::vector<ByteRanges::Range> missing() const override {
@@ -135,12 +136,12 @@ class PrefixTarget final : public detail::RangeTarget {
     woken_ = true;
     cv_.notify_all();
   }
-  std::vector<uint8_t>& bytes() { return buf_; }
+  bool complete() const { return got_ == buf_.size(); }
 
  private:
   std::string what_;
   uint64_t size_, first_;
-  std::vector<uint8_t> buf_;
+  std::span<uint8_t> buf_;
   std::atomic<uint64_t> got_{0};
   std::mutex mu_;
   std::condition_variable cv_;

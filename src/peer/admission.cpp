@@ -11,8 +11,8 @@ Admission::Verdict Admission::admit(uint64_t id, const std::string& address, std
     std::lock_guard g(mu_);
     const unsigned mine = per_address_.count(address) ? per_address_.at(address) : 0;
     // The address is at its cap: the newcomer takes the slot of one of its
-    // own (a flood from the worker's own address must not lock it out,
-    // issue #29); else the pool is full: of someone else's.
+    // own (a flood from the worker's own address must not lock it out);
+    // else the pool is full: of someone else's.
     const bool address_full = mine >= limits_.max_unauthenticated_per_address;
     if (address_full || pending_.size() >= limits_.max_unauthenticated) {
       const auto victim_it = address_full ? choose_victim_from(address) : choose_victim(mine);

@@ -42,16 +42,25 @@ struct Keys {
     const auto* v = value(k);
     if (!v) return std::nullopt;
     if (!v->is_array()) return std::vector<uint64_t>(layers, *scalar(k));
-    const auto a = v->as_int_array();
-    if (!a) bad(k, "must be an integer or an array of integers");
-    if (a->size() != layers) {
-      bad(k, "has " + std::to_string(a->size()) + " entries for " + std::to_string(layers) +
+    // The type and the count first, from the array's own header: an array
+    // of the wrong length is refused before a value of it is widened (a
+    // hostile file's 100 MB i8 array would be 800 MB as 64-bit values).
+    const GgufType et = v->array_type();
+    const size_t width = gguf_scalar_size(et);
+    if (width == 0 || et == GgufType::kFloat32 || et == GgufType::kFloat64 || et == GgufType::kBool) {
+      bad(k, "must be an integer or an array of integers");
+    }
+    if (v->array_size() != layers) {
+      bad(k, "has " + std::to_string(v->array_size()) + " entries for " + std::to_string(layers) +
                  " layers (one per layer, as block_count says)");
     }
     std::vector<uint64_t> out;
-    for (int64_t x : *a) {
-      if (x < 0) bad(k, "has a negative entry");
-      out.push_back(static_cast<uint64_t>(x));
+    out.reserve(layers);
+    for (uint32_t il = 0; il < layers; ++il) {
+      const auto x = GgufValue(et, v->encoded().subspan(12 + size_t{il} * width, width)).as_int();
+      if (!x) bad(k, "must be an integer or an array of integers");  // a u64 beyond int64
+      if (*x < 0) bad(k, "has a negative entry");
+      out.push_back(static_cast<uint64_t>(*x));
     }
     return out;
   }

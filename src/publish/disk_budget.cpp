@@ -11,6 +11,14 @@ void DiskBudget::acquire(uint64_t bytes, uint64_t stuck) {
   peak_ = std::max(peak_, used_);
 }
 
+bool DiskBudget::try_acquire(uint64_t bytes) {
+  std::lock_guard g(mu_);
+  if (!cancelled_.empty() || bytes > limit_ || used_ > limit_ - bytes) return false;
+  used_ += bytes;
+  peak_ = std::max(peak_, used_);
+  return true;
+}
+
 void DiskBudget::release(uint64_t bytes) {
   std::lock_guard g(mu_);
   used_ -= std::min(used_, bytes);

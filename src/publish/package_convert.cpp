@@ -13,6 +13,7 @@
 #include <ctime>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "publish/package_readme.h"
 #include "publish/carrier_writer.h"
@@ -38,6 +39,31 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Sorts the directory into the order the metadata fragment's record of the
+// source gives (kSourceTensorsKey), when it records every tensor of it.
+void order_as_source(std::vector<detail::CarrierTensor>& dir, const GgufFile& meta) {
+  const auto* kv = meta.find_kv(kSourceTensorsKey);
+  const auto names = kv ? kv->value.as_string_array() : std::nullopt;
+  if (!names) return;
+  std::unordered_map<std::string_view, size_t> rank;
+  for (size_t i = 0; i < names->size(); ++i) rank.emplace((*names)[i], i);
+  for (const auto& t : dir) {
+    if (!rank.contains(t.name)) return;
+  }
+  // A permutation, then moves (sorting the tensors themselves would
+  // instantiate std:: algorithms on an internal type the shared library
+  // would export).
+  std::vector<size_t> order(dir.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = rank.at(dir[i].name);
+  std::vector<size_t> by_rank(dir.size());
+  for (size_t i = 0; i < by_rank.size(); ++i) by_rank[i] = i;
+  std::sort(by_rank.begin(), by_rank.end(), [&](size_t a, size_t b) { return order[a] < order[b]; });
+  std::vector<detail::CarrierTensor> sorted;
+  sorted.reserve(dir.size());
+  for (const size_t i : by_rank) sorted.push_back(std::move(dir[i]));
+  dir = std::move(sorted);
+}
 
 // Puts the bytes of `from` at `to` unchanged: a hard link when both are on
 // one filesystem, else an in-kernel copy (copy_file_range, pwrite where the
@@ -317,6 +343,10 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
       dir.push_back({name, t->type, t->ne, pi, t->file_offset, t->bytes, p.gguf->alignment()});
     }
   }
+
+  // The source's order where the metadata fragment records it (write-package): a
+  // carrier in that order gives a one-file source back (materialize --as-source).
+  order_as_source(dir, *meta);
 
   // Certification (reads every byte once more: not part of the carrier + root time).
   std::vector<std::string> shard_sha;

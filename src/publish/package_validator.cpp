@@ -13,6 +13,7 @@
 #include "publish/generation_inference.h"
 #include "publish/projector_check.h"
 #include "publish/source_digests.h"
+#include "publish/source_record.h"
 #include "publish/validator_internal.h"
 #include "publish/validator_v2.h"
 #include "skippy/error.h"
@@ -427,7 +428,7 @@ class Validator {
       return fragment_keeps_kv(a.role, key, src.architecture());
     });
     for (const auto& kv : g.kvs()) {
-      if (is_role_key(kv.key)) continue;
+      if (is_role_key(kv.key) || (a.role == PartRole::kMetadata && kv.key.starts_with(kSourceRecordPrefix))) continue;
       const auto* theirs = src.find_kv(kv.key);
       if (theirs == nullptr) {
         problem(path + ": KV '" + std::string(kv.key) + "' is not in the source");
@@ -435,6 +436,9 @@ class Validator {
         problem(path + ": KV '" + std::string(kv.key) + "' does not belong in a " + std::string(part_role_name(a.role)) +
                 " fragment (only shared/metadata.gguf carries it)");
       }
+    }
+    if (a.role == PartRole::kMetadata) {
+      for (auto& p : detail::check_source_record(model_, g, path)) problem(std::move(p));
     }
     const auto role = g.get_string(kRoleKey);
     if (!role) {

@@ -13,6 +13,7 @@
 #include "publish/package_readme.h"
 #include "publish/projector_check.h"
 #include "publish/source_digests.h"
+#include "publish/source_record.h"
 #include "publish/validator_internal.h"
 #include "util/env.h"
 #include "skippy/error.h"
@@ -71,7 +72,7 @@ void prepare_out_dir(const fs::path& dir, bool force) {
     fsync_directory(dir);
     for (const char* sub : {"shared", "layers", "projectors"}) fs::remove_all(dir / sub, ec);
     fs::remove(dir / std::string(kPackageReadme), ec);
-    // #25: a previous package's validation result and signature describe its manifest, not the next one.
+    // A previous package's validation result and signature describe its manifest, not the next one.
     fs::remove(dir / std::string(kValidationFileName), ec);
     fs::remove(dir / std::string(kSignatureFileName), ec);
     std::vector<fs::path> leftovers;
@@ -379,6 +380,9 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   std::vector<GgufWriter> writers;
   writers.reserve(frags.size());
   for (const auto& f : frags) writers.push_back(fragment_writer(model.primary(), shard_files, f));
+  // What it takes to give the source back byte for byte (materialize --as-source).
+  const auto record = source_record(model, writers[0].kvs());
+  add_source_record(writers[0], record);
 
   std::vector<PlannedProjector> projectors;
   std::set<std::string> projector_names;
@@ -473,7 +477,7 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   }
 
   std::optional<detail::ReadmeValidation> validation;
-  std::optional<ValidationReport> validation_report;  // #25: kept as validation.json
+  std::optional<ValidationReport> validation_report;  // kept as validation.json
   if (opt.validate) {
     ValidateOptions vo;
     vo.threads = opt.threads;
@@ -506,9 +510,13 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   r.manifest_sha256 = sha256_hex(manifest_text);
   r.artifact_count = frags.size() + m.projectors.size();
   r.notes = generation.notes;
+  if (!record.unrecorded.empty()) {
+    r.notes.push_back("the source's layout is not recorded, so materialize --as-source cannot rebuild it from this "
+                      "package: " + record.unrecorded);
+  }
   r.details = generation.details;
   write_file_atomic(opt.out_dir / std::string(kPackageReadme), detail::package_readme(m, r.manifest_sha256, r.notes, validation));
-  // #25: validation.json names the manifest's digest, so it can land before the manifest does.
+  // validation.json names the manifest's digest, so it can land before the manifest does.
   if (validation_report) write_validation_result(opt.out_dir, *validation_report, r.manifest_sha256, "write-package --validate");
   // The manifest goes last: its presence means the package is complete.
   write_file_atomic(opt.out_dir / std::string(kManifestFileName), manifest_text);

@@ -127,6 +127,7 @@ std::optional<std::string> hf_token() {
 }
 
 bool hf_hub_offline() { return flag("HF_HUB_OFFLINE"); }
+bool hf_hub_disable_xet() { return flag("HF_HUB_DISABLE_XET"); }
 unsigned hf_parallel_downloads() { return std::max(1u, unsigned_or("SKIPPY_HF_DOWNLOADS", 4)); }
 unsigned hf_parallel_uploads() { return std::max(1u, unsigned_or("SKIPPY_HF_UPLOADS", 4)); }
 unsigned hf_connections() { return std::clamp(unsigned_or("SKIPPY_HF_CONNECTIONS", 8), 1u, 64u); }

@@ -124,6 +124,8 @@ class Reader final : public PackageReader {
     return describe_manifest(m_, place, activation_width(place, &catalog));
   }
 
+  SourceLayout source_layout(const PackageCatalog& catalog) const override { return source_layout_v1(m_, catalog); }
+
  private:
   // The model parts in load order: metadata, embeddings, layers, output.
   std::vector<const ArtifactEntry*> model_parts() const {

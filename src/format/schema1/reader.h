@@ -26,6 +26,11 @@ const PackageManifest* manifest_of(const OpenedPackage& pkg) noexcept;
 // What inspect shows of the package that only the manifest knows.
 PackageDescription describe_manifest(const PackageManifest& m, const OpenedPlace& place, const ActivationWidth& width);
 
+// The source's layout a package records in its metadata fragment (the
+// reader's source_layout; `catalog` built for CatalogNeed::all()). Throws
+// Error(kInvalidInput) for a record that contradicts the package.
+SourceLayout source_layout_v1(const PackageManifest& m, const PackageCatalog& catalog);
+
 // The identity a schema 1 manifest declares.
 PackageIdentity identity_of(const PackageManifest& m);
 

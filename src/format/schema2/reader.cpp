@@ -57,6 +57,8 @@ class Reader final : public PackageReader {
     return describe_root(root_, place, catalog);
   }
 
+  SourceLayout source_layout(const PackageCatalog& catalog) const override { return source_layout_v2(root_, catalog); }
+
  private:
   const V2Artifact& carrier() const {
     for (const auto& a : root_.artifacts) {

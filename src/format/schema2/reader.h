@@ -27,6 +27,10 @@ const PackageRootV2* root_of(const OpenedPackage& pkg) noexcept;
 // catalog (`catalog`) know.
 PackageDescription describe_root(const PackageRootV2& root, const OpenedPlace& place, const PackageCatalog& catalog);
 
+// The source's layout the root and carrier carry (the reader's
+// source_layout; `catalog` built from the carrier).
+SourceLayout source_layout_v2(const PackageRootV2& root, const PackageCatalog& catalog);
+
 // The identity a schema 2 root declares (`origin` names it in the
 // generation block's refusal, kept as generation_problem).
 PackageIdentity identity_of(const PackageRootV2& root, std::string_view origin);

@@ -1,0 +1,272 @@
+#include "hub/xet_upload.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <optional>
+
+#include "skippy/error.h"
+#include "xet/file_hasher.h"
+#include "xet/xorb.h"
+
+namespace skippy {
+
+std::string xet_first_chunk_hash(std::span<const uint8_t> head) {
+  xet::Chunker c;
+  const auto cut = c.next_cut(head);
+  const size_t n = cut ? *cut : head.size();
+  return xet::chunk_hash(head.first(n)).to_hex();
+}
+
+namespace detail {
+namespace {
+
+using xet::Hash;
+
+constexpr size_t kReadBytes = size_t{4} << 20;
+constexpr uint64_t kQuerySpacing = 256;  // chunks between a file's dedupe queries (hf-xet)
+
+std::array<uint8_t, 32> sha256_bytes(const std::string& hex) {
+  std::array<uint8_t, 32> out{};
+  auto nib = [](char c) { return static_cast<uint8_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10); };
+  for (size_t i = 0; i < 32; ++i) out[i] = static_cast<uint8_t>(nib(hex[2 * i]) << 4 | nib(hex[2 * i + 1]));
+  return out;
+}
+
+// One file's pass: chunks in, terms out.
+class FileUpload {
+ public:
+  FileUpload(XetUploadSession& s, std::string what) : s_(s), what_(std::move(what)) {}
+
+  void chunk(const xet::ChunkInfo& c, std::span<const uint8_t> bytes) {
+    report_.chunks++;
+    report_.bytes += c.length;
+    Ref ref;
+    uint64_t* way = nullptr;
+    if (auto p = pending_.find(c.hash); p != pending_.end()) {
+      ref = {true, seq_, {}, p->second};
+      way = &report_.deduped_in_run;
+    } else if (XetUploadSession::Found f; s_.find(c.hash, f) || (query_due(c) && s_.query(c.hash, what_) && s_.find(c.hash, f))) {
+      ref = {false, 0, f.loc.xorb, f.loc.index};
+      way = f.way == XetUploadSession::Way::kGlobal ? &report_.deduped_global : &report_.deduped_in_run;
+    } else {
+      if (!builder_.fits(bytes.size())) flush();
+      const uint32_t idx = builder_.add(c.hash, bytes);
+      pending_.emplace(c.hash, idx);
+      ref = {true, seq_, {}, idx};
+      way = &report_.new_bytes;
+    }
+    *way += c.length;
+    append(ref, c.hash, c.length);
+    ++index_;
+  }
+
+  // The file's shard entry, once its last xorb is stored.
+  xet::ShardFile finish(const xet::FileHasher::Result& r, const std::string& sha256) {
+    close_term();
+    if (!builder_.empty()) flush();
+    xet::ShardFile f;
+    f.file_hash = r.file_hash;
+    for (auto& t : terms_) {
+      f.terms.push_back({t.pending ? resolved_.at(t.seq) : t.xorb, 0, t.bytes, t.start, t.end});
+    }
+    f.verification = std::move(verification_);
+    f.sha256 = sha256_bytes(sha256);
+    return f;
+  }
+  XetFileUpload& report() { return report_; }
+
+ private:
+  struct Ref {
+    bool pending = false;  // in a xorb of this file not yet stored: seq says which
+    size_t seq = 0;
+    Hash xorb;
+    uint32_t index = 0;
+  };
+  struct Term {
+    bool pending = false;
+    size_t seq = 0;
+    Hash xorb;
+    uint32_t start = 0, end = 0, bytes = 0;
+  };
+
+  bool query_due(const xet::ChunkInfo& c) {
+    const bool due = index_ == 0 || (xet::is_global_dedupe_eligible(c.hash) && (!last_query_ || index_ - *last_query_ >= kQuerySpacing));
+    if (due) last_query_ = index_;
+    return due;
+  }
+
+  void append(const Ref& r, const Hash& h, uint32_t len) {
+    if (!terms_.empty() && open_) {
+      Term& t = terms_.back();
+      const bool same = t.pending == r.pending && (r.pending ? t.seq == r.seq : t.xorb == r.xorb);
+      if (same && t.end == r.index && uint64_t{t.bytes} + len <= UINT32_MAX) {
+        t.end++;
+        t.bytes += len;
+        open_hashes_.push_back(h);
+        return;
+      }
+      close_term();
+    }
+    terms_.push_back({r.pending, r.seq, r.xorb, r.index, r.index + 1, len});
+    open_hashes_.assign(1, h);
+    open_ = true;
+  }
+
+  void close_term() {
+    if (!open_) return;
+    verification_.push_back(xet::verification_hash(open_hashes_));
+    open_hashes_.clear();
+    open_ = false;
+  }
+
+  void flush() {
+    xet::BuiltXorb x = builder_.finish();
+    s_.cas().upload_xorb(x.index.hash, x.bytes, what_);
+    s_.stored_xorb(xet::shard_xorb(x), x.bytes.size());
+    if (resolved_.size() <= seq_) resolved_.resize(seq_ + 1);
+    resolved_[seq_++] = x.index.hash;
+    pending_.clear();
+  }
+
+  XetUploadSession& s_;
+  std::string what_;
+  XetFileUpload report_;
+  xet::XorbBuilder builder_;
+  std::unordered_map<Hash, uint32_t, xet::HashHasher> pending_;  // chunks of the xorb being packed
+  size_t seq_ = 0;                                               // this file's xorbs so far
+  std::vector<Hash> resolved_;                                   // seq -> stored xorb hash
+  std::vector<Term> terms_;
+  std::vector<Hash> verification_, open_hashes_;
+  bool open_ = false;
+  uint64_t index_ = 0;
+  std::optional<uint64_t> last_query_;
+};
+
+}  // namespace
+
+XetUploadSession::XetUploadSession(std::unique_ptr<XetCas> cas, std::string where)
+    : cas_(std::move(cas)), where_(std::move(where)) {
+  summary_.used = true;
+}
+
+bool XetUploadSession::find(const Hash& chunk, Found& out) {
+  std::lock_guard g(mu_);
+  if (auto it = run_.find(chunk); it != run_.end()) {
+    out = {it->second, Way::kRun};
+    return true;
+  }
+  for (const auto& s : global_) {
+    const Hash k = s.key.is_zero() ? chunk : xet::keyed_hash(s.key, chunk);
+    if (auto it = s.chunks.find(k); it != s.chunks.end()) {
+      out = {it->second, Way::kGlobal};
+      return true;
+    }
+  }
+  return false;
+}
+
+bool XetUploadSession::query(const Hash& chunk, const std::string& what) {
+  {
+    std::lock_guard g(mu_);
+    if (!queried_.insert(chunk).second) return false;
+    summary_.dedupe_queries++;
+  }
+  std::optional<std::vector<uint8_t>> answer;
+  xet::Shard shard;
+  try {
+    answer = cas_->query_chunk(chunk, what);
+    if (!answer) return false;
+    shard = xet::parse_shard(*answer, what + ": the CAS's dedupe answer for chunk " + chunk.to_hex());
+  } catch (const Error& e) {
+    std::lock_guard g(mu_);
+    if (summary_.note.empty()) summary_.note = std::string("a global dedupe query failed (that data was uploaded): ") + e.what();
+    return false;
+  }
+  GlobalShard gs;
+  if (shard.footer) gs.key = shard.footer->chunk_hash_key;
+  std::lock_guard g(mu_);
+  summary_.dedupe_hits++;
+  for (const auto& x : shard.xorbs) {
+    if (!known_xorbs_.insert(x.hash).second) continue;
+    for (uint32_t i = 0; i < x.chunks.size(); ++i) gs.chunks.emplace(x.chunks[i].hash, XetChunkLoc{x.hash, i});
+  }
+  if (gs.chunks.empty()) return false;
+  global_.push_back(std::move(gs));
+  return true;
+}
+
+void XetUploadSession::prime(const std::vector<std::string>& hex_hashes) {
+  for (const auto& h : hex_hashes) {
+    if (const auto hash = Hash::from_hex(h)) query(*hash, where_ + ": dedupe hint");
+  }
+}
+
+void XetUploadSession::stored_xorb(const xet::ShardXorb& info, uint64_t serialized_bytes) {
+  std::lock_guard g(mu_);
+  known_xorbs_.insert(info.hash);
+  for (uint32_t i = 0; i < info.chunks.size(); ++i) run_.emplace(info.chunks[i].hash, XetChunkLoc{info.hash, i});
+  summary_.xorbs_uploaded++;
+  summary_.xorb_bytes_uploaded += serialized_bytes;
+  if (!shard_.fits_xorb(info)) flush_shard_locked();
+  shard_.add_xorb(info);
+}
+
+void XetUploadSession::add_file(xet::ShardFile file, const XetFileUpload& report) {
+  std::lock_guard g(mu_);
+  if (!shard_.fits_file(file)) flush_shard_locked();
+  shard_.add_file(std::move(file));
+  summary_.files.push_back(report);
+  summary_.bytes_chunked += report.bytes;
+  summary_.deduped_in_run += report.deduped_in_run;
+  summary_.deduped_global += report.deduped_global;
+  summary_.new_bytes += report.new_bytes;
+}
+
+// Every file in the shard has all its xorbs stored (add_file comes after), so
+// a shard may go up whenever it is full.
+void XetUploadSession::flush_shard_locked() {
+  if (shard_.empty()) return;
+  const auto bytes = shard_.finish();
+  cas_->upload_shard(bytes, where_);
+  summary_.shards_uploaded++;
+  summary_.shard_bytes_uploaded += bytes.size();
+}
+
+void XetUploadSession::finish() {
+  std::lock_guard g(mu_);
+  flush_shard_locked();
+}
+
+XetUploadSummary XetUploadSession::summary() const {
+  std::lock_guard g(mu_);
+  return summary_;
+}
+
+void XetUploadSession::upload_file(int fd, uint64_t size, const std::string& sha256, const std::string& rel,
+                                   const std::function<void(uint64_t)>& progress) {
+  const std::string what = where_ + ": " + rel;
+  FileUpload up(*this, what);
+  up.report().path = rel;
+  xet::FileHasher hasher([&](const xet::ChunkInfo& c, std::span<const uint8_t> b) { up.chunk(c, b); }, true);
+  std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(size, kReadBytes)));
+  for (uint64_t off = 0; off < size;) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - off));
+    const ssize_t r = ::pread(fd, buf.data(), want, static_cast<off_t>(off));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw_io(what + ": cannot read the file");
+    if (r == 0) throw_integrity(what + ": the file is shorter than its declared size (did it change?)");
+    hasher.update(std::span<const uint8_t>(buf.data(), static_cast<size_t>(r)));
+    off += static_cast<uint64_t>(r);
+    if (progress) progress(static_cast<uint64_t>(r));
+  }
+  const auto result = hasher.finish();
+  if (result.sha256_hex != sha256) {
+    throw_integrity(what + ": the file changed after it was hashed (SHA-256 " + result.sha256_hex + ", declared " + sha256 + ")");
+  }
+  auto file = up.finish(result, sha256);
+  add_file(std::move(file), up.report());
+}
+
+}  // namespace detail
+}  // namespace skippy
