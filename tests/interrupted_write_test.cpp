@@ -10,7 +10,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <string_view>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -40,13 +39,9 @@ TEST(InterruptedWrite, ASignalSaysHowToFinishAndInspectNamesThePartialFiles) {
   // The handler ends the process with _exit while the write's threads run
   // (by design: the directory is resumable). ThreadSanitizer calls those
   // threads leaked and exits 66, so the child it runs is told not to.
-  std::vector<std::string> env_text;
-  for (char** e = environ; *e; ++e) {
-    if (std::string_view(*e).starts_with("TSAN_OPTIONS=")) continue;
-    env_text.emplace_back(*e);
-  }
   const char* tsan = std::getenv("TSAN_OPTIONS");
-  env_text.push_back(std::string("TSAN_OPTIONS=") + (tsan ? std::string(tsan) + ":" : "") + "report_thread_leaks=0");
+  std::vector<std::string> env_text =
+      test::inherited_env_with({std::string("TSAN_OPTIONS=") + (tsan ? std::string(tsan) + ":" : "") + "report_thread_leaks=0"});
   std::vector<char*> envp;
   for (auto& e : env_text) envp.push_back(e.data());
   envp.push_back(nullptr);

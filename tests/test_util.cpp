@@ -138,9 +138,16 @@ TempDir::~TempDir() {
 }
 
 std::vector<uint8_t> read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
+  // One bulk read: the tests are built unoptimized, where a byte-wise
+  // stream iterator made reading a few MB the largest cost of whole suites.
+  std::ifstream in(p, std::ios::binary | std::ios::ate);
   if (!in) throw std::runtime_error("cannot read " + p.string());
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::vector<uint8_t> out(static_cast<size_t>(in.tellg()));
+  in.seekg(0);
+  if (!in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size()))) {
+    throw std::runtime_error("cannot read " + p.string());
+  }
+  return out;
 }
 
 std::vector<uint8_t> splitmix64_data(size_t n, uint64_t seed) {
@@ -208,14 +215,7 @@ CliResult write_pkg(const std::filesystem::path& src, const std::filesystem::pat
   return run_cli(args, env);
 }
 
-CliResult run_program(const std::string& program, const std::vector<std::string>& args,
-                      const std::vector<std::string>& env) {
-  std::vector<std::string> argv_s = {program};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
+std::vector<std::string> inherited_env_with(const std::vector<std::string>& env) {
   // `env` entries replace inherited variables of the same name (getenv
   // returns the first match, so appending would not override).
   std::vector<std::string> env_s;
@@ -228,6 +228,18 @@ CliResult run_program(const std::string& program, const std::vector<std::string>
     if (!overridden) env_s.emplace_back(kv);
   }
   env_s.insert(env_s.end(), env.begin(), env.end());
+  return env_s;
+}
+
+CliResult run_program(const std::string& program, const std::vector<std::string>& args,
+                      const std::vector<std::string>& env) {
+  std::vector<std::string> argv_s = {program};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  std::vector<std::string> env_s = inherited_env_with(env);
   std::vector<char*> envp;
   for (auto& e : env_s) envp.push_back(e.data());
   envp.push_back(nullptr);

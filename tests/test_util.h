@@ -159,6 +159,10 @@ void expect_json_error(const CliResult& r, const std::string& kind, const std::s
 CliResult run_program(const std::string& program, const std::vector<std::string>& args,
                       const std::vector<std::string>& env = {});
 
+// This process's environment with `env`'s NAME=VALUE entries replacing (or
+// adding) the variables of the same name: a child's environment.
+std::vector<std::string> inherited_env_with(const std::vector<std::string>& env);
+
 // Sets (or unsets, with nullopt) an environment variable for one scope, and
 // puts back what it was. The process's environment: not while other threads read it.
 class ScopedEnv {
