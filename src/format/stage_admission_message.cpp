@@ -53,9 +53,45 @@ bool unique_nonempty(const std::vector<std::string>& v) {
 
 }  // namespace
 
+namespace {
+
+// Finds a top-level "version" key without building the document: the input
+// may be a descriptor of millions of ids, parsed once afterwards by the
+// reader it turns out to be. Parsing stops at the answer.
+struct VersionKeySniffer : nlohmann::json_sax<json> {
+  int depth = 0;
+  bool top_object = false;
+  bool found = false;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    if (depth++ == 0) top_object = true;
+    return true;
+  }
+  bool end_object() override { return --depth > 0; }
+  bool start_array(std::size_t) override { return ++depth > 1; }
+  bool end_array() override {
+    --depth;
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (depth == 1 && k == "version") found = true;
+    return !found;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+};
+
+}  // namespace
+
 bool is_stage_admission_message(std::string_view json_text) {
-  const auto j = json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
-  return j.is_object() && j.contains("version");
+  VersionKeySniffer sniff;
+  (void)json::sax_parse(json_text.begin(), json_text.end(), &sniff);
+  return sniff.top_object && sniff.found;
 }
 
 StageAdmissionMessage parse_stage_admission_message(std::string_view json_text, std::string_view origin) {
