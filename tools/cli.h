@@ -166,6 +166,7 @@ Command register_serve_artifacts(CLI::App& app);
 Command register_sign_package(CLI::App& app);
 Command register_convert_package(CLI::App& app);
 Command register_restamp_package(CLI::App& app);
+Command register_catalog_entry(CLI::App& app);
 // The JSON of a signature just made (sign-package, write-package --sign, publish --sign).
 nlohmann::json signature_result_json(const std::filesystem::path& dir, const PackageSignature& s);
 
