@@ -36,6 +36,7 @@ set(SKIPPY_PUBLIC_HEADERS
   peer_topology.h
   plan.h
   policy.h
+  runtime_lines.h
   skippy.h
   source.h
   speculative.h

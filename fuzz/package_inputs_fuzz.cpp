@@ -8,11 +8,12 @@
 // --override FIELD=VALUE, and package schema 2: its root (model-package.json)
 // and its metadata carrier's catalog (a GGUF directory read against a fixed
 // root), and the signature sidecar model-package.json.sig of a fixed
-// manifest, and the printing of arbitrary bytes as JSON output (every string
-// from outside reaches --json this way). The first input byte picks the
+// manifest, the stage admission message nodes exchange (or the descriptor
+// select prints), and the printing of arbitrary bytes as JSON output (every
+// string from outside reaches --json this way). The first input byte picks the
 // parser (0xF0 and up: the range record; 0xE0 to 0xE7: the schema 2 root;
-// 0xE8 to 0xEF: the carrier; 0xD8 to 0xDF: the sidecar; 0xD0 to 0xD7: JSON
-// output; else byte % 8); the rest is its input. Each must
+// 0xE8 to 0xEF: the carrier; 0xD8 to 0xDF: the sidecar; 0xD4 to 0xD7: the
+// admission; 0xD0 to 0xD3: JSON output; else byte % 8); the rest is its input. Each must
 // either succeed and keep its promises or throw skippy::Error; anything
 // else (another exception, a sanitizer report, a broken promise) is a crash.
 #include <unistd.h>
@@ -42,6 +43,7 @@
 #include "util/sha256.h"
 #include "skippy/policy.h"
 #include "skippy/speculative.h"
+#include "skippy/stage_admission.h"
 #include "format/json_output.h"
 #include "source/blob_writer.h"
 
@@ -276,6 +278,20 @@ void sidecar(std::string_view text) {
 // Arbitrary bytes as a key, a value and an array element of a report: it
 // prints (no exception), the text parses back as JSON, and valid UTF-8
 // comes back unchanged.
+// The admission message nodes exchange and the descriptor select prints: the
+// sniff never throws, and a message the reader accepts survives its own
+// JSON form unchanged.
+void admission(std::string_view text) {
+  const bool message = skippy::is_stage_admission_message(text);
+  if (!message) {
+    (void)skippy::parse_stage_admission(text, "fuzz");
+    return;
+  }
+  const auto m = skippy::parse_stage_admission_message(text, "fuzz");
+  const auto back = skippy::parse_stage_admission_message(skippy::stage_admission_message_json(m), "fuzz");
+  CHECK(back == m);
+}
+
 void json_output_of(std::string_view text) {
   const std::string s(text);
   nlohmann::json doc = {{"message", s}, {"items", {s, 1, s}}};
@@ -304,7 +320,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       range_record(text);
       return 0;
     }
-    if (data[0] >= 0xD0 && data[0] < 0xD8) {
+    if (data[0] >= 0xD4 && data[0] < 0xD8) {
+      admission(text);
+      return 0;
+    }
+    if (data[0] >= 0xD0 && data[0] < 0xD4) {
       json_output_of(text);
       return 0;
     }

@@ -42,7 +42,7 @@ declare -A owner=(
   [hub.h]=hub [hub_publish.h]=hub [hub_stream.h]=hub
   [peer.h]=peer [peer_identity.h]=peer [peer_topology.h]=peer
   [skippy.h]=capi
-  [manifest_v2.h]=format [package.h]=format [package_catalog.h]=format [package_signature.h]=format [stage_admission.h]=format
+  [manifest_v2.h]=format [package.h]=format [package_catalog.h]=format [package_signature.h]=format [stage_admission.h]=format [runtime_lines.h]=format
   [catalog_stage.h]=consume
 )
 

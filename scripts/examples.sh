@@ -114,6 +114,8 @@ scripts/local-hub.sh --publish org/Model-GGUF "$T/hub-model" > /dev/null
 COMMIT=$(scripts/local-hub.sh --publish meshllm/Qwen3-8B-Q4_K_M-layers "$B/model-package")
 scripts/local-hub.sh --publish meshllm/Model-layers "$B/model-package" > /dev/null
 scripts/local-hub.sh --publish ns/repo "$B/model-package" > /dev/null
+mkdir -p "$T/catalog-seed" && echo "catalog" > "$T/catalog-seed/README.md"
+scripts/local-hub.sh --publish datasets/meshllm/catalog "$T/catalog-seed" > /dev/null
 export COMMIT
 node_id() { "$cli" identity show --dir "$1" --json | sed -n 's/.*"node_id": "\([0-9a-f]*\)".*/\1/p'; }
 cat > "$B/topology.json" <<JSON

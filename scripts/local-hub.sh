@@ -8,7 +8,7 @@
 #   scripts/local-hub.sh                      serve in the foreground until Ctrl-C
 #   eval "$(scripts/local-hub.sh --start)"    start it in the background; sets
 #                                             HF_ENDPOINT, HF_TOKEN, SKIPPY_LOCAL_HUB_PID
-#   scripts/local-hub.sh --publish NS/REPO DIR [--branch B]
+#   scripts/local-hub.sh --publish [datasets/]NS/REPO DIR [--branch B]
 #                                             publish every file under DIR as one commit
 #                                             (the repository is created); prints the commit
 #   scripts/local-hub.sh --stop               stop the background one (SKIPPY_LOCAL_HUB_PID)

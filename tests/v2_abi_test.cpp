@@ -83,7 +83,8 @@ TEST(V2Abi, WrittenAtTheDefaultOrTheFlagAndShownByInspect) {
   ASSERT_EQ(ins.exit_code, 0) << ins.err;
   const auto j = nlohmann::json::parse(ins.out);
   EXPECT_EQ(j["native_abi_version"], "0.1.41");
-  EXPECT_EQ(j["abi"]["rule"], "exact");
+  EXPECT_EQ(j["abi"]["rules"]["upstream"], "exact");
+  EXPECT_EQ(j["abi"]["rules"]["fork"], "provenance");
   EXPECT_EQ(j["abi"]["writer_default"], "0.1.64");
   const auto text = run_cli({"inspect", old.string()});
   EXPECT_NE(text.out.find("native ABI        0.1.41"), std::string::npos) << text.out;

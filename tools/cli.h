@@ -96,6 +96,17 @@ void add_runtime_abi_option(CLI::App* cmd);
 // `schema_note` says when it applies ("" when always). Returns the option.
 CLI::Option* add_native_abi_option(CLI::App* cmd, std::string& target, const std::string& schema_note);
 void check_runtime_abi_for_cli(const OpenedPackage& pkg);
+// What a writer (write-package, convert-package) says on stderr about the
+// package it wrote in `package_dir`, once each: the mesh-llm runtime lines
+// that refuse it for what it holds (skippy/runtime_lines.h
+// runtime_lines_warning; `content_only`: only when one refuses a root field,
+// not for the schema alone) and, for `architecture`, the rosters whose nodes
+// do not split it. Returns them.
+// The general.architecture of the package in `dir` (its carrier's); "" when
+// it cannot be read.
+std::string package_architecture(const std::filesystem::path& dir);
+std::vector<std::string> warn_runtime_lines(const std::filesystem::path& package_dir, std::string_view architecture,
+                                            bool content_only);
 // --generation-defaults FILE (write-package --schema 2, convert-package --to
 // 2): the option, and the file read as generation.request_defaults
 // (parse_request_defaults_v2); nullopt for "".
@@ -155,6 +166,7 @@ Command register_serve_artifacts(CLI::App& app);
 Command register_sign_package(CLI::App& app);
 Command register_convert_package(CLI::App& app);
 Command register_restamp_package(CLI::App& app);
+Command register_catalog_entry(CLI::App& app);
 // The JSON of a signature just made (sign-package, write-package --sign, publish --sign).
 nlohmann::json signature_result_json(const std::filesystem::path& dir, const PackageSignature& s);
 

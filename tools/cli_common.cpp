@@ -13,6 +13,8 @@
 #include "util/file.h"
 #include "skippy/hf_ref.h"
 #include "skippy/hub.h"
+#include "skippy/package.h"
+#include "skippy/runtime_lines.h"
 #include "util/byte_size.h"
 #include "util/text.h"
 
@@ -79,16 +81,20 @@ std::optional<std::string>& runtime_abi_flag() {
 
 void add_runtime_abi_option(CLI::App* cmd) {
   cmd->add_option("--runtime-abi", runtime_abi_flag(),
-                  "The skippy runtime ABI (MAJOR.MINOR.PATCH) the package is for; refused unless that runtime would "
-                  "admit it (schema 2: exactly equal; schema 1: same major, minor not newer). Default: "
-                  "$SKIPPY_RUNTIME_ABI, else no check");
+                  "The runtime the package is for, refused unless it would admit it: MAJOR.MINOR.PATCH[:RULE], "
+                  "schema 2 judged by RULE, exact (the default: mesh-llm upstream's and its release's rule) or "
+                  "provenance (its fork's: the declared ABI is never refused), schema 1 by its own rule (same major, "
+                  "minor not newer); or a runtime line, upstream, fork or release-0.76.1, which brings its ABI, its "
+                  "rule and the root fields it accepts (inspect lists them). Default: $SKIPPY_RUNTIME_ABI, else no "
+                  "check");
 }
 
 CLI::Option* add_native_abi_option(CLI::App* cmd, std::string& target, const std::string& schema_note) {
   return cmd->add_option("--native-abi-version", target,
-                         schema_note + "The schema 2 root's native_abi_version: mesh-llm's runtime admits the package only "
-                         "at exactly this skippy ABI (default " + format_abi_version(kDefaultNativeAbiV2) +
-                         ", the newest the reference's sources show; restamp-package changes it later)");
+                         schema_note + "The schema 2 root's native_abi_version: mesh-llm upstream (822f7e91) and its "
+                         "release admit the package only at exactly this skippy ABI, its fork (d39f791d) records it as "
+                         "provenance (default " + format_abi_version(kDefaultNativeAbiV2) +
+                         ", the fork's ABI; restamp-package changes it later)");
 }
 
 CLI::Option* add_generation_defaults_option(CLI::App* cmd, std::string& target, const std::string& schema_note) {
@@ -116,6 +122,32 @@ void check_runtime_abi_for_cli(const OpenedPackage& pkg) {
   const auto runtime = runtime_abi_from(runtime_abi_flag());
   if (!runtime) return;
   check_runtime_abi(pkg.identity(), *runtime, pkg.ref);
+}
+
+std::string package_architecture(const std::filesystem::path& dir) {
+  try {
+    std::string arch = open_local_package(dir).catalog(CatalogNeed::artifacts()).catalog.architecture;
+    // Schema 1's catalog of artifacts reads no header: its metadata fragment says it.
+    if (arch.empty() && std::filesystem::is_regular_file(dir / std::string(kMetadataPath))) {
+      arch = std::string(GgufFile::open(dir / std::string(kMetadataPath)).architecture());
+    }
+    return arch;
+  } catch (const Error&) {
+    return "";
+  }
+}
+
+std::vector<std::string> warn_runtime_lines(const std::filesystem::path& package_dir, std::string_view architecture,
+                                            bool content_only) {
+  std::vector<std::string> out;
+  const auto root = package_dir / std::string(kManifestFileName);
+  const auto identity = open_package_reader(read_small_file(root, kManifestMaxBytes), root.string())->identity();
+  if (!(content_only && identity.schema_version != 2)) {
+    if (auto w = runtime_lines_warning(identity)) out.push_back(std::move(*w));
+  }
+  if (auto w = split_roster_warning(architecture)) out.push_back(std::move(*w));
+  for (const auto& w : out) std::cerr << "warning: " << w << "\n";
+  return out;
 }
 
 namespace {

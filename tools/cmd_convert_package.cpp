@@ -70,6 +70,7 @@ Command register_convert_package(CLI::App& app) {
               o.threads = detail::worker_threads(a->threads);
               o.on_progress = on_progress;
               const auto r = convert_package_to_v2(o);
+              (void)warn_runtime_lines(r.package_dir, package_architecture(r.package_dir), /*content_only=*/false);
               if (a->json) {
                 nlohmann::json arts = nlohmann::json::array();
                 for (const auto& x : r.artifacts) {
@@ -97,7 +98,8 @@ Command register_convert_package(CLI::App& app) {
                           << " artifacts, " << human_bytes(r.payload_bytes) << " of payload placed unchanged ("
                           << human_bytes(r.linked_bytes) << " hard-linked)\n"
                           << "package_id " << r.package_id << "\n"
-                          << "native ABI " << r.root.native_abi_version << " (admitted only by a runtime at exactly that ABI)\n"
+                          << "native ABI " << r.root.native_abi_version
+                          << " (exact-rule runtimes admit it only at that ABI; provenance-rule ones at any)\n"
                           << (r.certified ? "certified: " : "") << r.certification << "\n";
                 for (const auto& d : r.dropped) std::cout << "dropped: " << d << "\n";
               }
@@ -117,6 +119,7 @@ Command register_convert_package(CLI::App& app) {
             o.threads = detail::worker_threads(a->threads);
             o.on_progress = on_progress;
             const auto r = convert_package_to_v1(opened, o);
+            (void)warn_runtime_lines(r.package_dir, package_architecture(r.package_dir), /*content_only=*/false);
             if (a->json) {
               print_json({{"package_dir", r.package_dir.string()},
                           {"schema_version", 1},

@@ -15,6 +15,7 @@
 #include "skippy/package_signature.h"
 #include "skippy/plan.h"
 #include "skippy/policy.h"
+#include "skippy/runtime_lines.h"
 #include "skippy/stage.h"
 #include "skippy/validation_result.h"
 #include "skippy/verify.h"
@@ -313,6 +314,12 @@ int inspect_package(const std::string& ref, bool json) {
   }
   j["active_bytes_per_token"] = cost ? nlohmann::json(cost->active_bytes_per_token()) : nlohmann::json(nullptr);
   tail.push_back({"read per token", cost ? per_token_text(*cost) : "unknown (" + no_cost + ")"});
+  // Which of mesh-llm's runtime lines admit the package, and which split its architecture.
+  const std::string arch(meta->architecture());
+  const auto verdicts = judge_runtime_lines(id, arch);
+  j["runtime_lines"] = runtime_lines_json(verdicts);
+  // (A roster that does not list the architecture is said per line here; writers and plan warn about it.)
+  for (const auto& v : verdicts) tail.push_back({"runtime line", runtime_line_text(v, arch)});
   j["warnings"] = warnings;
   if (json) {
     print_json(j);

@@ -7,7 +7,9 @@
 #include "cmd_plan_time.h"
 #include "plan_report.h"
 #include "skippy/error.h"
+#include "skippy/hf_ref.h"
 #include "skippy/plan.h"
+#include "skippy/runtime_lines.h"
 
 namespace skippy::cli {
 namespace {
@@ -284,6 +286,10 @@ Command register_plan(CLI::App& app) {
             reads.metadata = context_opt->count() > 0;
             reads.tensors = timed.has_value();
             const PlanPackage pkg = plan_package(opened, reads);
+            // A node refuses to split an architecture its line's roster does not list: say so before planning a split.
+            std::string arch = pkg.metadata ? std::string(pkg.metadata->architecture()) : pkg.catalog.architecture;
+            if (arch.empty() && !is_hf_ref(a->ref)) arch = package_architecture(opened.root);
+            if (const auto w = split_roster_warning(arch)) std::cerr << "warning: " << *w << "\n";
             if (timed) return run_time_plan(pkg, *timed);
             if (context_opt->count() > 0) {
               mo.final_stage_needs_embeddings = pkg.final_stage_loads_embeddings(o.stages);

@@ -118,9 +118,22 @@ Command register_select(CLI::App& app) {
                   tensor_list.push_back(
                       {{"name", t.name}, {"artifact_id", t.artifact_id}, {"offset", t.offset}, {"stored_bytes", t.stored_bytes}});
                 }
+                // The message nodes exchange: --admission's own when it was one, else every field this
+                // package and stage determine (the native planner's fields named as not derived).
+                const StageAdmission admission = stage_admission_for(pkg, s, choice);
+                std::optional<StageAdmissionMessage> message;
+                if (choice.admission) message = read_admission_message(a->tensors.admission);
+                nlohmann::json underived = nlohmann::json::array();
+                if (!message) {
+                  message = make_stage_admission_message(cat, admission, chosen);
+                  for (const auto& [field, why] : stage_admission_message_underived()) {
+                    underived.push_back({{"field", field}, {"why", why}});
+                  }
+                }
                 doc.update({{"selected_by", chosen ? "layers" : choice.admission ? "admission" : "tensors"},
-                            {"stage_admission",
-                             nlohmann::json::parse(stage_admission_json(stage_admission_for(pkg, s, choice)))},
+                            {"stage_admission", nlohmann::json::parse(stage_admission_json(admission))},
+                            {"stage_admission_message", nlohmann::json::parse(stage_admission_message_json(*message))},
+                            {"stage_admission_message_underived", underived},
                             {"tensors", tensor_list},
                             {"signed_by", pkg.signature ? nlohmann::json(pkg.signature->owner_id) : nlohmann::json()}});
               }

@@ -10,6 +10,8 @@
 #include "skippy/package_generation.h"
 #include "skippy/package_signature.h"
 #include "skippy/package_validator.h"
+#include "skippy/package.h"
+#include "skippy/runtime_lines.h"
 #include "util/sha256.h"
 #include "skippy/source.h"
 #include "skippy/validation_result.h"
@@ -92,8 +94,20 @@ Command register_validate_package(CLI::App& app) {
                           << a->package << " --owner DIR\n";
               }
             }
+            // Which of mesh-llm's runtime lines admit it: null when its root cannot be read (the problems say why).
+            nlohmann::json lines;
+            std::vector<std::string> line_texts;
+            try {
+              const auto opened = open_local_package(a->package);
+              const auto cat = opened.catalog(CatalogNeed::artifacts());
+              const auto verdicts = judge_runtime_lines(opened.identity(), cat.catalog.architecture);
+              lines = runtime_lines_json(verdicts);
+              for (const auto& v : verdicts) line_texts.push_back(runtime_line_text(v, cat.catalog.architecture));
+            } catch (const Error&) {
+            }
             if (a->json) {
               print_json({{"valid", r.valid},
+                          {"runtime_lines", lines},
                           {"threads", o.threads},
                           {"validation_json", written},
                           {"problems", r.problems},
@@ -107,6 +121,7 @@ Command register_validate_package(CLI::App& app) {
             } else if (r.valid) {
               std::cout << "valid: " << r.artifacts_checked << " artifacts, " << r.tensors_checked
                         << " tensors, " << human_bytes(r.bytes_hashed) << " hashed\n";
+              for (const auto& l : line_texts) std::cout << "  runtime line: " << l << "\n";
             } else {
               std::cerr << "invalid: " << r.problems.size() << " problem(s)\n";
               print_problems(r.problems);

@@ -202,6 +202,10 @@ int run_write_package(const WriteArgs& a) {
     throw Error(ErrorKind::kUsage, "--tag goes with --push");
   }
   w.on_write_start = [&] { say_how_to_finish_on_interrupt(a.out_dir); };
+  // Which mesh-llm lines refuse what was written (its root fields), and which do not split its architecture.
+  w.on_written = [](const WritePackageResult& r) {
+    (void)warn_runtime_lines(r.package_dir, r.architecture, /*content_only=*/true);
+  };
   const auto run = write_and_publish(w);
   if (a.json) {
     print_write_json(run, stream.get());
@@ -241,7 +245,9 @@ Command register_write_package(CLI::App& app) {
       "certifies every tensor against the source:\n"
       "  skippy-model-package write-package ./model.gguf --schema 2 --out-dir pkg-v2/ --model-id org/repo:Q4_K_M \\\n"
       "      --source-revision 0123abc --source-file model.gguf --max-artifact-bytes 4G --native-abi-version 0.1.64\n"
-      "  (a schema 2 package is admitted only by a runtime at exactly its native ABI: restamp-package moves it)\n"
+      "  (mesh-llm upstream and its release admit a schema 2 package only at exactly its native ABI, its fork\n"
+      "  takes the ABI as provenance: restamp-package moves it; a root field a runtime line does not know, such\n"
+      "  as --generation-defaults' request_defaults, is warned about, naming the lines that refuse it)\n"
       "  --layout reference writes every payload part and the carrier byte for byte as mesh-llm's own writer\n"
       "  does (tensors in name order, no padding after the last), at the cost of reading each part back once\n"
       "  to hash it; the default, source, keeps the source's order and hashes as it writes. convert-package\n"

@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
       register_sign_package(app),
       register_convert_package(app),
       register_restamp_package(app),
+      register_catalog_entry(app),
   };
 
   // "--json" before the command belongs to the command: move it behind.

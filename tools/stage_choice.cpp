@@ -33,12 +33,20 @@ std::vector<std::string> tensor_names(const TensorChoice& c) {
 }
 
 StageAdmission read_admission(const std::string& file) {
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) throw_not_found("--admission " + file + ": no such file");
+  if (const auto m = read_admission_message(file)) return m->descriptor;
   return parse_stage_admission(read_small_file(file, 64u << 20), "--admission " + file);
 }
 
 }  // namespace stage_choice_detail
+
+std::optional<StageAdmissionMessage> read_admission_message(const std::string& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) throw_not_found("--admission " + file + ": no such file");
+  const std::string text = read_small_file(file, 64u << 20);
+  // The full message nodes exchange (it has a version), validated by the reference's rules first.
+  if (!is_stage_admission_message(text)) return std::nullopt;
+  return parse_stage_admission_message(text, "--admission " + file);
+}
 
 StageAdmission read_admission_file(const std::string& file) { return stage_choice_detail::read_admission(file); }
 
@@ -77,7 +85,9 @@ void add_tensor_options(CLI::App* cmd, TensorChoice& choice) {
                   "The same, one tensor name a line ('#' lines and blank lines skipped)"));
   path_option(cmd->add_option("--admission", choice.admission,
                   "The stage is the one this stage admission descriptor (JSON, as `select --json` prints under "
-                  "stage_admission) defines: its tensors and sidecars, for this package_id only"));
+                  "stage_admission) defines: its tensors and sidecars, for this package_id only; or the full "
+                  "admission message nodes exchange (its JSON form, with version, plan_id, layer range and "
+                  "profiles), checked by mesh-llm's rules first"));
 }
 
 }  // namespace skippy::cli

@@ -28,6 +28,10 @@ void add_tensor_options(CLI::App* cmd, TensorChoice& choice);
 // A stage admission descriptor file, parsed strictly (not yet checked
 // against a package).
 StageAdmission read_admission_file(const std::string& file);
+// The full admission message (skippy/stage_admission.h
+// StageAdmissionMessage) when FILE holds one, validated by the reference's
+// rules; nullopt when it holds the descriptor alone.
+std::optional<StageAdmissionMessage> read_admission_message(const std::string& file);
 
 // The choice the flags make: the range (--layers), the projector options,
 // the tensor names of --tensors and --tensors-file (read here), the

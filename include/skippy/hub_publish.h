@@ -237,6 +237,55 @@ std::optional<std::string> find_hub_tag(const HubConfig& hub, const std::string&
 TagResult tag_hub_commit(const HubConfig& hub, const std::string& repo, const std::string& commit, const std::string& tag,
                          const std::string& message = {});
 
+// ------------------------------------------------ mesh-llm's package catalog
+
+// Nodes find a package by model name through mesh-llm's catalog, the Hub
+// dataset meshllm/catalog: one JSON file per source repository,
+// entries/<owner>/<name>.json, {"schema_version": 1, "source_repo",
+// "variants": {<variant>: {"source": {repo, file, revision}, "curated":
+// {name, size, description, ...}, "packages": [{"type": "layer-package",
+// "repo", "layer_count", "total_bytes"?}]}}} (its model-resolver's
+// catalog.rs; a variant is the source file's name without .gguf and a
+// -NNNNN-of-NNNNN suffix). A package not in it is found by its exact repo id
+// only, never by model name.
+struct CatalogEntryRequest {
+  std::string source_repo;      // org/name of the source model
+  std::string source_file;      // its .gguf path in that repo (a split source's first shard)
+  std::string source_revision;  // the source commit the package was made from
+  std::string package_repo;     // ns/name (or ns/name@revision, which nodes pass on as hf://ns/name@revision)
+  std::string package_revision;  // recorded beside it (a key the reader ignores); may be empty
+  std::string model_id;         // for the description and the commit title; may be empty
+  uint32_t layer_count = 0;
+  std::optional<uint64_t> total_bytes;
+};
+// entries/<org>/<name>.json for `source_repo`.
+std::string catalog_entry_path(std::string_view source_repo);
+// The variant key the reference's writer gives `source_file`.
+std::string catalog_variant_key(std::string_view source_file);
+// The entry file's text with this package in it: `existing` (the file's
+// current text, nullopt for a new entry) checked by the reader's rules
+// (Error(kInvalidInput) naming `origin` and the field when it would refuse
+// it), the variant added or its package line for this repo replaced (other
+// packages, variants and unknown keys kept), as the reference's writer does.
+// kUsage when the request is incomplete.
+std::string merge_catalog_entry(const std::optional<std::string>& existing, const CatalogEntryRequest& request,
+                                const std::string& origin);
+
+struct CatalogProposal {
+  std::string path;              // entries/<org>/<name>.json
+  std::string content;           // what was committed
+  bool existed = false;          // the dataset's main held an entry for the source already
+  std::string commit;            // the commit made (on refs/pr/N for a pull request)
+  std::string pull_request_url;  // when one was opened
+};
+// Reads the dataset's entry for the source (GET /datasets/{dataset}/resolve/
+// main/{path}; 404: new), merges this package in and commits it
+// (POST /api/datasets/{dataset}/commit/main, NDJSON), as a pull request
+// (?create_pr=1: nodes read main, so it takes effect when merged) unless
+// `pull_request` is false. Needs a token (kUnauthorized).
+CatalogProposal propose_catalog_entry(const HubConfig& hub, const std::string& dataset, const CatalogEntryRequest& request,
+                                      bool pull_request = true);
+
 // ------------------------------------------------ write-package's run
 
 // A package written from any source and, when asked, signed and published in
@@ -275,6 +324,8 @@ struct WriteAndPublishOptions {
   std::function<void(uint64_t total, const std::shared_ptr<DiskBudget>& budget)> on_stream_open;
   std::function<void(uint64_t)> on_stream_bytes;
   std::function<void()> on_write_start;  // the source is open and the push begun: the write starts
+  // The package is written (before it is signed or pushed).
+  std::function<void(const WritePackageResult&)> on_written;
 };
 
 struct WriteAndPublishResult {

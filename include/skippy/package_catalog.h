@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "skippy/abi.h"
 #include "skippy/gguf.h"
 #include "skippy/manifest.h"
 #include "skippy/manifest_v2.h"
@@ -119,12 +120,14 @@ struct CatalogTensor {
   // What the tensor is for a stage, by its name (classify_tensor):
   // embeddings, layer, output, or a global every stage reads.
   TensorRole role = TensorRole::kGlobal;
+  // The id of the tensor whose bytes this one shares, when its reader's
+  // format declares aliases (the reference's TensorStorage::Alias; neither
+  // built-in schema has any: a carrier's tensors each own their extent).
+  // The consumer binds tensors by exact id and never selects, admits or
+  // materializes an alias, as the reference's materialization_tensors
+  // refuses one ("alias materialization is unsupported").
+  std::optional<std::string> alias_of;
 };
-
-// How a package's runtime ABI is judged (skippy/abi.h: check_runtime_abi):
-// schema 1's rule (the runtime's major, a minor no newer than the
-// runtime's), or exactly the runtime's version (schema 2).
-enum class AbiRule { kSameMajorNoNewerMinor, kExact };
 
 // What a package is, whichever its schema: one shape its reader fills from
 // the root (skippy/package.h), the same for every consumer.
@@ -136,7 +139,9 @@ struct PackageIdentity {
   std::string model_id;
   uint32_t layer_count = 0;
   // The runtime ABI the package declares (schema 1's skippy_abi_version,
-  // schema 2's native_abi_version), the field that declares it and its rule.
+  // schema 2's native_abi_version), the field that declares it and its rule
+  // (schema 2's: kExact, the rule of most lines; a runtime line or
+  // --runtime-abi X.Y.Z:provenance may judge it by kProvenance instead).
   std::string abi_version;
   std::string abi_field = "skippy_abi_version";
   AbiRule abi_rule = AbiRule::kSameMajorNoNewerMinor;
@@ -270,6 +275,14 @@ std::optional<WidthTensor> activation_width_tensor(const GgufFile& file, uint32_
 // reference refuses the model. The first such key and why, or nullopt. The
 // carrier reader (build_catalog_v2) and the schema 2 writers refuse it.
 std::optional<std::string> non_finite_float_kv(const GgufFile& f);
+// Every KV rule of the reference's catalog reader (gguf_catalog.rs): a
+// non-finite float (non_finite_float_kv), an array of arrays ("nested GGUF
+// metadata arrays are unsupported"), a string value, scalar or array
+// element, that is not UTF-8. (Duplicate keys, non-UTF-8 keys and tensor
+// names, and bool values other than 0/1 the GGUF reader refuses already.)
+// The first such key and why, or nullopt. The carrier reader
+// (build_catalog_v2) and the schema 2 writers refuse it.
+std::optional<std::string> catalog_kv_refusal(const GgufFile& f);
 
 PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const GgufFile> carrier,
                                 std::string_view origin);

@@ -1,7 +1,8 @@
 // Re-stamping a package schema 2 for another runtime ABI.
 //
-// mesh-llm's runtime admits a schema 2 package only at exactly its root's
-// native_abi_version (skippy/abi.h). The artifacts do not depend on it, so
+// mesh-llm's exact-rule runtimes (upstream, its release) admit a schema 2
+// package only at exactly its root's native_abi_version; the fork's takes it
+// as provenance (skippy/abi.h, skippy/runtime_lines.h). The artifacts do not depend on it, so
 // moving a package to another runtime ABI changes the root alone: its
 // native_abi_version and, recomputed, its package_id. Every artifact stays
 // byte for byte (a Hub commit of the result uploads one small file), the

@@ -182,6 +182,7 @@ struct WritePackageResult {
   std::vector<std::string> details;  // why nothing was declared (for --verbose)
   bool validated = false;          // validate ran and passed
   uint64_t source_bytes_hashed = 0;  // shards hashed by this run (not those already verified)
+  std::string architecture;          // the source's general.architecture
   // Schema 2: the root as written (manifest then holds only model_id and
   // layer_count), its package_id.
   uint32_t schema = 1;

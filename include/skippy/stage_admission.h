@@ -14,6 +14,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,5 +65,75 @@ uint64_t stage_admission_tensor_bytes(const StageAdmission& admission, const Pac
 // once) and `sidecars` (any order) of a schema 2 catalog.
 StageAdmission make_stage_admission(const PackageCatalog& catalog, std::vector<std::string> tensor_names,
                                     std::vector<V2Sidecar> sidecars = {});
+
+// ------------------------------------------------ the admission message
+//
+// What nodes exchange to admit a stage (mesh-llm's skippy-protocol
+// StageAdmissionDescriptor, stage protocol generation 11, descriptor
+// version 1): the descriptor above with the stage's layer range (equal to
+// its load range) and what the reference's native planner (its patched
+// llama.cpp) derives: plan_id ("skippy-plan:v1:" + 64 lowercase hex, a
+// digest of the native semantic plan), execution_contract (its JSON, ""
+// when none) and one profile per guarded execution profile (six identity
+// strings and the activation frontier's imports and exports with their
+// bindings). This tool builds no native graph, so it derives none of those
+// three: a message it emits holds every other field and names them as
+// not derived.
+//
+// JSON form, members in the message's field order:
+//   {"version":1,"package_id":"sha256:..","plan_id":"skippy-plan:v1:..",
+//    "execution_contract":"","layer_start":0,"layer_end":4,
+//    "resident_tensor_ids":[..],"sidecars":[{"kind":"mmproj","artifact_id":"..","name":".."}],
+//    "profiles":[{"profile_id":"decode","graph_identity":"..","profile_identity":"..",
+//      "slice_identity":"..","source_snapshot_identity":"..","graph_configuration_id":"..",
+//      "backend_id":"..","activation_imports":[..],"activation_exports":[..],
+//      "activation_import_bindings":[..],"activation_export_bindings":[..]}]}
+inline constexpr uint32_t kStageAdmissionMessageVersion = 1;
+
+struct StageAdmissionProfile {
+  std::string profile_id, graph_identity, profile_identity, slice_identity, source_snapshot_identity,
+      graph_configuration_id, backend_id;
+  std::vector<std::string> activation_imports, activation_exports, activation_import_bindings, activation_export_bindings;
+  bool operator==(const StageAdmissionProfile&) const = default;
+};
+
+struct StageAdmissionMessage {
+  uint32_t version = kStageAdmissionMessageVersion;
+  StageAdmission descriptor;  // package_id, resident_tensor_ids, sidecars
+  std::optional<std::string> plan_id;             // nullopt: not derived
+  std::optional<std::string> execution_contract;  // nullopt: not derived
+  uint32_t layer_start = 0, layer_end = 0;
+  std::optional<std::vector<StageAdmissionProfile>> profiles;  // nullopt: not derived
+  bool operator==(const StageAdmissionMessage&) const = default;
+};
+
+// Whether `json_text` is the full message (an object with "version") rather
+// than the descriptor alone; false for anything else.
+bool is_stage_admission_message(std::string_view json_text);
+
+// Parses the full message strictly, with the reference's rules in its order
+// (validate_stage_admission_descriptor): version 1; package_id "sha256:" +
+// 64 lowercase hex; plan_id "skippy-plan:v1:" + 64 lowercase hex;
+// layer_start < layer_end; resident_tensor_ids non-empty, each non-empty,
+// strictly sorted; profiles non-empty, strictly sorted by non-empty
+// profile_id, every identity non-empty, imports/exports and their bindings
+// non-empty, unique within each list and paired one to one; sidecars of a
+// known kind ("mmproj", or the enum's 1) with an artifact_id, strictly
+// sorted. Error(kInvalidInput) "<origin>: <field>: <problem>".
+StageAdmissionMessage parse_stage_admission_message(std::string_view json_text, std::string_view origin);
+
+// The message as compact JSON in the field order above; a field not derived
+// is null.
+std::string stage_admission_message_json(const StageAdmissionMessage& message);
+
+// The message for a stage of `range` (nullopt: chosen by tensors; the range
+// is then the layers its blk.N tensors span) holding `admission`: every
+// field the package and the stage determine; plan_id, execution_contract and
+// profiles not derived.
+StageAdmissionMessage make_stage_admission_message(const PackageCatalog& catalog, const StageAdmission& admission,
+                                                   std::optional<LayerRange> range);
+
+// The fields make_stage_admission_message leaves underived, each with why.
+std::vector<std::pair<std::string, std::string>> stage_admission_message_underived();
 
 }  // namespace skippy

@@ -22,15 +22,35 @@ namespace fs = std::filesystem;
 
 
 
-// The layers of the NextN/MTP block: those holding a blk.N.nextn.* tensor.
-std::set<uint32_t> nextn_block_layers(const PackageCatalog& cat) {
-  std::set<uint32_t> out;
+// The NextN/MTP block: the layers holding a blk.N.nextn.* tensor, where the
+// trunk ends when they are the model's last layers (llama.cpp's n_layer() is
+// block_count - nextn_predict_layers), and whether the block embeds with the
+// model's token_embd (no blk.N.nextn.embed_tokens of its own).
+struct NextnBlock {
+  std::set<uint32_t> layers;
+  uint32_t trunk_end = 0;
+  bool embeds_with_token_embd = false;
+};
+
+NextnBlock nextn_block(const PackageCatalog& cat) {
+  NextnBlock b;
+  std::set<uint32_t> own_embeddings;
   for (const auto& t : cat.tensors) {
     if (!t.layer) continue;
     const std::string prefix = "blk." + std::to_string(*t.layer) + ".nextn.";
-    if (t.name.starts_with(prefix)) out.insert(*t.layer);
+    if (!t.name.starts_with(prefix)) continue;
+    b.layers.insert(*t.layer);
+    if (t.name == prefix + "embed_tokens.weight") own_embeddings.insert(*t.layer);
   }
-  return out;
+  b.trunk_end = cat.layer_count;
+  if (b.layers.empty()) return b;
+  // Only a block at the end has a trunk before it.
+  const auto n = static_cast<uint32_t>(b.layers.size());
+  if (n < cat.layer_count && *b.layers.begin() == cat.layer_count - n && *b.layers.rbegin() == cat.layer_count - 1) {
+    b.trunk_end = cat.layer_count - n;
+  }
+  b.embeds_with_token_embd = own_embeddings.size() != b.layers.size();
+  return b;
 }
 
 enum class StageNeed { kNo, kEveryStage, kInput, kOutput, kTiedOutput, kLayer };
@@ -60,6 +80,11 @@ StageSelection assemble_stage(const PackageCatalog& cat, const std::vector<std::
   std::map<uint32_t, StagePart> by_part;
   for (const auto& [ti, reason] : chosen) {
     const CatalogTensor& t = cat.tensors[ti];
+    if (t.alias_of) {
+      throw_invalid(cat.model_id + ": tensor '" + t.name + "' (" + reason + ") aliases '" + *t.alias_of +
+                    "', and alias materialization is unsupported (a stage binds tensors by exact id, each owning its "
+                    "bytes)");
+    }
     const CatalogArtifact& a = cat.artifact_of(t);
     s.tensors.push_back({t.name, a.id, t.offset, t.stored_bytes});
     if (t.artifact == cat.carrier) {  // schema 1: shared/metadata.gguf holds the global tensors
@@ -142,32 +167,52 @@ StageSelection select_stage(const PackageCatalog& cat, LayerRange range, bool ar
   check_stage_range(who, range, cat.layer_count);
   if (cat.selects_whole_parts) return select_whole_parts(cat, range, who, artifacts_only);
   const bool tied = cat.find_tensor("output.weight") == nullptr;
-  const std::set<uint32_t> nextn = nextn_block_layers(cat);
-  const bool owns_output = range.end == cat.layer_count;
+  const NextnBlock block = nextn_block(cat);
+  // The terminal stage: its range ends at layer_count, or at the trunk, where
+  // the reference's newest planner ends it (its native ranges cover the layers
+  // before the NextN block). Either way it holds the output and the block.
+  const bool terminal = range.end == cat.layer_count || (!block.layers.empty() && range.end == block.trunk_end);
+  const LayerRange reads_as = terminal ? LayerRange{range.start, cat.layer_count} : range;
   std::vector<std::pair<size_t, std::string>> chosen;
   bool tied_embeddings = false;
+  bool mtp_embeddings = false;
   for (size_t i = 0; i < cat.tensors.size(); ++i) {
     const CatalogTensor& t = cat.tensors[i];
-    if (t.layer && nextn.contains(*t.layer)) {
-      // The reference's runtime loads the NextN/MTP block (load_mtp) only
-      // on the stage that owns the output: whichever ranges hold its layers.
-      if (owns_output) chosen.emplace_back(i, "the NextN/MTP block: only the final stage holds it");
+    if (t.layer && block.layers.contains(*t.layer)) {
+      // Resident on the terminal stage whether or not it drafts: the
+      // reference adds every parameter its MTP graph reaches to that stage.
+      if (terminal) chosen.emplace_back(i, "the NextN/MTP block: the terminal stage holds it");
       continue;
     }
     // A blk.N name always has t.layer; the tied output reads only token_embd.weight.
     const TensorRole role = t.layer ? TensorRole::kLayer : classify_tensor(t.name).role;
     const bool owns_input = range.start == 0;
-    const auto why = stage_reads(role, t.layer.value_or(0), range, cat.layer_count,
-                                 tied && t.name == "token_embd.weight");
+    auto why = stage_reads(role, t.layer.value_or(0), reads_as, cat.layer_count, tied && t.name == "token_embd.weight");
+    if (!why && terminal && block.embeds_with_token_embd && t.name == "token_embd.weight") {
+      why = "the NextN/MTP block embeds the drafted token with the model's token embeddings";
+      mtp_embeddings = true;
+    }
     if (!why) continue;
     chosen.emplace_back(i, std::string(*why));
-    if (role == TensorRole::kEmbeddings && !owns_input) tied_embeddings = true;
+    if (role == TensorRole::kEmbeddings && !owns_input && !mtp_embeddings) tied_embeddings = true;
   }
   StageSelection s = assemble_stage(cat, chosen);
   s.range = range;
   if (tied_embeddings) {
     s.notes.push_back("final stage also reads token_embd.weight: the model's output projection is tied to its token "
                       "embeddings");
+  }
+  if (mtp_embeddings) {
+    s.notes.push_back("terminal stage also reads token_embd.weight: its NextN/MTP block has no nextn.embed_tokens and "
+                      "embeds the drafted token with the model's");
+  }
+  if (!block.layers.empty() && range.end == block.trunk_end && range.end != cat.layer_count) {
+    s.notes.push_back("the range ends at the trunk (layer " + std::to_string(block.trunk_end) +
+                      "): the terminal stage, holding the NextN/MTP block's layers as the reference's planner does");
+  }
+  if (!block.layers.empty() && range.start >= block.trunk_end && block.trunk_end != cat.layer_count) {
+    s.notes.push_back("the range holds only the NextN/MTP block: the reference's newest planner ends the terminal stage "
+                      "at the trunk (layer " + std::to_string(block.trunk_end) + ") and plans no stage past it");
   }
   return s;
 }
@@ -215,10 +260,16 @@ StageSelection open_stage(const OpenedCatalog& pkg, LayerRange range, const Sele
 StageSelection select_stage_tensors(const PackageCatalog& cat, const std::vector<std::string>& names) {
   std::set<std::string> seen;
   std::set<size_t> wanted;
-  for (const auto& n : names) {
+  for (size_t k = 0; k < names.size(); ++k) {
+    const auto& n = names[k];
+    // Bound by exact id (a tensor's id is its name): nothing is trimmed or guessed.
+    if (n.empty()) throw_invalid(cat.model_id + ": tensor id at index " + std::to_string(k) + " is empty");
     if (!seen.insert(n).second) throw_invalid(cat.model_id + ": tensor '" + n + "' is named more than once");
     const auto it = cat.tensor_index.find(n);
-    if (it == cat.tensor_index.end()) throw_invalid(cat.model_id + ": tensor '" + n + "' is not in the package's catalog");
+    if (it == cat.tensor_index.end()) {
+      throw_invalid(cat.model_id + ": tensor '" + n + "' is not in the package's catalog (unknown tensor id: ids are "
+                    "exact, and no name selects another tensor)");
+    }
     wanted.insert(it->second);
   }
   std::vector<std::pair<size_t, std::string>> chosen;

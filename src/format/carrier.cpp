@@ -150,6 +150,36 @@ std::optional<std::string> non_finite_float_kv(const GgufFile& f) {
   return std::nullopt;
 }
 
+std::optional<std::string> catalog_kv_refusal(const GgufFile& f) {
+  if (auto bad = non_finite_float_kv(f)) return bad;
+  for (const auto& kv : f.kvs()) {
+    const GgufType t = kv.value.type();
+    if (t == GgufType::kString) {
+      const auto v = kv.value.as_string();
+      if (v && !is_valid_utf8(*v)) return std::string(kv.key) + " is a string that is not valid UTF-8";
+      continue;
+    }
+    if (t != GgufType::kArray) continue;
+    const GgufType et = kv.value.array_type();
+    if (et == GgufType::kArray) return std::string(kv.key) + " is an array of arrays (nested arrays have no catalog form)";
+    if (et != GgufType::kString) continue;
+    // Walked in place (a vocabulary holds 10^5 strings; the reader checked every length).
+    const auto enc = kv.value.encoded();
+    size_t at = 4 + 8;  // element type, count
+    const uint64_t n = kv.value.array_size();
+    for (uint64_t i = 0; i < n && at + 8 <= enc.size(); ++i) {
+      uint64_t len = 0;
+      std::memcpy(&len, enc.data() + at, 8);
+      at += 8;
+      if (len > enc.size() - at) break;
+      const std::string_view item(reinterpret_cast<const char*>(enc.data() + at), static_cast<size_t>(len));
+      at += static_cast<size_t>(len);
+      if (!is_valid_utf8(item)) return std::string(kv.key) + "[" + std::to_string(i) + "] is a string that is not valid UTF-8";
+    }
+  }
+  return std::nullopt;
+}
+
 bool catalog_skips_tensor(std::span<const int64_t> ne) noexcept {
   return std::find(ne.begin(), ne.end(), int64_t{0}) != ne.end();
 }
@@ -213,9 +243,10 @@ PackageCatalog catalog_artifacts_v2(const PackageRootV2& root, std::string_view 
 PackageCatalog build_catalog_v2(const PackageRootV2& root, std::shared_ptr<const GgufFile> carrier_file,
                                 std::string_view origin) {
   const GgufFile& f = *carrier_file;
-  if (const auto bad = non_finite_float_kv(f)) {
+  if (const auto bad = catalog_kv_refusal(f)) {
     carrier_fail(origin, "the metadata carrier " + root.source_model.metadata_artifact_id + ": " + *bad +
-                             "; package schema 2 metadata must be finite (its KVs have a JSON form)");
+                             "; package schema 2 metadata must have a JSON form (finite numbers, UTF-8 strings, "
+                             "arrays of scalars: the reference's catalog refuses anything else)");
   }
   PackageCatalog cat = catalog_artifacts_v2(root, origin);
   for (auto& a : cat.artifacts) a.tensors_listed = true;

@@ -9,6 +9,7 @@
 #include "format/schema2/reader.h"
 #include "skippy/error.h"
 #include "skippy/gguf.h"
+#include "skippy/runtime_lines.h"
 #include "util/file.h"
 #include "util/sha256.h"
 
@@ -109,8 +110,22 @@ std::optional<WidthTensor> activation_width_tensor(const GgufFile& file, uint32_
   return std::nullopt;
 }
 
-void check_runtime_abi(const PackageIdentity& identity, AbiVersion runtime, std::string_view package_ref) {
-  check_runtime_abi(identity.schema_version, identity.abi_version, runtime, package_ref);
+void check_runtime_abi(const PackageIdentity& identity, const RuntimeAbi& runtime, std::string_view package_ref) {
+  if (runtime.line != nullptr) {
+    const auto verdict = judge_runtime_line(*runtime.line, identity, "");
+    if (verdict.abi_refused && verdict.refusals.size() == 1) {
+      // Only the ABI: the generic message carries the restamp command.
+      check_runtime_abi(identity.schema_version, identity.abi_version, runtime.version, package_ref, runtime.rule);
+    }
+    if (!verdict.admits()) {
+      std::string why;
+      for (const auto& r : verdict.refusals) why += (why.empty() ? "" : "; ") + r;
+      throw Error(ErrorKind::kInvalidInput, std::string(package_ref) + ": mesh-llm " + std::string(runtime.line->label) +
+                                                " " + why + " (" + std::string(runtime.line->fields_source) + ")");
+    }
+    return;
+  }
+  check_runtime_abi(identity.schema_version, identity.abi_version, runtime.version, package_ref, runtime.rule);
 }
 
 DeclaredWording declared_wording(const OpenedPlace& place) {

@@ -3,20 +3,25 @@
 #include <string>
 
 #include "skippy/abi.h"
+#include "skippy/runtime_lines.h"
 #include "util/env.h"
 #include "skippy/error.h"
 
 namespace skippy {
 
 std::optional<std::string> runtime_abi_refusal(uint32_t schema_version, std::string_view package_abi,
-                                               AbiVersion runtime) {
+                                               AbiVersion runtime, AbiRule rule) {
   const std::string rt = format_abi_version(runtime);
   const std::string declared = "\"" + std::string(package_abi) + "\"";
   if (schema_version >= 2) {
+    // The fork's loader: the producer's ABI is provenance, never refused.
+    if (rule == AbiRule::kProvenance) return std::nullopt;
     // mesh-llm compares the strings: "0.1.064" is not "0.1.64".
     if (package_abi == rt) return std::nullopt;
     return "package schema 2 declares native ABI " + declared + ", the runtime's ABI is " + rt +
-           " (a schema 2 package is admitted only at exactly its runtime's ABI)";
+           " (by the exact rule, mesh-llm upstream's and its release's, a schema 2 package is admitted only at "
+           "exactly its runtime's ABI; its fork's newest loader takes the ABI as provenance: --runtime-abi " +
+           rt + ":provenance)";
   }
   const auto v = parse_abi_version(package_abi);
   if (v && abi_compatible(*v, runtime)) return std::nullopt;
@@ -25,8 +30,8 @@ std::optional<std::string> runtime_abi_refusal(uint32_t schema_version, std::str
 }
 
 void check_runtime_abi(uint32_t schema_version, std::string_view package_abi, AbiVersion runtime,
-                       std::string_view package_ref) {
-  const auto why = runtime_abi_refusal(schema_version, package_abi, runtime);
+                       std::string_view package_ref, AbiRule rule) {
+  const auto why = runtime_abi_refusal(schema_version, package_abi, runtime, rule);
   if (!why) return;
   const std::string rt = format_abi_version(runtime);
   const std::string ref(package_ref);
@@ -57,17 +62,45 @@ std::string native_abi_version_to_write(std::string_view requested) {
   return format_abi_version(*v);
 }
 
-std::optional<AbiVersion> runtime_abi_from(const std::optional<std::string>& flag) {
-  if (flag && !flag->empty()) {
-    const auto v = parse_abi_version(*flag);
-    if (!v) throw Error(ErrorKind::kUsage, "--runtime-abi: \"" + *flag + "\" is not MAJOR.MINOR.PATCH (e.g. 0.1.64)");
-    return v;
+namespace {
+
+// One --runtime-abi / SKIPPY_RUNTIME_ABI value (runtime_abi_from's forms);
+// `what` names where it came from in the error.
+RuntimeAbi parse_runtime_abi(const std::string& text, const std::string& what) {
+  if (const RuntimeLine* line = find_runtime_line(text)) {
+    return {*parse_abi_version(line->abi), line->abi_rule, line};
   }
+  std::string version = text;
+  AbiRule rule = AbiRule::kExact;
+  if (const auto colon = text.find(':'); colon != std::string::npos) {
+    version = text.substr(0, colon);
+    const std::string r = text.substr(colon + 1);
+    if (r == "exact") {
+      rule = AbiRule::kExact;
+    } else if (r == "provenance") {
+      rule = AbiRule::kProvenance;
+    } else {
+      throw Error(ErrorKind::kUsage, what + "=\"" + text + "\": the rule after ':' is exact or provenance, not \"" + r + "\"");
+    }
+  }
+  const auto v = parse_abi_version(version);
+  if (!v) {
+    std::string lines;
+    for (const auto& l : runtime_lines()) lines += (lines.empty() ? "" : ", ") + std::string(l.id);
+    throw Error(ErrorKind::kUsage, what + "=\"" + text +
+                                       "\" is not MAJOR.MINOR.PATCH[:exact|:provenance] (e.g. 0.1.64) nor a runtime line (" +
+                                       lines + ")");
+  }
+  return {*v, rule, nullptr};
+}
+
+}  // namespace
+
+std::optional<RuntimeAbi> runtime_abi_from(const std::optional<std::string>& flag) {
+  if (flag && !flag->empty()) return parse_runtime_abi(*flag, "--runtime-abi");
   const auto e = env::runtime_abi();
   if (!e) return std::nullopt;
-  const auto v = parse_abi_version(*e);
-  if (!v) throw Error(ErrorKind::kUsage, "SKIPPY_RUNTIME_ABI=\"" + *e + "\" is not MAJOR.MINOR.PATCH (e.g. 0.1.64)");
-  return v;
+  return parse_runtime_abi(*e, "SKIPPY_RUNTIME_ABI");
 }
 
 }  // namespace skippy

@@ -153,12 +153,18 @@ void check_stage_admission(const StageAdmission& a, const PackageCatalog& cat, s
   }
   for (size_t i = 0; i < a.resident_tensor_ids.size(); ++i) {
     const auto& id = a.resident_tensor_ids[i];
+    if (id.empty()) throw_invalid(who + ": " + index_path("resident_tensor_ids", i) + ": tensor id is empty");
     if (i > 0 && !(a.resident_tensor_ids[i - 1] < id)) {
       throw_invalid(who + ": " + index_path("resident_tensor_ids", i) + ": tensor ids are not strictly sorted");
     }
-    if (cat.find_tensor(id) == nullptr) {
+    const CatalogTensor* t = cat.find_tensor(id);
+    if (t == nullptr) {
       throw_invalid(who + ": " + index_path("resident_tensor_ids", i) + ": unknown tensor " + quote(id) +
                     " (not in the package's tensor catalog)");
+    }
+    if (t->alias_of) {
+      throw_invalid(who + ": " + index_path("resident_tensor_ids", i) + ": tensor " + quote(id) + " aliases " +
+                    quote(*t->alias_of) + "; a stage admits only tensors that own their bytes");
     }
   }
   const auto& declared = cat.sidecars;

@@ -123,6 +123,8 @@ Redirect follow_location(const std::string& from, const std::string& location);
 // may share the Hub's origin, and S3-style storage refuses a presigned URL
 // that also carries Authorization.
 bool is_hub_api_url(const std::string& endpoint, const std::string& url);
+// An absolute http(s) URL (what a server may hand back for us to follow).
+inline bool is_http_url(std::string_view u) { return u.starts_with("http://") || u.starts_with("https://"); }
 // Percent-encodes every byte outside [A-Za-z0-9-._~] (and '/' when keep_slash).
 std::string url_encode(std::string_view s, bool keep_slash);
 

@@ -15,8 +15,6 @@ using nlohmann::json;
 
 constexpr size_t kMaxParts = 10'000;  // S3's multipart limit
 
-bool is_http_url(const std::string& u) { return u.starts_with("http://") || u.starts_with("https://"); }
-
 bool header_name_ok(const std::string& k) {
   if (k.empty() || k.size() > 256) return false;
   return std::all_of(k.begin(), k.end(), [](char c) {

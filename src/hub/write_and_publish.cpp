@@ -179,6 +179,7 @@ WriteAndPublishResult write_and_publish(const WriteAndPublishOptions& opt) {
     throw;
   }
   const auto& r = *result.written;
+  if (opt.on_written) opt.on_written(r);
   // Signed once the package is finished (the sidecar covers validation.json too).
   if (!opt.sign_owner.empty()) result.signature = sign_package(r.package_dir, opt.sign_owner);
   if (pub) {

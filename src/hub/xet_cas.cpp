@@ -20,8 +20,6 @@ int64_t now_secs() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-bool is_http_url(const std::string& u) { return u.starts_with("http://") || u.starts_with("https://"); }
-
 std::string strip_slash(std::string u) {
   while (!u.empty() && u.back() == '/') u.pop_back();
   return u;

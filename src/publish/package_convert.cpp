@@ -427,7 +427,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     if (!root.generation) root.generation.emplace();
     root.generation->request_defaults = o.request_defaults;
   }
-  if (const auto bad = non_finite_float_kv(*meta)) throw_invalid(o.package_dir.string() + ": " + *bad + " (schema 2 metadata must be finite)");
+  if (const auto bad = catalog_kv_refusal(*meta)) throw_invalid(o.package_dir.string() + ": " + *bad + " (schema 2 metadata must have a JSON form)");
   const auto publisher = detail::plan_publisher_metadata(o.publisher_metadata, root.source_model.repo,
                                                          root.source_model.revision, *meta);
   for (const auto& f : publisher.files) {

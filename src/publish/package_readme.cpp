@@ -106,8 +106,12 @@ std::string package_readme_v2(const PackageRootV2& root, const std::string& mani
   o << "- Generator: skippy-model-package " << root.generator_version << "\n";
   o << "\n## Native ABI\n\n";
   o << "Native ABI `" << root.native_abi_version
-    << "`: mesh-llm's runtime admits this package only when its own skippy ABI is exactly this version. For "
-       "another runtime, re-stamp a copy (only `model-package.json` changes, every artifact stays):\n\n";
+    << "`. mesh-llm's runtime lines judge it by two rules. Exact: upstream "
+       "(`crates/skippy-api/src/package.rs@822f7e91`) and the release v0.76.1 admit this package only when "
+       "their own skippy ABI is exactly this version. Provenance: the fork's newest loader "
+       "(`marlucool/mesh-llm` `package.rs@d39f791d`) records the declared ABI as who wrote the package and "
+       "never refuses it. For an exact-rule runtime at another ABI, re-stamp a copy (only "
+       "`model-package.json` changes, every artifact stays):\n\n";
   o << "```\nskippy-model-package restamp-package <this package> --native-abi-version X.Y.Z\n```\n";
   o << "\n## Files\n\n| artifact | path | bytes | SHA-256 |\n|---|---|---|---|\n";
   for (const auto& a : root.artifacts) o << "| `" << a.id << "` | `" << a.path << "` | " << a.byte_size << " | `" << a.sha256 << "` |\n";

@@ -29,8 +29,8 @@ std::string package_readme(const PackageManifest& m, const std::string& manifest
                            const std::vector<std::string>& notes, const std::optional<ReadmeValidation>& validation);
 
 // The model card of a package schema 2 (README.md beside model-package.json):
-// identity (model, package_id, source), the native ABI and its exact-match
-// rule, layers, every artifact with its size and SHA-256, sidecars,
+// identity (model, package_id, source), the native ABI and the two rules
+// mesh-llm's lines judge it by (exact, provenance), layers, every artifact with its size and SHA-256, sidecars,
 // publisher files, request defaults, and how to validate. `validated`: the
 // writer certified it against the source. The card ends with
 // kReadmeV2Marker, so restamp-package knows the card is ours to rewrite.

@@ -503,6 +503,7 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
 
   const std::string manifest_text = serialize_manifest(m);
   WritePackageResult r;
+  r.architecture = std::string(model.architecture());
   r.validated = validation.has_value();
   r.source_bytes_hashed = source_hashed;
   r.package_dir = opt.out_dir;

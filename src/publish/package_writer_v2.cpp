@@ -208,8 +208,10 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   // Payload parts (reference part_writer): every source KV but split.*,
   // general.alignment present, the part's tensors at the source alignment.
   const GgufFile& primary = model.primary();
-  if (const auto bad = non_finite_float_kv(primary)) {
-    throw_invalid(primary.name() + ": " + *bad + "; package schema 2 carries the source's KVs, which must be finite");
+  if (const auto bad = catalog_kv_refusal(primary)) {
+    throw_invalid(primary.name() + ": " + *bad +
+                  "; package schema 2 carries the source's KVs, which must have a JSON form (the reference's catalog "
+                  "refuses anything else)");
   }
   std::vector<GgufWriter> writers;
   for (const auto& p : parts) {
@@ -398,6 +400,7 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   auto parsed = std::make_shared<const GgufFile>(GgufFile::parse(carrier, "shared/metadata.gguf", lim));
   const auto catalog = build_catalog_v2(root, parsed, opt.out_dir.string());
   WritePackageResult r;
+  r.architecture = std::string(model.architecture());
   if (opt.validate) {
     try {
       if (cert) {

@@ -100,6 +100,11 @@
 //       | {key:"deletedFile",value:{path}} -> {success,commitOid,commitUrl,hookOutput}
 //       412 "A commit has happened since..." when parentCommit is not the head;
 //       422 for an lfsFile never uploaded; 400 for a regular file that must be LFS.
+//       ?create_pr=1: the commit goes to a new refs/pr/N on the branch head (the
+//       branch stays) and the answer adds pullRequestUrl .../discussions/N.
+//   Datasets (the repo "datasets/{ns}/{name}", published through the admin API
+//   under that id): POST /api/datasets/{ns}/{name}/commit/{branch}[?create_pr=1]
+//       as above, and GET|HEAD /datasets/{ns}/{name}/resolve/{rev}/{path}.
 //   POST /api/models/{ns}/{name}/branch/{branch} {startingPoint?} (409 when it exists)
 //   POST /api/models/{ns}/{name}/tag/{rev} {tag, message?} -> {} (HfApi.create_tag; 409
 //       when the tag exists, 404 RevisionNotFound; the tag then resolves like a branch)
@@ -367,7 +372,7 @@ function treeOids(files) {
 
 async function publish(body) {
   const repoId = body.repo;
-  if (typeof repoId !== "string" || !/^[^/\s]+\/[^/\s]+$/.test(repoId)) throw new Error("repo must be ns/name");
+  if (typeof repoId !== "string" || !/^(datasets\/)?[^/\s]+\/[^/\s]+$/.test(repoId)) throw new Error("repo must be ns/name or datasets/ns/name");
   if (typeof body.dir !== "string" || !path.isAbsolute(body.dir)) throw new Error("dir must be an absolute path");
   const branch = body.branch ?? "main";
   const tags = body.tags ?? [];
@@ -1000,7 +1005,10 @@ function parsePathsInfoBody(text, contentType) {
 
 async function handleApi(ctx, segs, url) {
   const { req } = ctx;
-  // segs: ["models", ns, name, ...]
+  // segs: ["models", ns, name, ...]; a dataset ("datasets", ns, name) takes commits only
+  if (segs[0] === "datasets" && segs.length >= 4 && segs[3] === "commit" && req.method === "POST") {
+    return handleCommit(ctx, `datasets/${safeDecode(segs[1])}/${safeDecode(segs[2])}`, segs.slice(4));
+  }
   if (segs[0] !== "models" || segs.length < 3) return hubError(ctx, 404, null, "Not Found");
   const repoId = `${safeDecode(segs[1])}/${safeDecode(segs[2])}`;
   const op = segs[3];
@@ -1653,6 +1661,24 @@ async function handleCommit(ctx, repoId, rest) {
     }
   }
   const message = header.summary + (header.description ? `\n\n${header.description}` : "");
+  const createPr = ["1", "true"].includes(ctx.url.searchParams.get("create_pr") ?? "");
+  if (createPr) {
+    // The commit goes to a new refs/pr/N on top of the branch head (as the
+    // Hub opens a pull request); the branch does not move.
+    repo.prs = repo.prs ?? [];
+    const num = repo.prs.length + 1;
+    const ref = `refs/pr/${num}`;
+    const commit = makeCommit(repo, ref, head, files, message);
+    commit.title = header.summary;
+    repo.prs.push({ num, ref, title: header.summary, description: header.description ?? "", commit: commit.id, base: branch });
+    return sendJson(ctx, 200, {
+      success: true,
+      commitOid: commit.id,
+      commitUrl: `${ctx.endpoint}/${repoId}/commit/${commit.id}`,
+      pullRequestUrl: `${ctx.endpoint}/${repoId}/discussions/${num}`,
+      hookOutput: "",
+    });
+  }
   const commit = makeCommit(repo, branch, head, files, message);
   commit.title = header.summary;
   return sendJson(ctx, 200, {
@@ -1728,7 +1754,7 @@ async function handleAdmin(req, res, url) {
         for (const [id, r] of repos) {
           out[id] = {
             branches: Object.fromEntries(r.branches), tags: Object.fromEntries(r.tags), gated: r.gated, private: r.private,
-            xet_enabled: r.xetEnabled, lfs: [...r.lfs],
+            xet_enabled: r.xetEnabled, lfs: [...r.lfs], prs: r.prs ?? [],
           };
         }
         return reply(200, out);
@@ -1901,6 +1927,10 @@ async function hubHandler(req, res, endpoint) {
     const repoId = `${safeDecode(segs[0])}/${safeDecode(segs[1]).slice(0, -4)}`;
     if (req.method === "POST" && segs[5] === "batch") return handleLfsBatch(ctx, repoId);
     if (req.method === "POST" && segs[5] === "verify") return handleLfsVerify(ctx, repoId);
+  }
+  // /datasets/{ns}/{name}/resolve/{rev}/{path...} (a dataset is the repo "datasets/{ns}/{name}")
+  if (segs[0] === "datasets" && segs.length >= 5 && segs[3] === "resolve") {
+    return handleResolve(ctx, `datasets/${safeDecode(segs[1])}/${safeDecode(segs[2])}`, segs.slice(4));
   }
   // /{ns}/{name}/resolve/{rev}/{path...}
   if (segs.length >= 4 && segs[2] === "resolve") {

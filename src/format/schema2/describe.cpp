@@ -4,6 +4,7 @@
 
 #include "skippy/abi.h"
 #include "skippy/error.h"
+#include "skippy/runtime_lines.h"
 
 namespace skippy::schema2 {
 namespace {
@@ -47,6 +48,14 @@ PackageDescription describe_root(const PackageRootV2& root, const OpenedPlace& p
   }
   const auto& sm = root.source_model;
   auto opt = [](const std::optional<std::string>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  nlohmann::json abi_rules = nlohmann::json::object();
+  std::string exact, provenance;
+  for (const auto& l : runtime_lines()) {
+    abi_rules[std::string(l.id)] = std::string(abi_rule_name(l.abi_rule));
+    auto& list = l.abi_rule == AbiRule::kProvenance ? provenance : exact;
+    list += (list.empty() ? "" : ", ") + std::string(l.label);
+  }
+  const std::string rules_text = "exact ABI for " + exact + ", provenance for " + provenance;
   r.title = "layer package, schema 2";
   r.tensor_count = cat.tensors.size();
   r.artifacts = cat.artifacts.size();
@@ -55,8 +64,8 @@ PackageDescription describe_root(const PackageRootV2& root, const OpenedPlace& p
               {"package_id", cat.package_id},
               {"format", root.format},
               {"native_abi_version", root.native_abi_version},
-              // mesh-llm's rule: admitted only by a runtime at exactly this ABI.
-              {"abi", {{"declared", root.native_abi_version}, {"rule", "exact"}, {"writer_default", format_abi_version(kDefaultNativeAbiV2)}}},
+              // Each mesh-llm line's rule for it (skippy/runtime_lines.h).
+              {"abi", {{"declared", root.native_abi_version}, {"rules", abi_rules}, {"writer_default", format_abi_version(kDefaultNativeAbiV2)}}},
               {"generator_version", root.generator_version},
               {"source_model", {{"sha256", sm.sha256}, {"repo", opt(sm.repo)}, {"revision", opt(sm.revision)},
                                 {"primary_file", opt(sm.primary_file)}, {"files", sm.files.size()},
@@ -68,8 +77,8 @@ PackageDescription describe_root(const PackageRootV2& root, const OpenedPlace& p
               {"publisher_defaults", root_member_json(root, "publisher_defaults", nullptr)},
               {"commit", place.commit ? nlohmann::json(*place.commit) : nlohmann::json()}};
   r.head.push_back({"package id", cat.package_id});
-  r.abi = {"native ABI", root.native_abi_version + " (generator " + root.generator_version +
-                             "; admitted only by a runtime at exactly this ABI, restamp-package moves it; writers' default " +
+  r.abi = {"native ABI", root.native_abi_version + " (generator " + root.generator_version + "; " + rules_text +
+                             ": runtime lines below; restamp-package moves it; writers' default " +
                              format_abi_version(kDefaultNativeAbiV2) + ")"};
   for (const auto& sc : root.sidecars) r.tail.push_back({"sidecar", sc.kind + " " + sc.artifact_id});
   for (const auto& l : request_defaults_lines(cat.request_defaults_document)) r.tail.push_back({"request defaults", l});
