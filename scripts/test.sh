@@ -38,7 +38,7 @@ skip=()
 if [ "$build" != build ]; then
   skip_re='^(Docs|Layering)\.'
   if [ "${1:-}" = "--tsan" ]; then
-    skip_re='^(Docs|Layering|XetChunkCodec|XetXorb|XetBlake3|XetChunker|XetHash|XetFileHasher|XetHuggingfaceJs|XetOracle|XetShard|GgufHostile|GgufReader|GgufWriter|GgmlTypes|Manifest[A-Za-z]*|Policy[A-Za-z]*|Speculative[A-Za-z]*|Operator[A-Za-z]*|Ngram[A-Za-z]*|Composite|GenerationInference[A-Za-z]*|GenerationProfileEvidence|Base64|TensorRoles|HfRef|ErrorMessages|V2Root|V2Generation|DecodeCost|CacheShape|PlanByteSize|RangeRecord)\.'
+    skip_re='^(Docs|Layering|XetChunkCodec|XetXorb|XetBlake3|XetChunker|XetHash|XetFileHasher|XetHuggingfaceJs|XetOracle|XetShard|GgufHostile|GgufReader|GgufWriter|GgmlTypes|Manifest[A-Za-z]*|Policy[A-Za-z]*|Speculative[A-Za-z]*|Operator[A-Za-z]*|Ngram[A-Za-z]*|Composite|GenerationInference[A-Za-z]*|GenerationProfileEvidence|Base64|TensorRoles|HfRef|ErrorMessages|V2Root|V2Generation|DecodeCost|CacheShape|PlanByteSize|RangeRecord|RuntimeLines[A-Za-z]*|AdmissionMessage|BindById|NextnResidency[A-Za-z]*|CatalogEntry)\.'
   fi
   skip=(-E "$skip_re")
 fi
