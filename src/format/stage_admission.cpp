@@ -1,5 +1,6 @@
 // Package schema 2 stage admission descriptors (see skippy/stage_admission.h).
 #include "format/json_output.h"
+#include "format/stage_admission_json.h"
 #include "skippy/stage_admission.h"
 
 #include <algorithm>
@@ -115,9 +116,7 @@ StageAdmission parse_stage_admission(std::string_view json_text, std::string_vie
   return a;
 }
 
-std::string stage_admission_json(const StageAdmission& a) {
-  // nlohmann's compact dump escapes as serde_json does (\" \\ \b \f \n \r
-  // \t, other controls \u00xx lowercase, UTF-8 and '/' as they are).
+nlohmann::ordered_json detail::admission_sidecars_json(const StageAdmission& a) {
   nlohmann::ordered_json sidecars = nlohmann::ordered_json::array();
   for (const auto& s : a.sidecars) {
     nlohmann::ordered_json o;
@@ -126,10 +125,16 @@ std::string stage_admission_json(const StageAdmission& a) {
     if (s.name) o["name"] = *s.name;
     sidecars.push_back(std::move(o));
   }
+  return sidecars;
+}
+
+std::string stage_admission_json(const StageAdmission& a) {
+  // nlohmann's compact dump escapes as serde_json does (\" \\ \b \f \n \r
+  // \t, other controls \u00xx lowercase, UTF-8 and '/' as they are).
   nlohmann::ordered_json doc;
   doc["package_id"] = a.package_id;
   doc["resident_tensor_ids"] = a.resident_tensor_ids;
-  doc["sidecars"] = std::move(sidecars);
+  doc["sidecars"] = detail::admission_sidecars_json(a);
   return json_output(doc);
 }
 

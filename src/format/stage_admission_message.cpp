@@ -9,6 +9,7 @@
 
 #include "format/json_output.h"
 #include "format/manifest_json.h"
+#include "format/stage_admission_json.h"
 #include "skippy/error.h"
 
 namespace skippy {
@@ -221,14 +222,6 @@ StageAdmissionMessage parse_stage_admission_message(std::string_view json_text, 
 
 std::string stage_admission_message_json(const StageAdmissionMessage& m) {
   auto opt = [](const std::optional<std::string>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(); };
-  nlohmann::ordered_json sidecars = nlohmann::ordered_json::array();
-  for (const auto& s : m.descriptor.sidecars) {
-    nlohmann::ordered_json o;
-    o["kind"] = s.kind;
-    o["artifact_id"] = s.artifact_id;
-    if (s.name) o["name"] = *s.name;
-    sidecars.push_back(std::move(o));
-  }
   nlohmann::ordered_json doc;
   doc["version"] = m.version;
   doc["package_id"] = m.descriptor.package_id;
@@ -237,7 +230,7 @@ std::string stage_admission_message_json(const StageAdmissionMessage& m) {
   doc["layer_start"] = m.layer_start;
   doc["layer_end"] = m.layer_end;
   doc["resident_tensor_ids"] = m.descriptor.resident_tensor_ids;
-  doc["sidecars"] = std::move(sidecars);
+  doc["sidecars"] = detail::admission_sidecars_json(m.descriptor);
   if (m.profiles) {
     nlohmann::ordered_json ps = nlohmann::ordered_json::array();
     for (const auto& p : *m.profiles) {
