@@ -353,6 +353,12 @@ TEST_F(XetDownload, AReconstructionFailingWithServerErrorsIsRetriedThenFallsBack
 }
 
 TEST_F(XetDownload, HfHubDisableXetUsesTheResolvePathOnly) {
+  // Without it, the same fetch reads xorbs.
+  ASSERT_EQ(cli({"fetch", pkg_ref(), "--json"}, "on").exit_code, 0);
+  EXPECT_GT(served().xorb_gets, 0u);
+  EXPECT_GT(hub_->xet_stats().raw["tokens_issued"]["read"].get<int>(), 0);
+  hub_->clear_log();
+  hub_->clear_xet_stats();
   const auto r = cli({"fetch", pkg_ref(), "--json"}, "off", {"HF_HUB_DISABLE_XET=1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto s = served();

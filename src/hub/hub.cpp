@@ -13,7 +13,6 @@
 #include "hub/hub_stream.h"
 #include "hub/ranged_fetch.h"
 #include "hub/retry.h"
-#include "hub/xet_download.h"
 #include "util/env.h"
 #include "skippy/error.h"
 #include "skippy/hf_ref.h"
@@ -24,13 +23,10 @@
 namespace skippy {
 namespace {
 
-namespace fs = std::filesystem;
 using detail::follow_location;
-using detail::http_perform;
 using detail::HttpRequest;
 using detail::HttpResponse;
 using detail::url_encode;
-
 using detail::parse_u64;
 using detail::retry_status;
 constexpr unsigned kMaxRedirects = 5;
@@ -377,8 +373,7 @@ class HubRepo {
       return detail::DownloadLocation{fresh.download_url, fresh.token_allowed};
     };
     o.refused = [this, commit, path](const HttpResponse& r, const std::string& url) { fail_status(r, url, commit, path); };
-    o.xet = detail::make_xet_source(meta.xet, {cfg.endpoint, cfg.token, policy(), cfg.min_rate_bytes_per_sec, cfg.min_rate_secs},
-                                    meta.size);
+    o.xet = detail::make_xet_source(meta.xet, cfg, meta.size);
     return o;
   }
 

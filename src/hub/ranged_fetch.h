@@ -28,11 +28,10 @@
 #include "hub/http.h"
 #include "skippy/error.h"
 #include "hub/retry.h"
+#include "hub/xet_download.h"
 #include "source/blob_writer.h"
 
 namespace skippy::detail {
-
-class XetRangeSource;  // hub/xet_download.h
 
 // A fixed number of connections, each a thread with its own HttpConnection
 // (so consecutive requests reuse the open TCP connection), taking jobs in

@@ -240,9 +240,9 @@ std::optional<XetFileRef> xet_file_ref(const HttpResponse& head, const std::stri
   return ref;
 }
 
-std::shared_ptr<XetRangeSource> make_xet_source(const std::optional<XetFileRef>& ref, XetDownloadConfig cfg,
-                                                uint64_t size) {
+std::shared_ptr<XetRangeSource> make_xet_source(const std::optional<XetFileRef>& ref, const HubConfig& hub, uint64_t size) {
   if (!ref) return nullptr;
+  XetDownloadConfig cfg{hub.endpoint, hub.token, {hub.max_attempts, hub.backoff_ms}, hub.min_rate_bytes_per_sec, hub.min_rate_secs};
   return std::make_shared<XetRangeSource>(*ref, std::move(cfg), size);
 }
 

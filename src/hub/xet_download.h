@@ -47,6 +47,7 @@
 
 #include "hub/retry.h"
 #include "hub/xet_cas.h"
+#include "skippy/hub.h"
 
 namespace skippy::detail {
 
@@ -100,8 +101,8 @@ class XetRangeSource {
   std::atomic<bool> off_{false};  // fell back: the file's other ranges skip Xet
 };
 
-// A source for the file `ref` describes (nullptr without one).
-std::shared_ptr<XetRangeSource> make_xet_source(const std::optional<XetFileRef>& ref, XetDownloadConfig cfg,
-                                                uint64_t size);
+// A source for the file `ref` describes, with `hub`'s token, retries and
+// minimum rate (nullptr without one).
+std::shared_ptr<XetRangeSource> make_xet_source(const std::optional<XetFileRef>& ref, const HubConfig& hub, uint64_t size);
 
 }  // namespace skippy::detail
