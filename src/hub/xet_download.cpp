@@ -136,7 +136,7 @@ XetStepResult read_xorb_range(HttpConnection& conn, const XetDownloadConfig& cfg
   uint32_t chunk = f.chunk_start;
   size_t term = step.first_term;
   uint64_t term_bytes = 0, got = 0;
-  bool finished = false, in_callback = false;
+  bool finished = false, in_callback = false, ignores_range = false;
   std::optional<Error> sink_error;
   std::string bad_answer;
   auto lie = [&](const XetTerm& t, const std::string& problem) {
@@ -168,6 +168,7 @@ XetStepResult read_xorb_range(HttpConnection& conn, const XetDownloadConfig& cfg
   };
   req.on_start = [&](long status, const std::map<std::string, std::string>& h) {
     const auto it = h.find("content-range");
+    ignores_range = status == 200;
     if (status != 206 || it == h.end() || !it->second.starts_with("bytes " + range + "/")) {
       bad_answer = "the Xet storage answered HTTP " + std::to_string(status) + " (" +
                    (it == h.end() ? std::string("no Content-Range") : it->second.substr(0, 80)) + ") for bytes=" + range;
@@ -191,6 +192,7 @@ XetStepResult read_xorb_range(HttpConnection& conn, const XetDownloadConfig& cfg
   const auto res = conn.perform(req);
   if (sink_error) throw *sink_error;
   if (finished || cur.stop) return {};
+  if (ignores_range) throw XetUnavailable{"the Xet storage ignores Range requests (HTTP 200 for bytes=" + range + ")"};
   if (!bad_answer.empty()) return {XetStepResult::kRetry, bad_answer, std::nullopt};
   if (res.error) {
     if (!res.error->retryable) throw XetUnavailable{res.error->message};
