@@ -6,7 +6,11 @@
 //        files; else ETag / Content-Length), and for LFS files a redirect
 //        to a storage host, which is fetched WITHOUT the token;
 //   GET  that URL (with Range to resume blobs/<etag>.incomplete; a large
-//        file as byte ranges over several connections at once);
+//        file as byte ranges over several connections at once); for a
+//        Xet-backed file (X-Xet-Hash on the HEAD) each range is read from
+//        Xet storage instead (a read token, the reconstruction of the range,
+//        its xorb ranges, decoded: docs/xet.md), that URL serving only what
+//        Xet cannot (said once on stderr; HF_HUB_DISABLE_XET=1: never Xet);
 //   GET  {endpoint}/api/models/{repo}/revision/{revision}?blobs=true
 //     -> the commit and every file with its size and LFS SHA-256.
 //

@@ -23,13 +23,10 @@
 namespace skippy {
 namespace {
 
-namespace fs = std::filesystem;
 using detail::follow_location;
-using detail::http_perform;
 using detail::HttpRequest;
 using detail::HttpResponse;
 using detail::url_encode;
-
 using detail::parse_u64;
 using detail::retry_status;
 constexpr unsigned kMaxRedirects = 5;
@@ -44,6 +41,7 @@ struct FileMeta {
   uint64_t size = 0;
   std::string download_url;   // the storage URL for LFS files, else the resolve URL
   bool token_allowed = true;  // false when download_url is on another host
+  std::optional<detail::XetFileRef> xet;  // a Xet-backed file (X-Xet-Hash)
 };
 
 // One repository on the Hub: the protocol (HEAD, GET with Range, the
@@ -166,6 +164,7 @@ class HubRepo {
     m.size = *size;
     m.download_url = url;
     m.token_allowed = token_allowed;
+    m.xet = detail::xet_file_ref(r, cfg.endpoint, repo, m.commit);
     return m;
   }
 
@@ -320,7 +319,7 @@ class HubRepo {
     };
     const unsigned connections = pool.size();
     const uint64_t min_range = std::max<uint64_t>(cfg.min_range_bytes, 1);
-    if (connections < 2 || meta.size < 2 * min_range) {
+    if (!meta.xet && (connections < 2 || meta.size < 2 * min_range)) {
       const auto got = detail::receive_blob(cache, commit, want.path, spec, on_bytes, one_stream);
       return RemoteOutcome{true, got.received, got.received && got.verified, std::nullopt};
     }
@@ -374,6 +373,7 @@ class HubRepo {
       return detail::DownloadLocation{fresh.download_url, fresh.token_allowed};
     };
     o.refused = [this, commit, path](const HttpResponse& r, const std::string& url) { fail_status(r, url, commit, path); };
+    o.xet = detail::make_xet_source(meta.xet, cfg, meta.size);
     return o;
   }
 

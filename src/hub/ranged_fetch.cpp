@@ -1,5 +1,6 @@
 #include "hub/hub_status.h"
 #include "hub/ranged_fetch.h"
+#include "hub/xet_download.h"
 
 #include <algorithm>
 #include <atomic>
@@ -81,6 +82,17 @@ class RangeWorker {
       if (!w_.admit(r.first, r.second, sh_.stop)) {
         if (!sh_.stop) sh_.fail(Error(ErrorKind::kTransport, what() + ": the reader of the stream stopped"));
         return;
+      }
+      if (o_.xet) {  // through Xet first; the location serves what Xet could not
+        XetRangeSource::Outcome got;
+        try {
+          got = o_.xet->fetch(conn, r.first, r.second, w_, sh_.stop);
+        } catch (const Error& e) {
+          sh_.fail(e);
+          return;
+        }
+        if (got == XetRangeSource::Outcome::kDone) continue;
+        if (got == XetRangeSource::Outcome::kStopped) return;
       }
       if (!fetch(conn, r.first, r.second)) return;
     }

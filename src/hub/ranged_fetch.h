@@ -17,6 +17,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -27,6 +28,7 @@
 #include "hub/http.h"
 #include "skippy/error.h"
 #include "hub/retry.h"
+#include "hub/xet_download.h"
 #include "source/blob_writer.h"
 
 namespace skippy::detail {
@@ -78,6 +80,9 @@ struct RangedFetchOptions {
   std::function<DownloadLocation()> refresh;
   // Throws the error for a final refusal of the Hub's own host (404, 401...).
   std::function<void(const HttpResponse&, const std::string& url)> refused;
+  // A Xet-backed file: each range is read through Xet first, and from the
+  // location above only where Xet cannot serve it (hub/xet_download.h).
+  std::shared_ptr<XetRangeSource> xet;
 };
 
 // Where fetch_ranges puts one file's bytes: a blob of the Hugging Face cache

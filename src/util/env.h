@@ -101,7 +101,7 @@ std::string hf_endpoint();
 // else hf_home()/token; unreadable counts as absent). nullopt when none.
 std::optional<std::string> hf_token();
 bool hf_hub_offline();
-bool hf_hub_disable_xet();        // HF_HUB_DISABLE_XET (huggingface_hub's switch): publish through LFS only
+bool hf_hub_disable_xet();        // HF_HUB_DISABLE_XET (huggingface_hub's switch): LFS uploads and resolve-URL downloads only
 unsigned hf_parallel_downloads();  // SKIPPY_HF_DOWNLOADS, default 4
 unsigned hf_parallel_uploads();    // SKIPPY_HF_UPLOADS, default 4
 unsigned hf_connections();         // SKIPPY_HF_CONNECTIONS, default 8 (1..64)
