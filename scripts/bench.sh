@@ -621,6 +621,103 @@ bench_schema2() {
   rm -rf "$SCRATCH"
 }
 
+# Xet: our chunking + hashing per core against xet-core's own chunker (its
+# wasm build in @huggingface/hub, tests/js/xet_oracle.mjs --bench) on the
+# same file in the same run; then write-package of a model the Hub holds
+# Xet-backed, from the Hugging Face cache, without and with --push through
+# Xet (the package dedupes against the source's chunks), against the floor
+# max((cp + 2 x dgst + xet-core's chunk+hash CPU) / cores, cp + fsync).
+XET_SIZE=${SKIPPY_BENCH_XET_SIZE:-1536MiB}
+bench_xet() {
+  section "Xet: chunk + hash per core, write-package --push through Xet ($XET_SIZE model)"
+  local f_core="Xet chunk+hash per core / xet-core's" f_mibs="Xet chunk+blake3 per core" f_push="write-package --push (Xet) / floor"
+  if ! has_cmd write-package || ! command -v node >/dev/null || [ ! -d tests/js/node_modules/@huggingface/hub ]; then
+    note "skipped: needs write-package, node and tests/js/node_modules (scripts/install-deps.sh)"
+    row "$f_core" - ">= 1.0" skipped; row "$f_mibs" - ">= 500 MiB/s" skipped; row "$f_push" - "<= 1.3" skipped
+    return 0
+  fi
+  local model=$WORK/model-xet-$XET_SIZE.gguf
+  "$BIN/skippy-make-model" "$model" --size "$XET_SIZE" --layers "$LAYERS" --reuse -q >/dev/null
+  cat "$model" >/dev/null
+  local bytes
+  bytes=$(bytes_of "$model")
+  # The yardsticks on this model.
+  yard_cp "$model"
+  local cp=$Y_CP start fsync dgst
+  start=$(date +%s%N)
+  sync "$SCRATCH/$(basename "$model")"
+  fsync=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+  rm -rf "$SCRATCH"
+  yard_dgst "$model"
+  dgst=$Y_DGST
+  note "$(gib "$bytes"): cp ${cp} s (then fsync ${fsync} s), openssl dgst ${dgst} s"
+
+  # Chunk + hash on one core: MiB per CPU second (wall time also counts other work).
+  "$BIN/skippy-bench-xet" "$model" "$RUNS" >"$WORK/logs/xet-ours.json" || { row "$f_core" failed ">= 1.0" MISS; return 0; }
+  node tests/js/xet_oracle.mjs --bench "$model" >"$WORK/logs/xet-core.json" || { row "$f_core" failed ">= 1.0" MISS; return 0; }
+  local ours_cpu ours_chunk ours_sha core_cpu ours_mibs core_mibs
+  field() { sed -n "/\"way\":\"$2\"/s/.*\"$3\":\([0-9.]*\).*/\1/p" "$1"; }
+  ours_chunk=$(field "$WORK/logs/xet-ours.json" chunk cpu_seconds)
+  ours_cpu=$(field "$WORK/logs/xet-ours.json" chunk+blake3 cpu_seconds)
+  ours_sha=$(field "$WORK/logs/xet-ours.json" chunk+blake3+sha256 cpu_seconds)
+  core_cpu=$(sed -n 's/.*"cpu_seconds":\([0-9.]*\).*/\1/p' "$WORK/logs/xet-core.json")
+  ours_mibs=$(awk -v b="$bytes" -v s="$ours_cpu" 'BEGIN { printf "%.0f", b / 1048576 / s }')
+  core_mibs=$(awk -v b="$bytes" -v s="$core_cpu" 'BEGIN { printf "%.0f", b / 1048576 / s }')
+  note "CPU seconds on one core: chunk ${ours_chunk}, chunk + BLAKE3 chunk and file hashes ${ours_cpu}" \
+       "(${ours_mibs} MiB/s), + SHA-256 ${ours_sha}; xet-core (wasm) chunk + chunk hashes ${core_cpu} (${core_mibs} MiB/s)"
+  check "$f_core" "$(ratio "$core_cpu" "$ours_cpu")" ">=" 1.0
+  check "$f_mibs" "$ours_mibs" ">=" 500 " MiB/s"
+
+  # The model on the stand-in, Xet-backed (not timed), then in the cache.
+  if ! start_hub; then note "skipped: the stand-in did not start"; row "$f_push" - "<= 1.3" skipped; return 0; fi
+  local repo_dir=$WORK/xet-model hf=$WORK/xet-hf cache=$WORK/xet-cache out=$WORK/xet-pkg commit
+  rm -rf "$repo_dir" "$hf" "$cache" "$out" && mkdir -p "$repo_dir"
+  ln "$model" "$repo_dir/Synthetic-Q8_0.gguf" 2>/dev/null || cp "$model" "$repo_dir/Synthetic-Q8_0.gguf"
+  commit=$(curl -sf -X POST "$HUB_EP/_admin/repos" \
+    -d "{\"repo\":\"bench/Xet-GGUF\",\"dir\":\"$repo_dir\",\"xet\":{\"compression\":\"none\"}}" |
+    sed -n 's/.*"commit":"\([0-9a-f]*\)".*/\1/p')
+  local env_hub=(env HF_ENDPOINT="$HUB_EP" HF_HUB_CACHE="$hf" HF_TOKEN=hf_test SKIPPY_CACHE_DIR="$cache")
+  if [ -z "$commit" ] || ! "${env_hub[@]}" "$CLI" write-package bench/Xet-GGUF:Q8_0 --out-dir "$out" \
+      >"$WORK/logs/xet-first.out" 2>"$WORK/logs/xet-first.err"; then
+    note "FAILED: $(tail -n 3 "$WORK/logs/xet-first.err")"
+    row "$f_push" failed "<= 1.3" MISS; stop_hub; return 0
+  fi
+  prep_out() { rm -rf "$out"; sync; }
+  measure prep_out "${env_hub[@]}" "$CLI" write-package bench/Xet-GGUF:Q8_0 --out-dir "$out" ||
+    { row "$f_push" failed "<= 1.3" MISS; stop_hub; return 0; }
+  local plain=$M_WALL plain_cpu=$M_CPU
+  # The first push's figures (not timed): only the source is on the Hub. The
+  # timed runs each push to a new repository (they also find this one's chunks).
+  rm -rf "$out"
+  "${env_hub[@]}" "$CLI" write-package bench/Xet-GGUF:Q8_0 --out-dir "$out" --push hf://bench/xet-pkg-first --create --json \
+    >"$WORK/logs/xet-push-first.json" 2>"$WORK/logs/xet-push-first.err" ||
+    { note "FAILED: $(tail -n 3 "$WORK/logs/xet-push-first.err")"; row "$f_push" failed "<= 1.3" MISS; stop_hub; return 0; }
+  local node_pid n0 n1
+  node_pid=$(pgrep -f -n "node tests/hub/hub_standin.mjs" || true)
+  n0=$(awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$node_pid/stat" 2>/dev/null || echo 0)
+  measure prep_out "${env_hub[@]}" bash -c '"$@" --push "hf://bench/xet-pkg-$(date +%s%N)" --create --json' _ \
+    "$CLI" write-package bench/Xet-GGUF:Q8_0 --out-dir "$out" ||
+    { row "$f_push" failed "<= 1.3" MISS; stop_hub; return 0; }
+  n1=$(awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$node_pid/stat" 2>/dev/null || echo 0)
+  local push=$M_WALL push_cpu=$M_CPU floor
+  floor=$(awk -v c="$cp" -v d="$dgst" -v x="$core_cpu" -v s="$fsync" -v n="$(nproc)" \
+    'BEGIN { a = (c + 2 * d + x) / n; b = c + s; printf "%.3f", (a > b ? a : b) }')
+  note "write-package from the cache ${plain} s (CPU ${plain_cpu} s); with --push through Xet ${push} s (CPU ${push_cpu} s," \
+       "the stand-in's $(awk -v a="$n0" -v b="$n1" -v r=$((RUNS + 1)) 'BEGIN { printf "%.2f", (b - a) / r }') s per run)"
+  note "floor: max((cp + 2 x dgst + xet-core chunk+hash) / $(nproc) cores, cp + fsync) = ${floor} s;" \
+       "write-package / floor $(ratio "$plain" "$floor"), --push / floor $(ratio "$push" "$floor")"
+  stop_hub
+  python3 - "$WORK/logs/xet-push-first.json" <<'PY' || true
+import json, sys
+x = json.load(open(sys.argv[1])).get("publish", {}).get("xet") or {}
+keys = ["bytes_chunked", "deduped_in_run", "deduped_global", "deduped_source", "new_bytes", "xorb_bytes_uploaded", "shard_bytes_uploaded"]
+print("   first push's Xet figures (bytes): " + ", ".join(f"{k} {x[k]:,}" for k in keys if k in x))
+PY
+  check "$f_push" "$(ratio "$push" "$floor")" "<=" 1.3
+  row "write-package (cached Hub source) / same floor" "$(ratio "$plain" "$floor")" "info" info
+  rm -rf "$repo_dir" "$hf" "$cache" "$out"
+}
+
 # SKIPPY_BENCH_ONLY="write_package push" runs just those sections.
 only() { [ -z "${SKIPPY_BENCH_ONLY:-}" ] || [[ " $SKIPPY_BENCH_ONLY " == *" $1 "* ]]; }
 only inspect && bench_inspect
@@ -635,6 +732,7 @@ only materialize && bench_materialize
 only materialize_source && bench_materialize_source
 only fetch && bench_fetch
 only push && bench_push
+only xet && bench_xet
 rm -rf "$PKG" "$SCRATCH" "$SKIPPY_CACHE_DIR"
 
 # ---------------------------------------------------------------- summary
