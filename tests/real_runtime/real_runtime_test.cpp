@@ -24,6 +24,10 @@
 //   schema 1 package converted with convert-package --to 2 --source SRC
 //   (certified), and one written directly by write-package --schema 2 (also
 //   with --layout reference: parts in the reference writer's name order).
+// - Through Xet: a package published Xet-backed on the local Hub stand-in
+//   (tests/hub), each stage's parts fetched from it through the
+//   reconstruction API (xorb ranges, not the resolve path), split in two in
+//   the reference stage runtime: the unsplit tokens again, for both schemas.
 //
 // Tokens are compared within one runtime, never with a table made on another
 // build or CPU (a near-tie can flip). A runtime that is missing is a skip that
@@ -38,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "hub_standin.h"
 #include "schema_v2_package.h"
 #include "test_util.h"
 
@@ -49,6 +54,8 @@ using test::CliResult;
 using test::data_path;
 using test::run_cli;
 using test::run_program;
+using test::HubStandin;
+using test::PublishOptions;
 using test::TempDir;
 
 constexpr int kTokens = 24;
@@ -461,6 +468,100 @@ TEST_P(RefStageSplitV2, TwoMaterializedStagesOfAReferenceLayoutPackageGenerateTh
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, RefStageSplitV2, ::testing::ValuesIn(kSliceable), fixture_name);
+
+// ------------------------------------------------------------ through Xet
+
+// A package on the Hub stand-in, stored Xet-backed; each stage fetches its
+// own files through the reconstruction API into its own Hugging Face cache,
+// and the two stages run split in the reference runtime.
+class RefStageSplitXet : public RefStage {
+ protected:
+  void two_stages_through_xet(bool schema2) {
+    const TempDir t;
+    const auto& f = GetParam();
+    HubStandin hub;
+    hub.configure({{"token", "hf_test"}});
+    // The package written by our CLI (schema 1, or schema 2 directly).
+    const auto src = data_path(f.source);
+    const fs::path dir = t / "package";
+    std::vector<std::string> w = {"write-package", src.string(), "--out-dir", dir.string(), "--model-id",
+                                  std::string("org/") + f.name, "--source-revision", "0123abc", "--source-file",
+                                  src.filename().string(), "--json"};
+    if (schema2) w.insert(w.end(), {"--schema", "2"});
+    const auto wr = run_cli(w, env_for(t));
+    ASSERT_EQ(wr.exit_code, 0) << describe(wr);
+    PublishOptions xet;
+    xet.xet = true;
+    const std::string ref = "hf://org/pkg@" + hub.publish("org/pkg", dir, xet);
+    const auto layers = nlohmann::json::parse(run_cli({"inspect", dir.string(), "--json"}, env_for(t)).out)
+                            .at("layer_count")
+                            .get<uint32_t>();
+    const uint32_t split = layers / 2;
+    hub.clear_log();
+    const auto s0 = stage_parts(t, hub, ref, "stage0", 0, split, schema2);
+    const auto s1 = stage_parts(t, hub, ref, "stage1", split, layers, schema2);
+    ASSERT_FALSE(HasFailure());
+    size_t xorb_gets = 0, resolve_gets = 0;
+    for (const auto& e : hub.log()) {
+      if (e.listener != "storage" || e.method != "GET") continue;
+      if (e.path.starts_with("/xorbs/")) ++xorb_gets;
+      if (e.path.starts_with("/repos/")) ++resolve_gets;
+    }
+    EXPECT_GT(xorb_gets, 0u) << "the parts did not come through Xet";
+    EXPECT_EQ(resolve_gets, 0u) << "a part came by the resolve path";
+
+    const auto unsplit = refrt(t, {"file", src.string()}, /*no_extra_bufts=*/true);
+    ASSERT_FALSE(HasFailure());
+    std::vector<std::string> args = {"stages", std::to_string(split), std::to_string(layers)};
+    args.insert(args.end(), s0.begin(), s0.end());
+    args.push_back("::");
+    args.insert(args.end(), s1.begin(), s1.end());
+    expect_same_tokens(unsplit, refrt(t, args),
+                       std::string(schema2 ? "schema 2" : "schema 1") + " through Xet, stages 0.." +
+                           std::to_string(split) + " + " + std::to_string(split) + ".." + std::to_string(layers) +
+                           " vs file with DRV_NO_EXTRA_BUFTS=1");
+  }
+
+  // A stage's files, fetched with its own cache: schema 1's parts as select
+  // lists them (what the stage runtime loads), schema 2's stage materialized
+  // into one GGUF (as RefStageSplitV2 runs them).
+  std::vector<std::string> stage_parts(const TempDir& t, const HubStandin& hub, const std::string& ref,
+                                       const std::string& node, uint32_t a, uint32_t b, bool schema2) {
+    const std::vector<std::string> env = {"HF_ENDPOINT=" + hub.endpoint(), "HF_HUB_CACHE=" + (t / node / "hf").string(),
+                                          "HF_HOME=" + (t / node / "hfhome").string(),
+                                          "SKIPPY_CACHE_DIR=" + (t / node / "cache").string(), "HF_TOKEN=hf_test",
+                                          "HF_HUB_OFFLINE=", "HF_HUB_DISABLE_XET="};
+    const std::string range = std::to_string(a) + ".." + std::to_string(b);
+    if (schema2) {
+      const auto out = t / (node + ".gguf");
+      const auto r = run_cli({"materialize", ref, "--layers", range, "--out", out.string(), "--json"}, env);
+      EXPECT_EQ(r.exit_code, 0) << describe(r);
+      return {out.string()};
+    }
+    const auto r = run_cli({"select", ref, "--layers", range, "--json"}, env);
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    std::vector<std::string> out;
+    if (r.exit_code != 0) return out;
+    const auto doc = nlohmann::json::parse(r.out);  // (a temporary's member would not outlive the loop's start)
+    for (const auto& part : doc.at("parts")) {
+      const fs::path path = part.at("path").get<std::string>();
+      EXPECT_TRUE(path.is_absolute() && fs::is_regular_file(path)) << path;
+      out.push_back(path.string());
+    }
+    EXPECT_FALSE(out.empty());
+    return out;
+  }
+};
+
+TEST_P(RefStageSplitXet, TwoStagesFetchedThroughXetGenerateTheUnsplitTokens) { two_stages_through_xet(false); }
+TEST_P(RefStageSplitXet, TwoStagesOfASchema2PackageFetchedThroughXetGenerateTheUnsplitTokens) {
+  two_stages_through_xet(true);
+}
+
+// The transport does not depend on the architecture: a quantized split source
+// and a MoE model (the largest tensors) are enough.
+const Fixture kThroughXet[] = {kFixtures[2], kFixtures[3]};
+INSTANTIATE_TEST_SUITE_P(Fixtures, RefStageSplitXet, ::testing::ValuesIn(kThroughXet), fixture_name);
 
 }  // namespace
 }  // namespace skippy
