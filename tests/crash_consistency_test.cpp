@@ -14,7 +14,7 @@
 
 #include "fault_io.h"
 #include "skippy/error.h"
-#include "skippy/hf_cache.h"
+#include "skippy/source.h"
 #include "skippy/package_convert.h"
 #include "skippy/package_writer.h"
 #include "util/sha256.h"

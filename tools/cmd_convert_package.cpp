@@ -3,7 +3,7 @@
 
 #include "cli.h"
 #include "progress.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/error.h"
 #include "skippy/manifest.h"
 #include "skippy/package_convert.h"

@@ -8,7 +8,7 @@
 #include "stage_cli.h"
 #include "util/env.h"
 #include "skippy/error.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/hub.h"
 #include "skippy/peer.h"
 #include "skippy/verify.h"

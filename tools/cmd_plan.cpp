@@ -7,9 +7,9 @@
 #include "cmd_plan_time.h"
 #include "plan_report.h"
 #include "skippy/error.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/plan.h"
-#include "skippy/runtime_lines.h"
+#include "skippy/abi.h"
 
 namespace skippy::cli {
 namespace {

@@ -4,7 +4,6 @@
 #include "skippy/error.h"
 #include "stage_cli.h"
 #include "skippy/policy.h"
-#include "skippy/catalog_stage.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
 

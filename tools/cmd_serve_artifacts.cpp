@@ -13,7 +13,7 @@
 #include "util/env.h"
 #include "util/env.h"
 #include "skippy/error.h"
-#include "skippy/hf_cache.h"
+#include "skippy/source.h"
 #include "skippy/peer.h"
 
 namespace skippy::cli {

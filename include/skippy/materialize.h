@@ -52,7 +52,6 @@
 #include <string_view>
 #include <vector>
 
-#include "skippy/catalog_stage.h"
 #include "skippy/stage.h"
 
 namespace skippy {

@@ -33,10 +33,9 @@
 #include <vector>
 
 #include "skippy/error.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/peer_identity.h"
 #include "skippy/peer_topology.h"
-#include "skippy/source.h"
 
 namespace skippy::peer {
 

@@ -1,6 +1,6 @@
 #include "skippy/verify.h"
 
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -24,7 +24,7 @@
 #include "hub/xet_upload.h"
 #include "skippy/error.h"
 #include "util/file.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/manifest.h"
 #include "skippy/package_signature.h"
 #include "util/sha256.h"

@@ -7,11 +7,11 @@
 
 #include "format/json_output.h"
 #include "format/manifest_json.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "util/control_chars.h"
 #include "skippy/error.h"
 #include "util/file.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/peer_identity.h"
 #include "skippy/peer_topology.h"
 #include "util/sha256.h"

@@ -4,8 +4,7 @@
 
 #include "skippy/error.h"
 #include "skippy/plan.h"
-#include "skippy/catalog_stage.h"
-#include "skippy/decode_cost.h"
+#include "skippy/stage.h"
 #include "skippy/verify.h"
 
 namespace skippy {

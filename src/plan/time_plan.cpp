@@ -1,5 +1,5 @@
-// plan_time(): the split with the least time per token (skippy/time_plan.h).
-#include "skippy/time_plan.h"
+// plan_time(): the split with the least time per token (skippy/plan.h).
+#include "skippy/plan.h"
 
 #include <algorithm>
 #include <cctype>
@@ -9,7 +9,6 @@
 #include <limits>
 
 #include "skippy/error.h"
-#include "skippy/plan.h"
 #include "cut_search.h"
 #include "stage_weights.h"
 
