@@ -192,6 +192,11 @@ struct PlanPackage : OpenedPlace {
   // schema 2 carrier), when PlanReads asked for it; verified first where
   // the package requires it.
   std::shared_ptr<const GgufFile> metadata;
+  // The model's architecture (general.architecture), for the runtime lines'
+  // split rosters: the metadata's when read, else the catalog's, else, for
+  // a local package, its metadata part's header (schema 1's catalog of
+  // artifacts reads none); "" when unknown.
+  std::string architecture;
 
   // Whether the final stage of a `stages`-stage plan loads the embeddings
   // (a tied output): for 2..layer_count stages, output_tied; else false.
@@ -438,6 +443,11 @@ struct TimePlanOptions {
   bool final_stage_needs_embeddings = false;  // tied output (memory: the final stage loads them)
   bool include_projector = false;
 };
+
+// The options of a time plan over the nodes of a memory plan: its context,
+// each node's bandwidth and budget, the reserves, the projector and the
+// tie; links, lanes, the stage overhead and a target are the caller's.
+TimePlanOptions time_plan_options(const MemoryPlanOptions& memory);
 
 struct TimedStage {
   uint32_t index = 0;

@@ -378,6 +378,16 @@ std::optional<VerifyReport> verify_catalog_reads(const OpenedCatalog& pkg, const
   return verify_if_required(pkg, read, options);
 }
 
+CheckedStage open_checked_stage(const OpenedPackage& opened, const StageChoice& choice) {
+  CheckedStage c{opened.catalog(catalog_need(choice)), {}, {}, std::nullopt, 0};
+  c.stage = choose_stage(c.pkg, choice);
+  c.parts = c.stage.parts_with_projector();
+  provide_parts(c.pkg, c.parts);
+  c.verified = verify_if_required(c.pkg, c.parts);
+  for (const auto& p : c.parts) c.total_bytes += p.bytes;
+  return c;
+}
+
 std::vector<bool> cached_verifications(std::string_view scope, const std::vector<FileClaim>& claims,
                                        const VerifyOptions& options) {
   std::vector<bool> out(claims.size(), false);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "format/json_output.h"
@@ -64,6 +65,9 @@ const TopologyStage* Topology::find_stage(std::string_view stage_id) const noexc
     if (s.stage_id == stage_id) return &s;
   }
   return nullptr;
+}
+TopologyStage* Topology::find_stage(std::string_view stage_id) noexcept {
+  return const_cast<TopologyStage*>(std::as_const(*this).find_stage(stage_id));
 }
 
 Topology parse_topology(std::string_view json_text, std::string_view origin) {

@@ -264,6 +264,17 @@ void check_options(const PackageCatalog& m, const CacheShape& shape, const Decod
 
 }  // namespace
 
+TimePlanOptions time_plan_options(const MemoryPlanOptions& memory) {
+  TimePlanOptions o;
+  o.context = memory.context;
+  o.bandwidth = memory.bandwidth;
+  o.budgets = memory.budgets;
+  o.reserves = memory.reserves;
+  o.final_stage_needs_embeddings = memory.final_stage_needs_embeddings;
+  o.include_projector = memory.include_projector;
+  return o;
+}
+
 uint64_t parse_duration_ns(std::string_view text) {
   std::string_view t = text;
   double scale = 0;
