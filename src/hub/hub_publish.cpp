@@ -73,11 +73,6 @@ struct UploadTask {
   bool xet = false;  // through Xet storage (the batch chose transfer "xet")
 };
 
-bool package_owned(const std::string& p) {
-  return p == "model-package.json" || p == "README.md" || p == kSignatureFileName || p == kValidationFileName ||
-         p.starts_with("shared/") || p.starts_with("layers/") || p.starts_with("projectors/");
-}
-
 }  // namespace
 
 class HubPublisher::Impl {
@@ -578,9 +573,7 @@ class HubPublisher::Impl {
     res.lfs_already_on_hub = already_;
     res.bytes_uploaded += uploaded_bytes_;
 
-    for (const auto& [p, f] : remote_) {
-      if (package_owned(p) && !paths_.count(p)) res.deleted.push_back(p);
-    }
+    res.deleted = detail::package_files_to_delete(remote_, paths_);
     if (res.deleted.empty() && matches(remote_)) {
       res.commit = head_;
       return res;  // the branch holds exactly this package already
