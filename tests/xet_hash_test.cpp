@@ -131,6 +131,10 @@ TEST(XetHash, StreamingMerkleEqualsTheWholeList) {
   for (size_t n = 1; n <= 1200; ++n) {
     chunks.push_back({xh_random_hash(rng), rng() % 131073});
     m.add(chunks.back());
+    // Every length up to 256 (trees of up to three levels in every shape),
+    // then every 13th and the last (deeper trees; the reference is
+    // quadratic over the lengths, slow in the sanitizer trees).
+    if (n > 256 && n % 13 != 0 && n != 1200) continue;
     ASSERT_EQ(m.root(), reference(chunks)) << n;
     ASSERT_EQ(xorb_hash(chunks), m.root()) << n;
     ASSERT_EQ(m.file_hash(), keyed_hash(Hash{}, m.root())) << n;
