@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/package.h"
 #include "skippy/error.h"
 

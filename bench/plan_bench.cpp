@@ -15,8 +15,7 @@
 #include "skippy/gguf.h"
 #include "gguf/gguf_writer.h"
 #include "skippy/manifest.h"
-#include "skippy/memory_plan.h"
-#include "skippy/time_plan.h"
+#include "skippy/plan.h"
 
 namespace {
 

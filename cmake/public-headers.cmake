@@ -7,25 +7,19 @@
 # library (src/CMakeLists.txt).
 set(SKIPPY_PUBLIC_HEADERS
   abi.h
-  catalog_stage.h
-  decode_cost.h
   error.h
   gguf.h
-  hf_cache.h
-  hf_ref.h
   hub.h
   hub_publish.h
   hub_stream.h
   manifest.h
   manifest_v2.h
   materialize.h
-  memory_plan.h
   model_source.h
   ngram.h
   package.h
   package_catalog.h
   package_convert.h
-  package_restamp.h
   package_generation.h
   package_layout.h
   package_signature.h
@@ -36,15 +30,12 @@ set(SKIPPY_PUBLIC_HEADERS
   peer_topology.h
   plan.h
   policy.h
-  runtime_lines.h
   skippy.h
   source.h
   speculative.h
   stage.h
   stage_admission.h
   stage_view.h
-  time_plan.h
-  validation_result.h
   verify.h
   version.h
 )

@@ -32,8 +32,6 @@
 #include <vector>
 
 #include "skippy/error.h"
-#include "skippy/hf_cache.h"
-#include "skippy/hf_ref.h"
 #include "skippy/source.h"
 #include "skippy/gguf.h"
 #include "skippy/manifest.h"

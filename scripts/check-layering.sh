@@ -34,16 +34,15 @@ declare -A owner=(
   [error.h]=util [version.h]=util
   [gguf.h]=gguf [model_source.h]=gguf
   [manifest.h]=format [package_layout.h]=format [abi.h]=format
-  [package_writer.h]=publish [package_validator.h]=publish [validation_result.h]=publish [package_convert.h]=publish [package_restamp.h]=publish
+  [package_writer.h]=publish [package_validator.h]=publish [package_convert.h]=publish
   [stage.h]=consume [verify.h]=consume [stage_view.h]=consume [materialize.h]=consume
-  [plan.h]=plan [memory_plan.h]=plan [decode_cost.h]=plan [time_plan.h]=plan
+  [plan.h]=plan
   [policy.h]=generation [speculative.h]=generation [ngram.h]=generation [package_generation.h]=generation
-  [source.h]=source [hf_ref.h]=source [hf_cache.h]=source
+  [source.h]=source
   [hub.h]=hub [hub_publish.h]=hub [hub_stream.h]=hub
   [peer.h]=peer [peer_identity.h]=peer [peer_topology.h]=peer
   [skippy.h]=capi
-  [manifest_v2.h]=format [package.h]=format [package_catalog.h]=format [package_signature.h]=format [stage_admission.h]=format [runtime_lines.h]=format
-  [catalog_stage.h]=consume
+  [manifest_v2.h]=format [package.h]=format [package_catalog.h]=format [package_signature.h]=format [stage_admission.h]=format
 )
 
 fail=0

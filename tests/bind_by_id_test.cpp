@@ -13,7 +13,7 @@
 
 #include "format/schema2/reader.h"
 #include "schema_v2_package.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/error.h"
 #include "skippy/gguf.h"
 #include "skippy/package.h"

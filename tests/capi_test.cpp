@@ -8,10 +8,9 @@
 #include <sstream>
 
 #include "schema_v2_package.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/gguf.h"
 #include "skippy/source.h"
-#include "skippy/stage.h"
 #include "test_util.h"
 
 namespace skippy {

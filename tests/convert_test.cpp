@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "schema_v2_package.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/error.h"
 #include "skippy/gguf.h"
 #include "skippy/manifest.h"

@@ -1,5 +1,5 @@
 // Crash consistency through the I/O seam (tests/fault_io.h): write-package,
-// fetch's blob writer and convert-package, "crashed" at every write, fsync
+// fetch's blob writer, convert-package and materialize, "crashed" at every write, fsync
 // and rename they make (that call and every later one fail, then whatever
 // was not fsynced is dropped). Whatever the point, a reader finds either the
 // old state or a complete new one, never a half-written file it would
@@ -14,9 +14,12 @@
 
 #include "fault_io.h"
 #include "skippy/error.h"
-#include "skippy/hf_cache.h"
+#include "skippy/materialize.h"
+#include "skippy/package.h"
+#include "skippy/source.h"
 #include "skippy/package_convert.h"
 #include "skippy/package_writer.h"
+#include "skippy/stage.h"
 #include "util/sha256.h"
 #include "source/blob_writer.h"
 #include "test_util.h"
@@ -237,6 +240,108 @@ TEST(CrashConsistency, ConvertPackageLeavesTheOldOutputOrTheNewPackage) {
                                                       << now.size() << " files)";
     (void)convert_package_to_v2(options(out));
     EXPECT_EQ(visible_files(out), new_state) << when << ": the rerun";
+  }
+}
+
+// materialize writes through the IoEnv its options give it (not the process
+// default: nothing else is installed), the stage's bytes included. Crashed at
+// every fsync and rename and at writes along the way, into the stage cache:
+// an entry a reader trusts (its sidecar is there) always holds the stage's
+// exact bytes, and the next run gives them.
+TEST(CrashConsistency, MaterializeNeverLeavesACacheEntryItTrustsHalfWritten) {
+  TempDir tmp;
+  (void)write_package(write_options(tmp / "pkg", 1790000000));
+  const auto opened = open_local_package(tmp / "pkg");
+  const LayerRange range{0, opened.identity().layer_count};
+  const OpenedCatalog pkg = opened.catalog(CatalogNeed::stage(range));
+  const StageSelection stage = select_stage(pkg.catalog, range);
+  auto run = [&](const fs::path& cache, IoEnv* env, bool hash) {
+    MaterializeOptions o;
+    o.cache_dir = cache;
+    o.io_env = env;
+    o.hash = hash;
+    return materialize_stage(pkg, stage, o);
+  };
+  const std::string want = sha256_file(run(tmp / "reference", nullptr, false).path);
+  for (const bool hash : {false, true}) {  // streamed, or written and hashed by the GGUF writer
+    std::vector<std::pair<uint64_t, unsigned>> points;
+    {
+      FaultyIo io(/*make_default=*/false);
+      (void)run(tmp / ("counted-" + std::to_string(hash)), &io, hash);
+      const uint64_t syncs = io.count(FaultyIo::kFsync | FaultyIo::kRename), writes = io.count(FaultyIo::kWrite);
+      ASSERT_GT(writes, 0u) << "the stage's bytes go through the run's IoEnv";
+      ASSERT_GE(syncs, 4u) << "the stage file's fsync and rename, the sidecar's";
+      for (uint64_t n = 1; n <= syncs; ++n) points.emplace_back(n, FaultyIo::kFsync | FaultyIo::kRename);
+      for (uint64_t n = 1; n <= writes; n += std::max<uint64_t>(1, writes / 8)) points.emplace_back(n, FaultyIo::kWrite);
+    }
+    for (const auto& [n, ops] : points) {
+      const std::string when = std::string(hash ? "hashed" : "streamed") + ", crash at " +
+                               (ops == FaultyIo::kWrite ? "write " : "fsync/rename ") + std::to_string(n);
+      SCOPED_TRACE(when);
+      const fs::path cache = tmp / "cache";
+      fs::remove_all(cache);
+      {
+        FaultyIo io(/*make_default=*/false);
+        io.crash_at(n, ops);
+        bool threw = false;
+        try {
+          (void)run(cache, &io, hash);
+        } catch (const Error&) {
+          threw = true;
+        }
+        EXPECT_TRUE(io.fired());
+        io.drop_unsynced();
+        // Only the last directory fsync (a best effort) may fail unreported.
+        if (!threw) {
+          EXPECT_EQ(list_stage_cache(cache).size(), 1u) << when << ": no error, so the entry";
+        }
+      }
+      for (const auto& e : list_stage_cache(cache)) {
+        if (e.complete) {
+          EXPECT_EQ(sha256_file(e.path), want) << when << ": a complete entry with other bytes";
+        }
+      }
+      const auto again = run(cache, nullptr, hash);
+      EXPECT_EQ(sha256_file(again.path), want) << when << ": the next run (reused: " << again.reused << ")";
+    }
+  }
+}
+
+// materialize --out: whichever call fails, the error says so and nothing is
+// left, neither a file under the output's name nor a temporary beside it.
+TEST(CrashConsistency, AFailedMaterializeLeavesNoOutputFile) {
+  TempDir tmp;
+  (void)write_package(write_options(tmp / "pkg", 1790000000));
+  const auto opened = open_local_package(tmp / "pkg");
+  const LayerRange range{0, 1};
+  const OpenedCatalog pkg = opened.catalog(CatalogNeed::stage(range));
+  const StageSelection stage = select_stage(pkg.catalog, range);
+  auto run = [&](const fs::path& out, IoEnv* env) {
+    MaterializeOptions o;
+    o.out = out;
+    o.io_env = env;
+    return materialize_stage(pkg, stage, o);
+  };
+  uint64_t calls = 0;
+  {
+    FaultyIo io(/*make_default=*/false);
+    (void)run(tmp / "counted.gguf", &io);
+    calls = io.count();
+  }
+  ASSERT_GT(calls, 1u);
+  for (uint64_t n = 1; n <= calls; ++n) {
+    SCOPED_TRACE("fail call " + std::to_string(n));
+    const fs::path dir = tmp / ("out-" + std::to_string(n));
+    fs::create_directories(dir);
+    FaultyIo io(/*make_default=*/false);
+    io.fail_nth(n, FaultyIo::kAny, ENOSPC);
+    try {
+      (void)run(dir / "stage.gguf", &io);
+      ADD_FAILURE() << "a failed call went unnoticed";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kIo) << e.what();
+    }
+    EXPECT_TRUE(fs::is_empty(dir)) << "left behind in " << dir;
   }
 }
 

@@ -12,7 +12,7 @@
 namespace skippy::test {
 namespace {
 
-FaultyIo* g_active = nullptr;
+bool g_default_taken = false;  // a FaultyIo is the default IoEnv
 
 std::string path_of_fd(int fd) {
   char buf[4096];
@@ -21,83 +21,81 @@ std::string path_of_fd(int fd) {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
-ssize_t f_write(int fd, const void* data, size_t n) {
-  int err = 0;
-  if (!g_active->before(FaultyIo::kWrite, fd, &err)) {
-    errno = err;
-    return -1;
-  }
-  const ssize_t r = detail::system_io().write(fd, data, n);
-  g_active->after_write(fd);
-  return r;
-}
-ssize_t f_pwrite(int fd, const void* data, size_t n, off_t offset) {
-  int err = 0;
-  if (!g_active->before(FaultyIo::kWrite, fd, &err)) {
-    errno = err;
-    return -1;
-  }
-  const ssize_t r = detail::system_io().pwrite(fd, data, n, offset);
-  g_active->after_write(fd);
-  return r;
-}
-ssize_t f_copy_file_range(int in, off64_t* off_in, int out, off64_t* off_out, size_t n, unsigned flags) {
-  int err = 0;
-  if (!g_active->before(FaultyIo::kWrite, out, &err)) {
-    errno = err;
-    return -1;
-  }
-  const ssize_t r = detail::system_io().copy_file_range(in, off_in, out, off_out, n, flags);
-  g_active->after_write(out);
-  return r;
-}
-int f_fsync(int fd) {
-  int err = 0;
-  if (!g_active->before(FaultyIo::kFsync, fd, &err)) {
-    errno = err;
-    return -1;
-  }
-  const int r = detail::system_io().fsync(fd);
-  if (r == 0) g_active->after_fsync(fd);
-  return r;
-}
-int f_rename(const char* from, const char* to) {
-  int err = 0;
-  if (!g_active->before(FaultyIo::kRename, -1, &err)) {
-    errno = err;
-    return -1;
-  }
-  const int r = detail::system_io().rename(from, to);
-  if (r == 0) g_active->after_rename(from, to);
-  return r;
-}
-
-int f_exchange(const char* a, const char* b) {
-  int err = 0;
-  if (!g_active->before(FaultyIo::kRename, -1, &err)) {
-    errno = err;
-    return -1;
-  }
-  const int r = detail::system_io().exchange(a, b);
-  if (r == 0) g_active->after_exchange(a, b);
-  return r;
-}
-
-constexpr detail::IoCalls kFaulty{f_write, f_pwrite, f_copy_file_range, f_fsync, f_rename, f_exchange};
-
 int index_of(FaultyIo::Op op) { return op == FaultyIo::kWrite ? 0 : op == FaultyIo::kFsync ? 1 : 2; }
 
 }  // namespace
 
-FaultyIo::FaultyIo() {
-  if (g_active) throw std::logic_error("one FaultyIo at a time");
-  g_active = this;
-  detail::set_io(&kFaulty);
+FaultyIo::FaultyIo(bool make_default) : made_default_(make_default) {
+  if (!make_default) return;
+  if (g_default_taken) throw std::logic_error("one default FaultyIo at a time");
+  g_default_taken = true;
+  detail::set_io(this);
 }
 
 FaultyIo::~FaultyIo() {
+  if (!made_default_) return;
   detail::set_io(nullptr);
-  g_active = nullptr;
+  g_default_taken = false;
+}
+
+ssize_t FaultyIo::write(int fd, const void* data, size_t n) {
+  int err = 0;
+  if (!before(kWrite, fd, &err)) {
+    errno = err;
+    return -1;
+  }
+  return detail::system_io().write(fd, data, n);
+}
+
+ssize_t FaultyIo::pwrite(int fd, const void* data, size_t n, off_t offset) {
+  int err = 0;
+  if (!before(kWrite, fd, &err)) {
+    errno = err;
+    return -1;
+  }
+  return detail::system_io().pwrite(fd, data, n, offset);
+}
+
+ssize_t FaultyIo::copy_file_range(int in, off64_t* off_in, int out, off64_t* off_out, size_t n, unsigned flags) {
+  int err = 0;
+  if (!before(kWrite, out, &err)) {
+    errno = err;
+    return -1;
+  }
+  return detail::system_io().copy_file_range(in, off_in, out, off_out, n, flags);
+}
+
+int FaultyIo::fsync(int fd) {
+  int err = 0;
+  if (!before(kFsync, fd, &err)) {
+    errno = err;
+    return -1;
+  }
+  const int r = detail::system_io().fsync(fd);
+  if (r == 0) after_fsync(fd);
+  return r;
+}
+
+int FaultyIo::rename(const char* from, const char* to) {
+  int err = 0;
+  if (!before(kRename, -1, &err)) {
+    errno = err;
+    return -1;
+  }
+  const int r = detail::system_io().rename(from, to);
+  if (r == 0) after_rename(from, to);
+  return r;
+}
+
+int FaultyIo::exchange(const char* a, const char* b) {
+  int err = 0;
+  if (!before(kRename, -1, &err)) {
+    errno = err;
+    return -1;
+  }
+  const int r = detail::system_io().exchange(a, b);
+  if (r == 0) after_exchange(a, b);
+  return r;
 }
 
 void FaultyIo::fail_nth(uint64_t n, unsigned ops, int err) {
@@ -154,8 +152,6 @@ bool FaultyIo::before(Op op, int fd, int* err) {
   }
   return true;
 }
-
-void FaultyIo::after_write(int) {}
 
 void FaultyIo::after_fsync(int fd) {
   struct stat st {};

@@ -1,5 +1,5 @@
 // Fault injection through the library's I/O seam (src/util/io_env.h), in the
-// spirit of LevelDB's fault-injection Env: count the calls that decide what
+// spirit of LevelDB's fault-injection Env: an IoEnv that counts the calls that decide what
 // a crash leaves (write, pwrite, copy_file_range, fsync, rename), fail the
 // Nth, or "crash" at the Nth (it and every later one fail, as if the
 // machine stopped there), then drop what was never fsynced, and look at
@@ -7,7 +7,9 @@
 //
 // The model of a crash: a file keeps the bytes it had at its last fsync
 // (none if it was never synced); renames and exchanges are kept (the
-// writers fsync the directory after them). In this process only, one FaultyIo at a time.
+// writers fsync the directory after them). An operation that takes an IoEnv
+// (materialize) is given one; for the others it is made the process's
+// default, one such FaultyIo at a time.
 #pragma once
 
 #include <cerrno>
@@ -17,16 +19,19 @@
 #include <mutex>
 #include <string>
 
+#include "util/io_env.h"
+
 namespace skippy::test {
 
-class FaultyIo {
+class FaultyIo final : public IoEnv {
  public:
   enum Op : unsigned { kWrite = 1, kFsync = 2, kRename = 4, kAny = 7 };
 
-  // Installs the counting calls (nothing fails yet); the destructor puts
-  // the system's back.
-  FaultyIo();
-  ~FaultyIo();
+  // Counts the calls (nothing fails yet). With `make_default`, it is the
+  // default IoEnv (detail::set_io) until destroyed: the operations given
+  // none write through it too; without, only those given it.
+  explicit FaultyIo(bool make_default = true);
+  ~FaultyIo() override;
   FaultyIo(const FaultyIo&) = delete;
   FaultyIo& operator=(const FaultyIo&) = delete;
 
@@ -43,14 +48,20 @@ class FaultyIo {
   // what its last fsync made durable. Returns how many files lost bytes.
   size_t drop_unsynced();
 
-  // The calls (public for the C function pointers in fault_io.cpp).
+  // The IoEnv: each call counted, failed when its turn has come, else the system's.
+  ssize_t write(int fd, const void* data, size_t n) override;
+  ssize_t pwrite(int fd, const void* data, size_t n, off_t offset) override;
+  ssize_t copy_file_range(int fd_in, off64_t* off_in, int fd_out, off64_t* off_out, size_t n, unsigned flags) override;
+  int fsync(int fd) override;
+  int rename(const char* from, const char* to) override;
+  int exchange(const char* a, const char* b) override;
+
+ private:
   bool before(Op op, int fd, int* err);
-  void after_write(int fd);
   void after_fsync(int fd);
   void after_rename(const char* from, const char* to);
   void after_exchange(const char* a, const char* b);
 
- private:
   struct FileState {
     uint64_t synced = 0;  // size at the last fsync
   };
@@ -63,6 +74,7 @@ class FaultyIo {
   bool crash_ = false;
   bool crashed_ = false;
   bool fired_ = false;
+  bool made_default_ = false;
 };
 
 }  // namespace skippy::test

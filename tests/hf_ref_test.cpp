@@ -7,8 +7,6 @@
 
 #include "util/env.h"
 #include "skippy/error.h"
-#include "skippy/hf_cache.h"
-#include "skippy/hf_ref.h"
 #include "skippy/source.h"
 #include "test_util.h"
 

@@ -13,7 +13,7 @@
 #include "skippy/gguf.h"
 #include "gguf/gguf_writer.h"
 #include "skippy/manifest.h"
-#include "skippy/memory_plan.h"
+#include "skippy/plan.h"
 #include "util/sha256.h"
 #include "split_enumeration.h"
 #include "test_util.h"

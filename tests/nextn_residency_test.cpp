@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf/gguf_writer.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/gguf.h"
 #include "test_util.h"
 #include "util/file.h"

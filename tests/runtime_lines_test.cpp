@@ -1,4 +1,4 @@
-// mesh-llm's runtime lines (skippy/runtime_lines.h): which admit a package
+// mesh-llm's runtime lines (skippy/abi.h): which admit a package
 // and why not, per line, for packages written by our tool and by the
 // test-side reference writer (schema_v2_package.h); --runtime-abi with a
 // rule or a line; the writers' one warning; the split roster's warning.
@@ -15,7 +15,6 @@
 #include "skippy/abi.h"
 #include "skippy/error.h"
 #include "skippy/package.h"
-#include "skippy/runtime_lines.h"
 #include "test_util.h"
 
 namespace skippy {

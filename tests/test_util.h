@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/manifest_v2.h"
 #include "skippy/materialize.h"
 #include "skippy/stage_view.h"

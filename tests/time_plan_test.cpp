@@ -10,11 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "skippy/decode_cost.h"
+#include "skippy/plan.h"
 #include "skippy/error.h"
 #include "skippy/gguf.h"
 #include "gguf/gguf_writer.h"
-#include "skippy/time_plan.h"
 #include "split_enumeration.h"
 #include "test_util.h"
 

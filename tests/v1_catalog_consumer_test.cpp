@@ -6,10 +6,9 @@
 #include <gtest/gtest.h>
 
 #include "reference_package.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/error.h"
 #include "skippy/materialize.h"
-#include "skippy/stage.h"
 #include "skippy/stage_view.h"
 #include "skippy/verify.h"
 #include "test_util.h"

@@ -7,14 +7,13 @@
 #include <map>
 
 #include "reference_package.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/error.h"
 #include "util/file.h"
 #include "skippy/gguf.h"
 #include "skippy/model_source.h"
 #include "skippy/package_catalog.h"
 #include "util/sha256.h"
-#include "skippy/stage.h"
 #include "test_util.h"
 
 namespace skippy {

@@ -1,4 +1,4 @@
-// The runtime ABI of package schema 2 (skippy/abi.h, skippy/package_restamp.h):
+// The runtime ABI of package schema 2 (skippy/abi.h, skippy/package_convert.h):
 // written by --native-abi-version, checked by --runtime-abi /
 // SKIPPY_RUNTIME_ABI / the C API with the runtime's own rule per schema, and
 // moved by restamp-package, which changes the root alone.
@@ -10,10 +10,10 @@
 
 #include "hub_standin.h"
 #include "skippy/abi.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/error.h"
 #include "skippy/manifest_v2.h"
-#include "skippy/package_restamp.h"
+#include "skippy/package_convert.h"
 #include "util/sha256.h"
 #include "skippy/skippy.h"
 #include "test_util.h"

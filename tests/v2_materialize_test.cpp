@@ -12,7 +12,7 @@
 #include <set>
 
 #include "schema_v2_package.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/error.h"
 #include "skippy/gguf.h"
 #include "skippy/materialize.h"

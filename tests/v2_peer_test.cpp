@@ -11,7 +11,7 @@
 #include "peer_test_util.h"
 #include "peer_world.h"
 #include "schema_v2_package.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/peer.h"
 #include "skippy/peer_identity.h"
 #include "skippy/peer_topology.h"

@@ -11,7 +11,7 @@
 
 #include "hub_standin.h"
 #include "schema_v2_package.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/error.h"
 #include "skippy/manifest_v2.h"
 #include "skippy/peer_topology.h"

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hub_standin.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/package_catalog.h"
 #include "skippy/gguf.h"
 #include "test_util.h"

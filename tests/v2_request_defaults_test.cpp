@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "schema_v2_package.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/error.h"
 #include "skippy/manifest_v2.h"
 #include "test_util.h"

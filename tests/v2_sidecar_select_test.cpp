@@ -12,7 +12,7 @@
 
 #include "hub_standin.h"
 #include "schema_v2_package.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/stage_admission.h"
 #include "test_util.h"
 

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "schema_v2_package.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/error.h"
 #include "skippy/model_source.h"
 #include "skippy/package_convert.h"

@@ -17,7 +17,6 @@
 #include "skippy/package_validator.h"
 #include "util/file.h"
 #include "skippy/package_writer.h"
-#include "skippy/validation_result.h"
 #include "test_util.h"
 #include "util/sha256.h"
 

@@ -19,7 +19,7 @@
 #include "hub/xet_reconstruction.h"
 #include "hub_standin.h"
 #include "skippy/error.h"
-#include "skippy/hf_cache.h"
+#include "skippy/source.h"
 #include "skippy/hub.h"
 #include "test_util.h"
 #include "util/sha256.h"

@@ -14,7 +14,6 @@
 #include "skippy/package.h"
 #include "skippy/package_signature.h"
 #include "skippy/source.h"
-#include "skippy/catalog_stage.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
 #include "util/text.h"
@@ -98,7 +97,7 @@ CLI::Option* add_native_abi_option(CLI::App* cmd, std::string& target, const std
 void check_runtime_abi_for_cli(const OpenedPackage& pkg);
 // What a writer (write-package, convert-package) says on stderr about the
 // package it wrote in `package_dir`, once each: the mesh-llm runtime lines
-// that refuse it for what it holds (skippy/runtime_lines.h
+// that refuse it for what it holds (skippy/abi.h
 // runtime_lines_warning; `content_only`: only when one refuses a root field,
 // not for the schema alone) and, for `architecture`, the rosters whose nodes
 // do not split it. Returns them.

@@ -11,10 +11,9 @@
 #include "format/json_output.h"
 #include "util/env.h"
 #include "util/file.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/hub.h"
 #include "skippy/package.h"
-#include "skippy/runtime_lines.h"
 #include "util/byte_size.h"
 #include "util/text.h"
 

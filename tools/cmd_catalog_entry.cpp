@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "cli.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/hub_publish.h"
 #include "util/file.h"
 

@@ -3,13 +3,72 @@
 
 #include "cli.h"
 #include "progress.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/error.h"
 #include "skippy/manifest.h"
 #include "skippy/package_convert.h"
 #include "util/parallel.h"
 
 namespace skippy::cli {
+
+namespace {
+
+// convert-package --to 2's report: the package, each artifact and where it came from, the certification.
+void print_to_v2(const ConvertToV2Result& r, unsigned threads, bool json) {
+  if (json) {
+    nlohmann::json arts = nlohmann::json::array();
+    for (const auto& x : r.artifacts) {
+      arts.push_back({{"id", x.id}, {"path", x.path}, {"from", x.from}, {"bytes", x.bytes},
+                      {"sha256", x.sha256}, {"how", x.how}});
+    }
+    print_json({{"package_dir", r.package_dir.string()},
+                {"schema_version", 2},
+                {"package_id", r.package_id},
+                {"manifest_sha256", r.manifest_sha256},
+                {"native_abi_version", r.root.native_abi_version},
+                {"certified", r.certified},
+                {"threads", threads},
+                {"certification", r.certification},
+                {"tensors_certified", r.tensors_certified},
+                {"bytes_compared", r.bytes_compared},
+                {"payload_bytes", r.payload_bytes},
+                {"linked_bytes", r.linked_bytes},
+                {"carrier_root_seconds", r.carrier_root_seconds},
+                {"certify_seconds", r.certify_seconds},
+                {"artifacts", arts},
+                {"dropped", r.dropped}});
+  } else {
+    std::cout << "wrote " << r.package_dir.string() << " (schema 2): " << r.artifacts.size()
+              << " artifacts, " << human_bytes(r.payload_bytes) << " of payload placed unchanged ("
+              << human_bytes(r.linked_bytes) << " hard-linked)\n"
+              << "package_id " << r.package_id << "\n"
+              << "native ABI " << r.root.native_abi_version
+              << " (exact-rule runtimes admit it only at that ABI; provenance-rule ones at any)\n"
+              << (r.certified ? "certified: " : "") << r.certification << "\n";
+    for (const auto& d : r.dropped) std::cout << "dropped: " << d << "\n";
+  }
+}
+
+// convert-package --to 1's report.
+void print_to_v1(const ConvertToV1Result& r, unsigned threads, bool json) {
+  if (json) {
+    print_json({{"package_dir", r.package_dir.string()},
+                {"schema_version", 1},
+                {"manifest_sha256", r.manifest_sha256},
+                {"artifact_count", r.artifact_count},
+                {"bytes_written", r.bytes_written},
+                {"threads", threads},
+                {"dropped", r.dropped},
+                {"notes", r.notes}});
+  } else {
+    std::cout << "wrote " << r.package_dir.string() << " (schema 1): " << r.artifact_count << " artifacts, "
+              << human_bytes(r.bytes_written) << "\nmanifest sha256 " << r.manifest_sha256 << "\n";
+    for (const auto& d : r.dropped) std::cout << "dropped: " << d << "\n";
+    for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
+  }
+}
+
+}  // namespace
 
 Command register_convert_package(CLI::App& app) {
   auto* cmd = app.add_subcommand("convert-package", "Convert a package between schema 1 and schema 2");
@@ -71,38 +130,7 @@ Command register_convert_package(CLI::App& app) {
               o.on_progress = on_progress;
               const auto r = convert_package_to_v2(o);
               (void)warn_runtime_lines(r.package_dir, package_architecture(r.package_dir), /*content_only=*/false);
-              if (a->json) {
-                nlohmann::json arts = nlohmann::json::array();
-                for (const auto& x : r.artifacts) {
-                  arts.push_back({{"id", x.id}, {"path", x.path}, {"from", x.from}, {"bytes", x.bytes},
-                                  {"sha256", x.sha256}, {"how", x.how}});
-                }
-                print_json({{"package_dir", r.package_dir.string()},
-                            {"schema_version", 2},
-                            {"package_id", r.package_id},
-                            {"manifest_sha256", r.manifest_sha256},
-                            {"native_abi_version", r.root.native_abi_version},
-                            {"certified", r.certified},
-                            {"threads", o.threads},
-                            {"certification", r.certification},
-                            {"tensors_certified", r.tensors_certified},
-                            {"bytes_compared", r.bytes_compared},
-                            {"payload_bytes", r.payload_bytes},
-                            {"linked_bytes", r.linked_bytes},
-                            {"carrier_root_seconds", r.carrier_root_seconds},
-                            {"certify_seconds", r.certify_seconds},
-                            {"artifacts", arts},
-                            {"dropped", r.dropped}});
-              } else {
-                std::cout << "wrote " << r.package_dir.string() << " (schema 2): " << r.artifacts.size()
-                          << " artifacts, " << human_bytes(r.payload_bytes) << " of payload placed unchanged ("
-                          << human_bytes(r.linked_bytes) << " hard-linked)\n"
-                          << "package_id " << r.package_id << "\n"
-                          << "native ABI " << r.root.native_abi_version
-                          << " (exact-rule runtimes admit it only at that ABI; provenance-rule ones at any)\n"
-                          << (r.certified ? "certified: " : "") << r.certification << "\n";
-                for (const auto& d : r.dropped) std::cout << "dropped: " << d << "\n";
-              }
+              print_to_v2(r, o.threads, a->json);
               return r.certified || a->uncertified ? kExitOk : kExitInvalid;
             }
             if (!a->source.empty() || a->uncertified || !a->native_abi.empty() || !a->generation_defaults.empty() ||
@@ -120,21 +148,7 @@ Command register_convert_package(CLI::App& app) {
             o.on_progress = on_progress;
             const auto r = convert_package_to_v1(opened, o);
             (void)warn_runtime_lines(r.package_dir, package_architecture(r.package_dir), /*content_only=*/false);
-            if (a->json) {
-              print_json({{"package_dir", r.package_dir.string()},
-                          {"schema_version", 1},
-                          {"manifest_sha256", r.manifest_sha256},
-                          {"artifact_count", r.artifact_count},
-                          {"bytes_written", r.bytes_written},
-                          {"threads", o.threads},
-                          {"dropped", r.dropped},
-                          {"notes", r.notes}});
-            } else {
-              std::cout << "wrote " << r.package_dir.string() << " (schema 1): " << r.artifact_count << " artifacts, "
-                        << human_bytes(r.bytes_written) << "\nmanifest sha256 " << r.manifest_sha256 << "\n";
-              for (const auto& d : r.dropped) std::cout << "dropped: " << d << "\n";
-              for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
-            }
+            print_to_v1(r, o.threads, a->json);
             return kExitOk;
           }};
 }

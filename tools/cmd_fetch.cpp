@@ -8,7 +8,7 @@
 #include "stage_cli.h"
 #include "util/env.h"
 #include "skippy/error.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/hub.h"
 #include "skippy/peer.h"
 #include "skippy/verify.h"
@@ -91,10 +91,7 @@ struct FetchArgs {
 // descriptor), and the sources that ask the peer first.
 Sources peer_stage_sources(const FetchArgs& a, std::optional<LayerRange>& range, const HubConfig& hub) {
   auto topology = peer::load_topology(a.peer.topology);
-  peer::TopologyStage* stage = nullptr;
-  for (auto& st : topology.stages) {
-    if (st.stage_id == a.peer.stage) stage = &st;
-  }
+  peer::TopologyStage* stage = topology.find_stage(a.peer.stage);
   if (!stage) {
     std::string ids;
     for (const auto& st : topology.stages) ids += (ids.empty() ? "" : ", ") + st.stage_id;
@@ -305,11 +302,9 @@ Command register_fetch(CLI::App& app) {
             const auto opened = open_for_cli(a->ref, a->refresh, chosen);
             check_runtime_abi_for_cli(opened);  // before any payload is brought
             check_stage_choice(choice, opened.identity());
-            const OpenedCatalog pkg = opened.catalog(catalog_need(choice));
-            const auto s = choose_stage(pkg, choice);
-            auto parts = s.parts_with_projector();
-            provide_parts(pkg, parts);
-            const auto report = verify_if_required(pkg, parts);
+            const CheckedStage checked = open_checked_stage(opened, choice);
+            const OpenedCatalog& pkg = checked.pkg;
+            const auto& parts = checked.parts;
             std::optional<LocalDirReport> local;
             if (!a->local_dir.empty()) local = export_to_local_dir(pkg, parts, a->local_dir);
             const auto downloaded = pkg.source ? pkg.source->fetched() : std::vector<std::string>{};
@@ -326,9 +321,8 @@ Command register_fetch(CLI::App& app) {
             }
             const auto source_notes = pkg.source ? pkg.source->notes() : std::vector<std::string>{};
             for (const auto& n : source_notes) std::cerr << "note: " << n << "\n";
-            uint64_t total = 0;
-            for (const auto& p : parts) total += p.bytes;
-            FetchOutcome f{parts, downloaded, source_notes, s.notes, source, sources, report, local, total};
+            FetchOutcome f{parts,   downloaded,       source_notes, checked.stage.notes, source,
+                           sources, checked.verified, local,        checked.total_bytes};
             print_fetch(*a, pkg, range, f);
             return kExitOk;
           }};

@@ -4,9 +4,8 @@
 #include "progress.h"
 #include "stage_cli.h"
 #include "skippy/error.h"
-#include "skippy/catalog_stage.h"
-#include "skippy/materialize.h"
 #include "skippy/stage.h"
+#include "skippy/materialize.h"
 
 namespace skippy::cli {
 namespace {

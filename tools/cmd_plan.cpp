@@ -7,9 +7,9 @@
 #include "cmd_plan_time.h"
 #include "plan_report.h"
 #include "skippy/error.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/plan.h"
-#include "skippy/runtime_lines.h"
+#include "skippy/abi.h"
 
 namespace skippy::cli {
 namespace {
@@ -255,6 +255,7 @@ Command register_plan(CLI::App& app) {
               mo.reserves.compute_reserve_percent = a->compute_reserve;
               mo.reserves.headroom_percent = a->headroom_percent;
               mo.reserves.headroom_cap_bytes = size_flag("--headroom-cap", a->headroom_cap);
+              mo.include_projector = o.include_projector;
             }
             // --topology-out: one node per stage (per node offered with --stages auto).
             const auto topology = plan_topology_request(a->topology, a->ref, o.stages);
@@ -262,13 +263,9 @@ Command register_plan(CLI::App& app) {
             std::optional<TimePlanRequest> timed;
             if (context_opt->count() > 0 && !mo.bandwidth.empty()) {
               TimePlanRequest t;
-              t.options.context = mo.context;
-              t.options.bandwidth = mo.bandwidth;
-              t.options.budgets = mo.budgets;
-              t.options.reserves = mo.reserves;
+              t.options = time_plan_options(mo);
               t.options.auto_stages = auto_stages;
               t.options.lanes = a->lanes;
-              t.options.include_projector = o.include_projector;
               t.options.stage_overhead_ns = parse_duration_ns(a->stage_overhead);
               const uint64_t hop = parse_duration_ns(a->hop_latency);
               for (const auto& l : a->links) t.options.links.push_back(parse_node_link(l));
@@ -281,19 +278,12 @@ Command register_plan(CLI::App& app) {
               timed = std::move(t);
             }
             const auto opened = open_for_cli(a->ref);  // a local directory or hf://, any schema
-            PlanReads reads;
-            reads.stages = o.stages;
-            reads.metadata = context_opt->count() > 0;
-            reads.tensors = timed.has_value();
-            const PlanPackage pkg = plan_package(opened, reads);
+            const PlanPackage pkg = plan_package(opened, {o.stages, context_opt->count() > 0, timed.has_value()});
             // A node refuses to split an architecture its line's roster does not list: say so before planning a split.
-            std::string arch = pkg.metadata ? std::string(pkg.metadata->architecture()) : pkg.catalog.architecture;
-            if (arch.empty() && !is_hf_ref(a->ref)) arch = package_architecture(opened.root);
-            if (const auto w = split_roster_warning(arch)) std::cerr << "warning: " << *w << "\n";
+            if (const auto w = split_roster_warning(pkg.architecture)) std::cerr << "warning: " << *w << "\n";
             if (timed) return run_time_plan(pkg, *timed);
             if (context_opt->count() > 0) {
               mo.final_stage_needs_embeddings = pkg.final_stage_loads_embeddings(o.stages);
-              mo.include_projector = o.include_projector;
               return run_memory_plan(pkg, mo, kv_type, a->json, topo);
             }
             return run_byte_plan(pkg, o, a->json, topo);

@@ -1,4 +1,4 @@
-// `plan --context`: the memory-aware plan (skippy/memory_plan.h), printed.
+// `plan --context`: the memory-aware plan (skippy/plan.h), printed.
 #include "cmd_plan_memory.h"
 
 #include <cstdio>

@@ -5,7 +5,6 @@
 #include "cli.h"
 #include "plan_report.h"
 #include "plan_topology.h"
-#include "skippy/memory_plan.h"
 #include "skippy/plan.h"
 
 namespace skippy::cli {

@@ -1,11 +1,9 @@
-// `plan --context --bandwidth`: planning for time per token (skippy/time_plan.h).
+// `plan --context --bandwidth`: planning for time per token (skippy/plan.h).
 #pragma once
 
 #include "cli.h"
 #include "plan_topology.h"
-#include "skippy/memory_plan.h"
 #include "skippy/plan.h"
-#include "skippy/time_plan.h"
 
 namespace skippy::cli {
 

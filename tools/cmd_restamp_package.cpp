@@ -1,9 +1,9 @@
 // restamp-package: a schema 2 package moved to another runtime ABI, only its
-// root rewritten (skippy/package_restamp.h).
+// root rewritten (skippy/package_convert.h).
 #include <iostream>
 
 #include "cli.h"
-#include "skippy/package_restamp.h"
+#include "skippy/package_convert.h"
 
 namespace skippy::cli {
 

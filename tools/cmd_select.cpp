@@ -4,7 +4,6 @@
 #include "skippy/error.h"
 #include "stage_cli.h"
 #include "skippy/policy.h"
-#include "skippy/catalog_stage.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
 
@@ -33,6 +32,77 @@ nlohmann::json part_json(const StagePart& p, bool by_id) {
               {"tensors", p.tensors}});
   }
   return j;
+}
+
+// select --json: the package, the parts (and for a stage of tensors how it
+// was chosen, every tensor's locator and its admission message).
+nlohmann::json select_json(const CheckedStage& c, const StageChoice& choice, const std::optional<LayerRange>& chosen,
+                           const std::vector<std::string>& warnings, const std::string& admission_file) {
+  const auto& pkg = c.pkg;
+  const auto& cat = pkg.catalog;
+  const auto& s = c.stage;
+  nlohmann::json jp = nlohmann::json::array();
+  for (const auto& p : c.parts) jp.push_back(part_json(p, pkg.names_artifacts_by_id));
+  nlohmann::json doc = {{"package", pkg.ref},
+                        {"model_id", cat.model_id},
+                        {"manifest_sha256", pkg.manifest_sha256},
+                        {"layer_count", cat.layer_count},
+                        {"parts", jp},
+                        {"total_bytes", c.total_bytes},
+                        {"verified", c.verified.has_value()},
+                        {"notes", s.notes},
+                        {"warnings", warnings},
+                        {"revision", pin_json(pkg)}};
+  if (chosen) {
+    doc["layer_start"] = chosen->start;
+    doc["layer_end"] = chosen->end;
+  }
+  doc.update(package_identity_json(pkg));
+  if (cat.selects_whole_parts) return doc;
+  // A stage of tensors: how it was chosen, every tensor's locator.
+  nlohmann::json tensor_list = nlohmann::json::array();
+  for (const auto& t : s.tensors) {
+    tensor_list.push_back({{"name", t.name}, {"artifact_id", t.artifact_id}, {"offset", t.offset}, {"stored_bytes", t.stored_bytes}});
+  }
+  // The message nodes exchange: --admission's own when it was one, else every field this
+  // package and stage determine (the native planner's fields named as not derived).
+  const StageAdmission admission = stage_admission_for(pkg, s, choice);
+  std::optional<StageAdmissionMessage> message;
+  if (choice.admission) message = read_admission_message(admission_file);
+  nlohmann::json underived = nlohmann::json::array();
+  if (!message) {
+    message = make_stage_admission_message(cat, admission, chosen);
+    for (const auto& [field, why] : stage_admission_message_underived()) underived.push_back({{"field", field}, {"why", why}});
+  }
+  doc.update({{"selected_by", chosen ? "layers" : choice.admission ? "admission" : "tensors"},
+              {"stage_admission", nlohmann::json::parse(stage_admission_json(admission))},
+              {"stage_admission_message", nlohmann::json::parse(stage_admission_message_json(*message))},
+              {"stage_admission_message_underived", underived},
+              {"tensors", tensor_list},
+              {"signed_by", pkg.signature ? nlohmann::json(pkg.signature->owner_id) : nlohmann::json()}});
+  return doc;
+}
+
+// select without --json: a headline, then a row per part.
+void print_select(const CheckedStage& c, const std::optional<LayerRange>& chosen) {
+  const auto& cat = c.pkg.catalog;
+  const bool by_id = c.pkg.names_artifacts_by_id;
+  const auto& s = c.stage;
+  std::cout << cat.model_id << (cat.selects_whole_parts ? "" : " (package schema " + std::to_string(cat.schema_version) + ")")
+            << " "
+            << (chosen ? "layers " + format_layer_range(*chosen) + " of " + std::to_string(cat.layer_count)
+                       : std::to_string(s.tensors.size()) + " named tensors")
+            << ": " << counted(c.parts.size(), "part") << (by_id ? ", " + counted(s.tensors.size(), "tensor") : std::string())
+            << ", " << human_bytes(c.total_bytes) << "\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& p : c.parts) {
+    std::string what(!by_id ? part_role_label(p) : catalog_artifact_kind_name(p.kind));
+    if (p.layer_index) what += " " + std::to_string(*p.layer_index);
+    rows.push_back({what, p.rel_path, human_bytes(p.bytes)});
+    if (by_id) rows.back().push_back(counted(p.tensors.size(), "tensor"));
+  }
+  std::cout << aligned_rows(rows, by_id ? std::vector<size_t>{2, 3} : std::vector<size_t>{2});
+  for (const auto& n : s.notes) std::cerr << "note: " << n << "\n";
 }
 
 }  // namespace
@@ -82,80 +152,11 @@ Command register_select(CLI::App& app) {
               std::cerr << "warning: " << w << "\n";
               warnings.push_back(w);
             }
-            const OpenedCatalog pkg = opened.catalog(catalog_need(choice));
-            const auto& cat = pkg.catalog;
-            const bool by_id = pkg.names_artifacts_by_id;
-            const auto s = choose_stage(pkg, choice);
-            auto parts = s.parts_with_projector();
-            // Consumer validation of each file (brought first through the package's
-            // source, for hf://); SHA-256 too when the package demands it (hf://) or
-            // SKIPPY_VERIFY_PACKAGE_SHA asks, through the verification cache.
-            provide_parts(pkg, parts);
-            const auto verified = verify_if_required(pkg, parts);
-            uint64_t total = 0;
-            for (const auto& p : parts) total += p.bytes;
+            const CheckedStage c = open_checked_stage(opened, choice);
             if (a->json) {
-              nlohmann::json jp = nlohmann::json::array();
-              for (const auto& p : parts) jp.push_back(part_json(p, by_id));
-              nlohmann::json doc = {{"package", pkg.ref},
-                                    {"model_id", cat.model_id},
-                                    {"manifest_sha256", pkg.manifest_sha256},
-                                    {"layer_count", cat.layer_count},
-                                    {"parts", jp},
-                                    {"total_bytes", total},
-                                    {"verified", verified.has_value()},
-                                    {"notes", s.notes},
-                                    {"warnings", warnings},
-                                    {"revision", pin_json(pkg)}};
-              if (chosen) {
-                doc["layer_start"] = chosen->start;
-                doc["layer_end"] = chosen->end;
-              }
-              doc.update(package_identity_json(pkg));
-              if (!cat.selects_whole_parts) {  // a stage of tensors: how it was chosen, every tensor's locator
-                nlohmann::json tensor_list = nlohmann::json::array();
-                for (const auto& t : s.tensors) {
-                  tensor_list.push_back(
-                      {{"name", t.name}, {"artifact_id", t.artifact_id}, {"offset", t.offset}, {"stored_bytes", t.stored_bytes}});
-                }
-                // The message nodes exchange: --admission's own when it was one, else every field this
-                // package and stage determine (the native planner's fields named as not derived).
-                const StageAdmission admission = stage_admission_for(pkg, s, choice);
-                std::optional<StageAdmissionMessage> message;
-                if (choice.admission) message = read_admission_message(a->tensors.admission);
-                nlohmann::json underived = nlohmann::json::array();
-                if (!message) {
-                  message = make_stage_admission_message(cat, admission, chosen);
-                  for (const auto& [field, why] : stage_admission_message_underived()) {
-                    underived.push_back({{"field", field}, {"why", why}});
-                  }
-                }
-                doc.update({{"selected_by", chosen ? "layers" : choice.admission ? "admission" : "tensors"},
-                            {"stage_admission", nlohmann::json::parse(stage_admission_json(admission))},
-                            {"stage_admission_message", nlohmann::json::parse(stage_admission_message_json(*message))},
-                            {"stage_admission_message_underived", underived},
-                            {"tensors", tensor_list},
-                            {"signed_by", pkg.signature ? nlohmann::json(pkg.signature->owner_id) : nlohmann::json()}});
-              }
-              print_json(doc);
+              print_json(select_json(c, choice, chosen, warnings, a->tensors.admission));
             } else {
-              std::cout << cat.model_id
-                        << (cat.selects_whole_parts ? "" : " (package schema " + std::to_string(cat.schema_version) + ")")
-                        << " "
-                        << (chosen ? "layers " + format_layer_range(*chosen) + " of " + std::to_string(cat.layer_count)
-                                   : std::to_string(s.tensors.size()) + " named tensors")
-                        << ": " << counted(parts.size(), "part")
-                        << (by_id ? ", " + counted(s.tensors.size(), "tensor") : std::string()) << ", " << human_bytes(total)
-                        << "\n";
-              std::vector<std::vector<std::string>> rows;
-              for (const auto& p : parts) {
-                std::string what(!by_id ? part_role_label(p) : catalog_artifact_kind_name(p.kind));
-                if (p.layer_index) what += " " + std::to_string(*p.layer_index);
-                rows.push_back({what, p.rel_path, human_bytes(p.bytes)});
-                if (by_id) rows.back().push_back(counted(p.tensors.size(), "tensor"));
-              }
-              std::cout << aligned_rows(rows, by_id ? std::vector<size_t>{2, 3} : std::vector<size_t>{2});
-              for (const auto& n : s.notes) std::cerr << "note: " << n << "\n";
+              print_select(c, chosen);
             }
             return kExitOk;
           }};

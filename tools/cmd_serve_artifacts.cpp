@@ -1,19 +1,14 @@
-#include <pthread.h>
-#include <signal.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
-#include <thread>
 
 #include "format/json_output.h"
 #include "cli.h"
 #include "stage_cli.h"
 #include "util/env.h"
-#include "util/env.h"
 #include "skippy/error.h"
-#include "skippy/hf_cache.h"
+#include "skippy/source.h"
 #include "skippy/peer.h"
 
 namespace skippy::cli {
@@ -110,10 +105,7 @@ Command register_serve_artifacts(CLI::App& app) {
                 throw Error(ErrorKind::kUsage, "--admission " + binding + ": expected STAGE_ID=FILE");
               }
               const std::string stage_id = binding.substr(0, eq);
-              peer::TopologyStage* stage = nullptr;
-              for (auto& st : o.topology.stages) {
-                if (st.stage_id == stage_id) stage = &st;
-              }
+              peer::TopologyStage* stage = o.topology.find_stage(stage_id);
               if (!stage) {
                 throw Error(ErrorKind::kUsage, "--admission " + binding + ": no stage \"" + stage_id + "\" in " + a->topology);
               }
@@ -147,40 +139,24 @@ Command register_serve_artifacts(CLI::App& app) {
                         << "/node.crt does not verify under its owner.crt: in mode trusted no peer will be served\n";
             }
 
-            // Signals: SIGINT/SIGTERM stop the server; SIGPIPE is never wanted.
-            ::signal(SIGPIPE, SIG_IGN);
-            sigset_t stop_signals;
-            sigemptyset(&stop_signals);
-            sigaddset(&stop_signals, SIGINT);
-            sigaddset(&stop_signals, SIGTERM);
-            pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);  // inherited by every thread started below
-
-            peer::ArtifactServer server(identity, std::move(o));
-            if (a->json) {
-              nlohmann::json doc = {{"listening", server.endpoint()},
-                                    {"node_id", identity.node_id()},
-                                    {"owner_id", identity.owner_id()},
-                                    {"mode", std::string(peer::transfer_mode_name(mode))},
-                                    {"trusted_signers", trusted_signers_for_cli().size()}};
-              std::cout << json_output(doc) << std::endl;
-            } else {
-              std::cout << server.endpoint() << std::endl;
-            }
-            std::cerr << "serve-artifacts: listening on " << server.endpoint() << " as node " << identity.node_id()
-                      << ", mode " << peer::transfer_mode_name(mode) << "\n";
-            std::thread waiter([&server, stop_signals] {
-              int sig = 0;
-              sigwait(&stop_signals, &sig);
-              server.stop();
+            const bool drained = peer::serve_until_signalled(identity, std::move(o), [&](const peer::ArtifactServer& server) {
+              if (a->json) {
+                nlohmann::json doc = {{"listening", server.endpoint()},
+                                      {"node_id", identity.node_id()},
+                                      {"owner_id", identity.owner_id()},
+                                      {"mode", std::string(peer::transfer_mode_name(mode))},
+                                      {"trusted_signers", trusted_signers_for_cli().size()}};
+                std::cout << json_output(doc) << std::endl;
+              } else {
+                std::cout << server.endpoint() << std::endl;
+              }
+              std::cerr << "serve-artifacts: listening on " << server.endpoint() << " as node " << identity.node_id()
+                        << ", mode " << peer::transfer_mode_name(mode) << "\n";
             });
-            server.run();
-            // run() returns only after stop(), which only the waiter calls,
-            // within the shutdown grace whatever the I/O threads are doing.
-            waiter.join();
-            if (!server.drain()) {
+            if (!drained) {
               // A thread stuck in the kernel (a read that never returns)
-              // still uses the server and the libraries: leave at once
-              // rather than wait for it or tear them down under it.
+              // still uses the libraries: leave at once rather than wait
+              // for it or tear them down under it.
               std::cerr << "serve-artifacts: stopped (work still running after the shutdown grace was abandoned)"
                         << std::endl;
               std::_Exit(kExitOk);

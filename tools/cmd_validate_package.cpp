@@ -3,7 +3,7 @@
 #include "cli.h"
 #include "skippy/package_layout.h"
 #include "progress.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/hub.h"
 #include "util/file.h"
 #include "skippy/manifest.h"
@@ -11,10 +11,8 @@
 #include "skippy/package_signature.h"
 #include "skippy/package_validator.h"
 #include "skippy/package.h"
-#include "skippy/runtime_lines.h"
+#include "skippy/abi.h"
 #include "util/sha256.h"
-#include "skippy/source.h"
-#include "skippy/validation_result.h"
 #include "util/parallel.h"
 
 namespace skippy::cli {

@@ -5,7 +5,7 @@
 
 #include "skippy/error.h"
 #include "util/file.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/package_layout.h"
 #include "skippy/peer_identity.h"
 #include "skippy/peer_topology.h"

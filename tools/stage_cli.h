@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cli.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/package_layout.h"
 
 namespace skippy::cli {

@@ -52,10 +52,11 @@
 #include <string_view>
 #include <vector>
 
-#include "skippy/catalog_stage.h"
 #include "skippy/stage.h"
 
 namespace skippy {
+
+class IoEnv;  // the file-system calls a write goes through (internal: src/util/io_env.h)
 
 // KVs that mark a materialized file as derived.
 inline constexpr std::string_view kMaterializedLayerStartKey = "skippy.materialized.layer_start";        // u32
@@ -85,6 +86,11 @@ struct MaterializeOptions {
   bool hash = false;
   // Bytes written so far and the file's total size.
   std::function<void(uint64_t done, uint64_t total)> on_progress;
+  // The calls every write, fsync and rename of this run goes through (as
+  // LevelDB's Options::env; the interface is internal to the library and its
+  // tests, which pass one that fails or "crashes" at the Nth call); nullptr:
+  // the system's.
+  IoEnv* io_env = nullptr;
 };
 
 struct MaterializeResult {
@@ -147,6 +153,7 @@ struct SourceRebuildOptions {
   bool verify = false;
   // Bytes written so far and the files' total size.
   std::function<void(uint64_t done, uint64_t total)> on_progress;
+  IoEnv* io_env = nullptr;  // as MaterializeOptions::io_env
 };
 
 struct RebuiltSourceFile {

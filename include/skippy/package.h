@@ -284,7 +284,7 @@ OpenedPackage open_local_package(const std::filesystem::path& dir);
 
 // check_runtime_abi (skippy/abi.h) for a package: the ABI its identity
 // declares, judged by schema 1's rule or, for schema 2, by `runtime`'s rule;
-// a runtime named by its line (skippy/runtime_lines.h) applies that line's
+// a runtime named by its line (skippy/abi.h) applies that line's
 // whole word (schema, ABI, root fields). Throws Error(kInvalidInput)
 // "<package_ref>: <line> refuses ...; <the fix>".
 void check_runtime_abi(const PackageIdentity& identity, const RuntimeAbi& runtime, std::string_view package_ref);

@@ -33,10 +33,9 @@
 #include <vector>
 
 #include "skippy/error.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/peer_identity.h"
 #include "skippy/peer_topology.h"
-#include "skippy/source.h"
 
 namespace skippy::peer {
 
@@ -384,5 +383,15 @@ class ArtifactServer {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+// serve-artifacts' run: ignores SIGPIPE and blocks SIGINT and SIGTERM in
+// the calling thread before the server starts its threads (they inherit
+// the mask), binds the server, calls `on_listening` with it, and serves
+// until one of those signals arrives; run() then returns within
+// limits.shutdown_grace. Returns drain()'s answer: false when work was still
+// running after the grace (left behind: the process should leave at once,
+// with _exit). Throws the constructor's errors.
+bool serve_until_signalled(const NodeIdentity& identity, ServerOptions options,
+                           const std::function<void(const ArtifactServer&)>& on_listening);
 
 }  // namespace skippy::peer

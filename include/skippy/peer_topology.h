@@ -50,6 +50,7 @@ struct Topology {
   std::vector<TopologyStage> stages;
 
   const TopologyStage* find_stage(std::string_view stage_id) const noexcept;
+  TopologyStage* find_stage(std::string_view stage_id) noexcept;
   bool operator==(const Topology&) const = default;
 };
 

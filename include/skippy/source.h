@@ -17,7 +17,7 @@
 //                                  reason is kept as a note.
 //
 // Every remote writes through one blob writer into the Hugging Face cache
-// (huggingface_hub's layout, skippy/hf_cache.h): bytes land in
+// (huggingface_hub's layout, HfRepoCache below): bytes land in
 // blobs/<etag>.incomplete, are checked against their size and digests, and
 // only then get their final name and a snapshot link.
 //
@@ -36,14 +36,120 @@
 #include <string_view>
 #include <vector>
 
-#include "skippy/catalog_stage.h"
 #include "skippy/error.h"
-#include "skippy/hf_cache.h"
-#include "skippy/hf_ref.h"
 #include "skippy/package_writer.h"
 #include "skippy/stage.h"
 
 namespace skippy {
+
+inline constexpr std::string_view kHfScheme = "hf://";
+inline constexpr std::string_view kDefaultRevision = "main";
+
+struct HfRef {
+  std::string repo_id;            // "namespace/repo"
+  std::string revision;           // "main" when not given
+  bool revision_given = false;
+  std::string text() const;       // canonical "hf://ns/repo@rev"
+};
+
+bool is_hf_ref(std::string_view text) noexcept;
+// Throws Error(kUsage) with a message naming the reference and the rule.
+HfRef parse_hf_ref(std::string_view text);
+
+// 40 lowercase hex digits: a full commit id (which never moves).
+bool is_commit_hash(std::string_view s) noexcept;
+
+// The Hub's repo id rules ("ns/repo"); throws Error(kUsage) naming `what`.
+void check_repo_id(std::string_view repo_id, std::string_view what);
+// Revision rules; throws Error(kUsage) naming `what`.
+void check_revision(std::string_view revision, std::string_view what);
+
+// "org/repo:distribution" (write-package's Hub source coordinate), with an
+// optional "@revision" suffix. The distribution is a quantization tag such
+// as Q4_K_M or UD-Q4_K_XL matched against the repo's GGUF file names.
+struct ModelCoordinate {
+  std::string repo_id;
+  std::string distribution;
+  std::string revision = std::string(kDefaultRevision);
+  std::string text() const;       // "org/repo:distribution"
+};
+// True when `text` has the shape of a coordinate (one '/', a ':' after it);
+// callers check for an existing local path first.
+bool looks_like_model_coordinate(std::string_view text) noexcept;
+ModelCoordinate parse_model_coordinate(std::string_view text);
+
+// ------------------------------------------------------ the Hugging Face cache
+// The Hugging Face Hub cache, exactly as huggingface_hub lays it out, so
+// that huggingface_hub, transformers, llama.cpp -hf and this tool share one
+// copy of every file:
+//
+//   <cache>/models--<ns>--<repo>/
+//     blobs/<etag>                  file contents; for LFS files the etag is
+//                                   the SHA-256, else the git blob SHA-1
+//     blobs/<etag>.incomplete       a download in progress (resumable)
+//     snapshots/<commit>/<path>     relative symlinks into ../blobs
+//     refs/<revision>               the commit a branch/tag resolved to, no
+//                                   trailing newline
+//   <cache>/.locks/models--<ns>--<repo>/<etag>.lock   flock(2) per blob
+//
+// <cache> is env::hf_hub_cache_dir(): $HF_HUB_CACHE, else $HF_HOME/hub, else
+// $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
+//
+// Thread-safety: an HfRepoCache is immutable (it names paths; its const
+// members may run on many threads at once). The cache on disk is shared by
+// threads and processes: refs and links are replaced atomically, and a blob's
+// writers serialize on its flock in .locks/, as huggingface_hub's do.
+
+class HfRepoCache {
+ public:
+  // `repo_id` must already satisfy check_repo_id (above).
+  HfRepoCache(std::filesystem::path cache_root, const std::string& repo_id);
+
+  const std::string& repo_id() const noexcept { return repo_id_; }
+  const std::filesystem::path& root() const noexcept { return root_; }
+  const std::filesystem::path& repo_dir() const noexcept { return repo_dir_; }
+  std::filesystem::path blob_path(std::string_view etag) const;
+  std::filesystem::path incomplete_path(std::string_view etag) const;
+  std::filesystem::path lock_path(std::string_view etag) const;
+  std::filesystem::path snapshot_dir(std::string_view commit) const;
+
+  // The commit `revision` names without asking the Hub: a full commit hash
+  // is itself; a branch or tag is read from refs/ (nullopt when absent or
+  // malformed).
+  std::optional<std::string> cached_commit(std::string_view revision) const;
+  // refs/<revision> := commit (atomic; no trailing newline). No-op for a
+  // revision that is itself the commit.
+  void write_ref(std::string_view revision, std::string_view commit) const;
+
+  // snapshots/<commit>/<path> when it exists and resolves to a file.
+  std::optional<std::filesystem::path> snapshot_file(std::string_view commit, std::string_view rel_path) const;
+  // A small file's cache hit checked: the bytes of snapshots/<commit>/<rel_path>
+  // (read whole, at most `max_bytes`) against the name of the blob it links
+  // to (SHA-256 or git blob id). Throws Error(kIntegrity) naming the file and
+  // both ids when they differ; returns when they match or when the entry is
+  // not a symlink to an etag-named blob (nothing names its bytes).
+  void check_small_blob(std::string_view commit, std::string_view rel_path, uint64_t max_bytes) const;
+  // Points snapshots/<commit>/<rel_path> at blobs/<etag> with a relative
+  // symlink, replacing any previous link atomically.
+  std::filesystem::path link(std::string_view commit, std::string_view rel_path, std::string_view etag) const;
+
+  // Creates blobs/, snapshots/, refs/ and the lock directory.
+  void create_dirs() const;
+
+ private:
+  std::string repo_id_;
+  std::filesystem::path root_;
+  std::filesystem::path repo_dir_;
+  std::filesystem::path locks_dir_;
+};
+
+// A lowercase 64-hex SHA-256 or 40-hex git blob SHA-1: the only etags that
+// may name a blob (each says how to check the bytes).
+bool is_blob_etag(std::string_view etag) noexcept;
+
+// Normalises an ETag header value as huggingface_hub does: drops a weak
+// "W/" prefix and the surrounding quotes.
+std::string normalize_etag(std::string_view etag);
 
 // Bytes done and bytes to do over a batch; may be called from several
 // threads at once.

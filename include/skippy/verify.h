@@ -120,6 +120,23 @@ std::optional<VerifyReport> verify_if_required(const OpenedPlace& pkg, const std
 // catalog says of tensors is only as good as the files it came from.
 std::optional<VerifyReport> verify_catalog_reads(const OpenedCatalog& pkg, const VerifyOptions& options = {});
 
+// A stage chosen, brought and checked, as select and fetch (and any stage
+// loader) take it: the catalog the choice needs (catalog_need), the stage
+// (choose_stage), its parts with the projector last, each brought through
+// the package's source and checked (provide_parts), then verified where
+// the package requires it (verify_if_required).
+struct CheckedStage {
+  OpenedCatalog pkg;
+  StageSelection stage;
+  std::vector<StagePart> parts;         // stage.parts_with_projector(), each with its path
+  std::optional<VerifyReport> verified;  // nullopt: verification was not required
+  uint64_t total_bytes = 0;              // of the parts
+};
+// The choice must have passed check_stage_choice against `opened`'s
+// identity. Throws the selection's, the source's, the file rule's and
+// verify_if_required's errors.
+CheckedStage open_checked_stage(const OpenedPackage& opened, const StageChoice& choice);
+
 // ------------------------------------------- files outside a package
 
 // A file whose SHA-256 and size another party declared (a Hub repository

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "skippy/error.h"
 #include "util/file.h"
 #include "skippy/hub.h"
@@ -22,7 +22,6 @@
 #include "skippy/policy.h"
 #include "skippy/speculative.h"
 #include "skippy/source.h"
-#include "skippy/stage.h"
 #include "skippy/verify.h"
 #include "skippy/version.h"
 

@@ -1,6 +1,6 @@
 // Opening a schema 2 package and selecting stages from its catalog (see
-// skippy/catalog_stage.h).
-#include "skippy/catalog_stage.h"
+// skippy/stage.h).
+#include "skippy/stage.h"
 
 #include <algorithm>
 #include <map>

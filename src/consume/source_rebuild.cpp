@@ -231,7 +231,7 @@ std::vector<RebuiltSourceFile> materialize_source(const OpenedPackage& opened, c
   std::vector<std::unique_ptr<AtomicFile>> outs;
   std::vector<RebuiltSourceFile> result;
   for (size_t i = 0; i < files.size(); ++i) {
-    outs.push_back(std::make_unique<AtomicFile>(targets[i], Durability::kRenameOnly));
+    outs.push_back(std::make_unique<AtomicFile>(targets[i], Durability::kRenameOnly, options.io_env));
     const std::string sha = write_hashed(writers[i], *outs.back(), on_bytes);
     if (!sha256_equal(sha, *files[i].sha256)) {
       std::string msg = who + ": the rebuilt " + files[i].path + " has SHA-256 " + sha + ", the source's is " +

@@ -9,7 +9,6 @@
 #include "skippy/gguf.h"
 #include "skippy/model_source.h"
 #include "util/sha256.h"
-#include "skippy/catalog_stage.h"
 #include "skippy/verify.h"
 
 namespace skippy {

@@ -195,7 +195,7 @@ MaterializeResult write_materialized(const StageFileJob& job, const MaterializeO
     r.bytes = s->size;
     if (options.hash && s->sha256.empty()) {
       s->sha256 = sha256_file(gguf);
-      write_file_atomic(json, sidecar_json(*s));
+      write_file_atomic(json, sidecar_json(*s), Durability::kDurable, options.io_env);
     }
     r.sha256 = s->sha256;
     return r;
@@ -216,7 +216,7 @@ MaterializeResult write_materialized(const StageFileJob& job, const MaterializeO
   s.sha256 = r.sha256;
   s.tensor_count = r.tensor_count;
   s.parts_verified = static_cast<bool>(job.verify_parts);
-  write_file_atomic(json, sidecar_json(s));
+  write_file_atomic(json, sidecar_json(s), Durability::kDurable, options.io_env);
   return r;
 }
 

@@ -117,8 +117,9 @@ std::vector<Piece> plan_pieces(const GgufWriter& w, const std::vector<uint8_t>& 
 // with a warm cache, this runs at the speed of cp (a reader thread feeding a
 // writer did no better). With `start_writeback` it queues writeback as it
 // goes, so the final fsync finds little left to do. Memory stays flat.
-void stream_pieces(const std::vector<Piece>& pieces, int fd, const fs::path& name, bool start_writeback,
+void stream_pieces(const std::vector<Piece>& pieces, AtomicFile& out, bool start_writeback,
                    const std::function<void(uint64_t)>& on_bytes) {
+  const int fd = out.fd();
   constexpr size_t kChunk = 512u << 10;  // measured: 256 KiB-1 MiB alike, 64 KiB slower
   constexpr uint64_t kWritebackEvery = 32ull << 20;
   std::vector<uint8_t> buf(kChunk);
@@ -135,9 +136,9 @@ void stream_pieces(const std::vector<Piece>& pieces, int fd, const fs::path& nam
       }
       const uint64_t at = p.out_off + done;
       for (size_t written = 0; written < n;) {
-        const ssize_t r = ::pwrite(fd, buf.data() + written, n - written, static_cast<off_t>(at + written));
+        const ssize_t r = out.env().pwrite(fd, buf.data() + written, n - written, static_cast<off_t>(at + written));
         if (r < 0 && errno == EINTR) continue;
-        if (r < 0) throw_io(name.string() + ": write failed");
+        if (r < 0) throw_io(out.temp_path().string() + ": write failed");
         written += static_cast<size_t>(r);
       }
       done += n;
@@ -153,17 +154,16 @@ void stream_pieces(const std::vector<Piece>& pieces, int fd, const fs::path& nam
   }
 }
 
-// Copies the stage's bytes into the staged file `fd` with stream_pieces().
+// Copies the stage's bytes into the staged file `out` with stream_pieces().
 // Blocks are allocated up front (ext4 writes into them markedly faster than
 // into a growing file, and a full disk fails here, not midway).
-void stream_stage(const GgufWriter& w, int fd, const fs::path& temp, bool start_writeback,
-                  const std::function<void(uint64_t)>& on_bytes) {
+void stream_stage(const GgufWriter& w, AtomicFile& out, bool start_writeback, const std::function<void(uint64_t)>& on_bytes) {
   const uint64_t total = w.total_size();
-  if (::fallocate(fd, 0, 0, static_cast<off_t>(total)) != 0 && errno == ENOSPC) {
-    throw_io(temp.string() + ": no space for " + std::to_string(total) + " bytes");
+  if (::fallocate(out.fd(), 0, 0, static_cast<off_t>(total)) != 0 && errno == ENOSPC) {
+    throw_io(out.temp_path().string() + ": no space for " + std::to_string(total) + " bytes");
   }
   const auto header = w.header();
-  stream_pieces(plan_pieces(w, header), fd, temp, start_writeback, on_bytes);
+  stream_pieces(plan_pieces(w, header), out, start_writeback, on_bytes);
 }
 
 // Checks a staged file before it may be renamed into place: its size, and a
@@ -212,14 +212,14 @@ std::string write_stage_file(const GgufWriter& w, const fs::path& final_path, bo
   // --out promises what cp promises (a reader never sees a partial file);
   // cache entries and hashed files are fsynced before the rename.
   const bool fsynced = options.hash || durable;
-  AtomicFile out(final_path, fsynced ? Durability::kDurable : Durability::kRenameOnly);
+  AtomicFile out(final_path, fsynced ? Durability::kDurable : Durability::kRenameOnly, options.io_env);
   std::string sha;
   if (options.hash) {
     sha = w.write(out, on_bytes);
     // The writer does not report padding bytes: finish the count.
     if (options.on_progress && done != total) options.on_progress(total, total);
   } else {
-    stream_stage(w, out.fd(), out.temp_path(), /*start_writeback=*/fsynced, on_bytes);
+    stream_stage(w, out, /*start_writeback=*/fsynced, on_bytes);
   }
   check_staged(w, out.fd(), out.temp_path());
   out.commit();

@@ -1,6 +1,6 @@
 #include "skippy/verify.h"
 
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -376,6 +376,16 @@ std::optional<VerifyReport> verify_catalog_reads(const OpenedCatalog& pkg, const
   if (read.empty()) return std::nullopt;
   provide_parts(pkg, read);  // on disk already: the reader read them
   return verify_if_required(pkg, read, options);
+}
+
+CheckedStage open_checked_stage(const OpenedPackage& opened, const StageChoice& choice) {
+  CheckedStage c{opened.catalog(catalog_need(choice)), {}, {}, std::nullopt, 0};
+  c.stage = choose_stage(c.pkg, choice);
+  c.parts = c.stage.parts_with_projector();
+  provide_parts(c.pkg, c.parts);
+  c.verified = verify_if_required(c.pkg, c.parts);
+  for (const auto& p : c.parts) c.total_bytes += p.bytes;
+  return c;
 }
 
 std::vector<bool> cached_verifications(std::string_view scope, const std::vector<FileClaim>& claims,

@@ -9,7 +9,7 @@
 #include "format/schema2/reader.h"
 #include "skippy/error.h"
 #include "skippy/gguf.h"
-#include "skippy/runtime_lines.h"
+#include "skippy/abi.h"
 #include "util/file.h"
 #include "util/sha256.h"
 

@@ -3,7 +3,6 @@
 #include <string>
 
 #include "skippy/abi.h"
-#include "skippy/runtime_lines.h"
 #include "util/env.h"
 #include "skippy/error.h"
 

@@ -1,7 +1,7 @@
 // The reference runtime lines and their word on a package
-// (skippy/runtime_lines.h). The rows are facts read from each line's
+// (skippy/abi.h). The rows are facts read from each line's
 // sources at the commits they name; the rosters are in split_rosters.cpp.
-#include "skippy/runtime_lines.h"
+#include "skippy/abi.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // The split-certification rosters of the reference runtime lines, as data:
-// each line's bundled split-certified.json (skippy/runtime_lines.h
+// each line's bundled split-certified.json (skippy/abi.h
 // SplitRoster), copied field for field from the file at the commit named.
 // Architectures sorted (byte order), as the files list them.
 #include "format/split_rosters.h"

@@ -1,7 +1,7 @@
-// The rosters of skippy/runtime_lines.h's table (split_rosters.cpp: data only).
+// The rosters of skippy/abi.h's table (split_rosters.cpp: data only).
 #pragma once
 
-#include "skippy/runtime_lines.h"
+#include "skippy/abi.h"
 
 namespace skippy::rosters {
 extern const SplitRoster kUpstream;

@@ -6,7 +6,6 @@
 #include "skippy/error.h"
 #include "skippy/gguf.h"
 #include "skippy/package_catalog.h"
-#include "skippy/catalog_stage.h"
 #include "skippy/stage.h"
 #include "skippy/verify.h"
 

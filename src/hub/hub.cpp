@@ -15,7 +15,7 @@
 #include "hub/retry.h"
 #include "util/env.h"
 #include "skippy/error.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "util/sha256.h"
 #include "source/blob_writer.h"
 #include "util/parallel.h"

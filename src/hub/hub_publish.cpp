@@ -24,7 +24,7 @@
 #include "hub/xet_upload.h"
 #include "skippy/error.h"
 #include "util/file.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/manifest.h"
 #include "skippy/package_signature.h"
 #include "util/sha256.h"
@@ -72,11 +72,6 @@ struct UploadTask {
   unsigned refreshes = 0;
   bool xet = false;  // through Xet storage (the batch chose transfer "xet")
 };
-
-bool package_owned(const std::string& p) {
-  return p == "model-package.json" || p == "README.md" || p == kSignatureFileName || p == kValidationFileName ||
-         p.starts_with("shared/") || p.starts_with("layers/") || p.starts_with("projectors/");
-}
 
 }  // namespace
 
@@ -578,9 +573,7 @@ class HubPublisher::Impl {
     res.lfs_already_on_hub = already_;
     res.bytes_uploaded += uploaded_bytes_;
 
-    for (const auto& [p, f] : remote_) {
-      if (package_owned(p) && !paths_.count(p)) res.deleted.push_back(p);
-    }
+    res.deleted = detail::package_files_to_delete(remote_, paths_);
     if (res.deleted.empty() && matches(remote_)) {
       res.commit = head_;
       return res;  // the branch holds exactly this package already

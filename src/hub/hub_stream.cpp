@@ -15,7 +15,7 @@
 #include "source/hub_provenance.h"
 #include "skippy/error.h"
 #include "skippy/gguf.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/hub_publish.h"
 #include "util/file.h"
 #include "util/sha256.h"

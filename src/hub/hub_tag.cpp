@@ -5,7 +5,7 @@
 #include "hub/hub_status.h"
 #include "hub/retry.h"
 #include "skippy/error.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/hub_publish.h"
 
 namespace skippy {

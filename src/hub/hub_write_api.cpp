@@ -9,6 +9,7 @@
 #include "hub/hub_status.h"
 #include "hub/retry.h"
 #include "skippy/error.h"
+#include "skippy/package_signature.h"
 
 namespace skippy::detail {
 
@@ -89,6 +90,18 @@ std::map<std::string, HeadFile> revision_files(const nlohmann::json& j) {
     files[s["rfilename"].get<std::string>()] = f;
   }
   return files;
+}
+
+std::vector<std::string> package_files_to_delete(const std::map<std::string, HeadFile>& remote,
+                                                 const std::set<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const auto& [p, f] : remote) {
+    const bool owned = p == "model-package.json" || p == "README.md" || p == kSignatureFileName ||
+                       p == kValidationFileName || p.starts_with("shared/") || p.starts_with("layers/") ||
+                       p.starts_with("projectors/");
+    if (owned && !paths.count(p)) out.push_back(p);
+  }
+  return out;
 }
 
 void throw_write_api_error(const HttpResponse& r, const std::string& what, const std::string& repo,

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -49,6 +50,12 @@ struct HeadFile {
 // The files of a GET /api/models/{repo}/revision/{branch}?blobs=true answer
 // (its "siblings"); entries without a string rfilename are skipped.
 std::map<std::string, HeadFile> revision_files(const nlohmann::json& revision);
+// The files of the branch (`remote`) a package owns (its root, README.md,
+// the signature and validation.json, what is under shared/, layers/ and
+// projectors/) that the new package (`paths`) does not have: its commit
+// deletes them, and leaves a person's other files alone. Sorted.
+std::vector<std::string> package_files_to_delete(const std::map<std::string, HeadFile>& remote,
+                                                 const std::set<std::string>& paths);
 
 // The Hub's answer `r` as JSON; kInvalidInput naming `what` when it is not.
 nlohmann::json parse_json(const HttpResponse& r, const std::string& what);

@@ -6,7 +6,7 @@
 #include "skippy/manifest.h"
 #include "skippy/package_signature.h"
 #include "util/sha256.h"
-#include "skippy/validation_result.h"
+#include "skippy/package_validator.h"
 
 namespace skippy {
 

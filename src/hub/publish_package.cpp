@@ -8,7 +8,6 @@
 #include "skippy/manifest.h"
 #include "skippy/package_signature.h"
 #include "skippy/stage.h"
-#include "skippy/catalog_stage.h"
 #include "skippy/verify.h"
 
 namespace skippy {

@@ -1,6 +1,6 @@
 // hf://ns/repo[@branch] as a place to publish to (skippy/hub_publish.h).
 #include "skippy/error.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/hub_publish.h"
 
 namespace skippy {

@@ -12,13 +12,12 @@
 #include <vector>
 
 #include "skippy/error.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/hub.h"
 #include "skippy/hub_publish.h"
 #include "skippy/hub_stream.h"
 #include "skippy/package_signature.h"
 #include "skippy/package_writer.h"
-#include "skippy/source.h"
 #include "util/env.h"
 
 namespace skippy {

@@ -12,7 +12,7 @@
 
 #include "skippy/error.h"
 #include "util/file.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/gguf.h"
 #include "skippy/manifest.h"
 #include "skippy/package.h"

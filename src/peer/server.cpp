@@ -29,7 +29,7 @@
 #include "peer/tls.h"
 #include "util/env.h"
 #include "skippy/error.h"
-#include "skippy/hf_cache.h"
+#include "skippy/source.h"
 
 namespace skippy::peer {
 

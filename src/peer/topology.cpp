@@ -3,15 +3,16 @@
 #include <algorithm>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "format/json_output.h"
 #include "format/manifest_json.h"
-#include "skippy/catalog_stage.h"
+#include "skippy/stage.h"
 #include "util/control_chars.h"
 #include "skippy/error.h"
 #include "util/file.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/peer_identity.h"
 #include "skippy/peer_topology.h"
 #include "util/sha256.h"
@@ -64,6 +65,9 @@ const TopologyStage* Topology::find_stage(std::string_view stage_id) const noexc
     if (s.stage_id == stage_id) return &s;
   }
   return nullptr;
+}
+TopologyStage* Topology::find_stage(std::string_view stage_id) noexcept {
+  return const_cast<TopologyStage*>(std::as_const(*this).find_stage(stage_id));
 }
 
 Topology parse_topology(std::string_view json_text, std::string_view origin) {

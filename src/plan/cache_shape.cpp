@@ -6,7 +6,7 @@
 #include <string>
 
 #include "skippy/error.h"
-#include "skippy/memory_plan.h"
+#include "skippy/plan.h"
 #include "stage_weights.h"
 
 namespace skippy {

@@ -1,5 +1,5 @@
-// read_decode_cost(): bytes one decoded token reads, per layer (skippy/decode_cost.h).
-#include "skippy/decode_cost.h"
+// read_decode_cost(): bytes one decoded token reads, per layer (skippy/plan.h).
+#include "skippy/plan.h"
 
 #include <iterator>
 #include <limits>

@@ -1,6 +1,6 @@
 // plan_memory(): weights + cache at a context against node budgets, and the
-// bandwidth-optimal split among those that fit (skippy/memory_plan.h).
-#include "skippy/memory_plan.h"
+// bandwidth-optimal split among those that fit (skippy/plan.h).
+#include "skippy/plan.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,7 +8,6 @@
 
 #include "cut_search.h"
 #include "skippy/error.h"
-#include "skippy/plan.h"
 #include "stage_weights.h"
 #include "util/text.h"
 

@@ -4,8 +4,7 @@
 
 #include "skippy/error.h"
 #include "skippy/plan.h"
-#include "skippy/catalog_stage.h"
-#include "skippy/decode_cost.h"
+#include "skippy/stage.h"
 #include "skippy/verify.h"
 
 namespace skippy {
@@ -40,6 +39,15 @@ PlanPackage plan_package(const OpenedPackage& pkg, const PlanReads& reads) {
   const auto width = pkg.reader->activation_width(pkg, &out.catalog);
   out.activation_width = width.width;
   out.activation_width_note = width.note;
+  out.architecture = out.metadata ? std::string(out.metadata->architecture()) : out.catalog.architecture;
+  const auto local_metadata = pkg.root / std::string(kMetadataPath);
+  if (out.architecture.empty() && !pkg.source && std::filesystem::is_regular_file(local_metadata)) {
+    try {
+      out.architecture = std::string(GgufFile::open(local_metadata).architecture());
+    } catch (const Error&) {
+      // unknown: no roster is consulted
+    }
+  }
   return out;
 }
 

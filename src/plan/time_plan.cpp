@@ -1,5 +1,5 @@
-// plan_time(): the split with the least time per token (skippy/time_plan.h).
-#include "skippy/time_plan.h"
+// plan_time(): the split with the least time per token (skippy/plan.h).
+#include "skippy/plan.h"
 
 #include <algorithm>
 #include <cctype>
@@ -9,7 +9,6 @@
 #include <limits>
 
 #include "skippy/error.h"
-#include "skippy/plan.h"
 #include "cut_search.h"
 #include "stage_weights.h"
 
@@ -264,6 +263,17 @@ void check_options(const PackageCatalog& m, const CacheShape& shape, const Decod
 }
 
 }  // namespace
+
+TimePlanOptions time_plan_options(const MemoryPlanOptions& memory) {
+  TimePlanOptions o;
+  o.context = memory.context;
+  o.bandwidth = memory.bandwidth;
+  o.budgets = memory.budgets;
+  o.reserves = memory.reserves;
+  o.final_stage_needs_embeddings = memory.final_stage_needs_embeddings;
+  o.include_projector = memory.include_projector;
+  return o;
+}
 
 uint64_t parse_duration_ns(std::string_view text) {
   std::string_view t = text;

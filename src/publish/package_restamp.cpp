@@ -1,6 +1,6 @@
 // restamp-package: a schema 2 root moved to another runtime ABI
-// (skippy/package_restamp.h).
-#include "skippy/package_restamp.h"
+// (skippy/package_convert.h).
+#include "skippy/package_convert.h"
 
 #include <algorithm>
 #include <system_error>

@@ -561,60 +561,13 @@ class Validator {
   uint64_t total_ = 0;
 };
 
-// What the generation block claims about the model, checked against the
-// source: a policy profile only with the artifact shape it requires (the
-// writer's rule, profile_evidence_problem), then the rules of the libraries
-// above this one that the caller passes in (options.generation_model_rules:
-// validate-package gives the speculative rules, e.g. native-mtp
-// layer_indices holding NextN tensors, as `speculative` applies them).
-void check_generation_evidence(const GenerationDefaults& gen, const ModelSource& model, const ValidateOptions& opt,
-                               std::vector<std::string>& problems, std::vector<std::string>& warnings) {
-  try {
-    if (gen.policy && gen.policy->profile) {
-      if (auto p = detail::profile_evidence_problem(model, model.layer_count(), *gen.policy->profile)) {
-        problems.push_back(std::move(*p));
-      }
-    }
-    if (opt.generation_model_rules) opt.generation_model_rules(gen, model, problems, warnings);
-  } catch (const Error& e) {
-    problems.push_back(std::string("generation: the model evidence could not be checked: ") + e.what());
-  }
-}
-
 // The package-level verdict once `v` has checked what it could: the
 // manifest's structural rules against the source, every shard and artifact
 // not checked yet, then the report in validate-package's order.
 ValidationReport judge(const PackageManifest& m, const ModelSource& model, const ValidateOptions& opt, Validator& v) {
   std::vector<std::string> structural;
   std::vector<std::string> depth_warnings;
-  if (m.generation_problem) structural.push_back(*m.generation_problem);
-  if (m.generation) {
-    // The publisher's gate: what consumers ignore with a warning is refused here.
-    for (auto& p : generation_fields_outside_schema(*m.generation)) structural.push_back(std::move(p));
-    if (m.generation->speculative_decoding) {
-      depth_warnings = pipeline_depths_needing_evidence(*m.generation->speculative_decoding);
-    }
-  }
-  try {
-    const uint32_t lc = model.layer_count();
-    if (m.layer_count != lc) {
-      structural.push_back("layer_count: manifest says " + std::to_string(m.layer_count) + ", the source has " +
-                           std::to_string(lc));
-    }
-  } catch (const Error& e) {
-    structural.push_back(e.what());
-  }
-  if (m.generation) check_generation_evidence(*m.generation, model, opt, structural, depth_warnings);
-  const auto width = model.activation_width();
-  if (m.activation_width != width) {
-    structural.push_back("activation_width: manifest says " +
-                         (m.activation_width ? std::to_string(*m.activation_width) : std::string("nothing")) +
-                         ", the source's embedding_length is " + (width ? std::to_string(*width) : std::string("absent")));
-  }
-  if (m.source_model.files.size() != model.shards().size()) {
-    structural.push_back("source_model.files: lists " + std::to_string(m.source_model.files.size()) +
-                         " file(s), the source has " + std::to_string(model.shards().size()) + " shard(s)");
-  }
+  detail::check_manifest_against_source(m, model, opt, structural, depth_warnings);
   ValidationReport r = v.run(m);
   r.checks = {"manifest_schema",  "generation_block", "generation_evidence", "layer_count", "activation_width",
               "source_files",     "source_sha256",    "artifact_paths",   "artifact_sizes",

@@ -24,7 +24,6 @@
 #include "skippy/package_layout.h"
 #include "skippy/package_validator.h"
 #include "skippy/package_signature.h"
-#include "skippy/validation_result.h"
 #include "util/sha256.h"
 #include "skippy/version.h"
 #include "publish/split_stream.h"

@@ -1,7 +1,7 @@
-// validation.json (skippy/validation_result.h).
+// validation.json (skippy/package_validator.h).
 #include "format/json_output.h"
 #include "skippy/package_layout.h"
-#include "skippy/validation_result.h"
+#include "skippy/package_validator.h"
 
 #include <ctime>
 #include <nlohmann/json.hpp>

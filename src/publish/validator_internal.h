@@ -27,6 +27,15 @@ namespace skippy::detail {
 
 class SourceDigests;
 
+// What the manifest says of the model, checked against the source (the
+// package-level rules validate-package runs besides each artifact's): the
+// generation block (within its schema, a profile only with the evidence it
+// needs, and options.generation_model_rules), the layer count, the
+// activation width and the number of source files. Appends to `problems`,
+// and to `warnings` the pipeline depths that need evidence.
+void check_manifest_against_source(const PackageManifest& m, const ModelSource& model, const ValidateOptions& opt,
+                                   std::vector<std::string>& problems, std::vector<std::string>& warnings);
+
 class PackageCheck {
  public:
   // `model` is the source; with `digests` (a streamed source) only its

@@ -45,7 +45,7 @@
 #include <vector>
 
 #include "util/file.h"
-#include "skippy/hf_cache.h"
+#include "skippy/source.h"
 #include "util/sha256.h"
 
 namespace skippy::detail {

@@ -1,4 +1,4 @@
-#include "skippy/hf_cache.h"
+#include "skippy/source.h"
 
 #include <cerrno>
 #include <cstring>
@@ -10,7 +10,6 @@
 #include "skippy/error.h"
 #include "util/file.h"
 #include "util/io_env.h"
-#include "skippy/hf_ref.h"
 #include "util/sha256.h"
 
 namespace skippy {

@@ -1,4 +1,4 @@
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 
 #include <algorithm>
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/package_writer.h"
 
 namespace skippy::detail {

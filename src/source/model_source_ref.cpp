@@ -7,10 +7,9 @@
 #include "source/hub_provenance.h"
 #include "skippy/error.h"
 #include "skippy/gguf.h"
-#include "skippy/hf_ref.h"
+#include "skippy/source.h"
 #include "skippy/manifest.h"
 #include "util/sha256.h"
-#include "skippy/source.h"
 #include "skippy/verify.h"
 #include "source/fetch_chain.h"
 

@@ -121,8 +121,8 @@ void MappedFile::pread_exact(uint64_t offset, std::span<uint8_t> buf) const {
 
 void MappedFile::advise_sequential() const noexcept { ::posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL); }
 
-AtomicFile::AtomicFile(fs::path final_path, Durability durability)
-    : final_(std::move(final_path)), durability_(durability) {
+AtomicFile::AtomicFile(fs::path final_path, Durability durability, IoEnv* env)
+    : final_(std::move(final_path)), durability_(durability), env_(&detail::io(env)) {
   for (int attempt = 0;; ++attempt) {
     temp_ = temporary_path_for(final_);
     fd_.reset(::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
@@ -140,7 +140,7 @@ void AtomicFile::write_all(std::span<const uint8_t> data) {
   synced_ = false;
   size_t done = 0;
   while (done < data.size()) {
-    const ssize_t n = detail::io().write(fd_.get(), data.data() + done, data.size() - done);
+    const ssize_t n = env_->write(fd_.get(), data.data() + done, data.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw_io(temp_.string() + ": write failed");
@@ -153,7 +153,7 @@ void AtomicFile::pwrite_all(uint64_t offset, std::span<const uint8_t> data) {
   synced_ = false;
   size_t done = 0;
   while (done < data.size()) {
-    const ssize_t n = detail::io().pwrite(fd_.get(), data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    const ssize_t n = env_->pwrite(fd_.get(), data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
       throw_io(temp_.string() + ": write failed");
@@ -176,7 +176,7 @@ void AtomicFile::copy_range(const MappedFile& src, uint64_t src_offset, uint64_t
   while (done < same_bytes.size()) {
     off64_t in = static_cast<off64_t>(src_offset + done);
     off64_t out = static_cast<off64_t>(offset + done);
-    const ssize_t n = detail::io().copy_file_range(src.fd(), &in, fd_.get(), &out, same_bytes.size() - done, 0);
+    const ssize_t n = env_->copy_file_range(src.fd(), &in, fd_.get(), &out, same_bytes.size() - done, 0);
     if (n > 0) {
       done += static_cast<size_t>(n);
       continue;
@@ -196,7 +196,7 @@ void AtomicFile::start_writeback(uint64_t offset, uint64_t len) noexcept {
 }
 
 void AtomicFile::sync() {
-  if (detail::io().fsync(fd_.get()) != 0) throw_io(temp_.string() + ": fsync failed");
+  if (env_->fsync(fd_.get()) != 0) throw_io(temp_.string() + ": fsync failed");
   synced_ = true;
 }
 
@@ -204,9 +204,9 @@ void AtomicFile::commit(bool sync_directory) {
   const bool durable = durability_ == Durability::kDurable;
   if (durable && !synced_) sync();
   fd_.close(temp_);
-  if (detail::io().rename(temp_.c_str(), final_.c_str()) != 0) throw_io(final_.string() + ": rename failed");
+  if (env_->rename(temp_.c_str(), final_.c_str()) != 0) throw_io(final_.string() + ": rename failed");
   committed_ = true;
-  if (durable && sync_directory) fsync_directory(final_.parent_path().empty() ? "." : final_.parent_path());
+  if (durable && sync_directory) fsync_directory(final_.parent_path().empty() ? "." : final_.parent_path(), env_);
 }
 
 std::string read_small_file(const fs::path& path, uint64_t max_bytes) {
@@ -234,16 +234,16 @@ std::string read_small_file(const fs::path& path, uint64_t max_bytes) {
   return out;
 }
 
-void write_file_atomic(const fs::path& path, std::string_view contents, Durability durability) {
-  AtomicFile f(path, durability);
+void write_file_atomic(const fs::path& path, std::string_view contents, Durability durability, IoEnv* env) {
+  AtomicFile f(path, durability, env);
   f.write_all({reinterpret_cast<const uint8_t*>(contents.data()), contents.size()});
   f.commit();
 }
 
-void fsync_directory(const fs::path& dir) {
+void fsync_directory(const fs::path& dir, IoEnv* env) {
   const Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) return;  // best effort: some filesystems refuse directory fds
-  detail::io().fsync(fd.get());
+  detail::io(env).fsync(fd.get());
 }
 
 }  // namespace skippy

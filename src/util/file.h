@@ -15,6 +15,8 @@
 #include <string_view>
 #include <utility>
 
+#include "util/io_env.h"
+
 namespace skippy {
 
 // An owned file descriptor: closed when destroyed (or reset), movable.
@@ -111,17 +113,20 @@ enum class Durability {
 
 // Writes a file under temporary_path_for(final_path); commit() (fsyncs per
 // the durability and) renames it into place. Destroying an uncommitted
-// AtomicFile removes the temporary. Thread-safety: pwrite_all, copy_range
+// AtomicFile removes the temporary. Its writes, fsyncs and rename go
+// through `env` (src/util/io_env.h; nullptr: detail::io()'s). Thread-safety: pwrite_all, copy_range
 // and start_writeback may run on several threads at once for disjoint
 // ranges; everything else needs one thread at a time.
 class AtomicFile {
  public:
-  explicit AtomicFile(std::filesystem::path final_path, Durability durability = Durability::kDurable);
+  explicit AtomicFile(std::filesystem::path final_path, Durability durability = Durability::kDurable,
+                      IoEnv* env = nullptr);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   int fd() const noexcept { return fd_.get(); }
+  IoEnv& env() const noexcept { return *env_; }
   const std::filesystem::path& temp_path() const noexcept { return temp_; }
   const std::filesystem::path& final_path() const noexcept { return final_; }
   void write_all(std::span<const uint8_t> data);
@@ -151,6 +156,7 @@ class AtomicFile {
   std::filesystem::path temp_;
   Fd fd_;
   Durability durability_;
+  IoEnv* env_;
   bool committed_ = false;
   std::atomic<bool> synced_{false};  // written by concurrent range writers
 };
@@ -159,7 +165,7 @@ class AtomicFile {
 // anything that is not a regular file (open_regular_file's errors).
 std::string read_small_file(const std::filesystem::path& path, uint64_t max_bytes);
 void write_file_atomic(const std::filesystem::path& path, std::string_view contents,
-                       Durability durability = Durability::kDurable);
-void fsync_directory(const std::filesystem::path& dir);
+                       Durability durability = Durability::kDurable, IoEnv* env = nullptr);
+void fsync_directory(const std::filesystem::path& dir, IoEnv* env = nullptr);
 
 }  // namespace skippy

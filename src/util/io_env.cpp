@@ -9,22 +9,25 @@
 namespace skippy::detail {
 namespace {
 
-ssize_t sys_write(int fd, const void* data, size_t n) { return ::write(fd, data, n); }
-ssize_t sys_pwrite(int fd, const void* data, size_t n, off_t offset) { return ::pwrite(fd, data, n, offset); }
-ssize_t sys_copy_file_range(int fd_in, off64_t* off_in, int fd_out, off64_t* off_out, size_t n, unsigned flags) {
-  return ::copy_file_range(fd_in, off_in, fd_out, off_out, n, flags);
-}
-int sys_fsync(int fd) { return ::fsync(fd); }
-int sys_rename(const char* from, const char* to) { return std::rename(from, to); }
-int sys_exchange(const char* a, const char* b) { return ::renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE); }
+class SystemIo final : public IoEnv {
+ public:
+  ssize_t write(int fd, const void* data, size_t n) override { return ::write(fd, data, n); }
+  ssize_t pwrite(int fd, const void* data, size_t n, off_t offset) override { return ::pwrite(fd, data, n, offset); }
+  ssize_t copy_file_range(int fd_in, off64_t* off_in, int fd_out, off64_t* off_out, size_t n, unsigned flags) override {
+    return ::copy_file_range(fd_in, off_in, fd_out, off_out, n, flags);
+  }
+  int fsync(int fd) override { return ::fsync(fd); }
+  int rename(const char* from, const char* to) override { return std::rename(from, to); }
+  int exchange(const char* a, const char* b) override { return ::renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE); }
+};
 
-constexpr IoCalls kSystem{sys_write, sys_pwrite, sys_copy_file_range, sys_fsync, sys_rename, sys_exchange};
-std::atomic<const IoCalls*> g_calls{&kSystem};
+SystemIo g_system;
+std::atomic<IoEnv*> g_default{&g_system};
 
 }  // namespace
 
-const IoCalls& io() noexcept { return *g_calls.load(std::memory_order_acquire); }
-const IoCalls& system_io() noexcept { return kSystem; }
-void set_io(const IoCalls* calls) noexcept { g_calls.store(calls ? calls : &kSystem, std::memory_order_release); }
+IoEnv& system_io() noexcept { return g_system; }
+IoEnv& io() noexcept { return *g_default.load(std::memory_order_acquire); }
+void set_io(IoEnv* env) noexcept { g_default.store(env ? env : &g_system, std::memory_order_release); }
 
 }  // namespace skippy::detail

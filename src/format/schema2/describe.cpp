@@ -4,7 +4,6 @@
 
 #include "skippy/abi.h"
 #include "skippy/error.h"
-#include "skippy/runtime_lines.h"
 
 namespace skippy::schema2 {
 namespace {
@@ -64,7 +63,7 @@ PackageDescription describe_root(const PackageRootV2& root, const OpenedPlace& p
               {"package_id", cat.package_id},
               {"format", root.format},
               {"native_abi_version", root.native_abi_version},
-              // Each mesh-llm line's rule for it (skippy/runtime_lines.h).
+              // Each mesh-llm line's rule for it (skippy/abi.h).
               {"abi", {{"declared", root.native_abi_version}, {"rules", abi_rules}, {"writer_default", format_abi_version(kDefaultNativeAbiV2)}}},
               {"generator_version", root.generator_version},
               {"source_model", {{"sha256", sm.sha256}, {"repo", opt(sm.repo)}, {"revision", opt(sm.revision)},
