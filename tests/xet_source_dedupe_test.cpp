@@ -220,6 +220,20 @@ TEST(XetSourceIndex, AChunkIsFoundBeforeItsTermIsVerified) {
   EXPECT_TRUE(idx.verified(h.file, h.term));
 }
 
+TEST(XetSourceIndex, ARetiredIndexStopsChunkingAndFindsNothing) {
+  const Source s = random_source(2 << 20, 10);
+  detail::XetSourceIndex idx({{"model.gguf", s.bytes.size(), std::nullopt}}, {terms_of(s, 8)}, "test");
+  EXPECT_EQ(idx.xorbs().size(), (s.chunks.size() + 7) / 8);
+  idx.observe(0, 0, std::span<const uint8_t>(s.bytes).first(1 << 20));
+  detail::XetSourceIndex::Hit h;
+  ASSERT_TRUE(idx.find(s.chunks[0].hash, h));
+  idx.retire();  // a global answer listed every source xorb
+  EXPECT_FALSE(idx.find(s.chunks[0].hash, h));
+  idx.observe(0, 1 << 20, std::span<const uint8_t>(s.bytes).subspan(1 << 20));
+  EXPECT_FALSE(idx.find(s.chunks.back().hash, h));
+  EXPECT_TRUE(idx.notes().empty()) << "retiring is not a failure";
+}
+
 TEST(XetSourceIndex, TermsThatDisagreeWithTheChunksDropTheFile) {
   const Source s = random_source(3 << 20, 9);
   // A term one byte longer than its chunks, one chunk short, and terms that

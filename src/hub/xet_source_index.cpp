@@ -81,7 +81,7 @@ void XetSourceIndex::drop(uint32_t file, const std::string& why) {
 }
 
 void XetSourceIndex::observe(size_t file, uint64_t offset, std::span<const uint8_t> bytes) {
-  if (file >= walks_.size() || !walks_[file] || bytes.empty()) return;
+  if (file >= walks_.size() || !walks_[file] || bytes.empty() || retired_) return;
   Walk& w = *walks_[file];
   if (w.dropped || w.done) return;
   const auto f = static_cast<uint32_t>(file);
@@ -135,6 +135,7 @@ void XetSourceIndex::on_chunk(uint32_t file, const xet::Hash& hash, uint32_t len
 }
 
 bool XetSourceIndex::find(const xet::Hash& chunk, Hit& out) const {
+  if (retired_) return false;
   std::shared_lock g(mu_);
   const auto it = chunks_.find(chunk);
   if (it == chunks_.end()) return false;

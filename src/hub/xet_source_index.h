@@ -24,6 +24,7 @@
 // verified() from any.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -78,6 +79,12 @@ class XetSourceIndex {
   std::vector<std::string> notes() const;
   // Files that have terms (way (c) possible).
   size_t usable_files() const;
+  // Every xorb the source's terms name.
+  const std::vector<xet::Hash>& xorbs() const { return xorbs_; }
+  // Nothing more to do: the upload found every source xorb another way (a
+  // global answer listed them all), so the reader stops chunking the source
+  // and find() answers nothing. Safe while observe() runs.
+  void retire() { retired_ = true; }
 
  private:
   struct Walk;
@@ -94,9 +101,10 @@ class XetSourceIndex {
   std::string where_;
   std::vector<File> files_;
   std::vector<std::unique_ptr<Walk>> walks_;  // per file; null without terms
+  std::atomic<bool> retired_{false};
   mutable std::shared_mutex mu_;
-  std::vector<xet::Hash> xorbs_;                                   // (mu_)
-  std::unordered_map<xet::Hash, uint32_t, xet::HashHasher> xorb_ids_;  // (mu_)
+  std::vector<xet::Hash> xorbs_;  // set by the constructor, then read only
+  std::unordered_map<xet::Hash, uint32_t, xet::HashHasher> xorb_ids_;  // likewise
   std::unordered_map<xet::Hash, Entry, xet::HashHasher> chunks_;  // (mu_)
   std::vector<std::string> notes_;                                 // (mu_)
 };

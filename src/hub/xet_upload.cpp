@@ -168,6 +168,7 @@ std::unique_ptr<XetUploadSession> XetUploadSession::start(XetCasConfig cfg, cons
   session->source_ = std::move(source);
   session->journal_ = std::move(journal);
   session->prime(dedupe_hints);
+  session->retire_source_if_known();
   return session;
 }
 
@@ -225,6 +226,18 @@ bool XetUploadSession::query(const Hash& chunk, const std::string& what) {
   if (gs.chunks.empty()) return false;
   global_.push_back(std::move(gs));
   return true;
+}
+
+// When the hints' answers listed every xorb of the source, global dedupe
+// (tried first) finds every chunk the source could: chunking the source as
+// well would only cost the reader time.
+void XetUploadSession::retire_source_if_known() {
+  if (!source_ || source_->xorbs().empty()) return;
+  std::lock_guard g(mu_);
+  for (const auto& x : source_->xorbs()) {
+    if (!known_xorbs_.count(x)) return;
+  }
+  source_->retire();
 }
 
 void XetUploadSession::prime(const std::vector<std::string>& hex_hashes) {

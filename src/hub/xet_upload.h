@@ -71,6 +71,7 @@ class XetUploadSession {
   // Asks the global dedupe index for these chunk hashes (hex); a failed
   // query is a note in the summary, not an error.
   void prime(const std::vector<std::string>& hex_hashes);
+  void retire_source_if_known();
   // Chunks, deduplicates and stores [0, size) of `fd` as `rel`; `sha256`
   // (lower-case hex) must be the bytes'. `progress` gets each count of bytes
   // read. Throws for a refused xorb, a changed file or a CAS failure.
