@@ -189,7 +189,7 @@ TEST_F(XetResume, AnEmptyFileGoesThroughXet) {
   std::ofstream(dir / "empty.gguf").close();
   {
     std::ofstream f(dir / "data.gguf", std::ios::binary);
-    for (int i = 0; i < 300'000; ++i) f.put(static_cast<char>((i * 7919) >> 3));
+    for (uint32_t i = 0; i < 300'000; ++i) f.put(static_cast<char>((i * 7919u) >> 3));
   }
   HubConfig cfg;
   cfg.endpoint = hub_.endpoint();
