@@ -16,6 +16,7 @@ nlohmann::json xet_summary_json(const XetUploadSummary& x) {
                      {"chunks", f.chunks},
                      {"deduped_in_run", f.deduped_in_run},
                      {"deduped_global", f.deduped_global},
+                     {"deduped_source", f.deduped_source},
                      {"new_bytes", f.new_bytes}});
   }
   return {{"used", x.used},
@@ -23,6 +24,7 @@ nlohmann::json xet_summary_json(const XetUploadSummary& x) {
           {"bytes_chunked", x.bytes_chunked},
           {"deduped_in_run", x.deduped_in_run},
           {"deduped_global", x.deduped_global},
+          {"deduped_source", x.deduped_source},
           {"new_bytes", x.new_bytes},
           {"xorb_bytes_uploaded", x.xorb_bytes_uploaded},
           {"shard_bytes_uploaded", x.shard_bytes_uploaded},
@@ -30,6 +32,8 @@ nlohmann::json xet_summary_json(const XetUploadSummary& x) {
           {"shards_uploaded", x.shards_uploaded},
           {"dedupe_queries", x.dedupe_queries},
           {"dedupe_hits", x.dedupe_hits},
+          {"xorbs_resumed", x.xorbs_resumed},
+          {"xorb_bytes_resumed", x.xorb_bytes_resumed},
           {"files", files}};
 }
 
@@ -43,13 +47,18 @@ void print_xet_summary(const XetUploadSummary& x) {
   for (const auto& f : x.files) {
     std::cerr << "  xet " << f.path << ": " << human_bytes(f.bytes) << " chunked, " << human_bytes(f.deduped_in_run)
               << " deduped in this upload, " << human_bytes(f.deduped_global) << " deduped on the Hub, "
-              << human_bytes(f.new_bytes) << " new\n";
+              << human_bytes(f.deduped_source) << " deduped against the source, " << human_bytes(f.new_bytes) << " new\n";
   }
   std::cerr << "xet: " << human_bytes(x.bytes_chunked) << " chunked, " << human_bytes(x.deduped_in_run)
             << " deduped in this upload, " << human_bytes(x.deduped_global) << " deduped on the Hub ("
-            << x.dedupe_hits << " of " << x.dedupe_queries << " queries answered), " << human_bytes(x.new_bytes)
-            << " new; sent " << human_bytes(x.xorb_bytes_uploaded) << " in " << counted(x.xorbs_uploaded, "xorb") << " and "
+            << x.dedupe_hits << " of " << x.dedupe_queries << " queries answered), " << human_bytes(x.deduped_source)
+            << " deduped against the source, " << human_bytes(x.new_bytes) << " new; sent "
+            << human_bytes(x.xorb_bytes_uploaded) << " in " << counted(x.xorbs_uploaded, "xorb") << " and "
             << human_bytes(x.shard_bytes_uploaded) << " in " << counted(x.shards_uploaded, "shard") << "\n";
+  if (x.xorbs_resumed) {
+    std::cerr << "xet: " << counted(x.xorbs_resumed, "xorb") << " (" << human_bytes(x.xorb_bytes_resumed)
+              << ") stored by an earlier, failed publish: not sent again\n";
+  }
   if (!x.note.empty()) std::cerr << "xet: " << x.note << "\n";
 }
 

@@ -55,6 +55,10 @@
 
 namespace skippy {
 
+namespace detail {
+class XetSourceIndex;  // hub/xet_source_index.h
+}  // namespace detail
+
 // Where a package goes: "hf://ns/repo" (branch main) or "hf://ns/repo@branch".
 struct PushTarget {
   std::string repo;             // "ns/repo"
@@ -101,6 +105,10 @@ struct PublishSettings {
   // from (xet_first_chunk_hash), which the index always holds when the source
   // is on the Hub, so that every package file dedupes against the source.
   std::vector<std::string> xet_dedupe_hints;
+  // Dedupe against the source itself (write-package fills it when the source
+  // is Xet-backed on the Hub): the source's chunks located in its xorbs by
+  // its reconstruction terms, found without a global query.
+  std::shared_ptr<detail::XetSourceIndex> xet_source;
 };
 
 // The hash (Xet hex) of the first chunk of a file that starts with `head`
@@ -114,15 +122,20 @@ struct XetFileUpload {
   uint64_t chunks = 0;
   uint64_t deduped_in_run = 0;  // bytes of chunks another file of this upload had stored
   uint64_t deduped_global = 0;  // bytes of chunks the CAS already held (global dedupe)
+  uint64_t deduped_source = 0;  // bytes of chunks found in the source's own xorbs
   uint64_t new_bytes = 0;       // bytes of chunks packed into new xorbs (before compression)
 };
 // A publish's Xet side: what was chunked, deduplicated (by way) and sent.
 struct XetUploadSummary {
   bool used = false;     // false: the files went up through LFS
   std::string note;      // why not Xet, when it was not used
-  uint64_t bytes_chunked = 0, deduped_in_run = 0, deduped_global = 0, new_bytes = 0;
+  uint64_t bytes_chunked = 0, deduped_in_run = 0, deduped_global = 0, deduped_source = 0, new_bytes = 0;
   uint64_t xorb_bytes_uploaded = 0, shard_bytes_uploaded = 0;  // serialized, as sent
   size_t xorbs_uploaded = 0, shards_uploaded = 0, dedupe_queries = 0, dedupe_hits = 0;
+  // New xorbs an earlier, failed publish of these files had stored (the
+  // resume journal): referenced, not sent again.
+  size_t xorbs_resumed = 0;
+  uint64_t xorb_bytes_resumed = 0;
   std::vector<XetFileUpload> files;  // in the order they finished
 };
 

@@ -23,6 +23,7 @@
 #include "hub/retry.h"
 #include "hub/xet_upload.h"
 #include "skippy/error.h"
+#include "util/env.h"
 #include "util/file.h"
 #include "skippy/source.h"
 #include "skippy/manifest.h"
@@ -442,8 +443,8 @@ class HubPublisher::Impl {
       if (xet_) return;
     }
     auto session = detail::XetUploadSession::start(
-        {cfg_.endpoint, target_.repo, target_.branch, cfg_.token, policy(), cfg_.min_rate_bytes_per_sec, cfg_.min_rate_secs},
-        upload_action, where_, settings_.xet_dedupe_hints);
+        {detail::xet_client_config(cfg_), target_.repo, target_.branch},
+        upload_action, where_, settings_.xet_dedupe_hints, settings_.xet_source, env::skippy_cache_dir() / "xet-journal");
     std::lock_guard g(mu_);
     if (!xet_) xet_ = std::move(session);
   }

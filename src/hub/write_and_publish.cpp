@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "hub/xet_source_index.h"
 #include "skippy/error.h"
 #include "skippy/source.h"
 #include "skippy/hub.h"
@@ -73,7 +74,8 @@ std::unique_ptr<StreamedHubSource> open_streamed(const WriteAndPublishOptions& o
 }
 
 // A local file, or a Hub source brought into (or found in) the HF cache.
-void open_local_or_cached(const WriteAndPublishOptions& opt, WritePackageOptions& w) {
+// True when it came from the Hub.
+bool open_local_or_cached(const WriteAndPublishOptions& opt, WritePackageOptions& w) {
   ModelSourceRequest request{opt.source, opt.model_id, opt.revision, opt.source_file};
   request.publisher_files = opt.hub_publisher_metadata;
   const auto src = open_model_source(request, default_sources(opt.hub), opt.on_source_download);
@@ -87,6 +89,7 @@ void open_local_or_cached(const WriteAndPublishOptions& opt, WritePackageOptions
   for (const auto& f : src.publisher_files) w.publisher_metadata.push_back(f);
   w.source = src.local;
   w.provenance = src.provenance;
+  return src.from_hub;
 }
 
 // The first chunk of each source file, whose hash the Hub's dedupe index
@@ -94,9 +97,16 @@ void open_local_or_cached(const WriteAndPublishOptions& opt, WritePackageOptions
 // the package's files are the source's bytes re-cut, so one answer lets every
 // package file reference the source's xorbs. A streamed source hashed its
 // first bytes as it fetched its headers (StreamedHubSource::xet_dedupe_hints).
-std::vector<std::string> source_dedupe_hints(const fs::path& first, const SourceProvenance& p) {
+// The local copy of each source file, in shard order (the first is `first`,
+// the others its siblings under their repository names).
+std::vector<fs::path> source_files(const fs::path& first, const SourceProvenance& p) {
   std::vector<fs::path> files{first};
   for (size_t i = 1; i < p.file_paths.size(); ++i) files.push_back(first.parent_path() / fs::path(p.file_paths[i]).filename());
+  return files;
+}
+
+std::vector<std::string> source_dedupe_hints(const fs::path& first, const SourceProvenance& p) {
+  const auto files = source_files(first, p);
   std::vector<std::string> out;
   std::vector<uint8_t> head(128 * 1024);  // a first chunk's most (the chunker's forced cut)
   for (const auto& f : files) {
@@ -112,10 +122,25 @@ std::vector<std::string> source_dedupe_hints(const fs::path& first, const Source
 // is written; each finished artifact goes to it, and with a disk budget is
 // deleted (its room given back) once the Hub holds it.
 std::unique_ptr<HubPublisher> begin_push(const WriteAndPublishOptions& opt, WritePackageOptions& w,
-                                         const StreamedHubSource* streamed) {
+                                         const StreamedHubSource* streamed, bool from_hub) {
   auto settings = opt.publish;
   if (settings.xet_dedupe_hints.empty()) {
     settings.xet_dedupe_hints = streamed ? streamed->xet_dedupe_hints() : source_dedupe_hints(w.source, w.provenance);
+  }
+  if (settings.xet && !settings.xet_source && from_hub) {
+    // Dedupe against the source itself: chunked as the write reads it.
+    const auto& p = w.provenance;
+    const std::string repo = !p.repo.empty() ? p.repo : p.model_id.substr(0, p.model_id.find(':'));
+    const auto paths = !p.file_paths.empty() ? p.file_paths : std::vector<std::string>{p.primary_file};
+    settings.xet_source =
+        detail::make_xet_source_index(opt.hub, repo, p.revision, source_files(w.source, p), paths, opt.source);
+  }
+  if (settings.xet_source) {
+    w.on_source_read = [index = settings.xet_source, then = w.on_source_read](size_t shard, uint64_t offset,
+                                                                              std::span<const uint8_t> bytes) {
+      if (then) then(shard, offset, bytes);
+      index->observe(shard, offset, bytes);
+    };
   }
   auto budget = w.disk_budget;
   if (budget) {
@@ -162,13 +187,14 @@ WriteAndPublishResult write_and_publish(const WriteAndPublishOptions& opt) {
   // projectors and publisher files from it before fetching any of them.
   if (opt.push && opt.max_disk) w.disk_budget = std::make_shared<DiskBudget>(opt.max_disk);
   std::unique_ptr<StreamedHubSource> streamed;
+  bool from_hub = true;
   if (opt.stream) {
     streamed = open_streamed(opt, w, result);
   } else {
-    open_local_or_cached(opt, w);
+    from_hub = open_local_or_cached(opt, w);
   }
   std::unique_ptr<HubPublisher> pub;
-  if (opt.push) pub = begin_push(opt, w, streamed.get());
+  if (opt.push) pub = begin_push(opt, w, streamed.get(), from_hub);
   if (opt.on_write_start) opt.on_write_start();
   try {
     result.written = write_package(w);

@@ -35,6 +35,10 @@ XetToken checked_token(std::string access, std::string cas_url, int64_t exp, con
 
 }  // namespace
 
+XetClientConfig xet_client_config(const HubConfig& hub) {
+  return {hub.endpoint, hub.token, {hub.max_attempts, hub.backoff_ms}, hub.min_rate_bytes_per_sec, hub.min_rate_secs};
+}
+
 std::optional<XetToken> xet_token_from_action(const json& upload_action) {
   std::string cas_url, access_token, expiration;
   if (!upload_action.is_object() || !upload_action.contains("header") || !upload_action["header"].is_object()) return std::nullopt;
@@ -77,11 +81,11 @@ XetCas::XetCas(XetCasConfig cfg, std::optional<XetToken> first) : cfg_(std::move
 
 XetToken XetCas::fetch_token(const std::string& what) const {
   HttpRequest req;
-  req.url = cfg_.endpoint + "/api/models/" + cfg_.repo + "/xet-write-token/" + url_encode(cfg_.branch, false);
+  req.url = cfg_.client.endpoint + "/api/models/" + cfg_.repo + "/xet-write-token/" + url_encode(cfg_.branch, false);
   req.headers = {"Accept-Encoding: identity"};
-  if (cfg_.hub_token) req.headers.push_back("Authorization: Bearer " + *cfg_.hub_token);
+  if (cfg_.client.hub_token) req.headers.push_back("Authorization: Bearer " + *cfg_.client.hub_token);
   req.max_body = size_t{64} << 10;
-  const auto r = perform_with_retries(req, cfg_.policy, what, "is " + cfg_.endpoint + " reachable?");
+  const auto r = perform_with_retries(req, cfg_.client.policy, what, "is " + cfg_.client.endpoint + " reachable?");
   if (r.status != 200) throw_hub_status(r, what + ": the Hub answered HTTP " + std::to_string(r.status) + reason_tail(r));
   return parse_token(r.body, what);
 }
@@ -108,9 +112,9 @@ XetCas::Answer XetCas::send(const std::string& method, const std::string& path, 
     if (method == "POST") req.headers.push_back("Content-Type: application/octet-stream");
     req.body = std::move(body);  // one copy of a xorb in flight, taken back for the second round
     req.max_body = max_answer;
-    req.min_rate_bytes_per_sec = cfg_.min_rate_bytes_per_sec;
-    req.min_rate_secs = cfg_.min_rate_secs;
-    const auto r = perform_with_retries(req, cfg_.policy, what, "is the Xet CAS " + t.cas_url + " reachable?");
+    req.min_rate_bytes_per_sec = cfg_.client.min_rate_bytes_per_sec;
+    req.min_rate_secs = cfg_.client.min_rate_secs;
+    const auto r = perform_with_retries(req, cfg_.client.policy, what, "is the Xet CAS " + t.cas_url + " reachable?");
     if (r.status == 401 && round == 0) {
       body = std::move(req.body);
       t = token(true, t.access_token);  // expired: one fresh token, then the CAS decides
@@ -141,13 +145,77 @@ bool XetCas::upload_xorb(const xet::Hash& hash, std::span<const uint8_t> bytes, 
   }
 }
 
+// The terminal frame of a POST /v2/shards answer (NDJSON: progress frames,
+// the CAS repeating the last one as a heartbeat, then {"type":"result"} or
+// {"type":"error","message","retryable"}), as xet-core's
+// read_shard_upload_ndjson reads it: nullopt for a result, else the refusal.
+namespace {
+struct ShardRefusal {
+  std::string message;
+  bool retryable = false;
+};
+std::optional<ShardRefusal> shard_stream_outcome(const std::string& body) {
+  size_t at = 0;
+  while (at < body.size()) {
+    size_t nl = body.find('\n', at);
+    if (nl == std::string::npos) nl = body.size();
+    const std::string line = body.substr(at, nl - at);
+    at = nl + 1;
+    if (line.find_first_not_of(" \r\t") == std::string::npos) continue;
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const std::exception&) {
+      return ShardRefusal{"the CAS's answer is not NDJSON: " + line.substr(0, 120), false};
+    }
+    const std::string type = j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : "";
+    if (type == "result") return std::nullopt;
+    if (type == "error") {
+      ShardRefusal r;
+      r.message = j.contains("message") && j["message"].is_string() ? j["message"].get<std::string>() : "no reason given";
+      r.retryable = j.contains("retryable") && j["retryable"].is_boolean() && j["retryable"].get<bool>();
+      return r;
+    }
+  }
+  return ShardRefusal{"the answer ended without a result or error frame", true};
+}
+}  // namespace
+
 void XetCas::upload_shard(std::span<const uint8_t> bytes, const std::string& what) {
   const std::string w = what + ": registering the files (Xet shard)";
-  const auto a = send("POST", "/v1/shards", std::string(bytes.begin(), bytes.end()), w, 1 << 16);
-  if (a.status != 200) {
+  const std::string body(bytes.begin(), bytes.end());
+  // v2 streams progress while the CAS validates (a heartbeat every ~20 s),
+  // so a long validation never trips the stall deadline v1's silence can;
+  // v1 where the CAS has no v2 (404/501), as xet-core falls back.
+  for (unsigned attempt = 0;; ++attempt) {
+    const bool v2 = !shards_v1_;
+    const auto a = send("POST", v2 ? "/v2/shards" : "/v1/shards", body, w, size_t{1} << 20);
+    if (v2 && (a.status == 404 || a.status == 501)) {
+      shards_v1_ = true;
+      continue;
+    }
     HttpResponse r{a.status, {}, a.body, a.body.size()};
-    throw_hub_error(r, a.status >= 500 ? ErrorKind::kTransport : ErrorKind::kInvalidInput,
-                    w + ": the Xet CAS refused it (HTTP " + std::to_string(a.status) + ")" + reason_tail(r));
+    if (a.status != 200) {
+      throw_hub_error(r, a.status >= 500 ? ErrorKind::kTransport : ErrorKind::kInvalidInput,
+                      w + ": the Xet CAS refused it (HTTP " + std::to_string(a.status) + ")" + reason_tail(r));
+    }
+    if (!v2) return;
+    const auto refused = shard_stream_outcome(a.body);
+    if (!refused) return;
+    if (!refused->retryable || attempt + 1 >= std::max(1u, cfg_.client.policy.max_attempts)) {
+      throw Error(refused->retryable ? ErrorKind::kTransport : ErrorKind::kInvalidInput,
+                  w + ": the Xet CAS refused it: " + refused->message);
+    }
+    pause_before_retry(cfg_.client.policy, attempt, nullptr, w, refused->message);
+  }
+}
+
+bool XetCas::has_xorb(const xet::Hash& xorb, const std::string& what) {
+  try {
+    return send("HEAD", "/v1/xorbs/default/" + xorb.to_hex(), "", what + ": is xorb " + xorb.to_hex() + " stored?", 1 << 16)
+               .status == 200;
+  } catch (const Error&) {
+    return false;
   }
 }
 

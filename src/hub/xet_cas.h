@@ -8,7 +8,9 @@
 //           expires, and once when the CAS answers 401 (a second 401 is
 //           Error(kUnauthorized)).
 //   xorb    POST {casUrl}/v1/xorbs/default/{hash}   the serialized xorb
-//   shard   POST {casUrl}/v1/shards                 the upload shard
+//   shard   POST {casUrl}/v2/shards                 the upload shard (NDJSON
+//           progress, then a result or error frame; /v1/shards when the CAS
+//           answers v2 with 404/501, as xet-core does)
 //   dedupe  GET  {casUrl}/v1/chunks/default/{hash}  404, or a shard whose CAS
 //           section lists xorbs holding that chunk (chunk hashes keyed with
 //           the footer's HMAC key)
@@ -20,6 +22,7 @@
 // Thread-safety: a XetCas may be used from several threads at once.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -30,6 +33,7 @@
 #include <vector>
 
 #include "hub/retry.h"
+#include "skippy/hub.h"
 #include "xet/hash.h"
 
 namespace skippy::detail {
@@ -45,14 +49,24 @@ struct XetToken {
 // has the first two; nullopt otherwise (the token is then asked for).
 std::optional<XetToken> xet_token_from_action(const nlohmann::json& upload_action);
 
-struct XetCasConfig {
+// How the Xet clients (uploads here, downloads in xet_download.h, the
+// source's reconstruction in xet_source_index.h) reach the Hub and the CAS:
+// the Hub client's endpoint, token, retries and minimum rate.
+struct XetClientConfig {
   std::string endpoint;  // HF_ENDPOINT, no trailing '/'
-  std::string repo;      // "ns/name"
-  std::string branch;
   std::optional<std::string> hub_token;
   RetryPolicy policy;
   uint64_t min_rate_bytes_per_sec = 0;
   unsigned min_rate_secs = 30;
+};
+// The one a HubConfig gives.
+XetClientConfig xet_client_config(const HubConfig& hub);
+
+// An upload's: where it goes.
+struct XetCasConfig {
+  XetClientConfig client;
+  std::string repo;  // "ns/name"
+  std::string branch;
 };
 
 class XetCas {
@@ -63,6 +77,10 @@ class XetCas {
   // Stores a xorb; false when the CAS had it already. `what` names the file.
   bool upload_xorb(const xet::Hash& hash, std::span<const uint8_t> bytes, const std::string& what);
   void upload_shard(std::span<const uint8_t> bytes, const std::string& what);
+  // Whether the CAS still holds `xorb` (HEAD /v1/xorbs/default/{hash}: not
+  // in the published API, which has no existence check; a CAS without it,
+  // or any failure, answers false, and the caller sends the xorb).
+  bool has_xorb(const xet::Hash& xorb, const std::string& what);
   // The CAS's dedupe shard for `chunk`, or nullopt when it knows no xorb
   // holding it.
   std::optional<std::vector<uint8_t>> query_chunk(const xet::Hash& chunk, const std::string& what);
@@ -81,6 +99,7 @@ class XetCas {
               size_t max_answer);
 
   XetCasConfig cfg_;
+  std::atomic<bool> shards_v1_{false};  // the CAS has no /v2/shards
   std::mutex mu_;
   XetToken token_;
 };

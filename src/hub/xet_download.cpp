@@ -120,7 +120,7 @@ struct XetStepResult {
 
 // One GET of a fetch range: its chunks decoded as they arrive, the terms
 // [step.first_term, step.last_term) checked and delivered to `cur`.
-XetStepResult read_xorb_range(HttpConnection& conn, const XetDownloadConfig& cfg, const XetReconstruction& rec,
+XetStepResult read_xorb_range(HttpConnection& conn, const XetClientConfig& cfg, const XetReconstruction& rec,
                               const XetFetchStep& step, XetCursor& cur) {
   const std::string& what = cur.target.what();
   const XetFetchRange& f = *step.range;
@@ -244,11 +244,10 @@ std::optional<XetFileRef> xet_file_ref(const HttpResponse& head, const std::stri
 
 std::shared_ptr<XetRangeSource> make_xet_source(const std::optional<XetFileRef>& ref, const HubConfig& hub, uint64_t size) {
   if (!ref) return nullptr;
-  XetDownloadConfig cfg{hub.endpoint, hub.token, {hub.max_attempts, hub.backoff_ms}, hub.min_rate_bytes_per_sec, hub.min_rate_secs};
-  return std::make_shared<XetRangeSource>(*ref, std::move(cfg), size);
+  return std::make_shared<XetRangeSource>(*ref, xet_client_config(hub), size);
 }
 
-XetRangeSource::XetRangeSource(XetFileRef ref, XetDownloadConfig cfg, uint64_t size)
+XetRangeSource::XetRangeSource(XetFileRef ref, XetClientConfig cfg, uint64_t size)
     : ref_(std::move(ref)), cfg_(std::move(cfg)), size_(size) {}
 
 XetRangeSource::Outcome XetRangeSource::fetch(HttpConnection& conn, uint64_t& pos, uint64_t end, RangeTarget& target,
@@ -293,12 +292,41 @@ void XetRangeSource::run(HttpConnection& conn, uint64_t& pos, uint64_t end, Rang
       if (++refreshes > kMaxUrlRefreshes) throw XetUnavailable{res.failure + " (also for fresh signed URLs)"};
       continue;
     }
-    if (++failures >= std::max(1u, cfg_.retry.max_attempts)) {
+    if (++failures >= std::max(1u, cfg_.policy.max_attempts)) {
       throw XetUnavailable{"xorb ranges failed " + std::to_string(failures) + " times: " + res.failure};
     }
-    pause_before_retry(cfg_.retry, failures - 1, res.answer ? &*res.answer : nullptr,
+    pause_before_retry(cfg_.policy, failures - 1, res.answer ? &*res.answer : nullptr,
                        what + " (Xet, bytes " + std::to_string(pos) + "-" + std::to_string(end - 1) + ")", res.failure);
   }
+}
+
+std::vector<XetTerm> XetRangeSource::file_terms(const std::string& what) {
+  // A few KiB of terms per 64 MiB xorb: 16 GiB asks for well under a MiB.
+  constexpr uint64_t kTermPage = uint64_t{16} << 30;
+  std::vector<XetTerm> out;
+  try {
+    if (!xet_dl_is_hash(ref_.hash)) throw XetUnavailable{"its X-Xet-Hash \"" + ref_.hash.substr(0, 80) + "\" is not a Xet file id"};
+    for (uint64_t pos = 0; pos < size_;) {
+      XetReconstruction rec = reconstruction(pos, std::min(size_, pos + kTermPage), what);
+      if (rec.offset_into_first_range != 0 || rec.terms.empty()) {
+        throw Error(ErrorKind::kIntegrity, what + ": the Xet reconstruction from byte " + std::to_string(pos) +
+                                               (rec.terms.empty() ? " has no terms" : " starts inside a chunk"));
+      }
+      for (auto& t : rec.terms) {
+        pos += t.unpacked;
+        out.push_back(std::move(t));
+      }
+    }
+  } catch (const XetUnavailable& u) {
+    throw Error(ErrorKind::kTransport, what + ": " + xet_dl_reason(u.why, what));
+  }
+  uint64_t total = 0;
+  for (const auto& t : out) total += t.unpacked;
+  if (total != size_) {
+    throw Error(ErrorKind::kIntegrity, what + ": the Xet reconstruction's terms hold " + std::to_string(total) +
+                                           " bytes, the file has " + std::to_string(size_));
+  }
+  return out;
 }
 
 XetReconstruction XetRangeSource::reconstruction(uint64_t pos, uint64_t end, const std::string& what) {
@@ -314,7 +342,7 @@ XetReconstruction XetRangeSource::reconstruction(uint64_t pos, uint64_t end, con
     req.max_body = kMaxReconstructionBody;
     HttpResponse r;
     try {
-      r = perform_with_retries(req, cfg_.retry, what + " (Xet reconstruction of " + range + ")",
+      r = perform_with_retries(req, cfg_.policy, what + " (Xet reconstruction of " + range + ")",
                                "is the Xet CAS " + t.cas_url + " reachable?");
     } catch (const Error& e) {
       throw XetUnavailable{xet_dl_reason(e.what(), what)};
@@ -355,7 +383,7 @@ XetToken XetRangeSource::token(bool renew, const std::string& seen, const std::s
   req.max_body = size_t{64} << 10;
   HttpResponse r;
   try {
-    r = perform_with_retries(req, cfg_.retry, what + " (Xet read token)", "is " + cfg_.endpoint + " reachable?");
+    r = perform_with_retries(req, cfg_.policy, what + " (Xet read token)", "is " + cfg_.endpoint + " reachable?");
   } catch (const Error& e) {
     throw XetUnavailable{xet_dl_reason(e.what(), what)};
   }

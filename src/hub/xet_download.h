@@ -44,6 +44,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "hub/retry.h"
 #include "hub/xet_cas.h"
@@ -55,6 +56,7 @@ class HttpConnection;
 class RangeTarget;
 struct HttpResponse;
 struct XetReconstruction;
+struct XetTerm;
 
 // Where a Xet-backed file is: its file id and where its read token is asked for.
 struct XetFileRef {
@@ -69,23 +71,21 @@ struct XetFileRef {
 std::optional<XetFileRef> xet_file_ref(const HttpResponse& head, const std::string& endpoint, const std::string& repo,
                                        const std::string& commit);
 
-struct XetDownloadConfig {
-  std::string endpoint;  // HF_ENDPOINT
-  std::optional<std::string> hub_token;
-  RetryPolicy retry;
-  uint64_t min_rate_bytes_per_sec = 0;
-  unsigned min_rate_secs = 30;
-};
-
 class XetRangeSource {
  public:
-  XetRangeSource(XetFileRef ref, XetDownloadConfig cfg, uint64_t size);
+  XetRangeSource(XetFileRef ref, XetClientConfig cfg, uint64_t size);
 
   enum class Outcome { kDone, kFallback, kStopped };
   // Writes [pos, end) of the file into `target` over `conn`, advancing
   // `pos` by what was written. kStopped: `stop` turned true. Throws Error:
   // an integrity failure, or what the target throws.
   Outcome fetch(HttpConnection& conn, uint64_t& pos, uint64_t end, RangeTarget& target, const std::atomic<bool>& stop);
+  // Every term of the file in order (chunk ranges of xorbs and their
+  // unpacked lengths, no xorb bytes read): reconstructions of successive
+  // ranges of up to 16 GiB, each asked from where the previous one's chunks
+  // ended. Throws Error naming `what` when the CAS cannot say or its terms
+  // do not add up to the file.
+  std::vector<XetTerm> file_terms(const std::string& what);
 
  private:
   void run(HttpConnection& conn, uint64_t& pos, uint64_t end, RangeTarget& target, const std::atomic<bool>& stop);
@@ -93,7 +93,7 @@ class XetRangeSource {
   XetToken token(bool renew, const std::string& seen, const std::string& what);
 
   XetFileRef ref_;
-  XetDownloadConfig cfg_;
+  XetClientConfig cfg_;
   uint64_t size_;
   std::mutex mu_;
   XetToken token_;  // (mu_)

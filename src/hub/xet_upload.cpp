@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <map>
 #include <optional>
 
 #include "skippy/error.h"
@@ -46,7 +47,16 @@ class FileUpload {
     if (auto p = pending_.find(c.hash); p != pending_.end()) {
       ref = {true, seq_, {}, p->second};
       way = &report_.deduped_in_run;
-    } else if (XetUploadSession::Found f; s_.find(c.hash, f) || (query_due(c) && s_.query(c.hash, what_) && s_.find(c.hash, f))) {
+    } else if (XetUploadSession::Found f; s_.find(c.hash, f)) {
+      ref = {false, 0, f.loc.xorb, f.loc.index};
+      way = f.way == XetUploadSession::Way::kGlobal ? &report_.deduped_global : &report_.deduped_in_run;
+    } else if (XetSourceIndex::Hit h; s_.find_source(c.hash, h)) {
+      // The source's own chunk: no global query for it.
+      ref = {false, 0, h.xorb, h.index};
+      way = &report_.deduped_source;
+      auto [it, added] = deps_.emplace(h.file, h.term);
+      if (!added) it->second = std::max(it->second, h.term);
+    } else if (query_due(c) && s_.query(c.hash, what_) && s_.find(c.hash, f)) {
       ref = {false, 0, f.loc.xorb, f.loc.index};
       way = f.way == XetUploadSession::Way::kGlobal ? &report_.deduped_global : &report_.deduped_in_run;
     } else {
@@ -75,6 +85,8 @@ class FileUpload {
     return f;
   }
   XetFileUpload& report() { return report_; }
+  // The last term of each source file this file referenced (XetSourceIndex::verified).
+  const std::map<uint32_t, uint32_t>& source_terms() const { return deps_; }
 
  private:
   struct Ref {
@@ -122,8 +134,7 @@ class FileUpload {
 
   void flush() {
     xet::BuiltXorb x = builder_.finish();
-    s_.cas().upload_xorb(x.index.hash, x.bytes, what_);
-    s_.stored_xorb(xet::shard_xorb(x), x.bytes.size());
+    s_.store_xorb(x, what_);
     if (resolved_.size() <= seq_) resolved_.resize(seq_ + 1);
     resolved_[seq_++] = x.index.hash;
     pending_.clear();
@@ -141,15 +152,23 @@ class FileUpload {
   bool open_ = false;
   uint64_t index_ = 0;
   std::optional<uint64_t> last_query_;
+  std::map<uint32_t, uint32_t> deps_;
 };
 
 }  // namespace
 
 std::unique_ptr<XetUploadSession> XetUploadSession::start(XetCasConfig cfg, const nlohmann::json& upload_action,
-                                                          std::string where, const std::vector<std::string>& dedupe_hints) {
+                                                          std::string where, const std::vector<std::string>& dedupe_hints,
+                                                          std::shared_ptr<XetSourceIndex> source,
+                                                          const std::filesystem::path& journal_dir) {
+  std::unique_ptr<XetJournal> journal;
+  if (!journal_dir.empty()) journal = std::make_unique<XetJournal>(journal_dir, cfg.client.endpoint, cfg.repo, cfg.branch);
   auto cas = std::make_unique<XetCas>(std::move(cfg), xet_token_from_action(upload_action));
   auto session = std::make_unique<XetUploadSession>(std::move(cas), std::move(where));
+  session->source_ = std::move(source);
+  session->journal_ = std::move(journal);
   session->prime(dedupe_hints);
+  session->retire_source_if_known();
   return session;
 }
 
@@ -209,31 +228,72 @@ bool XetUploadSession::query(const Hash& chunk, const std::string& what) {
   return true;
 }
 
+// When the hints' answers listed every xorb of the source, global dedupe
+// (tried first) finds every chunk the source could: chunking the source as
+// well would only cost the reader time.
+void XetUploadSession::retire_source_if_known() {
+  if (!source_ || source_->xorbs().empty()) return;
+  std::lock_guard g(mu_);
+  for (const auto& x : source_->xorbs()) {
+    if (!known_xorbs_.count(x)) return;
+  }
+  source_->retire();
+}
+
 void XetUploadSession::prime(const std::vector<std::string>& hex_hashes) {
   for (const auto& h : hex_hashes) {
     if (const auto hash = Hash::from_hex(h)) query(*hash, where_ + ": dedupe hint");
   }
 }
 
-void XetUploadSession::stored_xorb(const xet::ShardXorb& info, uint64_t serialized_bytes) {
+void XetUploadSession::store_xorb(const xet::BuiltXorb& x, const std::string& what) {
+  const Hash& h = x.index.hash;
+  const bool resumed = journal_ && journal_->has(h) && cas_->has_xorb(h, what);
+  if (!resumed) {
+    cas_->upload_xorb(h, x.bytes, what);
+    if (journal_) journal_->add(h, x.bytes.size());
+  }
+  const xet::ShardXorb info = xet::shard_xorb(x);
   std::lock_guard g(mu_);
   known_xorbs_.insert(info.hash);
   for (uint32_t i = 0; i < info.chunks.size(); ++i) run_.emplace(info.chunks[i].hash, XetChunkLoc{info.hash, i});
-  summary_.xorbs_uploaded++;
-  summary_.xorb_bytes_uploaded += serialized_bytes;
+  if (resumed) {
+    summary_.xorbs_resumed++;
+    summary_.xorb_bytes_resumed += x.bytes.size();
+  } else {
+    summary_.xorbs_uploaded++;
+    summary_.xorb_bytes_uploaded += x.bytes.size();
+  }
   if (!shard_.fits_xorb(info)) flush_shard_locked();
   shard_.add_xorb(info);
 }
 
-void XetUploadSession::add_file(xet::ShardFile file, const XetFileUpload& report) {
+void XetUploadSession::add_file(xet::ShardFile file, const XetFileUpload& report,
+                                const std::map<uint32_t, uint32_t>& source_terms) {
   std::lock_guard g(mu_);
-  if (!shard_.fits_file(file)) flush_shard_locked();
-  shard_.add_file(std::move(file));
+  if (source_verified(source_terms)) {
+    add_to_shard_locked(std::move(file));
+  } else {
+    waiting_.push_back({std::move(file), report.path, source_terms});
+  }
   summary_.files.push_back(report);
   summary_.bytes_chunked += report.bytes;
   summary_.deduped_in_run += report.deduped_in_run;
   summary_.deduped_global += report.deduped_global;
+  summary_.deduped_source += report.deduped_source;
   summary_.new_bytes += report.new_bytes;
+}
+
+bool XetUploadSession::source_verified(const std::map<uint32_t, uint32_t>& terms) const {
+  for (const auto& [file, term] : terms) {
+    if (!source_ || !source_->verified(file, term)) return false;
+  }
+  return true;
+}
+
+void XetUploadSession::add_to_shard_locked(xet::ShardFile file) {
+  if (!shard_.fits_file(file)) flush_shard_locked();
+  shard_.add_file(std::move(file));
 }
 
 // Every file in the shard has all its xorbs stored (add_file comes after), so
@@ -248,12 +308,31 @@ void XetUploadSession::flush_shard_locked() {
 
 void XetUploadSession::finish() {
   std::lock_guard g(mu_);
+  // The write is over, so every source term a file used was read: each is
+  // verified now, or its file was dropped and the reference cannot stand.
+  for (auto& w : waiting_) {
+    for (const auto& [file, term] : w.source_terms) {
+      if (source_->verified(file, term)) continue;
+      throw Error(ErrorKind::kIntegrity,
+                  where_ + ": " + w.path + ": it references chunks of the source by their place in the source's Xet "
+                  "terms, and those terms then disagreed with the source's bytes (" + source_->refusal(file) +
+                  "), so nothing was registered or committed (HF_HUB_DISABLE_XET=1 publishes through LFS instead)");
+    }
+  }
+  for (auto& w : waiting_) add_to_shard_locked(std::move(w.file));
+  waiting_.clear();
   flush_shard_locked();
+  if (journal_) journal_->clear();  // registered: nothing left to resume
 }
 
 XetUploadSummary XetUploadSession::summary() const {
   std::lock_guard g(mu_);
-  return summary_;
+  XetUploadSummary s = summary_;
+  if (source_) {
+    for (const auto& n : source_->notes()) s.note += (s.note.empty() ? "" : "; ") + n;
+  }
+  if (journal_ && !journal_->note().empty()) s.note += (s.note.empty() ? "" : "; ") + journal_->note();
+  return s;
 }
 
 void XetUploadSession::upload_file(int fd, uint64_t size, const std::string& sha256, const std::string& rel,
@@ -278,7 +357,7 @@ void XetUploadSession::upload_file(int fd, uint64_t size, const std::string& sha
     throw_integrity(what + ": the file changed after it was hashed (SHA-256 " + result.sha256_hex + ", declared " + sha256 + ")");
   }
   auto file = up.finish(result, sha256);
-  add_file(std::move(file), up.report());
+  add_file(std::move(file), up.report(), up.source_terms());
 }
 
 }  // namespace detail

@@ -2,16 +2,22 @@
 // deduplication.md): each file is read once, in order, and cut into chunks
 // (xet/file_hasher.h: chunk hashes, the file hash and the SHA-256 in that
 // one pass); a chunk is referenced where it already is, else packed into a
-// new xorb, which is stored as soon as it is full. Deduplication, three ways
-// in the order tried:
+// new xorb, which is stored as soon as it is full. Deduplication, in the
+// order tried:
 //   in the file   a chunk repeated in the xorb still being packed;
 //   in the run    a chunk of a xorb this upload stored for another file;
+//   the source    a chunk of the source the package is cut from, located in
+//                 the source's xorbs by its reconstruction terms
+//                 (xet_source_index.h), with no query;
 //   global        a chunk of a xorb the CAS holds: the first chunk of each
 //                 file, a chunk the hash rule makes eligible (at least 256
 //                 chunks after the file's previous query, as hf-xet spaces
 //                 them) and the caller's hints are asked of GET /v1/chunks,
 //                 and every xorb of each answer (its chunk hashes keyed with
 //                 the answer's HMAC key) is referenced from then on.
+// A xorb the CAS acknowledged is written to the resume journal
+// (xet_journal.h) until the files are registered, so a rerun after a failure
+// references it instead of sending it again.
 // A file's terms, verification hashes and SHA-256 go into the upload shard
 // once all its xorbs are stored; finish() registers the shard(s), which makes
 // the files the repository's LFS objects, ready for the commit. A file whose
@@ -22,7 +28,9 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -31,9 +39,12 @@
 #include <vector>
 
 #include "hub/xet_cas.h"
+#include "hub/xet_journal.h"
+#include "hub/xet_source_index.h"
 #include "skippy/hub_publish.h"
 #include "xet/hash.h"
 #include "xet/shard.h"
+#include "xet/xorb.h"
 
 namespace skippy::detail {
 
@@ -50,7 +61,9 @@ class XetUploadSession {
   // its CAS client (the action's token first), primed with the source's
   // dedupe hints.
   static std::unique_ptr<XetUploadSession> start(XetCasConfig cfg, const nlohmann::json& upload_action, std::string where,
-                                                 const std::vector<std::string>& dedupe_hints);
+                                                 const std::vector<std::string>& dedupe_hints,
+                                                 std::shared_ptr<XetSourceIndex> source,
+                                                 const std::filesystem::path& journal_dir);
   // The one line a publish without Xet says (`offered`: the Hub was asked
   // and offered none; else HF_HUB_DISABLE_XET kept it from asking).
   static std::string lfs_note(bool offered, const std::string& repo);
@@ -58,13 +71,16 @@ class XetUploadSession {
   // Asks the global dedupe index for these chunk hashes (hex); a failed
   // query is a note in the summary, not an error.
   void prime(const std::vector<std::string>& hex_hashes);
+  void retire_source_if_known();
   // Chunks, deduplicates and stores [0, size) of `fd` as `rel`; `sha256`
   // (lower-case hex) must be the bytes'. `progress` gets each count of bytes
   // read. Throws for a refused xorb, a changed file or a CAS failure.
   void upload_file(int fd, uint64_t size, const std::string& sha256, const std::string& rel,
                    const std::function<void(uint64_t)>& progress);
   // Registers every file uploaded so far (the shard, or several when one
-  // would pass 64 MiB).
+  // would pass 64 MiB). A file that referenced source chunks whose term
+  // was then refused (XetSourceIndex) is an error here, before any shard
+  // holding it goes up.
   void finish();
   XetUploadSummary summary() const;
 
@@ -75,17 +91,26 @@ class XetUploadSession {
     Way way = Way::kNew;
   };
   bool find(const xet::Hash& chunk, Found& out);
+  // Way (c): the chunk in the source's own xorbs.
+  bool find_source(const xet::Hash& chunk, XetSourceIndex::Hit& out) const {
+    return source_ && source_->find(chunk, out);
+  }
   // Asks the CAS about `chunk` once per session; true when it answered with
   // xorbs not known before.
   bool query(const xet::Hash& chunk, const std::string& what);
-  // A xorb this upload stored: its chunks are referenced from now on and its
+  // Stores a xorb this upload built (unless the resume journal has it and
+  // the CAS still holds it): its chunks are referenced from now on and its
   // CAS info goes into the shard.
-  void stored_xorb(const xet::ShardXorb& info, uint64_t serialized_bytes);
-  void add_file(xet::ShardFile file, const XetFileUpload& report);
+  void store_xorb(const xet::BuiltXorb& x, const std::string& what);
+  // `source_terms`: the last term of each source file the file referenced;
+  // until they are verified the file waits outside the shard.
+  void add_file(xet::ShardFile file, const XetFileUpload& report, const std::map<uint32_t, uint32_t>& source_terms);
   XetCas& cas() { return *cas_; }
 
  private:
   void flush_shard_locked();
+  void add_to_shard_locked(xet::ShardFile file);
+  bool source_verified(const std::map<uint32_t, uint32_t>& terms) const;
 
   struct GlobalShard {
     xet::Hash key;  // zero: plain chunk hashes
@@ -96,6 +121,14 @@ class XetUploadSession {
   mutable std::mutex mu_;
   std::unordered_map<xet::Hash, XetChunkLoc, xet::HashHasher> run_;
   std::vector<GlobalShard> global_;
+  std::shared_ptr<XetSourceIndex> source_;
+  std::unique_ptr<XetJournal> journal_;
+  struct Waiting {  // a file whose source terms were not yet verified
+    xet::ShardFile file;
+    std::string path;
+    std::map<uint32_t, uint32_t> source_terms;
+  };
+  std::vector<Waiting> waiting_;
   std::set<xet::Hash> known_xorbs_, queried_;
   xet::ShardBuilder shard_;
   XetUploadSummary summary_;

@@ -310,6 +310,7 @@ StreamOptions begin_source_pass(const WritePackageOptions& opt, const ModelSourc
   for (const auto& p : projectors) projector_bytes += p.entry.artifact_bytes;
   StreamOptions so;
   so.threads = opt.threads;
+  so.observe_source = opt.on_source_read;
   // Progress over the source's bytes and the projectors' copies.
   struct Counter {
     uint64_t done = 0, total = 0;

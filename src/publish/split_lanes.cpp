@@ -19,7 +19,7 @@ std::vector<Lane> plan_lanes(const std::vector<std::shared_ptr<const MappedFile>
   const size_t want = std::min<size_t>(opt.lanes, worker_threads(opt.threads));
   bool known = opt.known_shard_sha256.size() >= shards.size();
   for (size_t i = 0; known && i < shards.size(); ++i) known = opt.known_shard_sha256[i].has_value();
-  if (want < 2 || !known || opt.before_create || opt.read_source) return {all};
+  if (want < 2 || !known || opt.before_create || opt.read_source || opt.observe_source) return {all};
 
   struct Span {
     Position first, end;

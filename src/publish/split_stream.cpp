@@ -422,6 +422,7 @@ class Pipeline {
         } else {
           read_shard(f, pos_, into);
         }
+        if (opt_.observe_source) opt_.observe_source(shard_, pos_, into);
       } catch (...) {
         std::lock_guard g(mu_);
         free_.push_back(buf);

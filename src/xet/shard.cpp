@@ -38,7 +38,10 @@ std::array<uint8_t, 32> reverse_words(std::span<const uint8_t, 32> in) {
 
 void put_file(std::vector<uint8_t>& out, const ShardFile& f) {
   uint32_t flags = 0;
-  if (!f.verification.empty()) flags |= kShardFileWithVerification;
+  // An empty file has no terms and so no verification entries, and still
+  // carries the flag (xet-core's FileDataSequenceHeader for a file of no
+  // chunks: verification true, zero entries; the CAS wants it on uploads).
+  if (!f.verification.empty() || f.terms.empty()) flags |= kShardFileWithVerification;
   if (f.sha256) flags |= kShardFileWithMetadataExt;
   put_hash(out, f.file_hash);
   put_u32(out, flags);

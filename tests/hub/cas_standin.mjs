@@ -32,7 +32,7 @@
 //       "stage":"syncing"}, {"type":"result","result":1}; a refusal ends the
 //       stream with {"type":"error","message":...,"retryable":false} instead.
 //   GET /v1/chunks/{prefix}/{chunk hash}  global dedupe: 404 unless the chunk is
-//       in the index; else 200 application/octet-stream: a shard with no file
+//       in the index (never with config xet_global_dedupe false); else 200 application/octet-stream: a shard with no file
 //       info, the CAS info of every xorb listed by the shard that indexed the
 //       chunk, each chunk hash replaced by keyed-BLAKE3(key, hash) (xet-core's
 //       "HMAC"), eligible chunks flagged 1<<31, and the 200-byte footer with the
@@ -349,7 +349,7 @@ export function createCas(host) {
 
   async function getChunk(ctx, hex) {
     if (!authorize(ctx, "read")) return;
-    const index = dedupe.get(hex);
+    const index = host.config.xet_global_dedupe === false ? undefined : dedupe.get(hex);
     const q = { chunk: hex, found: index !== undefined };
     stats.dedupe_queries.push(q);
     if (index === undefined) return casError(ctx, 404, `chunk ${hex} is not in the global dedupe index`);

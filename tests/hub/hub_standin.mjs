@@ -177,7 +177,9 @@
 //                           and the Xet keys (defaults): "xet_enabled":true,
 //                           "xet_token_ttl_secs":3600, "xet_url_ttl_secs":null (null:
 //                           url_ttl_secs; signed xorb URLs), "xet_multi_range":true (false:
-//                           one range per xorb URL), "xet_dedupe_expiry_secs":604800
+//                           one range per xorb URL), "xet_dedupe_expiry_secs":604800,
+//                           "xet_global_dedupe":true (false: the global dedupe index
+//                           answers 404 for every chunk, as for a source it never indexed)
 //   GET    /_admin/config
 //   GET|DELETE /_admin/xet, GET|DELETE /_admin/xet/store, POST /_admin/xet/expire-tokens:
 //          see tests/hub/cas_standin.mjs. GET /_admin/xet: {"bytes":{"xorb_upload",
@@ -217,6 +219,7 @@ const config = {
   xet_url_ttl_secs: null,
   xet_multi_range: true,
   xet_dedupe_expiry_secs: 7 * 24 * 3600,
+  xet_global_dedupe: true,
 };
 const urlUses = new Map(); // signature -> requests answered with it
 let urlSerial = 0;
@@ -1815,7 +1818,7 @@ async function handleAdmin(req, res, url) {
           }
         }
         if (body.storage_ignore_range !== undefined) config.storage_ignore_range = !!body.storage_ignore_range;
-        for (const k of ["xet_enabled", "xet_multi_range"]) if (body[k] !== undefined) config[k] = !!body[k];
+        for (const k of ["xet_enabled", "xet_multi_range", "xet_global_dedupe"]) if (body[k] !== undefined) config[k] = !!body[k];
         for (const k of ["xet_token_ttl_secs", "xet_dedupe_expiry_secs", "xet_url_ttl_secs"]) {
           if (body[k] === undefined) continue;
           if (!(Number.isInteger(body[k]) || (k === "xet_url_ttl_secs" && body[k] === null))) throw new Error(`${k} must be an integer`);
