@@ -9,8 +9,8 @@
 # Each example runs with `set -e` in a scratch world of its own, a copy of one
 # prepared once, holding what examples read: model.gguf (a real model with an
 # MTP layer, 4 layers), model-00001-of-00003.gguf.. (a split model),
-# model-package/ and pkg/ and pkg-v1/ (schema 1, written from model.gguf),
-# pkg-v2/ and v2-package/ (its schema 2 conversion), examples/, topology.json,
+# model-package/ and pkg/ and pkg-schema1/ (schema 1, written from model.gguf),
+# pkg-schema2/ and schema2-package/ (its schema 2 conversion), examples/, topology.json,
 # HOME=world/home with ~/.skippy/owner and ~/.skippy/node; a local Hub
 # (scripts/local-hub.sh) holding org/Model-GGUF (model.gguf as
 # Model-Q4_K_M.gguf) and meshllm/Qwen3-8B-Q4_K_M-layers and meshllm/Model-layers
@@ -99,9 +99,9 @@ cp -r examples "$B/examples"
   export HOME=$B/home
   q() { "$cli" "$@" > /dev/null 2>&1 || { echo "examples: preparing the world: $* failed" >&2; "$cli" "$@" >&2; exit 1; }; }
   q write-package ./model.gguf --out-dir model-package --model-id org/repo:Q4_K_M --source-revision 0123abc --source-file model.gguf
-  cp -r model-package pkg && cp -r model-package pkg-v1
-  q convert-package model-package --to 2 --out-dir pkg-v2 --source model.gguf
-  cp -r pkg-v2 v2-package
+  cp -r model-package pkg && cp -r model-package pkg-schema1
+  q convert-package model-package --to 2 --out-dir pkg-schema2 --source model.gguf
+  cp -r pkg-schema2 schema2-package
   q identity init-owner --dir home/.skippy/owner
   q identity issue-node --owner home/.skippy/owner --out home/.skippy/node
   q identity issue-node --owner home/.skippy/owner --out "$T/coordinator"

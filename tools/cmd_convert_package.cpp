@@ -74,10 +74,10 @@ Command register_convert_package(CLI::App& app) {
   auto* cmd = app.add_subcommand("convert-package", "Convert a package between schema 1 and schema 2");
   cmd->footer(
       "Examples:\n"
-      "  skippy-model-package convert-package pkg-v1/ --to 2 --out-dir pkg-v2/ --source model.gguf\n"
-      "  skippy-model-package convert-package pkg-v1/ --to 2 --out-dir pkg-v2/ --uncertified\n"
-      "  skippy-model-package convert-package pkg-v1/ --to 2 --out-dir pkg-v2/ --source model.gguf --native-abi-version 0.1.64\n"
-      "  skippy-model-package convert-package pkg-v2/ --to 1 --out-dir pkg-v1/\n"
+      "  skippy-model-package convert-package pkg-schema1/ --to 2 --out-dir pkg-schema2/ --source model.gguf\n"
+      "  skippy-model-package convert-package pkg-schema1/ --to 2 --out-dir pkg-schema2/ --uncertified\n"
+      "  skippy-model-package convert-package pkg-schema1/ --to 2 --out-dir pkg-schema2/ --source model.gguf --native-abi-version 0.1.64\n"
+      "  skippy-model-package convert-package pkg-schema2/ --to 1 --out-dir pkg-schema1/\n"
       "--to 2 copies no payload byte: every schema 1 fragment with tensors becomes a schema 2 payload part\n"
       "unchanged (a hard link on the same filesystem, else copy_file_range); only shared/metadata.gguf (the\n"
       "carrier: the source's KVs, the whole tensor directory and each tensor's locator) and model-package.json\n"

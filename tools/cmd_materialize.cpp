@@ -218,7 +218,7 @@ Command register_materialize(CLI::App& app) {
       "keys) and the stage's tensors read at their locators, byte-identical to the source. For a runtime\n"
       "that derives its stage from its own graph, --tensors NAME,... --out FILE writes exactly those\n"
       "tensors of a schema 2 package (never cached):\n"
-      "  skippy-model-package materialize pkg-v2/ --tensors token_embd.weight,blk.0.attn_q.weight --out t.gguf\n"
+      "  skippy-model-package materialize pkg-schema2/ --tensors token_embd.weight,blk.0.attn_q.weight --out t.gguf\n"
       "--list shows the cache's entries; --prune removes them (only the given package's, with a\n"
       "package), skipping entries being built. Prints the file's path on stdout (without --json).\n"
       "--as-source --out DIR|FILE rebuilds the source model's file(s) the package was written from,\n"

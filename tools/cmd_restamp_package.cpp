@@ -11,7 +11,7 @@ Command register_restamp_package(CLI::App& app) {
   auto* cmd = app.add_subcommand("restamp-package",
                                  "Re-stamp a package schema 2 for another runtime ABI (only model-package.json changes)");
   cmd->footer(
-      "Example:\n  skippy-model-package restamp-package pkg-v2/ --native-abi-version 0.1.64 --json\n"
+      "Example:\n  skippy-model-package restamp-package pkg-schema2/ --native-abi-version 0.1.64 --json\n"
       "Two ABI rules are in use. Exact: mesh-llm upstream (crates/skippy-api/src/package.rs@822f7e91)\n"
       "and its release admit a schema 2 package only when the root's native_abi_version is exactly their\n"
       "own skippy ABI. Provenance: its fork's newest loader (package.rs@d39f791d) takes the declared ABI\n"

@@ -116,7 +116,7 @@ Command register_select(CLI::App& app) {
       "A package schema 2 (local or hf://) lists the carrier and the parts holding the stage's tensors\n"
       "(parts[] with artifact_id and relative_path, tensors[] with each tensor's locator), or the parts of\n"
       "exactly the tensors named:\n"
-      "  skippy-model-package select ./v2-package --tensors token_embd.weight,blk.0.attn_q.weight --json");
+      "  skippy-model-package select ./schema2-package --tensors token_embd.weight,blk.0.attn_q.weight --json");
   struct Args {
     std::string ref, layers, projector;
     bool json = false, single_stage = false;

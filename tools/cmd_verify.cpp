@@ -25,7 +25,7 @@ Command register_verify(CLI::App& app) {
       "artifact whose SHA-256 or size does not match.\n"
       "A package schema 2 (local or hf://): the carrier and the parts of the stage (or of --tensors, or\n"
       "every artifact), against the root's artifact_catalog, through the same records:\n"
-      "  skippy-model-package verify ./v2-package --layers 0..4 --json");
+      "  skippy-model-package verify ./schema2-package --layers 0..4 --json");
   struct Args {
     std::string ref;
     std::string layers;

@@ -139,7 +139,7 @@ void print_write_json(const WriteAndPublishResult& run, const StreamProgress* st
   }
   doc["schema_version"] = r.schema;
   if (r.schema == 2) doc["package_id"] = r.package_id;
-  if (r.schema == 2) doc["native_abi_version"] = r.root_v2->native_abi_version;
+  if (r.schema == 2) doc["native_abi_version"] = r.native_abi_version;
   print_json(doc);
 }
 
@@ -148,7 +148,7 @@ void print_write_summary(const WriteArgs& a, const WriteAndPublishResult& run) {
   std::cout << "wrote " << r.package_dir.string() << ": " << r.manifest.layer_count << " layers, " << r.artifact_count
             << " artifacts\n"
             << "manifest sha256 " << r.manifest_sha256 << "\n"
-            << (r.schema == 2 ? "schema 2, package_id " + r.package_id + ", native ABI " + r.root_v2->native_abi_version + "\n"
+            << (r.schema == 2 ? "schema 2, package_id " + r.package_id + ", native ABI " + r.native_abi_version + "\n"
                               : std::string())
             << validation_advice(r.validated, run.published.has_value(), run.max_disk != 0, a.source, a.out_dir);
   if (r.validated) std::cout << "validation result in " << (r.package_dir / std::string(kValidationFileName)).string() << "\n";
@@ -243,7 +243,7 @@ Command register_write_package(CLI::App& app) {
       "--schema 2 writes mesh-llm's package v2 from the same single pass (shared/metadata.gguf carrier,\n"
       "shared/common.gguf, layers/layer-NNNNN[-partMM].gguf, --projector as an mmproj sidecar); --validate then\n"
       "certifies every tensor against the source:\n"
-      "  skippy-model-package write-package ./model.gguf --schema 2 --out-dir pkg-v2/ --model-id org/repo:Q4_K_M \\\n"
+      "  skippy-model-package write-package ./model.gguf --schema 2 --out-dir pkg-schema2/ --model-id org/repo:Q4_K_M \\\n"
       "      --source-revision 0123abc --source-file model.gguf --max-artifact-bytes 4G --native-abi-version 0.1.64\n"
       "  (mesh-llm upstream and its release admit a schema 2 package only at exactly its native ABI, its fork\n"
       "  takes the ABI as provenance: restamp-package moves it; a root field a runtime line does not know, such\n"

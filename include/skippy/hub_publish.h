@@ -56,7 +56,10 @@
 namespace skippy {
 
 namespace detail {
-class XetSourceIndex;  // hub/xet_source_index.h
+// Internal (hub/xet_source_index.h): declared hidden here, since the first
+// declaration of a class fixes its visibility and this header is read under
+// default visibility, which would export the class's members.
+class __attribute__((visibility("hidden"))) XetSourceIndex;
 }  // namespace detail
 
 // Where a package goes: "hf://ns/repo" (branch main) or "hf://ns/repo@branch".

@@ -188,11 +188,11 @@ struct WritePackageResult {
   bool validated = false;          // validate ran and passed
   uint64_t source_bytes_hashed = 0;  // shards hashed by this run (not those already verified)
   std::string architecture;          // the source's general.architecture
-  // Schema 2: the root as written (manifest then holds only model_id and
-  // layer_count), its package_id.
+  // Schema 2 (manifest then holds only model_id and layer_count): the
+  // root's package_id and native ABI version; empty for schema 1.
   uint32_t schema = 1;
-  std::optional<PackageRootV2> root_v2;
   std::string package_id;
+  std::string native_abi_version;
 };
 
 // Throws Error naming the file and problem; on failure no file appears under

@@ -440,7 +440,7 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   }
   if (generation) r.notes.push_back("generation: native-mtp at layer " + std::to_string(layer_count - 1) +
                                     " (<arch>.nextn_predict_layers = 1 and the blk.N.nextn.* tensors agree)");
-  r.root_v2 = std::move(root);
+  r.native_abi_version = root.native_abi_version;
   return r;
 }
 
