@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "test_util.h"
 #include "publish/split_stream.h"
 #include "util/mapped_read.h"
+#include "xet/file_hasher.h"
 
 namespace skippy {
 namespace {
@@ -92,10 +94,11 @@ TEST(SplitStream, AnOutputHashedAfterItIsWrittenTakesPiecesAtAnyOffset) {
   // Streaming hand-off: announced once, complete and hashed, under its name.
   detail::StreamOptions o;
   std::vector<std::string> announced;
-  o.on_output_complete = [&](size_t i, const std::string& sha) {
+  o.on_output_complete = [&](size_t i, const detail::OutputDigest& d) {
     EXPECT_EQ(i, 0u);
     EXPECT_EQ(test::read_file(t / "b.bin"), expect) << "complete when announced";
-    announced.push_back(sha);
+    EXPECT_EQ(d.xet_chunks, nullptr) << "not asked for";
+    announced.push_back(d.sha256);
   };
   o.before_create = [](uint64_t, uint64_t) {};
   const auto r2 = detail::stream_split(shards, {make(t / "b.bin", true)}, o);
@@ -107,6 +110,52 @@ TEST(SplitStream, AnOutputHashedAfterItIsWrittenTakesPiecesAtAnyOffset) {
   const auto r3 = detail::stream_split(shards, {make(t / "c.bin", false)}, {});
   EXPECT_EQ(test::read_file(t / "c.bin"), expect);
   EXPECT_NE(r3.output_sha256[0], want);
+}
+
+// With xet_chunks each announced output carries its Xet chunks, cut in the
+// pass from the bytes it hashes (one chain per output, lanes or not, padding
+// and headers included) or, for a hash_after_write output, on its read-back:
+// exactly the chunks of the file's bytes.
+TEST(SplitStream, XetChunksOfEachOutputAreTheChunksOfItsBytes) {
+  test::TempDir t;
+  const uint64_t M = 1u << 20;
+  const auto data = test::splitmix64_data(12 * M, 7);
+  test::write_file(t / "src.bin", data);
+  const std::vector<std::shared_ptr<const MappedFile>> shards = {MappedFile::open(t / "src.bin")};
+  std::vector<detail::StreamOutput> outs(3);
+  for (size_t k = 0; k < 3; ++k) {
+    outs[k].final_path = t / ("out" + std::to_string(k) + ".bin");
+    outs[k].header = {'G', 'G', 'U', 'F', static_cast<uint8_t>(k)};
+    outs[k].pieces.push_back({0, k * 4 * M, 3 * M + 17, 5, 11});          // padded
+    outs[k].pieces.push_back({0, k * 4 * M + 3 * M + 17, M - 17, 5 + 3 * M + 28, 0});
+    outs[k].total_size = 5 + 4 * M + 11;
+  }
+  outs[2].hash_after_write = true;  // read back, not hashed in the chain
+  for (const unsigned lanes : {1u, 2u}) {
+    detail::StreamOptions o;
+    o.threads = 2;
+    o.lanes = lanes;
+    o.known_shard_sha256 = {sha256_hex(std::span<const uint8_t>(data))};
+    o.xet_chunks = true;
+    std::map<size_t, detail::OutputDigest> got;
+    o.on_output_complete = [&](size_t i, const detail::OutputDigest& d) { got[i] = d; };
+    (void)detail::stream_split(shards, outs, o);
+    ASSERT_EQ(got.size(), 3u);
+    for (size_t k = 0; k < 3; ++k) {
+      const auto bytes = test::read_file(outs[k].final_path);
+      const auto want = xet::hash_bytes(bytes);
+      ASSERT_NE(got[k].xet_chunks, nullptr) << k;
+      const auto& chunks = *got[k].xet_chunks;
+      ASSERT_EQ(chunks.size(), want.chunks.size()) << k << " lanes " << lanes;
+      ASSERT_GT(chunks.size(), 40u);
+      for (size_t c = 0; c < chunks.size(); ++c) {
+        ASSERT_EQ(chunks[c].length, want.chunks[c].length) << k << " chunk " << c;
+        ASSERT_EQ(chunks[c].hash, want.chunks[c].hash.bytes) << k << " chunk " << c;
+      }
+      EXPECT_EQ(got[k].sha256, sha256_hex(std::span<const uint8_t>(bytes)));
+      std::filesystem::remove(outs[k].final_path);
+    }
+  }
 }
 
 TEST(SplitStream, ASourceTruncatedMidStreamIsAnErrorNotACrash) {
@@ -303,7 +352,7 @@ TEST(SplitStream, AFailureWhileTheReaderWaitsForRoomEndsThePass) {
     budget.acquire(bytes, stuck);
   };
   o.on_failure = [&] { budget.cancel("the pass failed"); };
-  o.on_output_complete = [&](size_t i, const std::string&) {
+  o.on_output_complete = [&](size_t i, const detail::OutputDigest&) {
     ASSERT_EQ(i, 0u);
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (!reader_waits && std::chrono::steady_clock::now() < until) {

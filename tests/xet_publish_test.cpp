@@ -96,6 +96,8 @@ void expect_near_free_upload(const CliResult& r, const test::XetStats& st, const
   EXPECT_LE(sent, bytes / 50) << label << ": more than 2% of the package went up: " << x.dump();
   EXPECT_EQ(x["xorb_bytes_uploaded"].get<uint64_t>(), st.xorb_upload_bytes) << label;
   EXPECT_GE(x["deduped_global"].get<uint64_t>(), bytes * 9 / 10) << label;
+  // The fragments' chunks came from the write pass: only new chunks were read back.
+  EXPECT_LT(x["bytes_read"].get<uint64_t>(), bytes / 20) << label << ": " << x.dump();
   EXPECT_EQ(x["bytes_chunked"].get<uint64_t>(), x["deduped_global"].get<uint64_t>() + x["deduped_in_run"].get<uint64_t>() +
                                                     x["new_bytes"].get<uint64_t>());
   ASSERT_FALSE(st.shards.empty()) << label;

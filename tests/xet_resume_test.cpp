@@ -17,6 +17,7 @@
 #include "skippy/hub_publish.h"
 #include "test_util.h"
 #include "util/sha256.h"
+#include "xet/file_hasher.h"
 
 namespace skippy {
 namespace {
@@ -217,6 +218,82 @@ TEST_F(XetResume, AnEmptyFileGoesThroughXet) {
   ASSERT_LT(headr.status, 400);
   EXPECT_EQ(headr.headers.count("x-xet-hash") ? headr.headers.at("x-xet-hash") : "", std::string(64, '0'));
   EXPECT_EQ(headr.headers.count("x-linked-size") ? headr.headers.at("x-linked-size") : "", "0");
+}
+
+// ------------------------------------------- chunks cut by the file's writer
+
+// write-package --push hands each fragment's chunks (cut in the write pass)
+// to the publisher: the upload reads only new chunks' bytes, each checked
+// against its hash, and a file that changed since is an error naming it.
+TEST_F(XetResume, WithItsWritersChunksAnUploadReadsOnlyNewChunks) {
+  const fs::path dir = tmp_.path() / "files";
+  fs::create_directories(dir);
+  const uint64_t size = 3u << 20;
+  auto chunks_of = [](const std::vector<uint8_t>& bytes) {
+    auto list = std::make_shared<std::vector<ContentChunk>>();
+    for (const auto& c : xet::hash_bytes(bytes, false).chunks) list->push_back({c.hash.bytes, c.length});
+    return list;
+  };
+  HubConfig cfg;
+  cfg.endpoint = hub_.endpoint();
+  cfg.token = "hf_test";
+  cfg.backoff_ms = 1;
+  PublishSettings settings;
+  settings.create = true;
+  auto publish = [&](const std::string& repo, const fs::path& file, const std::string& sha,
+                     std::shared_ptr<const std::vector<ContentChunk>> chunks) {
+    HubPublisher pub(cfg, parse_push_target("hf://" + repo), settings);
+    pub.begin();
+    pub.add("data.gguf", file, size, sha, {}, std::move(chunks));
+    return pub.commit("chunks from the writer");
+  };
+
+  const auto data = test::splitmix64_data(size, 42);
+  test::write_file(dir / "data.gguf", data);
+  const auto chunks = chunks_of(data);
+  ASSERT_GT(chunks->size(), 20u);
+  const std::string sha = sha256_hex(std::span<const uint8_t>(data));
+  // Every chunk new: the file is read once, in reads that grow (a chunk at a
+  // read's end is read again at the next one's start).
+  auto res = publish("ns/chunks", dir / "data.gguf", sha, chunks);
+  ASSERT_TRUE(res.committed);
+  ASSERT_TRUE(res.xet.used) << res.xet.note;
+  EXPECT_EQ(res.xet.new_bytes, size);
+  EXPECT_GE(res.xet.bytes_read, size);
+  EXPECT_LE(res.xet.bytes_read, size + size / 8);
+  for (const auto& s : hub_.xet_stats().shards) EXPECT_EQ(s.status, "registered") << s.error;
+  // The same bytes again: the CAS holds every chunk, so nothing is read.
+  res = publish("ns/chunks-again", dir / "data.gguf", sha, chunks);
+  ASSERT_TRUE(res.committed);
+  EXPECT_EQ(res.xet.new_bytes, 0u);
+  EXPECT_EQ(res.xet.bytes_read, 0u);
+  // Without the writer's chunks, the file is read (and hashed) whole.
+  res = publish("ns/chunks-whole", dir / "data.gguf", sha, nullptr);
+  ASSERT_TRUE(res.committed);
+  EXPECT_EQ(res.xet.bytes_read, size);
+
+  // New bytes changed after their writer cut them: an error naming the file
+  // and the byte, and nothing committed.
+  auto other = test::splitmix64_data(size, 43);
+  const auto other_chunks = chunks_of(other);
+  const std::string other_sha = sha256_hex(std::span<const uint8_t>(other));
+  other[size / 2] ^= 0x5a;
+  test::write_file(dir / "other.gguf", other);
+  try {
+    publish("ns/changed", dir / "other.gguf", other_sha, other_chunks);
+    ADD_FAILURE() << "a changed file was published";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("data.gguf"), std::string::npos) << m;
+    EXPECT_NE(m.find("changed after it was written"), std::string::npos) << m;
+    EXPECT_NE(m.find("nothing was committed"), std::string::npos) << m;
+  }
+  const auto got = HubStandin::http("HEAD", hub_.endpoint() + "/ns/changed/resolve/main/data.gguf",
+                                    {"Authorization: Bearer hf_test"});
+  EXPECT_EQ(got.status, 404) << "the repository (created by begin) holds no data.gguf";
+  // A chunk list that does not cover the file is refused too.
+  auto short_list = std::make_shared<std::vector<ContentChunk>>(chunks->begin(), chunks->end() - 1);
+  EXPECT_THROW(publish("ns/short", dir / "data.gguf", sha, short_list), Error);
 }
 
 }  // namespace

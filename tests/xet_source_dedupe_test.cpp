@@ -105,7 +105,8 @@ void expect_source_dedupe(const CliResult& r, const test::XetStats& st, const st
   const uint64_t sent = st.xorb_upload_bytes + st.shard_upload_bytes;
   std::cout << label << ": package " << bytes << " B in " << pub["files"] << " files; chunked " << x["bytes_chunked"]
             << ", deduped against the source " << x["deduped_source"] << ", on the Hub " << x["deduped_global"]
-            << ", in the run " << x["deduped_in_run"] << ", new " << x["new_bytes"] << "; " << x["dedupe_queries"]
+            << ", in the run " << x["deduped_in_run"] << ", new " << x["new_bytes"] << ", read back " << x["bytes_read"]
+            << "; " << x["dedupe_queries"]
             << " global queries; CAS received " << st.xorb_upload_bytes << " B of xorbs, " << st.shard_upload_bytes
             << " B of shards (" << 100.0 * static_cast<double>(sent) / static_cast<double>(bytes) << "%)\n";
   EXPECT_EQ(st.lfs_upload_bytes, 0u) << label;
@@ -114,6 +115,11 @@ void expect_source_dedupe(const CliResult& r, const test::XetStats& st, const st
   EXPECT_GE(x["deduped_source"].get<uint64_t>(), bytes * 9 / 10) << label << ": " << r.err;
   EXPECT_EQ(x["bytes_chunked"].get<uint64_t>(), x["deduped_global"].get<uint64_t>() + x["deduped_in_run"].get<uint64_t>() +
                                                     x["deduped_source"].get<uint64_t>() + x["new_bytes"].get<uint64_t>());
+  // Each fragment's chunks were cut in the write pass: the upload read back
+  // only new chunks (lone ones alone, runs in reads that double), not the package.
+  const uint64_t read = x["bytes_read"].get<uint64_t>();
+  EXPECT_LE(read, 4 * x["new_bytes"].get<uint64_t>() + (uint64_t{128} << 10) * x["files"].size()) << label;
+  EXPECT_LT(read, bytes / 20) << label << ": " << x.dump();
   uint64_t per_file = 0;
   for (const auto& f : x["files"]) per_file += f["deduped_source"].get<uint64_t>();
   EXPECT_EQ(per_file, x["deduped_source"].get<uint64_t>()) << label;

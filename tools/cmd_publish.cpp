@@ -17,7 +17,8 @@ nlohmann::json xet_summary_json(const XetUploadSummary& x) {
                      {"deduped_in_run", f.deduped_in_run},
                      {"deduped_global", f.deduped_global},
                      {"deduped_source", f.deduped_source},
-                     {"new_bytes", f.new_bytes}});
+                     {"new_bytes", f.new_bytes},
+                     {"bytes_read", f.bytes_read}});
   }
   return {{"used", x.used},
           {"note", x.note.empty() ? nlohmann::json() : nlohmann::json(x.note)},
@@ -26,6 +27,7 @@ nlohmann::json xet_summary_json(const XetUploadSummary& x) {
           {"deduped_global", x.deduped_global},
           {"deduped_source", x.deduped_source},
           {"new_bytes", x.new_bytes},
+          {"bytes_read", x.bytes_read},
           {"xorb_bytes_uploaded", x.xorb_bytes_uploaded},
           {"shard_bytes_uploaded", x.shard_bytes_uploaded},
           {"xorbs_uploaded", x.xorbs_uploaded},
@@ -54,7 +56,8 @@ void print_xet_summary(const XetUploadSummary& x) {
             << x.dedupe_hits << " of " << x.dedupe_queries << " queries answered), " << human_bytes(x.deduped_source)
             << " deduped against the source, " << human_bytes(x.new_bytes) << " new; sent "
             << human_bytes(x.xorb_bytes_uploaded) << " in " << counted(x.xorbs_uploaded, "xorb") << " and "
-            << human_bytes(x.shard_bytes_uploaded) << " in " << counted(x.shards_uploaded, "shard") << "\n";
+            << human_bytes(x.shard_bytes_uploaded) << " in " << counted(x.shards_uploaded, "shard") << "; read "
+            << human_bytes(x.bytes_read) << " back from disk\n";
   if (x.xorbs_resumed) {
     std::cerr << "xet: " << counted(x.xorbs_resumed, "xorb") << " (" << human_bytes(x.xorb_bytes_resumed)
               << ") stored by an earlier, failed publish: not sent again\n";

@@ -55,12 +55,13 @@
 
 namespace skippy {
 
-namespace detail {
-// Internal (hub/xet_source_index.h): declared hidden here, since the first
-// declaration of a class fixes its visibility and this header is read under
-// default visibility, which would export the class's members.
-class __attribute__((visibility("hidden"))) XetSourceIndex;
-}  // namespace detail
+// Dedupe against the source itself: an opaque object write-package makes
+// when the source is Xet-backed on the Hub (the source's chunks located in
+// its xorbs by its reconstruction terms, as the write pass reads them).
+class XetDedupeSource {
+ public:
+  virtual ~XetDedupeSource();
+};
 
 // Where a package goes: "hf://ns/repo" (branch main) or "hf://ns/repo@branch".
 struct PushTarget {
@@ -111,7 +112,7 @@ struct PublishSettings {
   // Dedupe against the source itself (write-package fills it when the source
   // is Xet-backed on the Hub): the source's chunks located in its xorbs by
   // its reconstruction terms, found without a global query.
-  std::shared_ptr<detail::XetSourceIndex> xet_source;
+  std::shared_ptr<XetDedupeSource> xet_source;
 };
 
 // The hash (Xet hex) of the first chunk of a file that starts with `head`
@@ -127,12 +128,17 @@ struct XetFileUpload {
   uint64_t deduped_global = 0;  // bytes of chunks the CAS already held (global dedupe)
   uint64_t deduped_source = 0;  // bytes of chunks found in the source's own xorbs
   uint64_t new_bytes = 0;       // bytes of chunks packed into new xorbs (before compression)
+  // Bytes read from disk to upload it: the whole file, or, when its writer
+  // cut its chunks in the write pass (write-package --push), only the reads
+  // of the new chunks' bytes.
+  uint64_t bytes_read = 0;
 };
 // A publish's Xet side: what was chunked, deduplicated (by way) and sent.
 struct XetUploadSummary {
   bool used = false;     // false: the files went up through LFS
   std::string note;      // why not Xet, when it was not used
   uint64_t bytes_chunked = 0, deduped_in_run = 0, deduped_global = 0, deduped_source = 0, new_bytes = 0;
+  uint64_t bytes_read = 0;  // read back from disk (XetFileUpload::bytes_read)
   uint64_t xorb_bytes_uploaded = 0, shard_bytes_uploaded = 0;  // serialized, as sent
   size_t xorbs_uploaded = 0, shards_uploaded = 0, dedupe_queries = 0, dedupe_hits = 0;
   // New xorbs an earlier, failed publish of these files had stored (the
@@ -179,9 +185,12 @@ class HubPublisher {
   // each once). `size` and `sha256` are what the caller verified; the Hub
   // checks them again. `on_stored` runs (on an uploader thread) once the Hub
   // holds the bytes, or the publisher has them in memory for the commit:
-  // from then on the local file may be deleted.
+  // from then on the local file may be deleted. `xet_chunks`: the file's
+  // Xet chunks as its writer cut them (WrittenArtifact::xet_chunks); an
+  // upload through Xet then reads only new chunks' bytes (each checked
+  // against its hash) instead of the whole file.
   void add(const std::string& rel_path, const std::filesystem::path& file, uint64_t size, const std::string& sha256,
-           std::function<void()> on_stored = {});
+           std::function<void()> on_stored = {}, std::shared_ptr<const std::vector<ContentChunk>> xet_chunks = {});
   // True once an upload has failed: no commit will be made.
   bool failed() const;
   // Waits for every upload, then makes the one commit, removing package

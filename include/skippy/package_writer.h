@@ -12,6 +12,7 @@
 // DiskBudget is thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -48,6 +49,13 @@ struct SourceProvenance {
   std::vector<bool> shard_verified;
 };
 
+// One content-defined chunk of a file as Xet storage cuts it: its keyed
+// BLAKE3 chunk hash and its length (hub-docs docs/xet/chunking.md).
+struct ContentChunk {
+  std::array<uint8_t, 32> hash{};
+  uint32_t length = 0;
+};
+
 // A fragment (or projector) complete under its final name: size checked,
 // fsynced, SHA-256 computed from the bytes written.
 struct WrittenArtifact {
@@ -55,6 +63,11 @@ struct WrittenArtifact {
   std::filesystem::path path;      // where it is
   uint64_t size = 0;
   std::string sha256;
+  // With WritePackageOptions::xet_chunks, for a file the pass wrote: its
+  // chunks in order, cut from the same bytes as the SHA-256, so an upload
+  // through Xet reads only the bytes of chunks nobody holds yet. Null for
+  // a file copied whole (a projector).
+  std::shared_ptr<const std::vector<ContentChunk>> xet_chunks;
 };
 
 // Bytes an output directory may hold at once (write-package --max-disk).
@@ -149,6 +162,10 @@ struct WritePackageOptions {
   // budget's limit (or one fragment, when a fragment is larger), as long as
   // the receiver of on_artifact deletes and releases what it is done with.
   std::shared_ptr<DiskBudget> disk_budget;
+  // With on_artifact: cut each written fragment into Xet chunks in the
+  // write pass (WrittenArtifact::xet_chunks); write-package --push sets it
+  // when it uploads through Xet.
+  bool xet_chunks = false;
   // A streamed source (write-package --stream, skippy/hub_stream.h): when
   // set, `source` names placeholder shards that hold only their GGUF
   // headers, and the tensor bytes come through this, in file order (every

@@ -59,6 +59,7 @@ struct Item {
   uint64_t size = 0;
   std::string sha256;
   std::function<void()> on_stored;
+  std::shared_ptr<const std::vector<ContentChunk>> xet_chunks;  // as its writer cut them, when given
   Fd fd;
   bool lfs = false;
   std::string content;  // regular files: kept for the commit
@@ -215,7 +216,7 @@ class HubPublisher::Impl {
   // ------------------------------------------------------------------ add
 
   void add(const std::string& rel, const fs::path& file, uint64_t size, const std::string& sha256,
-           std::function<void()> on_stored) {
+           std::function<void()> on_stored, std::shared_ptr<const std::vector<ContentChunk>> xet_chunks) {
     check_safe_relative_path(rel, where_ + ": file");
     if (!is_sha256_hex(sha256)) throw Error(ErrorKind::kUsage, where_ + ": " + rel + ": not a SHA-256: " + sha256);
     std::lock_guard g(mu_);
@@ -229,6 +230,7 @@ class HubPublisher::Impl {
     std::transform(it.sha256.begin(), it.sha256.end(), it.sha256.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     it.on_stored = std::move(on_stored);
+    it.xet_chunks = std::move(xet_chunks);
     items_.push_back(std::move(it));
     to_plan_.push_back(items_.size() - 1);
     total_ += size;
@@ -444,7 +446,7 @@ class HubPublisher::Impl {
     }
     auto session = detail::XetUploadSession::start(
         {detail::xet_client_config(cfg_), target_.repo, target_.branch},
-        upload_action, where_, settings_.xet_dedupe_hints, settings_.xet_source, env::skippy_cache_dir() / "xet-journal");
+        upload_action, where_, settings_.xet_dedupe_hints, std::dynamic_pointer_cast<detail::XetSourceIndex>(settings_.xet_source), env::skippy_cache_dir() / "xet-journal");
     std::lock_guard g(mu_);
     if (!xet_) xet_ = std::move(session);
   }
@@ -482,7 +484,8 @@ class HubPublisher::Impl {
     Item& it = item(t.item);
     bool found_on_hub = false;  // a refresh found it there (and marked it stored)
     if (t.xet) {
-      xet_->upload_file(it.fd.get(), it.size, it.sha256, it.rel, [this](uint64_t n) { progress(static_cast<int64_t>(n)); });
+      xet_->upload_file(it.fd.get(), it.size, it.sha256, it.rel, [this](uint64_t n) { progress(static_cast<int64_t>(n)); },
+                        it.xet_chunks.get());
       std::lock_guard g(mu_);
       ++sent_objects_;
     } else {
@@ -684,8 +687,8 @@ HubPublisher::HubPublisher(HubConfig hub, PushTarget target, PublishSettings set
 HubPublisher::~HubPublisher() = default;
 void HubPublisher::begin() { impl_->begin(); }
 void HubPublisher::add(const std::string& rel_path, const fs::path& file, uint64_t size, const std::string& sha256,
-                       std::function<void()> on_stored) {
-  impl_->add(rel_path, file, size, sha256, std::move(on_stored));
+                       std::function<void()> on_stored, std::shared_ptr<const std::vector<ContentChunk>> xet_chunks) {
+  impl_->add(rel_path, file, size, sha256, std::move(on_stored), std::move(xet_chunks));
 }
 bool HubPublisher::failed() const { return impl_->failed(); }
 PublishResult HubPublisher::commit(const std::string& summary, const std::string& description) {

@@ -135,13 +135,16 @@ std::unique_ptr<HubPublisher> begin_push(const WriteAndPublishOptions& opt, Writ
     settings.xet_source =
         detail::make_xet_source_index(opt.hub, repo, p.revision, source_files(w.source, p), paths, opt.source);
   }
-  if (settings.xet_source) {
-    w.on_source_read = [index = settings.xet_source, then = w.on_source_read](size_t shard, uint64_t offset,
+  if (auto index = std::dynamic_pointer_cast<detail::XetSourceIndex>(settings.xet_source)) {
+    w.on_source_read = [index, then = w.on_source_read](size_t shard, uint64_t offset,
                                                                               std::span<const uint8_t> bytes) {
       if (then) then(shard, offset, bytes);
       index->observe(shard, offset, bytes);
     };
   }
+  // Through Xet, each fragment's chunks are cut in the write pass, so the
+  // upload reads back only the bytes of chunks nobody holds.
+  w.xet_chunks = settings.xet;
   auto budget = w.disk_budget;
   if (budget) {
     // A failed upload never frees its bytes: wake a writer waiting for room.
@@ -162,7 +165,7 @@ std::unique_ptr<HubPublisher> begin_push(const WriteAndPublishOptions& opt, Writ
         budget->release(a.size);
       };
     }
-    p->add(a.rel_path, a.path, a.size, a.sha256, std::move(done));
+    p->add(a.rel_path, a.path, a.size, a.sha256, std::move(done), a.xet_chunks);
   };
   return pub;
 }

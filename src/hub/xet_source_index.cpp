@@ -7,7 +7,11 @@
 #include "skippy/error.h"
 #include "xet/file_hasher.h"
 
-namespace skippy::detail {
+namespace skippy {
+
+XetDedupeSource::~XetDedupeSource() = default;
+
+namespace detail {
 
 // One source file's walk: its terms, the chunker fed with its bytes, and
 // where in the terms the chunks have got to.
@@ -198,4 +202,5 @@ std::shared_ptr<XetSourceIndex> make_xet_source_index(const HubConfig& hub, cons
   return std::make_shared<XetSourceIndex>(cfg, std::move(out), where);
 }
 
-}  // namespace skippy::detail
+}  // namespace detail
+}  // namespace skippy

@@ -39,11 +39,12 @@
 #include "hub/xet_cas.h"
 #include "hub/xet_download.h"
 #include "hub/xet_reconstruction.h"
+#include "skippy/hub_publish.h"
 #include "xet/hash.h"
 
 namespace skippy::detail {
 
-class XetSourceIndex {
+class XetSourceIndex final : public XetDedupeSource {
  public:
   struct File {
     std::string path;                // in the source repository (for messages)

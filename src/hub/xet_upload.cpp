@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <optional>
@@ -34,12 +35,66 @@ std::array<uint8_t, 32> sha256_bytes(const std::string& hex) {
   return out;
 }
 
+// Reads the chunks of a file that go into new xorbs: a lone chunk alone,
+// a run of them in reads that grow to kReadBytes (a file that dedupes
+// against nothing is read in large sequential reads, not 64 KiB ones).
+// Each chunk read is checked against the hash its writer recorded.
+class NewChunkReader {
+ public:
+  NewChunkReader(int fd, uint64_t size, const std::string& what, uint64_t& bytes_read)
+      : fd_(fd), size_(size), what_(what), read_(bytes_read) {}
+
+  std::span<const uint8_t> read(const xet::ChunkInfo& c) {
+    // A run of new chunks reads ahead, twice as far each time, up to
+    // kReadBytes; a lone new chunk (most files' first) reads just itself.
+    ahead_ = c.offset == last_end_ ? std::min<uint64_t>(kReadBytes, std::max<uint64_t>(2 * ahead_, kMinAhead)) : 0;
+    last_end_ = c.offset + c.length;
+    if (c.offset < start_ || c.offset + c.length > start_ + have_) {
+      fill(c.offset, std::min<uint64_t>(std::max<uint64_t>(ahead_, c.length), size_ - c.offset));
+    }
+    const std::span<const uint8_t> b(buf_.data() + (c.offset - start_), c.length);
+    if (xet::chunk_hash(b) != c.hash) {
+      throw_integrity(what_ + ": the file changed after it was written (the chunk at byte " + std::to_string(c.offset) +
+                      " is not the one its writer cut)");
+    }
+    return b;
+  }
+
+ private:
+  void fill(uint64_t at, uint64_t n) {
+    if (buf_.size() < n) buf_.resize(static_cast<size_t>(n));
+    start_ = at;
+    have_ = 0;
+    while (have_ < n) {
+      const ssize_t r = ::pread(fd_, buf_.data() + have_, static_cast<size_t>(n - have_), static_cast<off_t>(at + have_));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) throw_io(what_ + ": cannot read the file");
+      if (r == 0) throw_integrity(what_ + ": the file is shorter than its declared size (did it change?)");
+      have_ += static_cast<uint64_t>(r);
+      read_ += static_cast<uint64_t>(r);
+    }
+  }
+
+  int fd_;
+  uint64_t size_;
+  const std::string& what_;
+  uint64_t& read_;
+  std::vector<uint8_t> buf_;
+  uint64_t start_ = 0, have_ = 0;
+  uint64_t last_end_ = UINT64_MAX;
+  uint64_t ahead_ = 0;
+  static constexpr uint64_t kMinAhead = uint64_t{256} << 10;
+};
+
 // One file's pass: chunks in, terms out.
 class FileUpload {
  public:
   FileUpload(XetUploadSession& s, std::string what) : s_(s), what_(std::move(what)) {}
 
-  void chunk(const xet::ChunkInfo& c, std::span<const uint8_t> bytes) {
+  // `bytes()` gives the chunk's bytes; it is called only for a chunk that
+  // goes into a new xorb.
+  template <class Bytes>
+  void chunk(const xet::ChunkInfo& c, Bytes&& bytes) {
     report_.chunks++;
     report_.bytes += c.length;
     Ref ref;
@@ -60,8 +115,8 @@ class FileUpload {
       ref = {false, 0, f.loc.xorb, f.loc.index};
       way = f.way == XetUploadSession::Way::kGlobal ? &report_.deduped_global : &report_.deduped_in_run;
     } else {
-      if (!builder_.fits(bytes.size())) flush();
-      const uint32_t idx = builder_.add(c.hash, bytes);
+      if (!builder_.fits(c.length)) flush();
+      const uint32_t idx = builder_.add(c.hash, bytes());
       pending_.emplace(c.hash, idx);
       ref = {true, seq_, {}, idx};
       way = &report_.new_bytes;
@@ -282,6 +337,7 @@ void XetUploadSession::add_file(xet::ShardFile file, const XetFileUpload& report
   summary_.deduped_global += report.deduped_global;
   summary_.deduped_source += report.deduped_source;
   summary_.new_bytes += report.new_bytes;
+  summary_.bytes_read += report.bytes_read;
 }
 
 bool XetUploadSession::source_verified(const std::map<uint32_t, uint32_t>& terms) const {
@@ -336,11 +392,15 @@ XetUploadSummary XetUploadSession::summary() const {
 }
 
 void XetUploadSession::upload_file(int fd, uint64_t size, const std::string& sha256, const std::string& rel,
-                                   const std::function<void(uint64_t)>& progress) {
+                                   const std::function<void(uint64_t)>& progress, const std::vector<ContentChunk>* chunks) {
+  if (chunks) {
+    upload_chunked(fd, size, sha256, rel, progress, *chunks);
+    return;
+  }
   const std::string what = where_ + ": " + rel;
   FileUpload up(*this, what);
   up.report().path = rel;
-  xet::FileHasher hasher([&](const xet::ChunkInfo& c, std::span<const uint8_t> b) { up.chunk(c, b); }, true);
+  xet::FileHasher hasher([&](const xet::ChunkInfo& c, std::span<const uint8_t> b) { up.chunk(c, [b] { return b; }); }, true);
   std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(size, kReadBytes)));
   for (uint64_t off = 0; off < size;) {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - off));
@@ -350,6 +410,7 @@ void XetUploadSession::upload_file(int fd, uint64_t size, const std::string& sha
     if (r == 0) throw_integrity(what + ": the file is shorter than its declared size (did it change?)");
     hasher.update(std::span<const uint8_t>(buf.data(), static_cast<size_t>(r)));
     off += static_cast<uint64_t>(r);
+    up.report().bytes_read += static_cast<uint64_t>(r);
     if (progress) progress(static_cast<uint64_t>(r));
   }
   const auto result = hasher.finish();
@@ -357,6 +418,43 @@ void XetUploadSession::upload_file(int fd, uint64_t size, const std::string& sha
     throw_integrity(what + ": the file changed after it was hashed (SHA-256 " + result.sha256_hex + ", declared " + sha256 + ")");
   }
   auto file = up.finish(result, sha256);
+  add_file(std::move(file), up.report(), up.source_terms());
+}
+
+// The file's chunks were cut by its writer, from the bytes it hashed:
+// only chunks that go into a new xorb are read, each checked against its
+// hash (a file changed since is an error naming the byte), in one read
+// per run of new chunks.
+void XetUploadSession::upload_chunked(int fd, uint64_t size, const std::string& sha256, const std::string& rel,
+                                      const std::function<void(uint64_t)>& progress, const std::vector<ContentChunk>& chunks) {
+  const std::string what = where_ + ": " + rel;
+  FileUpload up(*this, what);
+  up.report().path = rel;
+  NewChunkReader reader(fd, size, what, up.report().bytes_read);
+  xet::MerkleHasher merkle;
+  uint64_t off = 0;
+  for (const ContentChunk& k : chunks) {
+    if (k.length == 0 || k.length > xet::kMaxChunkSize || k.length > size - off) {
+      throw_integrity(what + ": its writer's chunk list does not fit its " + std::to_string(size) + " bytes (chunk at byte " +
+                      std::to_string(off) + ")");
+    }
+    xet::ChunkInfo c;
+    c.offset = off;
+    c.length = k.length;
+    c.hash.bytes = k.hash;
+    up.chunk(c, [&] { return reader.read(c); });
+    merkle.add(c.hash, c.length);
+    off += k.length;
+    if (progress) progress(k.length);
+  }
+  if (off != size) {
+    throw_integrity(what + ": its writer's chunks cover " + std::to_string(off) + " of its " + std::to_string(size) + " bytes");
+  }
+  xet::FileHasher::Result r;
+  r.file_hash = merkle.file_hash();
+  r.size = size;
+  r.chunk_count = merkle.chunk_count();
+  auto file = up.finish(r, sha256);
   add_file(std::move(file), up.report(), up.source_terms());
 }
 

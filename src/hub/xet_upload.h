@@ -74,9 +74,12 @@ class XetUploadSession {
   void retire_source_if_known();
   // Chunks, deduplicates and stores [0, size) of `fd` as `rel`; `sha256`
   // (lower-case hex) must be the bytes'. `progress` gets each count of bytes
-  // read. Throws for a refused xorb, a changed file or a CAS failure.
+  // done. With `chunks` (the file's chunks as its writer cut them, from the
+  // bytes whose SHA-256 is `sha256`) only new chunks' bytes are read, each
+  // checked against its hash; without, the file is read and hashed whole.
+  // Throws for a refused xorb, a changed file or a CAS failure.
   void upload_file(int fd, uint64_t size, const std::string& sha256, const std::string& rel,
-                   const std::function<void(uint64_t)>& progress);
+                   const std::function<void(uint64_t)>& progress, const std::vector<ContentChunk>* chunks = nullptr);
   // Registers every file uploaded so far (the shard, or several when one
   // would pass 64 MiB). A file that referenced source chunks whose term
   // was then refused (XetSourceIndex) is an error here, before any shard
@@ -108,6 +111,8 @@ class XetUploadSession {
   XetCas& cas() { return *cas_; }
 
  private:
+  void upload_chunked(int fd, uint64_t size, const std::string& sha256, const std::string& rel,
+                      const std::function<void(uint64_t)>& progress, const std::vector<ContentChunk>& chunks);
   void flush_shard_locked();
   void add_to_shard_locked(xet::ShardFile file);
   bool source_verified(const std::map<uint32_t, uint32_t>& terms) const;

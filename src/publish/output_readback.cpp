@@ -15,8 +15,64 @@
 #include "util/file.h"
 #include "util/sha256.h"
 #include "util/parallel.h"
+#include "xet/file_hasher.h"
 
 namespace skippy::detail {
+
+OutputHasher::OutputHasher(bool xet_chunks) {
+  if (!xet_chunks) return;
+  chunks_ = std::make_shared<std::vector<ContentChunk>>();
+  xet_ = std::make_unique<xet::FileHasher>(
+      [c = chunks_.get()](const xet::ChunkInfo& info, std::span<const uint8_t>) {
+        ContentChunk k;
+        std::copy(info.hash.bytes.begin(), info.hash.bytes.end(), k.hash.begin());
+        k.length = info.length;
+        c->push_back(k);
+      },
+      /*with_sha256=*/false);
+}
+OutputHasher::~OutputHasher() = default;
+OutputHasher::OutputHasher(OutputHasher&&) noexcept = default;
+OutputHasher& OutputHasher::operator=(OutputHasher&&) noexcept = default;
+
+void OutputHasher::update(std::span<const uint8_t> bytes) {
+  sha_.update(bytes);
+  if (xet_) xet_->update(bytes);
+}
+
+OutputDigest OutputHasher::finish() {
+  OutputDigest d;
+  d.sha256 = sha_.hex_digest();
+  if (xet_) {
+    (void)xet_->finish();
+    chunks_->shrink_to_fit();
+    d.xet_chunks = std::move(chunks_);
+    xet_.reset();
+  }
+  return d;
+}
+
+OutputDigest digest_written_output(const std::filesystem::path& path, uint64_t size, bool xet_chunks) {
+  if (!xet_chunks) return {hash_written_output(path, size), nullptr};
+  const Fd fd = open_regular_file(path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw_io(path.string() + ": cannot stat");
+  if (static_cast<uint64_t>(st.st_size) != size) {
+    throw_invalid(path.string() + ": wrote " + std::to_string(st.st_size) + " bytes, expected " + std::to_string(size));
+  }
+  OutputHasher h(true);
+  std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(size, uint64_t{1} << 20)));
+  for (uint64_t off = 0; off < size;) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - off));
+    const ssize_t r = ::pread(fd.get(), buf.data(), want, static_cast<off_t>(off));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw_io(path.string() + ": cannot read back");
+    if (r == 0) throw_invalid(path.string() + ": shorter than the " + std::to_string(size) + " bytes just written");
+    h.update({buf.data(), static_cast<size_t>(r)});
+    off += static_cast<uint64_t>(r);
+  }
+  return h.finish();
+}
 
 std::string hash_written_output(const std::filesystem::path& path, uint64_t size) {
   const Fd fd = open_regular_file(path);

@@ -311,6 +311,7 @@ StreamOptions begin_source_pass(const WritePackageOptions& opt, const ModelSourc
   StreamOptions so;
   so.threads = opt.threads;
   so.observe_source = opt.on_source_read;
+  so.xet_chunks = opt.xet_chunks && static_cast<bool>(opt.on_artifact);
   // Progress over the source's bytes and the projectors' copies.
   struct Counter {
     uint64_t done = 0, total = 0;
@@ -452,9 +453,9 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
     check.emplace(opt.out_dir, model, digests ? &*digests : nullptr, vo);
   }
   if (opt.on_artifact) {
-    so.on_output_complete = [&](size_t i, const std::string& sha) {
-      const WrittenArtifact w{frags[i].rel_path, outputs[i].final_path, outputs[i].total_size, sha};
-      if (check) check_as_written(opt, *check, w, entry(i, sha), frags[i].role, frags[i].layer);
+    so.on_output_complete = [&](size_t i, const OutputDigest& d) {
+      const WrittenArtifact w{frags[i].rel_path, outputs[i].final_path, outputs[i].total_size, d.sha256, d.xet_chunks};
+      if (check) check_as_written(opt, *check, w, entry(i, d.sha256), frags[i].role, frags[i].layer);
       opt.on_artifact(w);
     };
   }
@@ -471,7 +472,7 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
     if (opt.on_artifact && opt.disk_budget) opt.disk_budget->acquire(p.entry.artifact_bytes);
     m.projectors.push_back(copy_projector(p, opt.out_dir, on_bytes));
     const auto& e = m.projectors.back();
-    const WrittenArtifact w{e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256};
+    const WrittenArtifact w{e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256, nullptr};
     if (check && opt.on_artifact) check_as_written(opt, *check, w, e, PartRole::kProjector, 0);
     if (opt.on_artifact) opt.on_artifact(w);
   }

@@ -361,8 +361,8 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   // part it locates is complete and its source checked.
   std::optional<WrittenArtifact> carrier_last;
   if (opt.on_artifact) {
-    so.on_output_complete = [&](size_t i, const std::string& sha) {
-      WrittenArtifact w{rel_of(i), outputs[i].final_path, outputs[i].total_size, sha};
+    so.on_output_complete = [&](size_t i, const OutputDigest& d) {
+      WrittenArtifact w{rel_of(i), outputs[i].final_path, outputs[i].total_size, d.sha256, d.xet_chunks};
       if (opt.stream_read && i == parts.size()) {
         carrier_last = std::move(w);  // (announced from the finisher thread; read after the pass)
         return;
@@ -381,13 +381,13 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
     if (opt.on_artifact && opt.disk_budget) opt.disk_budget->acquire(p.entry.artifact_bytes);
     const auto e = copy_projector(p, opt.out_dir, on_bytes);
     projector_sha.push_back(e.sha256);
-    if (opt.on_artifact) announce({e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256}, false);
+    if (opt.on_artifact) announce({e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256, nullptr}, false);
   }
   for (const auto& f : publisher.files) {
     const fs::path file = opt.out_dir / f.artifact.path;
     fs::create_directories(file.parent_path());
     write_file_atomic(file, f.contents);
-    if (opt.on_artifact) announce({f.artifact.path, file, f.artifact.byte_size, f.artifact.sha256}, false);
+    if (opt.on_artifact) announce({f.artifact.path, file, f.artifact.byte_size, f.artifact.sha256, nullptr}, false);
   }
   if (carrier_last) announce(*carrier_last, false);
   fill(source_identity(opt, model, hashes.shard_sha256),

@@ -77,9 +77,10 @@ class Pipeline {
     while (shard_ < shards_.size() && shards_[shard_]->size() == 0) ++shard_;  // empty files yield no chunk
     shard_sha_.resize(shards.size());
     shard_hex_.resize(shards.size());
-    out_sha_.resize(outputs.size());
     files_.resize(outputs.size());
     streaming_ = static_cast<bool>(opt.on_output_complete);
+    out_hash_.reserve(outputs.size());
+    for (size_t o = 0; o < outputs.size(); ++o) out_hash_.emplace_back(streaming_ && opt.xet_chunks);
     if (!streaming_) {
       for (const size_t o : lane_.outputs) open_output(o);
       return;
@@ -177,7 +178,7 @@ class Pipeline {
                       std::to_string(outputs_[o].total_size));
       }
       // A hash_after_write output is read back by stream_split, all at once.
-      if (!outputs_[o].hash_after_write) r.output_sha256[o] = out_sha_[o].hex_digest();
+      if (!outputs_[o].hash_after_write) r.output_sha256[o] = out_hash_[o].finish().sha256;
     }
   }
 
@@ -204,7 +205,7 @@ class Pipeline {
     uint64_t at = 0;
     outputs_[o].header.for_each([&](std::span<const uint8_t> s) {
       f->pwrite_all(at, s);
-      out_sha_[o].update(s);
+      out_hash_[o].update(s);
       at += s.size();
     });
     f->start_writeback(0, at);
@@ -220,15 +221,16 @@ class Pipeline {
       throw_invalid(f.temp_path().string() + ": wrote " + std::to_string(st.st_size) + " bytes, expected " +
                     std::to_string(outputs_[o].total_size));
     }
-    const std::string hex = outputs_[o].hash_after_write ? hash_written_output(f.temp_path(), outputs_[o].total_size)
-                                                         : out_sha_[o].hex_digest();
+    const OutputDigest d = outputs_[o].hash_after_write
+                               ? digest_written_output(f.temp_path(), outputs_[o].total_size, opt_.xet_chunks)
+                               : out_hash_[o].finish();
     f.commit(/*sync_directory=*/true);
     {
       std::lock_guard g(mu_);
-      out_hex_[o] = hex;
+      out_hex_[o] = d.sha256;
       finished_[o] = 1;
     }
-    opt_.on_output_complete(o, hex);
+    opt_.on_output_complete(o, d);
   }
 
   // Streaming: counts a chunk's hashed or written bytes against each output.
@@ -352,11 +354,11 @@ class Pipeline {
         static const std::vector<uint8_t> kZeros(4096, 0);
         for (const auto& s : c->segments) {
           if (outputs_[s.output].hash_after_write) continue;  // hashed once written (finalize / stream_split)
-          out_sha_[s.output].update({c->buf + s.in_chunk, s.len});
+          out_hash_[s.output].update({c->buf + s.in_chunk, s.len});
           if (s.ends_piece) {
             for (uint64_t pad = outputs_[s.output].pieces[s.piece].pad_after; pad != 0;) {
               const size_t n = static_cast<size_t>(std::min<uint64_t>(pad, kZeros.size()));
-              out_sha_[s.output].update({kZeros.data(), n});
+              out_hash_[s.output].update({kZeros.data(), n});
               pad -= n;
             }
           }
@@ -529,7 +531,8 @@ class Pipeline {
   uint64_t walked_ = 0;  // under mu_
   std::vector<PieceRef> refs_;
   std::vector<std::unique_ptr<AtomicFile>> files_;
-  std::vector<Sha256> shard_sha_, out_sha_;
+  std::vector<Sha256> shard_sha_;
+  std::vector<OutputHasher> out_hash_;
   std::vector<std::optional<std::string>> shard_hex_;  // on_shard_hashed: digests taken already
 
   std::mutex mu_;
@@ -594,9 +597,9 @@ StreamResult stream_split(const std::vector<std::shared_ptr<const MappedFile>>& 
       };
     }
     if (options.on_output_complete) {
-      lane_opt.on_output_complete = [&](size_t o, const std::string& sha) {
+      lane_opt.on_output_complete = [&](size_t o, const OutputDigest& d) {
         std::lock_guard g(callback_mu);
-        options.on_output_complete(o, sha);
+        options.on_output_complete(o, d);
       };
     }
   }

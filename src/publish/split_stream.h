@@ -19,6 +19,7 @@
 
 #include "util/file.h"
 #include "gguf/gguf_writer.h"
+#include "publish/output_readback.h"
 
 namespace skippy::detail {
 
@@ -79,7 +80,11 @@ struct StreamOptions {
   // as its last byte is written and hashed, then announced here (from a
   // worker thread; throwing stops the pass). On error, outputs announced
   // so far stay under their final names.
-  std::function<void(size_t output, const std::string& sha256)> on_output_complete;
+  std::function<void(size_t output, const OutputDigest& digest)> on_output_complete;
+  // With on_output_complete: each output's digest also holds its Xet chunks
+  // (cut in the same hash chain as its SHA-256; a hash_after_write output's
+  // on its read-back), for an upload that needs no second read.
+  bool xet_chunks = false;
   // With on_output_complete: called (from the reader) before an output's
   // file is created, with its size and the bytes of outputs still open that
   // cannot be finished before this one starts; may block until there is
