@@ -710,7 +710,7 @@ bench_xet() {
   python3 - "$WORK/logs/xet-push-first.json" <<'PY' || true
 import json, sys
 x = json.load(open(sys.argv[1])).get("publish", {}).get("xet") or {}
-keys = ["bytes_chunked", "deduped_in_run", "deduped_global", "deduped_source", "new_bytes", "xorb_bytes_uploaded", "shard_bytes_uploaded"]
+keys = ["bytes_chunked", "deduped_in_run", "deduped_global", "deduped_source", "new_bytes", "bytes_read", "xorb_bytes_uploaded", "shard_bytes_uploaded"]
 print("   first push's Xet figures (bytes): " + ", ".join(f"{k} {x[k]:,}" for k in keys if k in x))
 PY
   check "$f_push" "$(ratio "$push" "$floor")" "<=" 1.3

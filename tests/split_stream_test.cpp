@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -156,6 +157,49 @@ TEST(SplitStream, XetChunksOfEachOutputAreTheChunksOfItsBytes) {
       std::filesystem::remove(outs[k].final_path);
     }
   }
+}
+
+// observe_source sees every source byte once, in file order, before any
+// output is hashed over it (an output's chunks may be looked up in what was
+// observed as soon as it is announced).
+TEST(SplitStream, TheObserverSeesTheSourceInOrderBeforeAnyOutputIsComplete) {
+  test::TempDir t;
+  const uint64_t M = 1u << 20;
+  const auto a = test::splitmix64_data(5 * M + 123, 1), b = test::splitmix64_data(3 * M, 2);
+  test::write_file(t / "a.bin", a);
+  test::write_file(t / "b.bin", b);
+  const std::vector<std::shared_ptr<const MappedFile>> shards = {MappedFile::open(t / "a.bin"), MappedFile::open(t / "b.bin")};
+  std::vector<detail::StreamOutput> outs(2);
+  outs[0].final_path = t / "o0.bin";
+  outs[0].pieces.push_back({0, 0, 5 * M + 123, 0, 0});
+  outs[0].total_size = 5 * M + 123;
+  outs[1].final_path = t / "o1.bin";
+  outs[1].pieces.push_back({1, M, 2 * M, 0, 0});
+  outs[1].total_size = 2 * M;
+  detail::StreamOptions o;
+  o.threads = 2;
+  o.known_shard_sha256 = {sha256_hex(std::span<const uint8_t>(a)), sha256_hex(std::span<const uint8_t>(b))};
+  std::mutex mu;
+  std::vector<std::vector<uint8_t>> seen(2);
+  std::map<size_t, size_t> seen_when_complete;  // output -> bytes of its shard observed then
+  o.observe_source = [&](size_t shard, uint64_t offset, std::span<const uint8_t> bytes) {
+    std::lock_guard g(mu);
+    ASSERT_EQ(offset, seen[shard].size()) << "in order, nothing skipped or repeated";
+    if (shard == 1) {
+      ASSERT_EQ(seen[0].size(), a.size()) << "shard after shard";
+    }
+    seen[shard].insert(seen[shard].end(), bytes.begin(), bytes.end());
+  };
+  o.on_output_complete = [&](size_t i, const detail::OutputDigest&) {
+    std::lock_guard g(mu);
+    seen_when_complete[i] = seen[i].size();
+  };
+  (void)detail::stream_split(shards, outs, o);
+  EXPECT_TRUE(seen[0] == a);
+  EXPECT_TRUE(seen[1] == b);
+  ASSERT_EQ(seen_when_complete.size(), 2u);
+  EXPECT_GE(seen_when_complete[0], a.size()) << "output 0's bytes were all observed before it was announced";
+  EXPECT_GE(seen_when_complete[1], 3 * M) << "output 1's bytes were all observed before it was announced";
 }
 
 TEST(SplitStream, ASourceTruncatedMidStreamIsAnErrorNotACrash) {

@@ -179,9 +179,10 @@ struct WritePackageOptions {
   // in validate-package's checks (see validate).
   std::function<void(size_t shard, uint64_t offset, std::span<uint8_t> into)> stream_read;
   // Sees every source byte as it is read, in file order (every shard from
-  // byte 0 to its end, one after the other), from the reader's thread,
-  // before the bytes go anywhere (write-package --push chunks the source
-  // for Xet here). Setting it keeps the pass to one lane.
+  // byte 0 to its end, one after the other), one call at a time, while the
+  // next bytes are read and before any fragment is hashed over them
+  // (write-package --push chunks the source for Xet here). Setting it keeps
+  // the pass to one lane.
   std::function<void(size_t shard, uint64_t offset, std::span<const uint8_t> bytes)> on_source_read;
   // With validate and stream_read, or on_artifact with disk_budget
   // (fragments that leave the disk once announced): each fragment and

@@ -257,7 +257,8 @@ class Pipeline {
         job = Job::kSrcHash;
         c = chunks_[src_next_].get();
         src_busy_ = true;
-      } else if (!out_busy_ && out_next_ < chunks_.size() && chunks_[out_next_]->live) {
+      } else if (!out_busy_ && out_next_ < chunks_.size() && chunks_[out_next_]->live &&
+                 (!opt_.observe_source || chunks_[out_next_]->src_hashed)) {  // observed before any fragment has it
         job = Job::kOutHash;
         c = chunks_[out_next_].get();
         out_busy_ = true;
@@ -343,6 +344,9 @@ class Pipeline {
     switch (job) {
       case Job::kRead: read_next(); break;
       case Job::kSrcHash:
+        // The source chain also hands the bytes to an observer, in file
+        // order, beside the next read rather than inside it.
+        if (opt_.observe_source) opt_.observe_source(c->shard, c->offset, {c->buf, c->len});
         if (known(c->shard)) break;  // verified before: not hashed again
         shard_sha_[c->shard].update({c->buf, c->len});
         if (c->last_of_shard && opt_.on_shard_hashed) {
@@ -424,7 +428,6 @@ class Pipeline {
         } else {
           read_shard(f, pos_, into);
         }
-        if (opt_.observe_source) opt_.observe_source(shard_, pos_, into);
       } catch (...) {
         std::lock_guard g(mu_);
         free_.push_back(buf);

@@ -111,9 +111,10 @@ struct StreamOptions {
   // is hashed, before later shards' outputs complete; throwing stops the
   // pass (a source that does not match its declared digest).
   std::function<void(size_t shard, const std::string& sha256)> on_shard_hashed;
-  // Called by the reader with each chunk of source bytes just read, in file
-  // order (every shard from byte 0 to its end), before they are hashed or
-  // written; throwing stops the pass. Setting it keeps the pass to one lane.
+  // Called with each chunk of source bytes, in file order (every shard from
+  // byte 0 to its end), on the source's hash chain: one call at a time, while
+  // the next chunk is read, and before any output is hashed over those
+  // bytes; throwing stops the pass. Setting it keeps the pass to one lane.
   std::function<void(size_t shard, uint64_t offset, std::span<const uint8_t> bytes)> observe_source;
 };
 
