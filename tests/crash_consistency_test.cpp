@@ -56,6 +56,21 @@ WritePackageOptions write_options(const fs::path& out, int64_t created_at, IoEnv
   return o;
 }
 
+// Each of `rel_paths` under `dir` was written through `io` (the IoEnv the
+// operation was given), none past it.
+void expect_written_through(const FaultyIo& io, const fs::path& dir, const std::vector<std::string>& rel_paths) {
+  const auto through = io.paths();
+  for (const auto& rel : rel_paths) {
+    EXPECT_TRUE(through.contains(fs::weakly_canonical(dir / rel).string())) << rel << ": written past the run's IoEnv";
+  }
+}
+
+std::vector<std::string> names_of(const std::map<std::string, std::string>& files) {
+  std::vector<std::string> out;
+  for (const auto& [rel, sha] : files) out.push_back(rel);
+  return out;
+}
+
 // A reader trusts a package directory through its model-package.json: when
 // there is one, every file must be exactly one complete package's.
 void expect_old_or_new(const fs::path& dir, const std::map<std::string, std::string>& old_state,
@@ -83,6 +98,7 @@ TEST(CrashConsistency, WritePackageLeavesNoPackageOrACompleteOneAtEveryCall) {
   {
     FaultyIo io;
     (void)write_package(write_options(tmp / "counted", 1790000000, &io));
+    expect_written_through(io, tmp / "counted", names_of(new_state));
     const uint64_t syncs = io.count(FaultyIo::kFsync | FaultyIo::kRename), writes = io.count(FaultyIo::kWrite);
     for (uint64_t n = 1; n <= syncs; ++n) points.emplace_back(n, FaultyIo::kFsync | FaultyIo::kRename);
     for (uint64_t n = 1; n <= writes; n += std::max<uint64_t>(1, writes / 12)) points.emplace_back(n, FaultyIo::kWrite);
@@ -168,7 +184,9 @@ TEST(CrashConsistency, TheBlobWriterNeverNamesABlobItHasNotFinished) {
   uint64_t calls = 0;
   {
     FaultyIo io;
-    (void)receive(HfRepoCache(tmp / "counted", "org/blobs", &io));
+    const HfRepoCache counted(tmp / "counted", "org/blobs", &io);
+    (void)receive(counted);
+    expect_written_through(io, counted.blob_path(sha).parent_path(), {sha});
     calls = io.count();
   }
   ASSERT_GT(calls, 3u);
@@ -214,6 +232,8 @@ TEST(CrashConsistency, ConvertPackageLeavesTheOldOutputOrTheNewPackage) {
   {
     FaultyIo io;
     (void)convert_package_to_v2(options(tmp / "counted", &io));
+    // (The payload parts are hard links to the schema 1 fragments: not written.)
+    expect_written_through(io, tmp / "counted", {"shared/metadata.gguf", "README.md", "model-package.json"});
     calls = io.count();
   }
   ASSERT_GT(calls, 3u);

@@ -111,6 +111,13 @@ bool FaultyIo::fired() const {
   return fired_;
 }
 
+std::set<std::string> FaultyIo::paths() const {
+  std::lock_guard g(mu_);
+  std::set<std::string> out;
+  for (const auto& [p, s] : files_) out.insert(p);
+  return out;
+}
+
 bool FaultyIo::before(Op op, int fd, int* err) {
   std::lock_guard g(mu_);
   if (fd >= 0 && (op == kWrite || op == kFsync)) {

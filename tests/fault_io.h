@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "util/io_env.h"
@@ -43,6 +44,9 @@ class FaultyIo final : public IoEnv {
   // Calls of the kinds in `ops` seen so far.
   uint64_t count(unsigned ops = kAny) const;
   bool fired() const;  // a call was failed
+  // Every path written or fsynced through it, under its name now (renames
+  // and exchanges followed): what an operation given it wrote through it.
+  std::set<std::string> paths() const;
   // The crash's aftermath: every file written through the seam is cut to
   // what its last fsync made durable. Returns how many files lost bytes.
   size_t drop_unsynced();
