@@ -1,9 +1,10 @@
 // Crash consistency through the I/O seam (tests/fault_io.h): write-package,
-// fetch's blob writer, convert-package and materialize, "crashed" at every write, fsync
-// and rename they make (that call and every later one fail, then whatever
-// was not fsynced is dropped). Whatever the point, a reader finds either the
-// old state or a complete new one, never a half-written file it would
-// trust; and the same command run again finishes the job.
+// fetch's blob writer, convert-package and materialize, each handed a
+// FaultyIo in its options, "crashed" at every write, fsync and rename they
+// make (that call and every later one fail, then whatever was not fsynced
+// is dropped). Whatever the point, a reader finds either the old state or a
+// complete new one, never a half-written file it would trust; and the same
+// command run again (through the system's calls) finishes the job.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -42,8 +43,9 @@ std::map<std::string, std::string> visible_files(const fs::path& dir) {
   return out;
 }
 
-WritePackageOptions write_options(const fs::path& out, int64_t created_at) {
+WritePackageOptions write_options(const fs::path& out, int64_t created_at, IoEnv* env = nullptr) {
   WritePackageOptions o;
+  o.io_env = env;
   o.source = data_path("llama-tiny-q8_0.gguf");
   o.out_dir = out;
   o.provenance.model_id = "org/tiny:Q8_0";
@@ -52,6 +54,21 @@ WritePackageOptions write_options(const fs::path& out, int64_t created_at) {
   o.created_at_unix_secs = created_at;
   o.threads = 1;  // one order of calls, so "the Nth" names the same call every run
   return o;
+}
+
+// Each of `rel_paths` under `dir` was written through `io` (the IoEnv the
+// operation was given), none past it.
+void expect_written_through(const FaultyIo& io, const fs::path& dir, const std::vector<std::string>& rel_paths) {
+  const auto through = io.paths();
+  for (const auto& rel : rel_paths) {
+    EXPECT_TRUE(through.contains(fs::weakly_canonical(dir / rel).string())) << rel << ": written past the run's IoEnv";
+  }
+}
+
+std::vector<std::string> names_of(const std::map<std::string, std::string>& files) {
+  std::vector<std::string> out;
+  for (const auto& [rel, sha] : files) out.push_back(rel);
+  return out;
 }
 
 // A reader trusts a package directory through its model-package.json: when
@@ -80,7 +97,8 @@ TEST(CrashConsistency, WritePackageLeavesNoPackageOrACompleteOneAtEveryCall) {
   std::vector<std::pair<uint64_t, unsigned>> points;
   {
     FaultyIo io;
-    (void)write_package(write_options(tmp / "counted", 1790000000));
+    (void)write_package(write_options(tmp / "counted", 1790000000, &io));
+    expect_written_through(io, tmp / "counted", names_of(new_state));
     const uint64_t syncs = io.count(FaultyIo::kFsync | FaultyIo::kRename), writes = io.count(FaultyIo::kWrite);
     for (uint64_t n = 1; n <= syncs; ++n) points.emplace_back(n, FaultyIo::kFsync | FaultyIo::kRename);
     for (uint64_t n = 1; n <= writes; n += std::max<uint64_t>(1, writes / 12)) points.emplace_back(n, FaultyIo::kWrite);
@@ -99,12 +117,14 @@ TEST(CrashConsistency, WritePackageLeavesNoPackageOrACompleteOneAtEveryCall) {
       {
         FaultyIo io;
         io.crash_at(n, ops);
+        o.io_env = &io;
         bool threw = false;
         try {
           (void)write_package(o);
         } catch (const Error&) {
           threw = true;
         }
+        o.io_env = nullptr;
         EXPECT_TRUE(io.fired());
         io.drop_unsynced();
         // Only a call whose failure changes nothing may go unreported (the
@@ -130,7 +150,7 @@ TEST(CrashConsistency, AFailedFsyncOrRenameIsAnErrorThatLeavesNoManifest) {
       FaultyIo io;
       io.fail_nth(2, op, err);
       try {
-        (void)write_package(write_options(out, 1790000000));
+        (void)write_package(write_options(out, 1790000000, &io));
         ADD_FAILURE() << "a failed call went unnoticed";
       } catch (const Error& e) {
         EXPECT_EQ(e.kind(), ErrorKind::kIo) << e.what();
@@ -164,7 +184,9 @@ TEST(CrashConsistency, TheBlobWriterNeverNamesABlobItHasNotFinished) {
   uint64_t calls = 0;
   {
     FaultyIo io;
-    (void)receive(HfRepoCache(tmp / "counted", "org/blobs"));
+    const HfRepoCache counted(tmp / "counted", "org/blobs", &io);
+    (void)receive(counted);
+    expect_written_through(io, counted.blob_path(sha).parent_path(), {sha});
     calls = io.count();
   }
   ASSERT_GT(calls, 3u);
@@ -175,7 +197,7 @@ TEST(CrashConsistency, TheBlobWriterNeverNamesABlobItHasNotFinished) {
     {
       FaultyIo io;
       io.crash_at(n);
-      EXPECT_THROW((void)receive(cache), Error);
+      EXPECT_THROW((void)receive(HfRepoCache(root, "org/blobs", &io)), Error);
       io.drop_unsynced();
     }
     // A blob under its final name, or the snapshot link, holds exactly its bytes.
@@ -194,8 +216,9 @@ TEST(CrashConsistency, TheBlobWriterNeverNamesABlobItHasNotFinished) {
 TEST(CrashConsistency, ConvertPackageLeavesTheOldOutputOrTheNewPackage) {
   TempDir tmp;
   (void)write_package(write_options(tmp / "v1", 1790000000));
-  auto options = [&](const fs::path& out) {
+  auto options = [&](const fs::path& out, IoEnv* env = nullptr) {
     ConvertToV2Options o;
+    o.io_env = env;
     o.package_dir = tmp / "v1";
     o.out_dir = out;
     o.source = data_path("llama-tiny-q8_0.gguf");
@@ -208,7 +231,9 @@ TEST(CrashConsistency, ConvertPackageLeavesTheOldOutputOrTheNewPackage) {
   uint64_t calls = 0;
   {
     FaultyIo io;
-    (void)convert_package_to_v2(options(tmp / "counted"));
+    (void)convert_package_to_v2(options(tmp / "counted", &io));
+    // (The payload parts are hard links to the schema 1 fragments: not written.)
+    expect_written_through(io, tmp / "counted", {"shared/metadata.gguf", "README.md", "model-package.json"});
     calls = io.count();
   }
   ASSERT_GT(calls, 3u);
@@ -226,7 +251,7 @@ TEST(CrashConsistency, ConvertPackageLeavesTheOldOutputOrTheNewPackage) {
       io.crash_at(n);
       bool threw = false;
       try {
-        (void)convert_package_to_v2(options(out));
+        (void)convert_package_to_v2(options(out, &io));
       } catch (const Error&) {
         threw = true;
       }
@@ -243,11 +268,10 @@ TEST(CrashConsistency, ConvertPackageLeavesTheOldOutputOrTheNewPackage) {
   }
 }
 
-// materialize writes through the IoEnv its options give it (not the process
-// default: nothing else is installed), the stage's bytes included. Crashed at
-// every fsync and rename and at writes along the way, into the stage cache:
-// an entry a reader trusts (its sidecar is there) always holds the stage's
-// exact bytes, and the next run gives them.
+// materialize writes through the IoEnv its options give it, the stage's
+// bytes included. Crashed at every fsync and rename and at writes along the
+// way, into the stage cache: an entry a reader trusts (its sidecar is there)
+// always holds the stage's exact bytes, and the next run gives them.
 TEST(CrashConsistency, MaterializeNeverLeavesACacheEntryItTrustsHalfWritten) {
   TempDir tmp;
   (void)write_package(write_options(tmp / "pkg", 1790000000));
@@ -266,7 +290,7 @@ TEST(CrashConsistency, MaterializeNeverLeavesACacheEntryItTrustsHalfWritten) {
   for (const bool hash : {false, true}) {  // streamed, or written and hashed by the GGUF writer
     std::vector<std::pair<uint64_t, unsigned>> points;
     {
-      FaultyIo io(/*make_default=*/false);
+      FaultyIo io;
       (void)run(tmp / ("counted-" + std::to_string(hash)), &io, hash);
       const uint64_t syncs = io.count(FaultyIo::kFsync | FaultyIo::kRename), writes = io.count(FaultyIo::kWrite);
       ASSERT_GT(writes, 0u) << "the stage's bytes go through the run's IoEnv";
@@ -281,7 +305,7 @@ TEST(CrashConsistency, MaterializeNeverLeavesACacheEntryItTrustsHalfWritten) {
       const fs::path cache = tmp / "cache";
       fs::remove_all(cache);
       {
-        FaultyIo io(/*make_default=*/false);
+        FaultyIo io;
         io.crash_at(n, ops);
         bool threw = false;
         try {
@@ -324,7 +348,7 @@ TEST(CrashConsistency, AFailedMaterializeLeavesNoOutputFile) {
   };
   uint64_t calls = 0;
   {
-    FaultyIo io(/*make_default=*/false);
+    FaultyIo io;
     (void)run(tmp / "counted.gguf", &io);
     calls = io.count();
   }
@@ -333,7 +357,7 @@ TEST(CrashConsistency, AFailedMaterializeLeavesNoOutputFile) {
     SCOPED_TRACE("fail call " + std::to_string(n));
     const fs::path dir = tmp / ("out-" + std::to_string(n));
     fs::create_directories(dir);
-    FaultyIo io(/*make_default=*/false);
+    FaultyIo io;
     io.fail_nth(n, FaultyIo::kAny, ENOSPC);
     try {
       (void)run(dir / "stage.gguf", &io);

@@ -5,14 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <stdexcept>
-
 #include "util/io_env.h"
 
 namespace skippy::test {
 namespace {
-
-bool g_default_taken = false;  // a FaultyIo is the default IoEnv
 
 std::string path_of_fd(int fd) {
   char buf[4096];
@@ -24,19 +20,6 @@ std::string path_of_fd(int fd) {
 int index_of(FaultyIo::Op op) { return op == FaultyIo::kWrite ? 0 : op == FaultyIo::kFsync ? 1 : 2; }
 
 }  // namespace
-
-FaultyIo::FaultyIo(bool make_default) : made_default_(make_default) {
-  if (!make_default) return;
-  if (g_default_taken) throw std::logic_error("one default FaultyIo at a time");
-  g_default_taken = true;
-  detail::set_io(this);
-}
-
-FaultyIo::~FaultyIo() {
-  if (!made_default_) return;
-  detail::set_io(nullptr);
-  g_default_taken = false;
-}
 
 ssize_t FaultyIo::write(int fd, const void* data, size_t n) {
   int err = 0;
@@ -126,6 +109,13 @@ uint64_t FaultyIo::count(unsigned ops) const {
 bool FaultyIo::fired() const {
   std::lock_guard g(mu_);
   return fired_;
+}
+
+std::set<std::string> FaultyIo::paths() const {
+  std::lock_guard g(mu_);
+  std::set<std::string> out;
+  for (const auto& [p, s] : files_) out.insert(p);
+  return out;
 }
 
 bool FaultyIo::before(Op op, int fd, int* err) {

@@ -7,9 +7,11 @@
 //
 // The model of a crash: a file keeps the bytes it had at its last fsync
 // (none if it was never synced); renames and exchanges are kept (the
-// writers fsync the directory after them). An operation that takes an IoEnv
-// (materialize) is given one; for the others it is made the process's
-// default, one such FaultyIo at a time.
+// writers fsync the directory after them). A test hands it to the operation
+// in the operation's options (MaterializeOptions::io_env,
+// WritePackageOptions::io_env, the convert options', the HfRepoCache a
+// download writes into): only that operation writes through it, so tests
+// may run side by side.
 #pragma once
 
 #include <cerrno>
@@ -17,6 +19,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "util/io_env.h"
@@ -27,11 +30,8 @@ class FaultyIo final : public IoEnv {
  public:
   enum Op : unsigned { kWrite = 1, kFsync = 2, kRename = 4, kAny = 7 };
 
-  // Counts the calls (nothing fails yet). With `make_default`, it is the
-  // default IoEnv (detail::set_io) until destroyed: the operations given
-  // none write through it too; without, only those given it.
-  explicit FaultyIo(bool make_default = true);
-  ~FaultyIo() override;
+  // Counts the calls (nothing fails yet).
+  FaultyIo() = default;
   FaultyIo(const FaultyIo&) = delete;
   FaultyIo& operator=(const FaultyIo&) = delete;
 
@@ -44,6 +44,9 @@ class FaultyIo final : public IoEnv {
   // Calls of the kinds in `ops` seen so far.
   uint64_t count(unsigned ops = kAny) const;
   bool fired() const;  // a call was failed
+  // Every path written or fsynced through it, under its name now (renames
+  // and exchanges followed): what an operation given it wrote through it.
+  std::set<std::string> paths() const;
   // The crash's aftermath: every file written through the seam is cut to
   // what its last fsync made durable. Returns how many files lost bytes.
   size_t drop_unsynced();
@@ -74,7 +77,6 @@ class FaultyIo final : public IoEnv {
   bool crash_ = false;
   bool crashed_ = false;
   bool fired_ = false;
-  bool made_default_ = false;
 };
 
 }  // namespace skippy::test

@@ -53,6 +53,8 @@
 
 namespace skippy {
 
+class IoEnv;  // the file-system calls a write goes through (internal: src/util/io_env.h)
+
 struct ConvertToV2Options {
   std::filesystem::path package_dir;            // a schema 1 package directory
   std::filesystem::path out_dir;                // must not exist, or be empty (or --force)
@@ -69,6 +71,7 @@ struct ConvertToV2Options {
   std::optional<V2RequestDefaults> request_defaults;
   // Publisher files to attach (as WritePackageOptions::publisher_metadata).
   std::vector<std::filesystem::path> publisher_metadata;
+  IoEnv* io_env = nullptr;  // as WritePackageOptions::io_env
 };
 
 struct ConvertedArtifact {
@@ -122,6 +125,7 @@ struct ConvertToV1Options {
   bool force = false;
   unsigned threads = 0;  // worker threads; 0: one per core (at most 16)
   std::function<void(uint64_t, uint64_t)> on_progress;
+  IoEnv* io_env = nullptr;  // as WritePackageOptions::io_env
 };
 
 struct ConvertToV1Result {

@@ -194,6 +194,10 @@ struct WritePackageOptions {
   // For tests: called with each such artifact once it is on disk, just
   // before that check reads it (e.g. to damage it).
   std::function<void(const WrittenArtifact&)> after_write_before_check;
+  // The calls every write, fsync and rename of this run goes through, as
+  // MaterializeOptions::io_env; nullptr: the system's. (`class IoEnv`
+  // names the library's internal interface, src/util/io_env.h.)
+  class IoEnv* io_env = nullptr;
 };
 
 struct WritePackageResult {

@@ -42,6 +42,8 @@
 
 namespace skippy {
 
+class IoEnv;  // the file-system calls a write goes through (internal: src/util/io_env.h)
+
 inline constexpr std::string_view kHfScheme = "hf://";
 inline constexpr std::string_view kDefaultRevision = "main";
 
@@ -102,8 +104,10 @@ ModelCoordinate parse_model_coordinate(std::string_view text);
 
 class HfRepoCache {
  public:
-  // `repo_id` must already satisfy check_repo_id (above).
-  HfRepoCache(std::filesystem::path cache_root, const std::string& repo_id);
+  // `repo_id` must already satisfy check_repo_id (above). Every write into
+  // the cache (blobs, refs, snapshot links) goes through `io_env` (as
+  // Sources::io_env; nullptr: the system's).
+  HfRepoCache(std::filesystem::path cache_root, const std::string& repo_id, IoEnv* io_env = nullptr);
 
   const std::string& repo_id() const noexcept { return repo_id_; }
   const std::filesystem::path& root() const noexcept { return root_; }
@@ -112,6 +116,7 @@ class HfRepoCache {
   std::filesystem::path incomplete_path(std::string_view etag) const;
   std::filesystem::path lock_path(std::string_view etag) const;
   std::filesystem::path snapshot_dir(std::string_view commit) const;
+  IoEnv* io_env() const noexcept { return io_env_; }
 
   // The commit `revision` names without asking the Hub: a full commit hash
   // is itself; a branch or tag is read from refs/ (nullopt when absent or
@@ -141,6 +146,7 @@ class HfRepoCache {
   std::filesystem::path root_;
   std::filesystem::path repo_dir_;
   std::filesystem::path locks_dir_;
+  IoEnv* io_env_;
 };
 
 // A lowercase 64-hex SHA-256 or 40-hex git blob SHA-1: the only etags that
@@ -249,6 +255,10 @@ struct Sources {
   // (skippy/package_signature.h: --trust-signer, SKIPPY_TRUSTED_SIGNERS);
   // empty: signatures are optional.
   std::vector<std::filesystem::path> trusted_signers;
+  // The calls every write into the caches goes through (downloads into
+  // hf_cache: blobs, refs, links; the GGUF headers kept in the skippy
+  // cache), as WritePackageOptions::io_env; nullptr: the system's.
+  IoEnv* io_env = nullptr;
 };
 
 struct OpenOptions {

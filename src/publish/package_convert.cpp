@@ -68,7 +68,7 @@ void order_as_source(std::vector<detail::CarrierTensor>& dir, const GgufFile& me
 // Puts the bytes of `from` at `to` unchanged: a hard link when both are on
 // one filesystem, else an in-kernel copy (copy_file_range, pwrite where the
 // kernel cannot), fsynced. Returns how.
-std::string place_file(const fs::path& from, const fs::path& to) {
+std::string place_file(const fs::path& from, const fs::path& to, IoEnv* env) {
   std::error_code ec;
   fs::create_directories(to.parent_path(), ec);
   if (::link(from.c_str(), to.c_str()) == 0) return "hard link";
@@ -78,7 +78,7 @@ std::string place_file(const fs::path& from, const fs::path& to) {
     throw_io(to.string() + ": cannot link to " + from.string());
   }
   const auto src = MappedFile::open(from);
-  AtomicFile out(to);
+  AtomicFile out(to, Durability::kDurable, env);
   out.preallocate(src->size());
   constexpr uint64_t kChunk = 64u << 20;
   for (uint64_t pos = 0; pos < src->size();) {
@@ -175,13 +175,13 @@ void check_out_dir(const fs::path& out, bool force) {
 // empty, or --force) is swapped with it in one step where the file system
 // can (a reader finds the old output or the new package, whenever a crash
 // comes), else moved aside first; the old one is removed after.
-void install_dir(const fs::path& staging, const fs::path& given) {
+void install_dir(const fs::path& staging, const fs::path& given, IoEnv* env) {
   const fs::path out = clean_path(given);
   std::error_code ec;
   const fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   if (fs::exists(out, ec)) {
-    if (detail::io().exchange(staging.c_str(), out.c_str()) == 0) {
-      fsync_directory(parent);
+    if (detail::io(env).exchange(staging.c_str(), out.c_str()) == 0) {
+      fsync_directory(parent, env);
       fs::remove_all(staging, ec);  // the old output, now under the staging name
       return;
     }
@@ -192,24 +192,24 @@ void install_dir(const fs::path& staging, const fs::path& given) {
   fs::path old;
   if (fs::exists(out, ec)) {
     old = temporary_path_for(out);
-    if (detail::io().rename(out.c_str(), old.c_str()) != 0) {
+    if (detail::io(env).rename(out.c_str(), old.c_str()) != 0) {
       throw Error(ErrorKind::kIo, out.string() + ": cannot move aside: " + std::strerror(errno));
     }
   }
-  if (detail::io().rename(staging.c_str(), out.c_str()) != 0) {
+  if (detail::io(env).rename(staging.c_str(), out.c_str()) != 0) {
     const int err = errno;
-    if (!old.empty()) (void)detail::io().rename(old.c_str(), out.c_str());
+    if (!old.empty()) (void)detail::io(env).rename(old.c_str(), out.c_str());
     throw Error(ErrorKind::kIo, out.string() + ": cannot rename the converted package into place: " + std::strerror(err));
   }
-  fsync_directory(parent);
+  fsync_directory(parent, env);
   if (!old.empty()) fs::remove_all(old, ec);
 }
 
 }  // namespace convert_v2_detail
 
 namespace detail {
-void install_staged_dir(const std::filesystem::path& staging, const std::filesystem::path& out) {
-  convert_v2_detail::install_dir(staging, out);
+void install_staged_dir(const std::filesystem::path& staging, const std::filesystem::path& out, IoEnv* env) {
+  convert_v2_detail::install_dir(staging, out, env);
 }
 void check_convert_out_dir(const std::filesystem::path& out, bool force) { convert_v2_detail::check_out_dir(out, force); }
 
@@ -465,7 +465,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   auto placed = [&](const std::string& id, const std::string& path, const std::string& from, uint64_t bytes,
                     const std::string& sha) {
     const fs::path to = staging.path() / path;
-    const std::string how = place_file(file_of(from), to);
+    const std::string how = place_file(file_of(from), to, o.io_env);
     dirs.insert(to.parent_path());
     r.payload_bytes += bytes;
     if (how == "hard link") r.linked_bytes += bytes;
@@ -476,7 +476,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   for (const auto& [pr, id] : sidecar_files) placed(id, pr->path, pr->path, pr->artifact_bytes, detail::ascii_lower(pr->sha256));
   {
     fs::create_directories(staging.path() / "shared");
-    AtomicFile cf(staging.path() / kMetadataPath);
+    AtomicFile cf(staging.path() / kMetadataPath, Durability::kDurable, o.io_env);
     cf.write_all(carrier);
     cf.commit(/*sync_directory=*/false);
     dirs.insert(staging.path() / "shared");
@@ -484,14 +484,15 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   for (const auto& f : publisher.files) {
     const fs::path to = staging.path() / f.artifact.path;
     fs::create_directories(to.parent_path());
-    write_file_atomic(to, f.contents);  // durable: the root written after it names its SHA-256
+    write_file_atomic(to, f.contents, Durability::kDurable, o.io_env);  // durable: the root written after it names its SHA-256
     dirs.insert(to.parent_path());
     r.artifacts.push_back({f.artifact.id, f.artifact.path, "", f.artifact.byte_size, f.artifact.sha256, "written"});
   }
   // The model card write-package --schema 2 writes, for the same root.
-  write_file_atomic(staging.path() / std::string(kPackageReadme), detail::package_readme_v2(root, sha256_hex(root_text), r.certified));
-  write_file_atomic(staging.path() / kManifestFileName, root_text);
-  for (const auto& d : dirs) fsync_directory(d);
+  write_file_atomic(staging.path() / std::string(kPackageReadme), detail::package_readme_v2(root, sha256_hex(root_text), r.certified),
+                    Durability::kDurable, o.io_env);
+  write_file_atomic(staging.path() / kManifestFileName, root_text, Durability::kDurable, o.io_env);
+  for (const auto& d : dirs) fsync_directory(d, o.io_env);
   // The output's own files, by the consumers' rule (each artifact a regular
   // file inside the output, of its size; the root as its strict reader reads
   // it), before the package is installed or called certified.
@@ -506,7 +507,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
                                catalog_file_names(o.out_dir.string() + " (staged)", a.id, a.path));
     }
   }
-  install_dir(staging.path(), o.out_dir);
+  install_dir(staging.path(), o.out_dir, o.io_env);
   staging.keep = true;
 
   r.package_dir = o.out_dir;

@@ -104,6 +104,7 @@ ConvertToV1Result convert_package_to_v1(const OpenedPackage& pkg, const ConvertT
   for (const auto& f : files) total += f->size();
   StreamOptions so;
   so.threads = o.threads;
+  so.io_env = o.io_env;
   so.on_bytes = [&](uint64_t n) {
     done += n;
     if (o.on_progress) o.on_progress(done, total);
@@ -181,7 +182,7 @@ ConvertToV1Result convert_package_to_v1(const OpenedPackage& pkg, const ConvertT
     }
     auto p = plan_projector(resolved.at(a.id));
     if (!names.insert(p.entry.path).second) throw_invalid("sidecar " + a.id + ": another sidecar has the same file name");
-    auto e = copy_projector(p, staging.path(), {});
+    auto e = copy_projector(p, staging.path(), {}, o.io_env);
     if (!sha256_equal(e.sha256, a.sha256)) throw_integrity("sidecar " + a.id + " (" + a.path + "): SHA-256 differs from the catalog's");
     r.bytes_written += e.artifact_bytes;
     m.projectors.push_back(std::move(e));
@@ -189,10 +190,11 @@ ConvertToV1Result convert_package_to_v1(const OpenedPackage& pkg, const ConvertT
   const std::string text = serialize_manifest(m);
   r.manifest_sha256 = sha256_hex(text);
   write_file_atomic(staging.path() / std::string(kPackageReadme),
-                    package_readme(m, r.manifest_sha256, {"converted from schema 2 package " + root.package_id}, std::nullopt));
-  write_file_atomic(staging.path() / std::string(kManifestFileName), text);
-  fsync_directory(staging.path());
-  install_staged_dir(staging.path(), o.out_dir);
+                    package_readme(m, r.manifest_sha256, {"converted from schema 2 package " + root.package_id}, std::nullopt),
+                    Durability::kDurable, o.io_env);
+  write_file_atomic(staging.path() / std::string(kManifestFileName), text, Durability::kDurable, o.io_env);
+  fsync_directory(staging.path(), o.io_env);
+  install_staged_dir(staging.path(), o.out_dir, o.io_env);
   staging.keep = true;
   r.package_dir = o.out_dir;
   r.artifact_count = frags.size() + m.projectors.size();

@@ -58,7 +58,7 @@ bool empty_or_only_leftovers(const fs::path& dir) {
 // so no reader trusts it meanwhile, and every leftover of an interrupted run
 // (staged fragments, README and manifest temporaries) so a finished package
 // never keeps one.
-void prepare_out_dir(const fs::path& dir, bool force) {
+void prepare_out_dir(const fs::path& dir, bool force, IoEnv* env) {
   refuse_hf_cache_snapshot(dir, "--out-dir");
   std::error_code ec;
   if (fs::exists(dir, ec)) {
@@ -68,7 +68,7 @@ void prepare_out_dir(const fs::path& dir, bool force) {
       throw_invalid(dir.string() + ": output directory is not empty (use --force to replace its package)");
     }
     fs::remove(dir / std::string(kManifestFileName), ec);
-    fsync_directory(dir);
+    fsync_directory(dir, env);
     for (const char* sub : {"shared", "layers", "projectors"}) fs::remove_all(dir / sub, ec);
     fs::remove(dir / std::string(kPackageReadme), ec);
     // A previous package's validation result and signature describe its manifest, not the next one.
@@ -90,7 +90,7 @@ void prepare_out_dir(const fs::path& dir, bool force) {
     Fd marker(::open((dir / kInProgressMarker).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
     if (!marker) throw_io((dir / kInProgressMarker).string() + ": cannot create (is the directory writable?)");
   }
-  fsync_directory(dir);
+  fsync_directory(dir, env);
   for (const char* sub : {"shared", "layers"}) {
     fs::create_directories(dir / sub, ec);
     if (ec) throw Error(ErrorKind::kIo, (dir / sub).string() + ": cannot create: " + ec.message());
@@ -198,14 +198,14 @@ PlannedProjector plan_projector(const fs::path& src) {
 
 // Copies a planned projector into the package while hashing it.
 ProjectorEntry copy_projector(const PlannedProjector& p, const fs::path& out_dir,
-                              const std::function<void(uint64_t)>& on_bytes) {
+                              const std::function<void(uint64_t)>& on_bytes, IoEnv* env) {
   const auto file = MappedFile::open(p.source);
   if (file->size() != p.entry.artifact_bytes) {
     throw_invalid("--projector " + p.source.string() + ": changed while the package was written");
   }
   std::error_code ec;
   fs::create_directories(out_dir / kProjectorsDir, ec);
-  AtomicFile out(out_dir / p.entry.path);
+  AtomicFile out(out_dir / p.entry.path, Durability::kDurable, env);
   Sha256 sha;
   constexpr size_t kCopyChunk = 8u << 20;
   std::vector<uint8_t> buf(kCopyChunk);
@@ -305,11 +305,12 @@ void check_streamed_write(const WritePackageOptions& opt, const std::vector<Stre
 StreamOptions begin_source_pass(const WritePackageOptions& opt, const ModelSource& model,
                                 const std::vector<StreamOutput>& outputs, const std::vector<PlannedProjector>& projectors) {
   check_streamed_write(opt, outputs);
-  prepare_out_dir(opt.out_dir, opt.force);
+  prepare_out_dir(opt.out_dir, opt.force, opt.io_env);
   uint64_t projector_bytes = 0;
   for (const auto& p : projectors) projector_bytes += p.entry.artifact_bytes;
   StreamOptions so;
   so.threads = opt.threads;
+  so.io_env = opt.io_env;
   so.observe_source = opt.on_source_read;
   so.xet_chunks = opt.xet_chunks && static_cast<bool>(opt.on_artifact);
   // Progress over the source's bytes and the projectors' copies.
@@ -470,7 +471,7 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
   m.projectors.clear();
   for (const auto& p : projectors) {
     if (opt.on_artifact && opt.disk_budget) opt.disk_budget->acquire(p.entry.artifact_bytes);
-    m.projectors.push_back(copy_projector(p, opt.out_dir, on_bytes));
+    m.projectors.push_back(copy_projector(p, opt.out_dir, on_bytes, opt.io_env));
     const auto& e = m.projectors.back();
     const WrittenArtifact w{e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256, nullptr};
     if (check && opt.on_artifact) check_as_written(opt, *check, w, e, PartRole::kProjector, 0);
@@ -516,14 +517,18 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
                       "package: " + record.unrecorded);
   }
   r.details = generation.details;
-  write_file_atomic(opt.out_dir / std::string(kPackageReadme), detail::package_readme(m, r.manifest_sha256, r.notes, validation));
+  write_file_atomic(opt.out_dir / std::string(kPackageReadme), detail::package_readme(m, r.manifest_sha256, r.notes, validation),
+                    Durability::kDurable, opt.io_env);
   // validation.json names the manifest's digest, so it can land before the manifest does.
-  if (validation_report) write_validation_result(opt.out_dir, *validation_report, r.manifest_sha256, "write-package --validate");
+  if (validation_report) {
+    detail::write_validation_result(opt.out_dir, *validation_report, r.manifest_sha256, "write-package --validate",
+                                    std::nullopt, opt.io_env);
+  }
   // The manifest goes last: its presence means the package is complete.
-  write_file_atomic(opt.out_dir / std::string(kManifestFileName), manifest_text);
+  write_file_atomic(opt.out_dir / std::string(kManifestFileName), manifest_text, Durability::kDurable, opt.io_env);
   std::error_code ec;
   fs::remove(opt.out_dir / kInProgressMarker, ec);
-  fsync_directory(opt.out_dir);
+  fsync_directory(opt.out_dir, opt.io_env);
   r.manifest = std::move(m);
   return r;
 }

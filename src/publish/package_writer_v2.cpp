@@ -379,14 +379,14 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   std::vector<std::string> projector_sha;
   for (const auto& p : projectors) {
     if (opt.on_artifact && opt.disk_budget) opt.disk_budget->acquire(p.entry.artifact_bytes);
-    const auto e = copy_projector(p, opt.out_dir, on_bytes);
+    const auto e = copy_projector(p, opt.out_dir, on_bytes, opt.io_env);
     projector_sha.push_back(e.sha256);
     if (opt.on_artifact) announce({e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256, nullptr}, false);
   }
   for (const auto& f : publisher.files) {
     const fs::path file = opt.out_dir / f.artifact.path;
     fs::create_directories(file.parent_path());
-    write_file_atomic(file, f.contents);
+    write_file_atomic(file, f.contents, Durability::kDurable, opt.io_env);
     if (opt.on_artifact) announce({f.artifact.path, file, f.artifact.byte_size, f.artifact.sha256, nullptr}, false);
   }
   if (carrier_last) announce(*carrier_last, false);
@@ -420,11 +420,12 @@ WritePackageResult write_package_v2(const WritePackageOptions& opt) {
   }
   const std::string text = package_root_v2_json(root);
   // The model card first (it names the root's digest): a crash leaves no root, so a rerun writes both.
-  write_file_atomic(opt.out_dir / "README.md", package_readme_v2(root, sha256_hex(text), opt.validate));
-  write_file_atomic(opt.out_dir / std::string(kManifestFileName), text);
+  write_file_atomic(opt.out_dir / "README.md", package_readme_v2(root, sha256_hex(text), opt.validate), Durability::kDurable,
+                    opt.io_env);
+  write_file_atomic(opt.out_dir / std::string(kManifestFileName), text, Durability::kDurable, opt.io_env);
   std::error_code ec;
   fs::remove(opt.out_dir / kInProgressMarker, ec);
-  fsync_directory(opt.out_dir);
+  fsync_directory(opt.out_dir, opt.io_env);
 
   r.schema = 2;
   r.package_dir = opt.out_dir;

@@ -200,7 +200,7 @@ class Pipeline {
       }
       opt_.before_create(outputs_[o].total_size, stuck);
     }
-    auto f = std::make_unique<AtomicFile>(outputs_[o].final_path);
+    auto f = std::make_unique<AtomicFile>(outputs_[o].final_path, Durability::kDurable, opt_.io_env);
     f->preallocate(outputs_[o].total_size);
     uint64_t at = 0;
     outputs_[o].header.for_each([&](std::span<const uint8_t> s) {
@@ -677,7 +677,7 @@ StreamResult stream_split(const std::vector<std::shared_ptr<const MappedFile>>& 
     f->commit(/*sync_directory=*/false);
     dirs.insert(f->final_path().parent_path());
   }
-  for (const auto& d : dirs) fsync_directory(d.empty() ? "." : d);
+  for (const auto& d : dirs) fsync_directory(d.empty() ? "." : d, options.io_env);
   return r;
 }
 

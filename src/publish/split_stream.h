@@ -75,6 +75,9 @@ struct StreamOptions {
   // renamed into place; throwing here leaves no output under a final name.
   // (With on_output_complete the outputs are in place already.)
   std::function<void(const StreamResult&)> before_commit;
+  // Every write, fsync and rename of the outputs goes through this
+  // (src/util/io_env.h; nullptr: the system's): the writing operation's.
+  IoEnv* io_env = nullptr;
   // Streaming hand-off: when set, each output is created only when the pass
   // reaches it, and is size-checked, fsynced and renamed into place as soon
   // as its last byte is written and hashed, then announced here (from a

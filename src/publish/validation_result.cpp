@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/manifest_json.h"
+#include "publish/validator_internal.h"
 #include "skippy/error.h"
 #include "util/file.h"
 #include "skippy/package_signature.h"
@@ -43,6 +44,12 @@ std::vector<std::string> capped(const std::vector<std::string>& v) {
 void write_validation_result(const std::filesystem::path& package_dir, const ValidationReport& report,
                              const std::string& manifest_sha256, const std::string& command,
                              std::optional<int64_t> now_unix_secs) {
+  detail::write_validation_result(package_dir, report, manifest_sha256, command, now_unix_secs, nullptr);
+}
+
+void detail::write_validation_result(const std::filesystem::path& package_dir, const ValidationReport& report,
+                                     const std::string& manifest_sha256, const std::string& command,
+                                     std::optional<int64_t> now_unix_secs, IoEnv* env) {
   using namespace validation_result_detail;
   refuse_hf_cache_snapshot(package_dir, command);
   if (!is_sha256_hex(manifest_sha256)) throw Error(ErrorKind::kUsage, "validation.json: not a manifest SHA-256: " + manifest_sha256);
@@ -67,7 +74,7 @@ void write_validation_result(const std::filesystem::path& package_dir, const Val
       {"validated_at_unix_secs", now},
       {"validated_at", utc_text(now)},
   };
-  write_file_atomic(package_dir / std::string(kValidationFileName), json_output(doc, 2) + "\n");
+  write_file_atomic(package_dir / std::string(kValidationFileName), json_output(doc, 2) + "\n", Durability::kDurable, env);
 }
 
 std::optional<ValidationResultInfo> read_validation_result(const std::filesystem::path& dir,

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@
 #include "skippy/package_layout.h"
 #include "skippy/package_validator.h"
 
+namespace skippy {
+class IoEnv;
+}
 namespace skippy::validator_detail {
 class Validator;
 }
@@ -26,6 +30,12 @@ class Validator;
 namespace skippy::detail {
 
 class SourceDigests;
+
+// write_validation_result (skippy/package_validator.h) through the writing
+// operation's IoEnv (nullptr: the system's): write-package --validate's.
+void write_validation_result(const std::filesystem::path& package_dir, const ValidationReport& report,
+                             const std::string& manifest_sha256, const std::string& command,
+                             std::optional<int64_t> now_unix_secs, IoEnv* env);
 
 // What the manifest says of the model, checked against the source (the
 // package-level rules validate-package runs besides each artifact's): the

@@ -31,8 +31,10 @@ struct Fragment {
 };
 
 int64_t resolve_created_at(const WritePackageOptions& opt);
-// Makes out_dir ready (created, empty, or ours to redo) and leaves the in-progress marker.
-void prepare_out_dir(const std::filesystem::path& dir, bool force);
+// Makes out_dir ready (created, empty, or ours to redo) and leaves the
+// in-progress marker. Here and below, `env` is the operation's IoEnv
+// (WritePackageOptions::io_env and the convert options': nullptr, the system's).
+void prepare_out_dir(const std::filesystem::path& dir, bool force, IoEnv* env);
 // The spec's fragments for these tensors: metadata, embeddings, output, then
 // one per layer (each layer must have a tensor).
 std::vector<Fragment> plan_fragments(const std::string& source_name, const std::vector<SourceTensor>& tensors,
@@ -53,7 +55,7 @@ struct PlannedProjector {
 };
 PlannedProjector plan_projector(const std::filesystem::path& src);
 ProjectorEntry copy_projector(const PlannedProjector& p, const std::filesystem::path& out_dir,
-                              const std::function<void(uint64_t)>& on_bytes);
+                              const std::function<void(uint64_t)>& on_bytes, IoEnv* env);
 
 // The schema 1 source identity from the provenance and the shards' digests.
 SourceModel source_identity(const WritePackageOptions& opt, const ModelSource& model,
@@ -61,7 +63,7 @@ SourceModel source_identity(const WritePackageOptions& opt, const ModelSource& m
 
 // Renames a complete staging directory to `out` (replacing an empty or
 // --force'd one), fsyncing the parent (package_convert.cpp).
-void install_staged_dir(const std::filesystem::path& staging, const std::filesystem::path& out);
+void install_staged_dir(const std::filesystem::path& staging, const std::filesystem::path& out, IoEnv* env);
 // Refuses an `out` that exists and is not an empty directory (unless force).
 void check_convert_out_dir(const std::filesystem::path& out, bool force);
 

@@ -64,10 +64,11 @@ std::optional<ByteRanges> load_range_record(const fs::path& path, const BlobSpec
   return done;
 }
 
-void pwrite_all(int fd, uint64_t offset, std::span<const uint8_t> data, const BlobSpec& spec, const fs::path& file) {
+void pwrite_all(IoEnv& env, int fd, uint64_t offset, std::span<const uint8_t> data, const BlobSpec& spec,
+                const fs::path& file) {
   size_t done = 0;
   while (done < data.size()) {
-    const auto n = io().pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    const auto n = env.pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       throw Error(ErrorKind::kIo, spec.what + ": cannot write " + file.string() + ": " + std::strerror(n < 0 ? errno : ENOSPC));
@@ -151,7 +152,7 @@ void BlobWriter::append(std::span<const uint8_t> data) {
   if (data.size() > spec_.size - have_) {
     throw_integrity(spec_.what + ": more than the " + std::to_string(spec_.size) + " bytes declared arrived");
   }
-  pwrite_all(fd_.get(), have_, data, spec_, incomplete_);
+  pwrite_all(io(cache_.io_env()), fd_.get(), have_, data, spec_, incomplete_);
   sha_.update(data);
   if (git_) git_->update(data);
   have_ += data.size();
@@ -167,13 +168,15 @@ void BlobWriter::append(std::span<const uint8_t> data) {
 std::optional<std::string> BlobWriter::problem() { return digest_problem(spec_, sha_, git_); }
 
 void BlobWriter::install() {
-  if (io().fsync(fd_.get()) != 0) throw_io(incomplete_.string() + ": cannot fsync");
+  if (io(cache_.io_env()).fsync(fd_.get()) != 0) throw_io(incomplete_.string() + ": cannot fsync");
   fd_.close(incomplete_);
   // The bytes are durable before they get their name; the name itself is
   // not fsynced (a crash may lose it, never point it at other bytes: the
   // next run receives again), as huggingface_hub does not either.
   const fs::path blob = cache_.blob_path(spec_.etag);
-  if (io().rename(incomplete_.c_str(), blob.c_str()) != 0) throw_io(blob.string() + ": cannot rename the finished download into place");
+  if (io(cache_.io_env()).rename(incomplete_.c_str(), blob.c_str()) != 0) {
+    throw_io(blob.string() + ": cannot rename the finished download into place");
+  }
 }
 
 namespace {
@@ -417,7 +420,7 @@ void RangedBlobWriter::write_at(uint64_t offset, std::span<const uint8_t> data) 
     throw_integrity(spec_.what + ": bytes past the " + std::to_string(spec_.size) + " declared arrived (at offset " +
                     std::to_string(offset) + ")");
   }
-  pwrite_all(fd_.get(), offset, data, spec_, incomplete_);
+  pwrite_all(io(cache_.io_env()), fd_.get(), offset, data, spec_, incomplete_);
   {
     std::lock_guard g(mu_);
     done_.add(offset, offset + data.size());
@@ -462,7 +465,7 @@ void RangedBlobWriter::record() {
   // Atomic (a temporary name, then rename): a reader sees the old record or
   // the new one. Not fsynced: after a crash of the machine the SHA-256 check
   // still stands between wrong bytes and a name.
-  write_file_atomic(record_path_, text, Durability::kRenameOnly);
+  write_file_atomic(record_path_, text, Durability::kRenameOnly, cache_.io_env());
   recorded_at_ = std::chrono::steady_clock::now();
 }
 
@@ -498,10 +501,12 @@ std::optional<std::string> RangedBlobWriter::problem() {
 }
 
 void RangedBlobWriter::install() {
-  if (io().fsync(fd_.get()) != 0) throw_io(incomplete_.string() + ": cannot fsync");
+  if (io(cache_.io_env()).fsync(fd_.get()) != 0) throw_io(incomplete_.string() + ": cannot fsync");
   fd_.close(incomplete_);
   const fs::path blob = cache_.blob_path(spec_.etag);
-  if (io().rename(incomplete_.c_str(), blob.c_str()) != 0) throw_io(blob.string() + ": cannot rename the finished download into place");
+  if (io(cache_.io_env()).rename(incomplete_.c_str(), blob.c_str()) != 0) {
+    throw_io(blob.string() + ": cannot rename the finished download into place");
+  }
   finished_ = true;
   ::unlink(record_path_.c_str());
 }

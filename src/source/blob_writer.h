@@ -18,7 +18,9 @@
 //   5. fsync, rename to blobs/<etag>, link snapshots/<commit>/<path>.
 //
 // A transfer that fails midway (transport, timeout) keeps the partial file
-// for the next run. Internal to the library (hub/ and peer/ use it).
+// for the next run. Every write, fsync and rename goes through the cache's
+// IoEnv (HfRepoCache::io_env, from Sources::io_env). Internal to the
+// library (hub/ and peer/ use it).
 //
 // Large blobs may instead arrive as byte ranges over several connections at
 // once (receive_blob_ranged, RangedBlobWriter): each range is written in

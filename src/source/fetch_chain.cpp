@@ -29,7 +29,7 @@ std::string join(const std::vector<std::string>& v) {
 
 HfRepoCache checked_cache(const Sources& sources, const std::string& repo_id) {
   check_repo_id(repo_id, "hf://" + repo_id);
-  return HfRepoCache(sources.hf_cache, repo_id);
+  return HfRepoCache(sources.hf_cache, repo_id, sources.io_env);
 }
 
 }  // namespace

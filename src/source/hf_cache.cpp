@@ -50,11 +50,12 @@ std::string normalize_etag(std::string_view etag) {
   return std::string(etag);
 }
 
-HfRepoCache::HfRepoCache(fs::path cache_root, const std::string& repo_id)
+HfRepoCache::HfRepoCache(fs::path cache_root, const std::string& repo_id, IoEnv* io_env)
     : repo_id_(repo_id),
       root_(std::move(cache_root)),
       repo_dir_(root_ / repo_folder_name(repo_id)),
-      locks_dir_(root_ / ".locks" / repo_folder_name(repo_id)) {}
+      locks_dir_(root_ / ".locks" / repo_folder_name(repo_id)),
+      io_env_(io_env) {}
 
 fs::path HfRepoCache::blob_path(std::string_view etag) const {
   check_etag(etag);
@@ -109,7 +110,7 @@ void HfRepoCache::write_ref(std::string_view revision, std::string_view commit) 
   std::error_code ec;
   fs::create_directories(ref.parent_path(), ec);
   if (ec) throw Error(ErrorKind::kIo, ref.parent_path().string() + ": cannot create: " + ec.message());
-  write_file_atomic(ref, commit);
+  write_file_atomic(ref, commit, Durability::kDurable, io_env_);
 }
 
 std::optional<fs::path> HfRepoCache::snapshot_file(std::string_view commit, std::string_view rel_path) const {
@@ -153,7 +154,7 @@ fs::path HfRepoCache::link(std::string_view commit, std::string_view rel_path, s
   const fs::path tmp = temporary_path_for(file);
   fs::create_symlink(target, tmp, ec);
   if (ec) throw Error(ErrorKind::kIo, tmp.string() + ": cannot create the snapshot symlink: " + ec.message());
-  if (detail::io().rename(tmp.c_str(), file.c_str()) != 0) {
+  if (detail::io(io_env_).rename(tmp.c_str(), file.c_str()) != 0) {
     const int err = errno;
     fs::remove(tmp, ec);
     throw Error(ErrorKind::kIo, file.string() + ": cannot place the snapshot symlink: " + std::strerror(err));

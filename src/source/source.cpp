@@ -59,7 +59,7 @@ class RepoArtifactSource final : public ArtifactSource {
       try {
         fs::create_directories(kept.parent_path());
         write_file_atomic(kept, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
-                          Durability::kRenameOnly);
+                          Durability::kRenameOnly, chain_->sources().io_env);
       } catch (const Error&) {
         // a cache that cannot be written costs a request next time, nothing more
       }

@@ -114,9 +114,10 @@ enum class Durability {
 // Writes a file under temporary_path_for(final_path); commit() (fsyncs per
 // the durability and) renames it into place. Destroying an uncommitted
 // AtomicFile removes the temporary. Its writes, fsyncs and rename go
-// through `env` (src/util/io_env.h; nullptr: detail::io()'s). Thread-safety: pwrite_all, copy_range
-// and start_writeback may run on several threads at once for disjoint
-// ranges; everything else needs one thread at a time.
+// through `env` (src/util/io_env.h; nullptr: the system's): the writing
+// operation's own. Thread-safety: pwrite_all, copy_range and
+// start_writeback may run on several threads at once for disjoint ranges;
+// everything else needs one thread at a time.
 class AtomicFile {
  public:
   explicit AtomicFile(std::filesystem::path final_path, Durability durability = Durability::kDurable,

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 
 namespace skippy::detail {
@@ -22,12 +21,9 @@ class SystemIo final : public IoEnv {
 };
 
 SystemIo g_system;
-std::atomic<IoEnv*> g_default{&g_system};
 
 }  // namespace
 
 IoEnv& system_io() noexcept { return g_system; }
-IoEnv& io() noexcept { return *g_default.load(std::memory_order_acquire); }
-void set_io(IoEnv* env) noexcept { g_default.store(env ? env : &g_system, std::memory_order_release); }
 
 }  // namespace skippy::detail

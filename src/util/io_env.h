@@ -1,8 +1,13 @@
 // The file-system calls that decide what a crash leaves behind (writing
 // bytes, making them durable, giving a file its final name), behind one
 // interface, in the spirit of LevelDB's Env: an operation takes the IoEnv
-// it writes through (materialize: MaterializeOptions::io_env, as LevelDB's
-// Options::env), the system's by default. Tests pass one that fails the
+// it writes through in its options, as LevelDB's Options::env
+// (MaterializeOptions, WritePackageOptions, the convert options; downloads:
+// Sources::io_env, carried by the HfRepoCache the blob writer writes into),
+// nullptr meaning the system's. The smaller writers (sign-package,
+// restamp-package, validate-package --write-result, export, prune, peer
+// identities) take none and write through the system's. There is no
+// process-wide default to swap: tests hand the operation one that fails the
 // Nth call or records what was synced (tests/fault_io.h), and check that
 // every writer leaves either the old state or a complete new one. One
 // virtual call per system call, nothing per byte. Internal to the library.
@@ -33,15 +38,8 @@ namespace detail {
 
 // The system's own calls.
 IoEnv& system_io() noexcept;
-// The IoEnv of a write that was given none: the system's, unless a test
-// made another the default for the operations that do not take one yet
-// (write-package, the blob writer, convert-package).
-IoEnv& io() noexcept;
-// `env`, or io() without one.
-inline IoEnv& io(IoEnv* env) noexcept { return env ? *env : io(); }
-// Makes `env` the default (nullptr: the system's again). For tests, between
-// operations: not while another thread is writing.
-void set_io(IoEnv* env) noexcept;
+// The IoEnv an operation was given: `env`, or the system's without one.
+inline IoEnv& io(IoEnv* env) noexcept { return env ? *env : system_io(); }
 
 }  // namespace detail
 }  // namespace skippy
