@@ -38,6 +38,13 @@ class XetResume : public ::testing::Test {
             "SKIPPY_HF_BACKOFF_MS=20", "HF_TOKEN=hf_test", "SOURCE_DATE_EPOCH=1700000000"};
   }
   fs::path cache() const { return tmp_.path() / "skippy"; }
+  HubConfig hub_config() const {
+    HubConfig cfg;
+    cfg.endpoint = hub_.endpoint();
+    cfg.token = "hf_test";
+    cfg.backoff_ms = 1;
+    return cfg;
+  }
   // The tiny f16 fixture (bytes the CAS has never seen) written and pushed to ns/NAME.
   CliResult push(const std::string& name) const {
     return test::run_cli({"write-package", test::data_path("llama-tiny-f16.gguf").string(), "--out-dir",
@@ -192,10 +199,7 @@ TEST_F(XetResume, AnEmptyFileGoesThroughXet) {
     std::ofstream f(dir / "data.gguf", std::ios::binary);
     for (uint32_t i = 0; i < 300'000; ++i) f.put(static_cast<char>((i * 7919u) >> 3));
   }
-  HubConfig cfg;
-  cfg.endpoint = hub_.endpoint();
-  cfg.token = "hf_test";
-  cfg.backoff_ms = 1;
+  const HubConfig cfg = hub_config();
   PublishSettings settings;
   settings.create = true;
   HubPublisher pub(cfg, parse_push_target("hf://ns/empty"), settings);
@@ -234,10 +238,7 @@ TEST_F(XetResume, WithItsWritersChunksAnUploadReadsOnlyNewChunks) {
     for (const auto& c : xet::hash_bytes(bytes, false).chunks) list->push_back({c.hash.bytes, c.length});
     return list;
   };
-  HubConfig cfg;
-  cfg.endpoint = hub_.endpoint();
-  cfg.token = "hf_test";
-  cfg.backoff_ms = 1;
+  const HubConfig cfg = hub_config();
   PublishSettings settings;
   settings.create = true;
   auto publish = [&](const std::string& repo, const fs::path& file, const std::string& sha,

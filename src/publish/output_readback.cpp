@@ -53,14 +53,13 @@ OutputDigest OutputHasher::finish() {
 }
 
 OutputDigest digest_written_output(const std::filesystem::path& path, uint64_t size, bool xet_chunks) {
-  if (!xet_chunks) return {hash_written_output(path, size), nullptr};
   const Fd fd = open_regular_file(path);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw_io(path.string() + ": cannot stat");
   if (static_cast<uint64_t>(st.st_size) != size) {
     throw_invalid(path.string() + ": wrote " + std::to_string(st.st_size) + " bytes, expected " + std::to_string(size));
   }
-  OutputHasher h(true);
+  OutputHasher h(xet_chunks);
   std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(size, uint64_t{1} << 20)));
   for (uint64_t off = 0; off < size;) {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - off));
@@ -75,13 +74,7 @@ OutputDigest digest_written_output(const std::filesystem::path& path, uint64_t s
 }
 
 std::string hash_written_output(const std::filesystem::path& path, uint64_t size) {
-  const Fd fd = open_regular_file(path);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw_io(path.string() + ": cannot stat");
-  if (static_cast<uint64_t>(st.st_size) != size) {
-    throw_invalid(path.string() + ": wrote " + std::to_string(st.st_size) + " bytes, expected " + std::to_string(size));
-  }
-  return sha256_file(path);
+  return digest_written_output(path, size, false).sha256;
 }
 
 std::vector<std::string> hash_written_outputs(const std::vector<std::pair<std::filesystem::path, uint64_t>>& files,
