@@ -115,10 +115,12 @@ void XetSourceIndex::on_chunk(uint32_t file, const xet::Hash& hash, uint32_t len
   if (w.term >= w.terms.size()) return drop(file, "its chunks run past the end of its Xet terms");
   const XetTerm& t = w.terms[w.term];
   const uint32_t index = t.chunk_start + w.chunk;
-  const std::string name = "term " + std::to_string(w.term) + " (xorb " + t.xorb + " chunks [" + std::to_string(t.chunk_start) +
-                           ", " + std::to_string(t.chunk_end) + "), " + std::to_string(t.unpacked) + " bytes)";
+  auto name = [&] {  // for the messages only: nothing is built per chunk
+    return "term " + std::to_string(w.term) + " (xorb " + t.xorb + " chunks [" + std::to_string(t.chunk_start) + ", " +
+           std::to_string(t.chunk_end) + "), " + std::to_string(t.unpacked) + " bytes)";
+  };
   if (index >= t.chunk_end || w.term_bytes + length > t.unpacked) {
-    return drop(file, "its chunks do not agree with the CAS's " + name + ": chunk " + std::to_string(w.chunk) + " of " +
+    return drop(file, "its chunks do not agree with the CAS's " + name() + ": chunk " + std::to_string(w.chunk) + " of " +
                           std::to_string(length) + " bytes runs past it");
   }
   {
@@ -129,7 +131,7 @@ void XetSourceIndex::on_chunk(uint32_t file, const xet::Hash& hash, uint32_t len
   w.term_bytes += length;
   if (w.term_bytes < t.unpacked) return;
   if (index + 1 != t.chunk_end) {
-    return drop(file, "its chunks do not agree with the CAS's " + name + ": they fill it after " + std::to_string(w.chunk) +
+    return drop(file, "its chunks do not agree with the CAS's " + name() + ": they fill it after " + std::to_string(w.chunk) +
                           " chunks");
   }
   ++w.term;
