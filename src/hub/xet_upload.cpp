@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "skippy/error.h"
+#include "util/file.h"
 #include "xet/file_hasher.h"
 #include "xet/xorb.h"
 
@@ -65,14 +66,9 @@ class NewChunkReader {
     if (buf_.size() < n) buf_.resize(static_cast<size_t>(n));
     start_ = at;
     have_ = 0;
-    while (have_ < n) {
-      const ssize_t r = ::pread(fd_, buf_.data() + have_, static_cast<size_t>(n - have_), static_cast<off_t>(at + have_));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) throw_io(what_ + ": cannot read the file");
-      if (r == 0) throw_integrity(what_ + ": the file is shorter than its declared size (did it change?)");
-      have_ += static_cast<uint64_t>(r);
-      read_ += static_cast<uint64_t>(r);
-    }
+    pread_exact(fd_, at, {buf_.data(), static_cast<size_t>(n)}, what_);
+    have_ = n;
+    read_ += n;
   }
 
   int fd_;

@@ -62,13 +62,10 @@ OutputDigest digest_written_output(const std::filesystem::path& path, uint64_t s
   OutputHasher h(xet_chunks);
   std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(size, uint64_t{1} << 20)));
   for (uint64_t off = 0; off < size;) {
-    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - off));
-    const ssize_t r = ::pread(fd.get(), buf.data(), want, static_cast<off_t>(off));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) throw_io(path.string() + ": cannot read back");
-    if (r == 0) throw_invalid(path.string() + ": shorter than the " + std::to_string(size) + " bytes just written");
-    h.update({buf.data(), static_cast<size_t>(r)});
-    off += static_cast<uint64_t>(r);
+    const std::span<uint8_t> b(buf.data(), static_cast<size_t>(std::min<uint64_t>(buf.size(), size - off)));
+    pread_exact(fd.get(), off, b, path.string());
+    h.update(b);
+    off += b.size();
   }
   return h.finish();
 }

@@ -103,20 +103,24 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(data_, size_);
 }
 
-void MappedFile::pread_exact(uint64_t offset, std::span<uint8_t> buf) const {
+void pread_exact(int fd, uint64_t offset, std::span<uint8_t> buf, const std::string& what) {
   size_t done = 0;
   while (done < buf.size()) {
-    const ssize_t n = ::pread(fd_.get(), buf.data() + done, buf.size() - done, static_cast<off_t>(offset + done));
+    const ssize_t n = ::pread(fd, buf.data() + done, buf.size() - done, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw_io(path_.string() + ": read failed at byte " + std::to_string(offset + done));
+      throw_io(what + ": read failed at byte " + std::to_string(offset + done));
     }
     if (n == 0) {
-      throw_invalid(path_.string() + ": unexpected end of file at byte " + std::to_string(offset + done) +
+      throw_invalid(what + ": unexpected end of file at byte " + std::to_string(offset + done) +
                     " (file changed while reading?)");
     }
     done += static_cast<size_t>(n);
   }
+}
+
+void MappedFile::pread_exact(uint64_t offset, std::span<uint8_t> buf) const {
+  skippy::pread_exact(fd_.get(), offset, buf, path_.string());
 }
 
 void MappedFile::advise_sequential() const noexcept { ::posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL); }

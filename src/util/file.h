@@ -70,6 +70,11 @@ std::filesystem::path temporary_path_for(const std::filesystem::path& final_path
 // made (".<name>.partial-<hex>"): leftovers of a crash.
 bool is_temporary_name(std::string_view file_name) noexcept;
 
+// Reads exactly buf.size() bytes of `fd` at `offset` (EINTR retried);
+// throws Error naming `what` and the byte on a failed or short read (a
+// file that changed while it was read).
+void pread_exact(int fd, uint64_t offset, std::span<uint8_t> buf, const std::string& what);
+
 // A whole file opened read-only: an fd for pread() plus a lazy mmap for
 // random access to headers. Pages are faulted in only where touched.
 class MappedFile {
