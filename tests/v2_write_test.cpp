@@ -14,7 +14,7 @@
 #include "skippy/package_convert.h"
 #include "skippy/package_writer.h"
 #include "util/sha256.h"
-#include "publish/writer_internal.h"
+#include "publish/schema2/layout.h"
 #include "gguf/gguf_writer.h"
 #include "test_util.h"
 

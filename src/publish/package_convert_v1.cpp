@@ -7,6 +7,7 @@
 
 #include "publish/package_readme.h"
 #include "publish/split_stream.h"
+#include "publish/schema1/layout.h"
 #include "publish/writer_internal.h"
 #include "skippy/abi.h"
 #include "skippy/error.h"
@@ -99,7 +100,9 @@ ConvertToV1Result convert_package_to_v1(const OpenedPackage& pkg, const ConvertT
     if (ec) throw Error(ErrorKind::kIo, (staging.path() / sub).string() + ": cannot create: " + ec.message());
   }
   std::vector<StreamOutput> outputs;
-  for (size_t i = 0; i < frags.size(); ++i) outputs.push_back(stream_output(frags[i], writers[i], staging.path()));
+  for (size_t i = 0; i < frags.size(); ++i) {
+    outputs.push_back(stream_output(frags[i].rel_path, frags[i].tensors, writers[i], staging.path()));
+  }
   uint64_t total = 0, done = 0;
   for (const auto& f : files) total += f->size();
   StreamOptions so;

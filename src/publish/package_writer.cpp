@@ -1,34 +1,33 @@
+// write-package: one pipeline for every schema. The source is opened, its
+// schema's layout (schema_layout.h) plans the files, one streaming pass
+// writes and hashes them, the projectors are copied, every artifact is
+// announced (and with --validate checked) as it is complete, and the root
+// lands last. Here too what the layouts and convert-package share: the
+// output directory's preparation, the pass's options, the projectors.
 #include "skippy/package_writer.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
 #include <ctime>
-#include <set>
+#include <optional>
 
-#include "publish/generation_inference.h"
-#include "publish/package_readme.h"
-#include "publish/projector_check.h"
-#include "publish/source_digests.h"
-#include "publish/source_record.h"
-#include "publish/validator_internal.h"
-#include "util/env.h"
-#include "skippy/error.h"
-#include "util/file.h"
 #include "gguf/gguf_writer.h"
-#include "skippy/model_source.h"
-#include "skippy/package_catalog.h"
-#include "skippy/package_layout.h"
-#include "skippy/package_validator.h"
-#include "skippy/package_signature.h"
-#include "util/sha256.h"
-#include "skippy/version.h"
+#include "publish/projector_check.h"
+#include "publish/schema_layout.h"
+#include "publish/source_digests.h"
 #include "publish/split_stream.h"
 #include "publish/writer_internal.h"
+#include "skippy/error.h"
+#include "skippy/model_source.h"
+#include "skippy/package_layout.h"
+#include "skippy/package_signature.h"
+#include "skippy/package_validator.h"
+#include "util/env.h"
+#include "util/file.h"
 #include "util/parallel.h"
+#include "util/sha256.h"
 #include "util/text.h"
 
 namespace skippy {
@@ -97,83 +96,16 @@ void prepare_out_dir(const fs::path& dir, bool force, IoEnv* env) {
   }
 }
 
-std::vector<Fragment> plan_fragments(const std::string& source_name, const std::vector<SourceTensor>& tensors,
-                                     uint32_t layer_count) {
-  std::vector<Fragment> frags;
-  frags.push_back({std::string(kMetadataPath), PartRole::kMetadata, 0, {}});
-  frags.push_back({std::string(kEmbeddingsPath), PartRole::kEmbeddings, 0, {}});
-  frags.push_back({std::string(kOutputPath), PartRole::kOutput, 0, {}});
-  for (uint32_t l = 0; l < layer_count; ++l) frags.push_back({layer_artifact_path(l), PartRole::kLayer, l, {}});
-  for (const auto& t : tensors) {
-    switch (t.placement.role) {
-      case TensorRole::kGlobal: frags[0].tensors.push_back(&t); break;
-      case TensorRole::kEmbeddings: frags[1].tensors.push_back(&t); break;
-      case TensorRole::kOutput: frags[2].tensors.push_back(&t); break;
-      case TensorRole::kLayer: frags[3 + t.placement.layer].tensors.push_back(&t); break;
-    }
-  }
-  for (uint32_t l = 0; l < layer_count; ++l) {
-    if (frags[3 + l].tensors.empty()) {
-      throw_invalid(source_name + ": layer " + std::to_string(l) + " of " + std::to_string(layer_count) +
-                    " has no tensors (block_count disagrees with the blk.N tensors)");
-    }
-  }
-  // The spec: a fragment with tensors declares tensor_bytes greater than
-  // zero. A fragment whose only tensors have a zero dimension (a converter's
-  // placeholder such as __index_timestep_zero__, no bytes) cannot be
-  // described: refuse before anything is written. (Schema 2 leaves such
-  // placeholders out of the package, as the reference does.)
-  for (const auto& f : frags) {
-    if (f.tensors.empty()) continue;
-    uint64_t bytes = 0;
-    std::string names;
-    for (const SourceTensor* t : f.tensors) {
-      bytes += t->info->bytes;
-      names += (names.empty() ? "" : ", ") + std::string(t->info->name);
-    }
-    if (bytes == 0) {
-      throw_invalid(source_name + ": " + f.rel_path + " would hold only tensors without bytes (" + names +
-                    ": a zero dimension), which a schema 1 manifest cannot declare (tensor_bytes must be greater "
-                    "than zero when tensor_count is not); write it with --schema 2, which leaves such "
-                    "placeholders out as the reference writer does");
-    }
-  }
-  // Source order inside each fragment: the single pass fills it front to back.
-  for (auto& f : frags) {
-    std::sort(f.tensors.begin(), f.tensors.end(), [](const SourceTensor* a, const SourceTensor* b) {
-      return a->shard != b->shard ? a->shard < b->shard : a->info->file_offset < b->info->file_offset;
-    });
-  }
-  return frags;
-}
-
-GgufWriter fragment_writer(const GgufFile& primary, const std::vector<std::shared_ptr<const MappedFile>>& files,
-                           const Fragment& f, bool drop_default_alignment) {
-  GgufWriter w(primary.alignment());
-  for (const auto& kv : primary.kvs()) {
-    if (drop_default_alignment && kv.key == "general.alignment" && kv.value.as_uint() == kGgufDefaultAlignment) continue;
-    // (A schema 2 carrier's locator keys are bookkeeping, not the source's: convert-package --to 1.)
-    if (is_carrier_key(kv.key)) continue;
-    if (fragment_keeps_kv(f.role, kv.key, primary.architecture())) w.add_kv_borrowed(std::string(kv.key), kv.value);
-  }
-  w.add_string(std::string(kRoleKey), part_role_name(f.role));
-  if (f.role == PartRole::kLayer) {
-    w.add_u32(std::string(kLayerStartKey), f.layer);
-    w.add_u32(std::string(kLayerEndKey), f.layer + 1);
-  }
-  for (const auto* t : f.tensors) w.add_tensor(std::string(t->info->name), t->info->type, t->info->ne, files[t->shard], t->info->file_offset);
-  return w;
-}
-
-detail::StreamOutput stream_output(const Fragment& f, const GgufWriter& w, const fs::path& out_dir) {
-  detail::StreamOutput o;
-  o.final_path = out_dir / f.rel_path;
+StreamOutput stream_output(const std::string& rel_path, const std::vector<const SourceTensor*>& tensors,
+                           const GgufWriter& w, const fs::path& out_dir) {
+  StreamOutput o;
+  o.final_path = out_dir / rel_path;
   o.header = w.header_bytes();
   o.total_size = w.total_size();
   const uint64_t data = w.data_offset();
-  for (size_t i = 0; i < f.tensors.size(); ++i) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
     const auto& wt = w.tensors()[i];
-    const auto* st = f.tensors[i];
+    const auto* st = tensors[i];
     const uint64_t padded = (wt.bytes + w.alignment() - 1) / w.alignment() * w.alignment();
     o.pieces.push_back({st->shard, st->info->file_offset, wt.bytes, data + wt.offset, padded - wt.bytes});
   }
@@ -276,17 +208,6 @@ void record_source_digests(StreamOptions& so, SourceDigests& digests) {
   };
 }
 
-void check_as_written(const WritePackageOptions& opt, PackageCheck& check, const WrittenArtifact& w,
-                      const ArtifactEntry& entry, PartRole role, uint32_t layer) {
-  if (opt.after_write_before_check) opt.after_write_before_check(w);
-  const auto problems = check.check_artifact(entry, role, layer);
-  if (problems.empty()) return;
-  std::string msg = opt.out_dir.string() + ": validation failed, so no manifest was written (" +
-                    std::to_string(problems.size()) + " problem(s) in " + entry.path + ", found before its upload):";
-  msg += problem_lines(problems, "validate-package --json");
-  throw_integrity(msg);
-}
-
 void check_streamed_write(const WritePackageOptions& opt, const std::vector<StreamOutput>& outputs) {
   if (!opt.stream_read) return;
   if (!opt.disk_budget) return;
@@ -361,175 +282,100 @@ StreamOptions begin_source_pass(const WritePackageOptions& opt, const ModelSourc
   return so;
 }
 
+std::unique_ptr<SchemaLayout> make_schema_layout(const WritePackageOptions& opt) {
+  if (opt.schema == 1) return make_schema1_layout(opt);
+  if (opt.schema == 2) return make_schema2_layout(opt);
+  throw Error(ErrorKind::kUsage, "--schema " + std::to_string(opt.schema) + ": expected 1 or 2");
+}
+
 }  // namespace detail
 
 WritePackageResult write_package(const WritePackageOptions& opt) {
   using namespace detail;
   namespace fs = std::filesystem;
-  if (opt.schema == 2) return write_package_v2(opt);
-  if (opt.schema != 1) throw Error(ErrorKind::kUsage, "--schema " + std::to_string(opt.schema) + ": expected 1 or 2");
+  const auto layout = make_schema_layout(opt);
   if (opt.provenance.model_id.empty() || opt.provenance.revision.empty() || opt.provenance.primary_file.empty()) {
     throw Error(ErrorKind::kUsage,
                 "a local source needs explicit provenance: --model-id, --source-revision and --source-file");
   }
+  layout->check_options();
   const auto model = ModelSource::open(opt.source);
-  const uint32_t layer_count = model.layer_count();
-  const auto generation = detail::infer_generation(model, layer_count);
-  auto frags = plan_fragments(model.primary().name(), model.tensors(), layer_count);
   std::vector<std::shared_ptr<const MappedFile>> shard_files;
   for (const auto& s : model.shards()) shard_files.push_back(s.file());
+  layout->plan(model, shard_files);
+  auto& outputs = layout->outputs();
 
-  std::vector<GgufWriter> writers;
-  writers.reserve(frags.size());
-  for (const auto& f : frags) writers.push_back(fragment_writer(model.primary(), shard_files, f));
-  // What it takes to give the source back byte for byte (materialize --as-source).
-  const auto record = source_record(model, writers[0].kvs());
-  add_source_record(writers[0], record);
-
-  std::vector<PlannedProjector> projectors;
-  std::set<std::string> projector_names;
-  for (const auto& p : opt.projectors) {
-    if (!projector_names.insert(p.filename().string()).second) {
-      throw Error(ErrorKind::kUsage, "--projector " + p.string() + ": another --projector has the same file name");
-    }
-    projectors.push_back(plan_projector(p));
-  }
-
-  // Everything the manifest will say is known except the digests: build it
-  // with placeholders and check every rule now (model id, provenance, paths,
-  // generation), before the output directory is touched — not after hours
-  // of writing.
-  const std::string placeholder(64, '0');
-  PackageManifest m;
-  m.model_id = opt.provenance.model_id;
-  m.layer_count = layer_count;
-  m.activation_width = model.activation_width();
-  m.generation = generation.generation;
-  m.skippy_abi_version = format_abi_version(kRuntimeAbiVersion);
-  m.created_at_unix_secs = resolve_created_at(opt);
-  m.source_model = source_identity(opt, model, std::vector<std::string>(model.shards().size(), placeholder));
-  auto entry = [&](size_t i, const std::string& sha) {
-    ArtifactEntry e;
-    e.path = frags[i].rel_path;
-    e.tensor_count = frags[i].tensors.size();
-    e.tensor_bytes = writers[i].tensor_bytes();
-    e.artifact_bytes = writers[i].total_size();
-    e.sha256 = sha;
-    return e;
-  };
-  auto fill_artifacts = [&](const std::vector<std::string>& sha) {
-    m.shared.metadata = entry(0, sha[0]);
-    m.shared.embeddings = entry(1, sha[1]);
-    m.shared.output = entry(2, sha[2]);
-    m.layers.clear();
-    for (uint32_t l = 0; l < layer_count; ++l) {
-      LayerEntry le;
-      static_cast<ArtifactEntry&>(le) = entry(3 + l, sha[3 + l]);
-      le.layer_index = l;
-      m.layers.push_back(std::move(le));
-    }
-  };
-  fill_artifacts(std::vector<std::string>(frags.size(), placeholder));
-  for (const auto& p : projectors) {
-    m.projectors.push_back(p.entry);
-    m.projectors.back().sha256 = placeholder;
-  }
-  (void)serialize_manifest(m);  // throws naming the field that breaks a rule
-
-  std::vector<detail::StreamOutput> outputs;
-  outputs.reserve(frags.size());
-  for (size_t i = 0; i < frags.size(); ++i) outputs.push_back(stream_output(frags[i], writers[i], opt.out_dir));
-  auto so = begin_source_pass(opt, model, outputs, projectors);
+  auto so = begin_source_pass(opt, model, outputs, layout->projectors());
   const auto on_bytes = so.on_bytes;
-  // --validate where the fragments leave as they are uploaded, or the
-  // source is never stored: each one checked on its own, read back from
-  // disk, before it goes (validate-package's checks; the source's digests
-  // taken from the stream stand in for its bytes).
+  // --validate where the artifacts leave as they are uploaded, or the source
+  // is never stored: each one checked on its own, read back from disk,
+  // before it goes (the source's digests taken from the stream stand in for
+  // its bytes).
   std::optional<SourceDigests> digests;
-  std::optional<PackageCheck> check;
-  if (validates_as_written(opt)) {
+  const bool check = validates_as_written(opt);
+  if (check) {
     if (opt.stream_read) record_source_digests(so, digests.emplace(model));
-    ValidateOptions vo;
-    vo.threads = opt.threads;
-    check.emplace(opt.out_dir, model, digests ? &*digests : nullptr, vo);
+    layout->begin_checks(digests ? &*digests : nullptr);
   }
+  auto announce = [&](const WrittenArtifact& w, const WrittenFile& what) {
+    if (check) {
+      if (opt.after_write_before_check) opt.after_write_before_check(w);
+      layout->check_written(w, what);
+    }
+    opt.on_artifact(w);
+  };
+  const std::optional<size_t> last = layout->announced_last();
+  std::optional<WrittenArtifact> held;  // announced from the finisher thread; read after the pass
   if (opt.on_artifact) {
     so.on_output_complete = [&](size_t i, const OutputDigest& d) {
-      const WrittenArtifact w{frags[i].rel_path, outputs[i].final_path, outputs[i].total_size, d.sha256, d.xet_chunks};
-      if (check) check_as_written(opt, *check, w, entry(i, d.sha256), frags[i].role, frags[i].layer);
-      opt.on_artifact(w);
+      WrittenArtifact w{layout->rel_path(i), outputs[i].final_path, outputs[i].total_size, d.sha256, d.xet_chunks};
+      if (i == last) {
+        held = std::move(w);
+        return;
+      }
+      announce(w, WrittenFile{i});
     };
   }
-  const auto hashes = detail::stream_split(shard_files, outputs, so);
+  const auto hashes = stream_split(shard_files, outputs, so);
   uint64_t source_hashed = 0;
   for (size_t i = 0; i < model.shards().size(); ++i) {
     if (i >= so.known_shard_sha256.size() || !so.known_shard_sha256[i]) source_hashed += model.shards()[i].file_size();
   }
+  layout->after_pass(hashes);
 
-  m.source_model = source_identity(opt, model, hashes.shard_sha256);
-  fill_artifacts(hashes.output_sha256);
-  m.projectors.clear();
-  for (const auto& p : projectors) {
+  std::vector<ProjectorEntry> projectors;
+  projectors.reserve(layout->projectors().size());
+  for (const auto& p : layout->projectors()) {
     if (opt.on_artifact && opt.disk_budget) opt.disk_budget->acquire(p.entry.artifact_bytes);
-    m.projectors.push_back(copy_projector(p, opt.out_dir, on_bytes, opt.io_env));
-    const auto& e = m.projectors.back();
-    const WrittenArtifact w{e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256, nullptr};
-    if (check && opt.on_artifact) check_as_written(opt, *check, w, e, PartRole::kProjector, 0);
-    if (opt.on_artifact) opt.on_artifact(w);
+    const auto& e = projectors.emplace_back(copy_projector(p, opt.out_dir, on_bytes, opt.io_env));
+    if (opt.on_artifact) announce({e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256, nullptr}, WrittenFile{{}, &e});
   }
-
-  std::optional<detail::ReadmeValidation> validation;
-  std::optional<ValidationReport> validation_report;  // kept as validation.json
-  if (opt.validate) {
-    ValidateOptions vo;
-    vo.threads = opt.threads;
-    vo.manifest = m;
-    uint64_t written = 0;  // what the pass and the copies reported: every byte by now
-    for (const auto& sh : model.shards()) written += sh.file_size();
-    for (const auto& p : projectors) written += p.entry.artifact_bytes;
-    vo.on_progress = [&](uint64_t d, uint64_t t) {
-      if (opt.on_progress) opt.on_progress(written + d, written + t);
-    };
-    // (What was checked as it was written is not read again.)
-    const auto report = check ? check->finish(m) : validate_package(opt.source, opt.out_dir, vo);
-    if (!report.valid) {
-      std::string msg = opt.out_dir.string() + ": validation failed, so no manifest was written (" +
-                        std::to_string(report.problems.size()) + " problem(s)):";
-      msg += problem_lines(report.problems, "validate-package --json");
-      throw_integrity(msg);
-    }
-    validation = detail::ReadmeValidation{report.artifacts_checked, report.tensors_checked,
-                                          "skippy-model-package " + std::string(library_version())};
-    validation_report = report;
+  for (const auto& f : layout->other_files()) {
+    const fs::path file = opt.out_dir / f.rel_path;
+    fs::create_directories(file.parent_path());
+    write_file_atomic(file, f.contents, Durability::kDurable, opt.io_env);
+    if (opt.on_artifact) announce({f.rel_path, file, f.contents.size(), f.sha256, nullptr}, WrittenFile{});
   }
+  if (held) announce(*held, WrittenFile{last});
+  layout->complete_root(hashes, projectors);
 
-  const std::string manifest_text = serialize_manifest(m);
   WritePackageResult r;
   r.architecture = std::string(model.architecture());
-  r.validated = validation.has_value();
-  r.source_bytes_hashed = source_hashed;
+  if (opt.validate) {
+    layout->validate(hashes);
+    r.validated = true;
+  }
+  const std::string text = layout->root_text();
   r.package_dir = opt.out_dir;
-  r.manifest_sha256 = sha256_hex(manifest_text);
-  r.artifact_count = frags.size() + m.projectors.size();
-  r.notes = generation.notes;
-  if (!record.unrecorded.empty()) {
-    r.notes.push_back("the source's layout is not recorded, so materialize --as-source cannot rebuild it from this "
-                      "package: " + record.unrecorded);
-  }
-  r.details = generation.details;
-  write_file_atomic(opt.out_dir / std::string(kPackageReadme), detail::package_readme(m, r.manifest_sha256, r.notes, validation),
-                    Durability::kDurable, opt.io_env);
-  // validation.json names the manifest's digest, so it can land before the manifest does.
-  if (validation_report) {
-    detail::write_validation_result(opt.out_dir, *validation_report, r.manifest_sha256, "write-package --validate",
-                                    std::nullopt, opt.io_env);
-  }
-  // The manifest goes last: its presence means the package is complete.
-  write_file_atomic(opt.out_dir / std::string(kManifestFileName), manifest_text, Durability::kDurable, opt.io_env);
+  r.manifest_sha256 = sha256_hex(text);
+  r.source_bytes_hashed = source_hashed;
+  layout->describe(r);
+  layout->write_before_root(r);
+  // The root goes last: its presence means the package is complete.
+  write_file_atomic(opt.out_dir / std::string(kManifestFileName), text, Durability::kDurable, opt.io_env);
   std::error_code ec;
   fs::remove(opt.out_dir / kInProgressMarker, ec);
   fsync_directory(opt.out_dir, opt.io_env);
-  r.manifest = std::move(m);
   return r;
 }
 

@@ -1,6 +1,6 @@
-// What the package writers (schema 1: package_writer.cpp, schema 2:
-// package_writer_v2.cpp, convert-package --to 1) share. Internal to the
-// publish library.
+// What write-package's pipeline (package_writer.cpp), its schema layouts
+// (schema_layout.h) and convert-package share. Internal to the publish
+// library.
 #pragma once
 
 #include <cstdint>
@@ -22,30 +22,16 @@
 
 namespace skippy::detail {
 
-// A schema 1 fragment: its path, role and tensors (source order).
-struct Fragment {
-  std::string rel_path;
-  PartRole role;
-  uint32_t layer = 0;
-  std::vector<const SourceTensor*> tensors;
-};
-
 int64_t resolve_created_at(const WritePackageOptions& opt);
 // Makes out_dir ready (created, empty, or ours to redo) and leaves the
 // in-progress marker. Here and below, `env` is the operation's IoEnv
 // (WritePackageOptions::io_env and the convert options': nullptr, the system's).
 void prepare_out_dir(const std::filesystem::path& dir, bool force, IoEnv* env);
-// The spec's fragments for these tensors: metadata, embeddings, output, then
-// one per layer (each layer must have a tensor).
-std::vector<Fragment> plan_fragments(const std::string& source_name, const std::vector<SourceTensor>& tensors,
-                                     uint32_t layer_count);
-// A fragment's GGUF: the KVs of `primary` that fragment_keeps_kv keeps, its
-// role keys, its tensors (payload read from files[tensor.shard]).
-// drop_default_alignment: leave out a general.alignment of 32 (GGUF's
-// default, which a schema 2 carrier adds when its source had none).
-GgufWriter fragment_writer(const GgufFile& primary, const std::vector<std::shared_ptr<const MappedFile>>& files,
-                           const Fragment& f, bool drop_default_alignment = false);
-StreamOutput stream_output(const Fragment& f, const GgufWriter& w, const std::filesystem::path& out_dir);
+// A GGUF file of the pass (`w`, holding `tensors` in this order) as an output
+// at out_dir/rel_path: each tensor's bytes copied from the source and
+// padded to the writer's alignment, hashed front to back as written.
+StreamOutput stream_output(const std::string& rel_path, const std::vector<const SourceTensor*>& tensors,
+                           const GgufWriter& w, const std::filesystem::path& out_dir);
 
 // A --projector, checked before any work: a projector GGUF, with a safe
 // name no other --projector has. Its SHA-256 is computed while it is copied.
@@ -86,11 +72,6 @@ class ConvertStaging {
   int lock_fd_ = -1;
 };
 
-// Schema 2's budget split of one group (a layer, or the layerless tensors),
-// as the reference's package_v2/layout.rs: names sorted, a new part whenever
-// the next tensor would take the current one over `budget` (so a tensor
-// larger than the budget stays whole, alone). One group when it fits.
-std::vector<std::vector<const SourceTensor*>> split_v2_group(std::vector<const SourceTensor*> group, uint64_t budget);
 
 // --validate with fragments that leave the disk as they are uploaded
 // (on_artifact with a disk budget) or a source never stored (stream_read):
@@ -101,11 +82,6 @@ bool validates_as_written(const WritePackageOptions& opt);
 // bytes (wrapping so.read_source), each shard's as the pass hashes it.
 // `digests` must outlive the pass.
 void record_source_digests(StreamOptions& so, SourceDigests& digests);
-// The check of one artifact complete on disk (after opt's test hook);
-// throws Error(kIntegrity) listing its problems: nothing of it is announced.
-void check_as_written(const WritePackageOptions& opt, PackageCheck& check, const WrittenArtifact& w,
-                      const ArtifactEntry& entry, PartRole role, uint32_t layer);
-
 // A streamed source (opt.stream_read): refuses, before anything is written,
 // a disk budget the layout cannot keep (peak_open_bytes plus
 // what the budget holds already, the placeholders' headers, over its limit).
@@ -123,8 +99,5 @@ void check_streamed_write(const WritePackageOptions& opt, const std::vector<Stre
 // caller adds on_output_complete. `opt` and `model` must outlive the pass.
 StreamOptions begin_source_pass(const WritePackageOptions& opt, const ModelSource& model,
                                 const std::vector<StreamOutput>& outputs, const std::vector<PlannedProjector>& projectors);
-
-// write-package --schema 2 (package_writer_v2.cpp).
-WritePackageResult write_package_v2(const WritePackageOptions& opt);
 
 }  // namespace skippy::detail
