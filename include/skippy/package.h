@@ -253,10 +253,20 @@ struct PackageReaderFactory {
 void register_package_reader(PackageReaderFactory factory);
 
 // The one place a package's schema is decided: the registered readers are
-// asked in turn, the built-in schema 2 then schema 1 last (whose parser says
-// what is wrong with a root no reader recognises). Throws Error(kInvalidInput)
-// naming `origin`.
+// asked in turn, then the built-in reader package_root_schema names (schema
+// 1 last, whose parser says what is wrong with a root no reader
+// recognises). Throws Error(kInvalidInput) naming `origin`.
 std::shared_ptr<const PackageReader> open_package_reader(std::string_view text, std::string_view origin);
+
+// Which built-in reader reads a root's text: the rule open_package_reader
+// applies after the registered readers, and the one the commands that treat
+// one schema's root themselves (validate-package, convert-package,
+// restamp-package) ask. Never throws.
+struct RootSchema {
+  uint32_t schema = 1;                // 2 when the text declares schema_version 2, else 1
+  std::optional<uint32_t> declared;   // the schema_version it declares (messages), if it is a JSON object with one
+};
+RootSchema package_root_schema(std::string_view text) noexcept;
 
 // An opened package: its place and its reader.
 struct OpenedPackage : OpenedPlace {

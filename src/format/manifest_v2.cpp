@@ -12,6 +12,7 @@
 #include "skippy/error.h"
 #include "util/file.h"
 #include "skippy/manifest.h"
+#include "skippy/package.h"
 #include "util/control_chars.h"
 
 namespace skippy {
@@ -620,7 +621,7 @@ bool declares_schema_v2(const std::filesystem::path& dir) noexcept {
     std::error_code ec;
     const auto manifest = dir / std::string(kManifestFileName);
     if (!std::filesystem::is_regular_file(manifest, ec)) return false;
-    return peek_schema_version(read_small_file(manifest, kManifestMaxBytes)) == kPackageSchemaV2;
+    return package_root_schema(read_small_file(manifest, kManifestMaxBytes)).schema == kPackageSchemaV2;
   } catch (...) {
     return false;
   }

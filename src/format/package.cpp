@@ -45,9 +45,16 @@ std::shared_ptr<const PackageReader> open_package_reader(std::string_view text, 
   for (const auto& r : readers) {
     if (auto reader = r.make(text, origin)) return reader;
   }
-  if (auto reader = schema2::make_reader(text, origin)) return reader;
+  if (package_root_schema(text).schema == kPackageSchemaV2) return schema2::make_reader(text, origin);
   // Last: schema 1's parser says what is wrong with a root nobody read.
   return schema1::make_reader(text, origin);
+}
+
+RootSchema package_root_schema(std::string_view text) noexcept {
+  RootSchema s;
+  s.declared = peek_schema_version(text);
+  if (s.declared == kPackageSchemaV2) s.schema = kPackageSchemaV2;
+  return s;
 }
 
 SourceLayout PackageReader::source_layout(const PackageCatalog& catalog) const {

@@ -30,6 +30,7 @@
 #include "skippy/package_layout.h"
 #include "util/sha256.h"
 #include "skippy/version.h"
+#include "skippy/package.h"
 #include "util/text.h"
 
 namespace skippy {
@@ -260,7 +261,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   const auto t0 = Clock::now();
   const fs::path mpath = o.package_dir / kManifestFileName;
   const std::string text = read_small_file(mpath, kManifestMaxBytes);
-  if (peek_schema_version(text) == kPackageSchemaV2) {
+  if (package_root_schema(text).schema == kPackageSchemaV2) {
     throw Error(ErrorKind::kUsage, mpath.string() + ": already a schema 2 package");
   }
   const PackageManifest m = parse_manifest(text, mpath.string());

@@ -16,6 +16,7 @@
 #include "util/parallel.h"
 #include "util/sha256.h"
 #include "skippy/package_layout.h"
+#include "skippy/package.h"
 
 namespace skippy {
 
@@ -83,8 +84,8 @@ RestampResult restamp_package_v2(const RestampOptions& o) {
   std::error_code ec;
   if (!fs::exists(manifest, ec)) throw_not_found(o.package_dir.string() + ": no " + std::string(kManifestFileName));
   const std::string text = read_small_file(manifest, kManifestMaxBytes);
-  if (const auto v = peek_schema_version(text); v && *v != kPackageSchemaV2) {
-    throw_invalid(manifest.string() + ": package schema " + std::to_string(*v) +
+  if (const auto s = package_root_schema(text); s.schema != kPackageSchemaV2 && s.declared) {
+    throw_invalid(manifest.string() + ": package schema " + std::to_string(*s.declared) +
                   "; restamp-package re-stamps a schema 2 root (a schema 1 package's skippy_abi_version is written "
                   "by write-package for its runtime; convert-package --to 2 --native-abi-version makes a schema 2 one)");
   }

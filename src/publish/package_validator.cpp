@@ -24,6 +24,7 @@
 #include "skippy/manifest_v2.h"
 #include "skippy/model_source.h"
 #include "skippy/package_layout.h"
+#include "skippy/package.h"
 #include "util/sha256.h"
 #include "util/mapped_read.h"
 #include "util/parallel.h"
@@ -623,7 +624,7 @@ ValidationReport validate_package(const std::filesystem::path& source, const std
     } catch (const Error&) {
       // reported below, as for schema 1
     }
-    if (text && peek_schema_version(*text) == kPackageSchemaV2) {
+    if (text && package_root_schema(*text).schema == kPackageSchemaV2) {
       return detail::validate_package_v2(source, package_dir, *text, opt);
     }
   }

@@ -165,7 +165,6 @@ PackageIdentity identity_of(const PackageRootV2& root, std::string_view origin) 
 }
 
 std::shared_ptr<const PackageReader> make_reader(std::string_view text, std::string_view origin) {
-  if (peek_schema_version(text) != kPackageSchemaV2) return nullptr;
   return std::make_shared<const Reader>(parse_package_root_v2(text, origin), std::string(origin));
 }
 

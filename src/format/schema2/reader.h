@@ -14,9 +14,9 @@
 
 namespace skippy::schema2 {
 
-// A reader for `text` when it declares schema_version 2 (parse_package_root_v2's
-// rules, the package_id checked); nullptr for another schema. Throws
-// Error(kInvalidInput) naming `origin` for a schema 2 root that breaks a rule.
+// The reader of `text` as a schema 2 root (package_root_schema decided it):
+// parse_package_root_v2's rules, the package_id checked. Throws
+// Error(kInvalidInput) naming `origin` for a root that breaks a rule.
 std::shared_ptr<const PackageReader> make_reader(std::string_view text, std::string_view origin);
 
 // The root behind a schema 2 reader; nullptr for another schema.
