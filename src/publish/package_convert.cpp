@@ -247,9 +247,63 @@ ConvertStaging::~ConvertStaging() {
 }
 }  // namespace detail
 
-ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
-  const std::string native_abi = native_abi_version_to_write(o.native_abi_version);  // a bad flag fails first
-  using namespace convert_v2_detail;
+namespace convert_v2_detail {
+
+// convert-package --to 2, step by step: the schema 1 package checked and
+// read, its fragments as payload parts, the carrier's directory, the
+// certification against the source, the root, and the staged output
+// installed in one rename.
+class ConvertToV2 {
+ public:
+  explicit ConvertToV2(const ConvertToV2Options& options)
+      : o(options), native_abi(native_abi_version_to_write(options.native_abi_version)), m(read_input()) {}
+
+  ConvertToV2Result run() {
+    check_input();
+    plan_parts();
+    plan_directory();
+    certify();
+    const auto t1 = Clock::now();
+    build_root();
+    stage_and_install();
+    r.package_dir = o.out_dir;
+    r.package_id = root.package_id;
+    r.manifest_sha256 = sha256_hex(root_text);
+    r.root = std::move(root);
+    r.carrier_root_seconds = seconds_since(t1) + std::chrono::duration<double>(t1 - t0).count() - r.certify_seconds;
+    return std::move(r);
+  }
+
+ private:
+  PackageManifest read_input();
+  void check_input();
+  void plan_parts();
+  void plan_directory();
+  void certify();
+  void build_root();
+  void stage_and_install();
+  const fs::path& file_of(const std::string& rel) const { return resolved.at(rel); }
+
+  const ConvertToV2Options& o;
+  const Clock::time_point t0 = Clock::now();
+  const std::string native_abi;  // a bad flag fails first
+  const fs::path mpath = o.package_dir / kManifestFileName;
+  const PackageManifest m;
+  ConvertToV2Result r;
+  std::map<std::string, fs::path> resolved;  // each artifact's file, resolved by the consumers' rule
+  std::shared_ptr<const GgufFile> meta;
+  std::vector<Payload> parts;
+  std::vector<detail::CarrierTensor> dir;
+  std::vector<std::string> shard_sha;
+  std::vector<uint64_t> shard_bytes;
+  PackageRootV2 root;
+  std::vector<uint8_t> carrier;
+  std::vector<std::pair<const ProjectorEntry*, std::string>> sidecar_files;
+  detail::PublisherPlan publisher;
+  std::string root_text;
+};
+
+PackageManifest ConvertToV2::read_input() {
   if (!o.source && !o.allow_uncertified) {
     throw Error(ErrorKind::kUsage,
                 "convert-package --to 2: coverage cannot be certified without --source: a schema 1 package proves only "
@@ -258,16 +312,15 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
                 "tensor directories. Pass --source SRC (the model the package was written from), or --uncertified to "
                 "write it without that check");
   }
-  const auto t0 = Clock::now();
-  const fs::path mpath = o.package_dir / kManifestFileName;
   const std::string text = read_small_file(mpath, kManifestMaxBytes);
   if (package_root_schema(text).schema == kPackageSchemaV2) {
     throw Error(ErrorKind::kUsage, mpath.string() + ": already a schema 2 package");
   }
-  const PackageManifest m = parse_manifest(text, mpath.string());
-  check_out_dir(o.out_dir, o.force);
+  return parse_manifest(text, mpath.string());
+}
 
-  ConvertToV2Result r;
+void ConvertToV2::check_input() {
+  check_out_dir(o.out_dir, o.force);
   {
     std::error_code ec;
     if (fs::exists(o.package_dir / (std::string(kManifestFileName) + ".sig"), ec)) {
@@ -280,7 +333,6 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   // relative path resolving to a regular file inside the package, of the
   // declared size); what is read, linked or copied is the resolved file,
   // never a symlink.
-  std::map<std::string, fs::path> resolved;
   {
     const fs::path root_dir = fs::absolute(o.package_dir);
     std::error_code ec;
@@ -296,7 +348,9 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     for (const auto& l : m.layers) check(l, PartRole::kLayer);
     for (const auto& p : m.projectors) check(p, PartRole::kProjector);
   }
-  auto file_of = [&](const std::string& rel) { return resolved.at(rel); };
+}
+
+void ConvertToV2::plan_parts() {
   // The fragments: each with tensors becomes a payload part, unchanged.
   auto open_fragment = [&](const ArtifactEntry& e) {
     auto g = std::make_shared<const GgufFile>(GgufFile::open(file_of(e.path)));
@@ -306,8 +360,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     }
     return g;
   };
-  std::vector<Payload> parts;
-  const auto meta = open_fragment(m.shared.metadata);
+  meta = open_fragment(m.shared.metadata);
   auto add = [&](std::string id, std::string path, const ArtifactEntry& e, std::shared_ptr<const GgufFile> g,
                  std::optional<uint32_t> layer) {
     if (g->tensors().empty()) {
@@ -326,8 +379,10 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   if (parts.empty()) throw_invalid(mpath.string() + ": no fragment holds a tensor");
   std::sort(parts.begin(), parts.end(), [](const Payload& a, const Payload& b) { return a.id < b.id; });
 
+}
+
+void ConvertToV2::plan_directory() {
   // The directory: parts by index (id rank), tensors by offset in each.
-  std::vector<detail::CarrierTensor> dir;
   std::set<std::string> names;
   for (uint32_t pi = 0; pi < parts.size(); ++pi) {
     const auto& p = parts[pi];
@@ -349,9 +404,10 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   // carrier in that order gives a one-file source back (materialize --as-source).
   order_as_source(dir, *meta);
 
+}
+
+void ConvertToV2::certify() {
   // Certification (reads every byte once more: not part of the carrier + root time).
-  std::vector<std::string> shard_sha;
-  std::vector<uint64_t> shard_bytes;
   if (o.source) {
     const auto tc = Clock::now();
     detail::CertInput in;
@@ -379,10 +435,10 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     r.certification = "not certified: no --source, so nothing proves the package holds every source tensor (written "
                       "with --uncertified; run convert-package again with --source to certify)";
   }
-  const auto t1 = Clock::now();
+}
 
+void ConvertToV2::build_root() {
   // The root.
-  PackageRootV2 root;
   root.model_id = m.model_id;
   const auto& s = m.source_model;
   root.source_model.sha256 = detail::ascii_lower(s.sha256);
@@ -407,11 +463,10 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   }
   root.format = "gguf";
   root.layer_count = m.layer_count;
-  const auto carrier = detail::carrier_bytes(*meta, static_cast<uint32_t>(parts.size()), dir);
+  carrier = detail::carrier_bytes(*meta, static_cast<uint32_t>(parts.size()), dir);
   root.artifacts.push_back({"metadata", std::string(kMetadataPath), carrier.size(),
                             sha256_hex(std::span<const uint8_t>(carrier))});
   for (const auto& p : parts) root.artifacts.push_back({p.id, p.path, p.entry->artifact_bytes, detail::ascii_lower(p.entry->sha256)});
-  std::vector<std::pair<const ProjectorEntry*, std::string>> sidecar_files;
   for (const auto& pr : m.projectors) {
     if (pr.kind != kProjectorKindMmproj) {
       r.dropped.push_back(pr.path + ": projector kind \"" + pr.kind + "\" (schema 2 sidecars are mmproj only)");
@@ -429,7 +484,7 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     root.generation->request_defaults = o.request_defaults;
   }
   if (const auto bad = catalog_kv_refusal(*meta)) throw_invalid(o.package_dir.string() + ": " + *bad + " (schema 2 metadata must have a JSON form)");
-  const auto publisher = detail::plan_publisher_metadata(o.publisher_metadata, root.source_model.repo,
+  publisher = detail::plan_publisher_metadata(o.publisher_metadata, root.source_model.repo,
                                                          root.source_model.revision, *meta);
   for (const auto& f : publisher.files) {
     root.artifacts.push_back(f.artifact);
@@ -458,8 +513,11 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
     auto parsed = std::make_shared<const GgufFile>(GgufFile::parse(carrier, "shared/metadata.gguf (converted)", lim));
     (void)build_catalog_v2(root, parsed, "converted package");
   }
-  const std::string root_text = package_root_v2_json(root);
+  root_text = package_root_v2_json(root);
 
+}
+
+void ConvertToV2::stage_and_install() {
   // Stage, place, commit.
   detail::ConvertStaging staging(o.out_dir);
   std::set<fs::path> dirs{staging.path()};
@@ -511,12 +569,12 @@ ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
   install_dir(staging.path(), o.out_dir, o.io_env);
   staging.keep = true;
 
-  r.package_dir = o.out_dir;
-  r.package_id = root.package_id;
-  r.manifest_sha256 = sha256_hex(root_text);
-  r.root = std::move(root);
-  r.carrier_root_seconds = seconds_since(t1) + std::chrono::duration<double>(t1 - t0).count() - r.certify_seconds;
-  return r;
+}
+
+}  // namespace convert_v2_detail
+
+ConvertToV2Result convert_package_to_v2(const ConvertToV2Options& o) {
+  return convert_v2_detail::ConvertToV2(o).run();
 }
 
 }  // namespace skippy
