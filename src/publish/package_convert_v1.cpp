@@ -32,6 +32,93 @@ std::optional<GenerationDefaults> generation_v1(const std::optional<V2Generation
   return generation_v1_of(*g, layer_count, origin);
 }
 
+// Every artifact through the consumers' file rule (check_package_file: a
+// safe relative path resolving to a regular file inside the package, of
+// the declared size), by id: what is read is the resolved file.
+std::map<std::string, fs::path> resolve_artifacts(const PackageCatalog& cat, const fs::path& package_dir) {
+  std::map<std::string, fs::path> resolved;
+  const fs::path root_dir = fs::absolute(package_dir);
+  std::error_code ec;
+  const fs::path boundary = local_package_boundary(package_dir, ec);
+  if (ec) throw Error(ErrorKind::kNotFound, package_dir.string() + ": cannot resolve: " + ec.message());
+  for (const auto& a : cat.artifacts) {
+    resolved[a.id] = check_package_file(root_dir, boundary, a.path, a.bytes, catalog_file_names(package_dir.string(), a.id, a.path));
+  }
+  return resolved;
+}
+
+// The payload parts as the writer's "shards": the pass hashes each one
+// whole and checks it against the catalog before any fragment is renamed.
+struct PartsAsSource {
+  std::vector<std::shared_ptr<const MappedFile>> files;  // by shard
+  std::vector<size_t> artifact;                           // each shard's catalog artifact
+  std::vector<GgufTensorInfo> infos;
+  std::vector<SourceTensor> tensors;  // the catalog's, each in its shard
+
+  PartsAsSource(const PackageCatalog& cat, const std::map<std::string, fs::path>& resolved) {
+    std::vector<size_t> file_of(cat.artifacts.size(), SIZE_MAX);
+    for (size_t i = 0; i < cat.artifacts.size(); ++i) {
+      const auto& a = cat.artifacts[i];
+      if (a.kind != CatalogArtifactKind::kPayload) continue;
+      auto f = MappedFile::open(resolved.at(a.id));
+      if (f->size() != a.bytes) {  // replaced since it was checked
+        throw_integrity("artifact " + a.id + " (" + a.path + "): " + std::to_string(f->size()) + " bytes, the catalog says " +
+                        std::to_string(a.bytes));
+      }
+      file_of[i] = files.size();
+      files.push_back(std::move(f));
+      artifact.push_back(i);
+    }
+    infos.resize(cat.tensors.size());
+    tensors.reserve(cat.tensors.size());
+    for (size_t i = 0; i < cat.tensors.size(); ++i) {
+      const auto& t = cat.tensors[i];
+      auto& info = infos[i];
+      info.name = t.name;
+      info.type = t.ggml_type;
+      for (const auto d : t.dims) info.ne.push_back(static_cast<int64_t>(d));
+      info.bytes = t.stored_bytes;
+      info.file_offset = t.offset;
+      tensors.push_back({&info, file_of.at(t.artifact), classify_tensor(t.name)});
+    }
+  }
+  PartsAsSource(const PartsAsSource&) = delete;  // tensors point into infos
+  PartsAsSource& operator=(const PartsAsSource&) = delete;
+};
+
+// The schema 1 manifest's identity from the root (every field but the
+// artifacts): model, generation, ABI, the source model and its files.
+PackageManifest manifest_identity(const PackageRootV2& root, const PackageCatalog& cat, const fs::path& package_dir,
+                                  ConvertToV1Result& r) {
+  PackageManifest m;
+  m.model_id = root.model_id;
+  m.layer_count = cat.layer_count;
+  m.activation_width = cat.carrier_file->embedding_length();
+  m.generation = generation_v1(root.generation, cat.layer_count, "convert-package --to 1: " + package_dir.string());
+  if (root.generation && root.generation->request_defaults) {
+    r.dropped.push_back("generation.request_defaults: publisher sampling profiles have no schema 1 place");
+  }
+  m.skippy_abi_version = format_abi_version(kRuntimeAbiVersion);
+  m.created_at_unix_secs = static_cast<int64_t>(root.created_at_unix_secs);
+  const auto& s = root.source_model;
+  auto need = [&](const std::optional<std::string>& v, const char* field) {
+    if (!v || v->empty()) throw_invalid(std::string("model-package.json: source_model.") + field + " is absent; schema 1 requires it");
+    return *v;
+  };
+  m.source_model.sha256 = s.sha256;
+  m.source_model.repo = need(s.repo, "repo");
+  m.source_model.revision = need(s.revision, "revision");
+  m.source_model.primary_file = need(s.primary_file, "primary_file");
+  m.source_model.canonical_ref = root.model_id;  // what the schema 1 writer records
+  m.source_model.distribution_id = s.distribution_id.value_or("");
+  // Schema 1 lists the files in shard order; schema 2's order is free (the
+  // package_id sorts them by path), and split shard names sort in shard order.
+  auto source_files = s.files;
+  std::sort(source_files.begin(), source_files.end(), [](const V2SourceFile& a, const V2SourceFile& b) { return a.path < b.path; });
+  for (const auto& f : source_files) m.source_model.files.push_back({f.path, f.byte_size, f.sha256});
+  return m;
+}
+
 }  // namespace convert_v1_detail
 
 ConvertToV1Result convert_package_to_v1(const OpenedPackage& pkg, const ConvertToV1Options& o) {
@@ -45,51 +132,11 @@ ConvertToV1Result convert_package_to_v1(const OpenedPackage& pkg, const ConvertT
   const PackageCatalog cat = pkg.catalog(CatalogNeed::all()).catalog;
   check_convert_out_dir(o.out_dir, o.force);
   ConvertToV1Result r;
-  // Every artifact through the consumers' file rule (check_package_file: a
-  // safe relative path resolving to a regular file inside the package, of
-  // the declared size); what is read is the resolved file.
-  std::map<std::string, fs::path> resolved;
-  {
-    const fs::path root_dir = fs::absolute(o.package_dir);
-    std::error_code ec;
-    const fs::path boundary = local_package_boundary(o.package_dir, ec);
-    if (ec) throw Error(ErrorKind::kNotFound, o.package_dir.string() + ": cannot resolve: " + ec.message());
-    for (const auto& a : cat.artifacts) {
-      resolved[a.id] = check_package_file(root_dir, boundary, a.path, a.bytes, catalog_file_names(o.package_dir.string(), a.id, a.path));
-    }
-  }
-  // The payload parts are the writer's "shards"; the pass hashes each one
-  // whole and checks it against the catalog before any fragment is renamed.
-  std::vector<std::shared_ptr<const MappedFile>> files;
-  std::vector<size_t> file_of(cat.artifacts.size(), SIZE_MAX);
-  std::vector<std::string> expected_sha;
-  for (size_t i = 0; i < cat.artifacts.size(); ++i) {
-    const auto& a = cat.artifacts[i];
-    if (a.kind != CatalogArtifactKind::kPayload) continue;
-    auto f = MappedFile::open(resolved.at(a.id));
-    if (f->size() != a.bytes) {  // replaced since it was checked
-      throw_integrity("artifact " + a.id + " (" + a.path + "): " + std::to_string(f->size()) + " bytes, the catalog says " +
-                      std::to_string(a.bytes));
-    }
-    file_of[i] = files.size();
-    files.push_back(std::move(f));
-    expected_sha.push_back(a.sha256);
-  }
-  std::vector<GgufTensorInfo> infos(cat.tensors.size());
-  std::vector<SourceTensor> tensors;
-  tensors.reserve(cat.tensors.size());
-  for (size_t i = 0; i < cat.tensors.size(); ++i) {
-    const auto& t = cat.tensors[i];
-    auto& info = infos[i];
-    info.name = t.name;
-    info.type = t.ggml_type;
-    for (const auto d : t.dims) info.ne.push_back(static_cast<int64_t>(d));
-    info.bytes = t.stored_bytes;
-    info.file_offset = t.offset;
-    tensors.push_back({&info, file_of.at(t.artifact), classify_tensor(t.name)});
-  }
+  const auto resolved = resolve_artifacts(cat, o.package_dir);
+  const PartsAsSource parts(cat, resolved);
+  const auto& files = parts.files;
   const GgufFile& kvs = *cat.carrier_file;
-  auto frags = plan_fragments("the schema 2 catalog", tensors, cat.layer_count);
+  auto frags = plan_fragments("the schema 2 catalog", parts.tensors, cat.layer_count);
   std::vector<GgufWriter> writers;
   for (const auto& f : frags) writers.push_back(fragment_writer(kvs, files, f, /*drop_default_alignment=*/true));
 
@@ -112,14 +159,10 @@ ConvertToV1Result convert_package_to_v1(const OpenedPackage& pkg, const ConvertT
     done += n;
     if (o.on_progress) o.on_progress(done, total);
   };
-  std::vector<size_t> part_artifact;
-  for (size_t i = 0; i < cat.artifacts.size(); ++i) {
-    if (file_of[i] != SIZE_MAX) part_artifact.push_back(i);
-  }
   so.before_commit = [&](const StreamResult& res) {
-    for (size_t i = 0; i < expected_sha.size(); ++i) {
-      if (!sha256_equal(res.shard_sha256[i], expected_sha[i])) {
-        const auto& a = cat.artifacts[part_artifact[i]];
+    for (size_t i = 0; i < parts.artifact.size(); ++i) {
+      const auto& a = cat.artifacts[parts.artifact[i]];
+      if (!sha256_equal(res.shard_sha256[i], a.sha256)) {
         throw_integrity("artifact " + a.id + " (" + a.path + "): SHA-256 " + res.shard_sha256[i] +
                         " differs from the catalog's " + a.sha256);
       }
@@ -127,32 +170,7 @@ ConvertToV1Result convert_package_to_v1(const OpenedPackage& pkg, const ConvertT
   };
   const auto hashes = stream_split(files, outputs, so);
 
-  PackageManifest m;
-  m.model_id = root.model_id;
-  m.layer_count = cat.layer_count;
-  m.activation_width = kvs.embedding_length();
-  m.generation = generation_v1(root.generation, cat.layer_count, "convert-package --to 1: " + o.package_dir.string());
-  if (root.generation && root.generation->request_defaults) {
-    r.dropped.push_back("generation.request_defaults: publisher sampling profiles have no schema 1 place");
-  }
-  m.skippy_abi_version = format_abi_version(kRuntimeAbiVersion);
-  m.created_at_unix_secs = static_cast<int64_t>(root.created_at_unix_secs);
-  const auto& s = root.source_model;
-  auto need = [&](const std::optional<std::string>& v, const char* field) {
-    if (!v || v->empty()) throw_invalid(std::string("model-package.json: source_model.") + field + " is absent; schema 1 requires it");
-    return *v;
-  };
-  m.source_model.sha256 = s.sha256;
-  m.source_model.repo = need(s.repo, "repo");
-  m.source_model.revision = need(s.revision, "revision");
-  m.source_model.primary_file = need(s.primary_file, "primary_file");
-  m.source_model.canonical_ref = root.model_id;  // what the schema 1 writer records
-  m.source_model.distribution_id = s.distribution_id.value_or("");
-  // Schema 1 lists the files in shard order; schema 2's order is free (the
-  // package_id sorts them by path), and split shard names sort in shard order.
-  auto source_files = s.files;
-  std::sort(source_files.begin(), source_files.end(), [](const V2SourceFile& a, const V2SourceFile& b) { return a.path < b.path; });
-  for (const auto& f : source_files) m.source_model.files.push_back({f.path, f.byte_size, f.sha256});
+  PackageManifest m = manifest_identity(root, cat, o.package_dir, r);
   auto entry = [&](size_t i) {
     ArtifactEntry e;
     e.path = frags[i].rel_path;
