@@ -64,20 +64,23 @@ std::filesystem::path write_entry_file(const CatalogArgs& a, const CatalogEntryR
 
 }  // namespace
 
+// catalog-entry's --help after its options: examples, then what it does.
+constexpr const char* kCatalogEntryHelp =
+    "Examples:\n"
+    "  skippy-model-package catalog-entry ./model-package --repo me/tiny-layers --out ./catalog\n"
+    "  skippy-model-package catalog-entry hf://meshllm/Model-layers --propose\n"
+    "Nodes find a package by model name (org/repo:QUANT) only through mesh-llm's catalog, the Hub dataset\n"
+    "meshllm/catalog: one file per source repository, entries/<org>/<name>.json, whose variant for the\n"
+    "source file lists the layer packages made from it. This writes the entry as mesh-llm's own publisher\n"
+    "does (a variant per source file; this package's line replaces an older one of the same repository;\n"
+    "everything else in the file is kept), checked by mesh-llm's catalog reader's rules. Without --out or\n"
+    "--propose it prints the entry. --propose reads the dataset's current entry and opens a pull request\n"
+    "with the merged one (nodes read main: the package is found once it is merged); needs HF_TOKEN.";
+
 Command register_catalog_entry(CLI::App& app) {
   auto* cmd = app.add_subcommand("catalog-entry",
                                  "The package's entry in mesh-llm's package catalog (the dataset nodes find packages in)");
-  cmd->footer(
-      "Examples:\n"
-      "  skippy-model-package catalog-entry ./model-package --repo me/tiny-layers --out ./catalog\n"
-      "  skippy-model-package catalog-entry hf://meshllm/Model-layers --propose\n"
-      "Nodes find a package by model name (org/repo:QUANT) only through mesh-llm's catalog, the Hub dataset\n"
-      "meshllm/catalog: one file per source repository, entries/<org>/<name>.json, whose variant for the\n"
-      "source file lists the layer packages made from it. This writes the entry as mesh-llm's own publisher\n"
-      "does (a variant per source file; this package's line replaces an older one of the same repository;\n"
-      "everything else in the file is kept), checked by mesh-llm's catalog reader's rules. Without --out or\n"
-      "--propose it prints the entry. --propose reads the dataset's current entry and opens a pull request\n"
-      "with the merged one (nodes read main: the package is found once it is merged); needs HF_TOKEN.");
+  cmd->footer(kCatalogEntryHelp);
   auto a = std::make_shared<CatalogArgs>();
   path_option(cmd->add_option("package", a->package, "Package directory or hf://ns/repo[@rev]"))->required();
   cmd->add_option("--repo", a->repo,

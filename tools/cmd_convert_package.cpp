@@ -70,28 +70,31 @@ void print_to_v1(const ConvertToV1Result& r, unsigned threads, bool json) {
 
 }  // namespace
 
+// convert-package's --help after its options: examples, then what it does.
+constexpr const char* kConvertPackageHelp =
+    "Examples:\n"
+    "  skippy-model-package convert-package pkg-schema1/ --to 2 --out-dir pkg-schema2/ --source model.gguf\n"
+    "  skippy-model-package convert-package pkg-schema1/ --to 2 --out-dir pkg-schema2/ --uncertified\n"
+    "  skippy-model-package convert-package pkg-schema1/ --to 2 --out-dir pkg-schema2/ --source model.gguf --native-abi-version 0.1.64\n"
+    "  skippy-model-package convert-package pkg-schema2/ --to 1 --out-dir pkg-schema1/\n"
+    "--to 2 copies no payload byte: every schema 1 fragment with tensors becomes a schema 2 payload part\n"
+    "unchanged (a hard link on the same filesystem, else copy_file_range); only shared/metadata.gguf (the\n"
+    "carrier: the source's KVs, the whole tensor directory and each tensor's locator) and model-package.json\n"
+    "are new. The metadata fragment's tensors move to shared/common.gguf (same bytes). Schema 2 says the\n"
+    "package holds every source tensor exactly once; that is certified only against the original source\n"
+    "(--source: every tensor's type, dims and bytes compared, the source files and every part hashed).\n"
+    "Without --source the conversion refuses, unless --uncertified writes it without that check.\n"
+    "What schema 1 held and schema 2 has no place for (generation.policy, thresholds, fragments without\n"
+    "tensors) is listed under \"dropped\".\n"
+    "With --to 2 the parts keep schema 1's layout, never the reference writer's (write-package --schema 2 --layout\n"
+    "reference): for parts byte-identical to mesh-llm's own, write the package from the source instead.\n"
+    "--to 1 rewrites fragments: every tensor is streamed from its payload part into the schema 1 layout\n"
+    "(for a runtime that reads only schema 1); payload digests are checked on the way.\n"
+    "The output directory appears complete or not at all (staged beside it, renamed into place).";
+
 Command register_convert_package(CLI::App& app) {
   auto* cmd = app.add_subcommand("convert-package", "Convert a package between schema 1 and schema 2");
-  cmd->footer(
-      "Examples:\n"
-      "  skippy-model-package convert-package pkg-schema1/ --to 2 --out-dir pkg-schema2/ --source model.gguf\n"
-      "  skippy-model-package convert-package pkg-schema1/ --to 2 --out-dir pkg-schema2/ --uncertified\n"
-      "  skippy-model-package convert-package pkg-schema1/ --to 2 --out-dir pkg-schema2/ --source model.gguf --native-abi-version 0.1.64\n"
-      "  skippy-model-package convert-package pkg-schema2/ --to 1 --out-dir pkg-schema1/\n"
-      "--to 2 copies no payload byte: every schema 1 fragment with tensors becomes a schema 2 payload part\n"
-      "unchanged (a hard link on the same filesystem, else copy_file_range); only shared/metadata.gguf (the\n"
-      "carrier: the source's KVs, the whole tensor directory and each tensor's locator) and model-package.json\n"
-      "are new. The metadata fragment's tensors move to shared/common.gguf (same bytes). Schema 2 says the\n"
-      "package holds every source tensor exactly once; that is certified only against the original source\n"
-      "(--source: every tensor's type, dims and bytes compared, the source files and every part hashed).\n"
-      "Without --source the conversion refuses, unless --uncertified writes it without that check.\n"
-      "What schema 1 held and schema 2 has no place for (generation.policy, thresholds, fragments without\n"
-      "tensors) is listed under \"dropped\".\n"
-      "With --to 2 the parts keep schema 1's layout, never the reference writer's (write-package --schema 2 --layout\n"
-      "reference): for parts byte-identical to mesh-llm's own, write the package from the source instead.\n"
-      "--to 1 rewrites fragments: every tensor is streamed from its payload part into the schema 1 layout\n"
-      "(for a runtime that reads only schema 1); payload digests are checked on the way.\n"
-      "The output directory appears complete or not at all (staged beside it, renamed into place).");
+  cmd->footer(kConvertPackageHelp);
   struct Args {
     std::string dir, out_dir, source, native_abi, generation_defaults;
     std::vector<std::string> publisher_metadata;

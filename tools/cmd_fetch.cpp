@@ -194,47 +194,104 @@ void print_fetch(const FetchArgs& a, const OpenedCatalog& pkg, const std::option
 
 }  // namespace
 
+int run_fetch(FetchArgs& a) {
+  if (!is_hf_ref(a.ref)) {
+    throw Error(ErrorKind::kUsage, a.ref + ": fetch takes an hf://ns/repo[@rev] reference "
+                                            "(a local package directory needs no fetching)");
+  }
+  check_peer_flags(a.peer);
+  std::optional<LayerRange> range;
+  if (!a.layers.empty()) range = parse_layer_range(a.layers);
+  (void)stage_choice(range, a.tensors);  // a usage error before anything is opened
+  if ((!a.tensors.names.empty() || !a.tensors.file.empty()) && !a.peer.peer.empty()) {
+    throw Error(ErrorKind::kUsage,
+                "--tensors / --tensors-file and --peer: a peer serves a stage by its layers or by its "
+                "admission descriptor (--admission FILE)");
+  }
+  HubConfig hub = HubConfig::from_env();
+  if (a.connections) hub.connections = a.connections;
+  std::optional<Sources> chosen;
+  if (a.connections) chosen = default_sources(hub);
+  if (!a.peer.peer.empty()) chosen = peer_stage_sources(a, range, hub);
+  if (!range && (!a.projector.empty() || a.single_stage)) {
+    throw Error(ErrorKind::kUsage, "--projector and --single-stage need --layers");
+  }
+  SelectOptions so;
+  if (!a.projector.empty()) so.projector_path = a.projector;
+  so.single_stage = a.single_stage;
+  const StageChoice choice = stage_choice(range, a.tensors, so, /*artifacts_only=*/true);
+  const auto opened = open_for_cli(a.ref, a.refresh, chosen);
+  check_runtime_abi_for_cli(opened);  // before any payload is brought
+  check_stage_choice(choice, opened.identity());
+  const CheckedStage checked = open_checked_stage(opened, choice);
+  const OpenedCatalog& pkg = checked.pkg;
+  const auto& parts = checked.parts;
+  std::optional<LocalDirReport> local;
+  if (!a.local_dir.empty()) local = export_to_local_dir(pkg, parts, a.local_dir);
+  const auto downloaded = pkg.source ? pkg.source->fetched() : std::vector<std::string>{};
+  const auto origins = pkg.source ? pkg.source->origins() : std::map<std::string, std::string>{};
+  // The farthest place anything came from: cache, then peer, then hub.
+  std::string source = "cache";
+  for (const auto& [path, origin] : origins) {
+    if (origin == "hub" || (origin == "peer" && source == "cache")) source = origin;
+  }
+  nlohmann::json sources = nlohmann::json::object();
+  for (const auto& p : parts) {
+    const auto it = origins.find(p.rel_path);
+    sources[p.rel_path] = it == origins.end() ? "cache" : it->second;
+  }
+  const auto source_notes = pkg.source ? pkg.source->notes() : std::vector<std::string>{};
+  for (const auto& n : source_notes) std::cerr << "note: " << n << "\n";
+  FetchOutcome f{parts,   downloaded,       source_notes, checked.stage.notes, source,
+                 sources, checked.verified, local,        checked.total_bytes};
+  print_fetch(a, pkg, range, f);
+  return kExitOk;
+}
+
+// fetch's --help after its options: examples, then what it does.
+constexpr const char* kFetchHelp =
+    "Example ($COMMIT: the commit publish printed, hf://ns/repo@<commit>):\n"
+    "  skippy-model-package fetch hf://meshllm/Qwen3-8B-Q4_K_M-layers@$COMMIT --layers 0..2 --json\n"
+    "Downloads model-package.json, then only the parts the range selects (metadata, embeddings when the range\n"
+    "starts at 0, its layers, output when it ends at layer_count, the stage's projector), several at once, into\n"
+    "the cache huggingface_hub uses ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub). Every part is checked\n"
+    "against the manifest's size and SHA-256 before it gets its final name; cache hits are verified too.\n"
+    "Without --layers, every artifact of the package is fetched.\n"
+    "A package schema 2 brings model-package.json, its metadata carrier (checked before its locators are\n"
+    "trusted) and only the parts holding the stage's tensors (or those of --tensors NAME,...), and the stage's\n"
+    "mmproj sidecar (as a projector above; --admission FILE: the descriptor's sidecars), from the same\n"
+    "sources (cache, --peer, Hub).\n"
+    "Large parts come as byte ranges over several connections at once (--connections, default 8).\n"
+    "With --peer, a worker of a split run asks the coordinator's serve-artifacts first (TLS 1.3, both sides\n"
+    "authenticated) for the parts its stage may have, then the Hub for whatever the peer did not deliver:\n"
+    "  skippy-model-package fetch hf://meshllm/Qwen3-8B-Q4_K_M-layers@$COMMIT --layers 2..4 --peer 10.0.0.5:7470 \\\n"
+    "      --topology topology.json --stage s1 --identity ~/.skippy/node\n"
+    "--layers defaults to the stage's range then; a schema 2 stage that serve-artifacts binds to a stage admission\n"
+    "descriptor (--admission STAGE_ID=FILE) is fetched with the same file: --admission FILE instead of --layers.\n"
+    "The server must be of our owner or of a --trust-owner\n"
+    "(MESH_LLM_ARTIFACT_TRANSFER=open: any node). Every part is verified the same way whoever sent it.\n"
+    "A peer slower than --peer-min-rate (default 1M bytes/s, or SKIPPY_PEER_MIN_RATE) averaged over\n"
+    "--peer-rate-window seconds (default 10, or SKIPPY_PEER_RATE_WINDOW), or than the deadline that gives a\n"
+    "file (its size at that rate plus two windows), is given up: that file goes to the Hub, the reason in\n"
+    "the notes. \"server busy\" is asked again a few times with a growing pause, one line on stderr each.\n"
+    "Every retry prints one line on stderr (\"retry: <what>: <reason> (attempt N of M failed; trying again in S s)\"),\n"
+    "on a terminal and off it. A download slower than SKIPPY_HF_MIN_RATE bytes/s per connection (default 4096)\n"
+    "over SKIPPY_HF_MIN_RATE_SECS (default 30) is a failed attempt; what arrived stays and the next run resumes.\n"
+    "Environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE=1 (cache and peer only, no Hub), SKIPPY_HF_CONNECTIONS,\n"
+    "SKIPPY_HF_MAX_ATTEMPTS (5), SKIPPY_HF_BACKOFF_MS (1000), SKIPPY_HF_MIN_RATE, SKIPPY_HF_MIN_RATE_SECS,\n"
+    "SKIPPY_HF_STALL_SECS (60: no byte moving for that long is a failed attempt), HF_HUB_ETAG_TIMEOUT and\n"
+    "HF_HUB_DOWNLOAD_TIMEOUT (10 each: a metadata request or a download with no answer for that long is a\n"
+    "failed attempt, with its retry line), SKIPPY_PEER_MIN_RATE,\n"
+    "SKIPPY_PEER_RATE_WINDOW.\n"
+    "--local-dir DIR also puts the stage's files (model-package.json, its signature, the parts) in DIR as\n"
+    "plain files at their package paths, as huggingface-cli's --local-dir does, each written under a\n"
+    "temporary name and renamed, then verified against the package; a rerun keeps what is already there\n"
+    "and verifies:\n"
+    "  skippy-model-package fetch hf://meshllm/Qwen3-8B-Q4_K_M-layers@$COMMIT --layers 0..2 --local-dir ./stage0";
+
 Command register_fetch(CLI::App& app) {
   auto* cmd = app.add_subcommand("fetch", "Bring a stage's parts of an hf:// package into the Hugging Face cache, verified");
-  cmd->footer(
-      "Example ($COMMIT: the commit publish printed, hf://ns/repo@<commit>):\n"
-      "  skippy-model-package fetch hf://meshllm/Qwen3-8B-Q4_K_M-layers@$COMMIT --layers 0..2 --json\n"
-      "Downloads model-package.json, then only the parts the range selects (metadata, embeddings when the range\n"
-      "starts at 0, its layers, output when it ends at layer_count, the stage's projector), several at once, into\n"
-      "the cache huggingface_hub uses ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub). Every part is checked\n"
-      "against the manifest's size and SHA-256 before it gets its final name; cache hits are verified too.\n"
-      "Without --layers, every artifact of the package is fetched.\n"
-      "A package schema 2 brings model-package.json, its metadata carrier (checked before its locators are\n"
-      "trusted) and only the parts holding the stage's tensors (or those of --tensors NAME,...), and the stage's\n"
-      "mmproj sidecar (as a projector above; --admission FILE: the descriptor's sidecars), from the same\n"
-      "sources (cache, --peer, Hub).\n"
-      "Large parts come as byte ranges over several connections at once (--connections, default 8).\n"
-      "With --peer, a worker of a split run asks the coordinator's serve-artifacts first (TLS 1.3, both sides\n"
-      "authenticated) for the parts its stage may have, then the Hub for whatever the peer did not deliver:\n"
-      "  skippy-model-package fetch hf://meshllm/Qwen3-8B-Q4_K_M-layers@$COMMIT --layers 2..4 --peer 10.0.0.5:7470 \\\n"
-      "      --topology topology.json --stage s1 --identity ~/.skippy/node\n"
-      "--layers defaults to the stage's range then; a schema 2 stage that serve-artifacts binds to a stage admission\n"
-      "descriptor (--admission STAGE_ID=FILE) is fetched with the same file: --admission FILE instead of --layers.\n"
-      "The server must be of our owner or of a --trust-owner\n"
-      "(MESH_LLM_ARTIFACT_TRANSFER=open: any node). Every part is verified the same way whoever sent it.\n"
-      "A peer slower than --peer-min-rate (default 1M bytes/s, or SKIPPY_PEER_MIN_RATE) averaged over\n"
-      "--peer-rate-window seconds (default 10, or SKIPPY_PEER_RATE_WINDOW), or than the deadline that gives a\n"
-      "file (its size at that rate plus two windows), is given up: that file goes to the Hub, the reason in\n"
-      "the notes. \"server busy\" is asked again a few times with a growing pause, one line on stderr each.\n"
-      "Every retry prints one line on stderr (\"retry: <what>: <reason> (attempt N of M failed; trying again in S s)\"),\n"
-      "on a terminal and off it. A download slower than SKIPPY_HF_MIN_RATE bytes/s per connection (default 4096)\n"
-      "over SKIPPY_HF_MIN_RATE_SECS (default 30) is a failed attempt; what arrived stays and the next run resumes.\n"
-      "Environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE=1 (cache and peer only, no Hub), SKIPPY_HF_CONNECTIONS,\n"
-      "SKIPPY_HF_MAX_ATTEMPTS (5), SKIPPY_HF_BACKOFF_MS (1000), SKIPPY_HF_MIN_RATE, SKIPPY_HF_MIN_RATE_SECS,\n"
-      "SKIPPY_HF_STALL_SECS (60: no byte moving for that long is a failed attempt), HF_HUB_ETAG_TIMEOUT and\n"
-      "HF_HUB_DOWNLOAD_TIMEOUT (10 each: a metadata request or a download with no answer for that long is a\n"
-      "failed attempt, with its retry line), SKIPPY_PEER_MIN_RATE,\n"
-      "SKIPPY_PEER_RATE_WINDOW.\n"
-      "--local-dir DIR also puts the stage's files (model-package.json, its signature, the parts) in DIR as\n"
-      "plain files at their package paths, as huggingface-cli's --local-dir does, each written under a\n"
-      "temporary name and renamed, then verified against the package; a rerun keeps what is already there\n"
-      "and verifies:\n"
-      "  skippy-model-package fetch hf://meshllm/Qwen3-8B-Q4_K_M-layers@$COMMIT --layers 0..2 --local-dir ./stage0");
+  cmd->footer(kFetchHelp);
   auto a = std::make_shared<FetchArgs>();
   cmd->add_option("package", a->ref, "hf://ns/repo, hf://ns/repo:rev or hf://ns/repo@rev")->required();
   cmd->add_option("--layers", a->layers,
@@ -273,58 +330,8 @@ Command register_fetch(CLI::App& app) {
                                  "SKIPPY_PEER_RATE_WINDOW)")
                      ->check(CLI::Range(0.1, 3600.0));
   return {cmd, [a, ct, idle, rate, window]() {
-            if (!is_hf_ref(a->ref)) {
-              throw Error(ErrorKind::kUsage, a->ref + ": fetch takes an hf://ns/repo[@rev] reference "
-                                                      "(a local package directory needs no fetching)");
-            }
             a->peer.timeouts_given = ct->count() > 0 || idle->count() > 0 || rate->count() > 0 || window->count() > 0;
-            check_peer_flags(a->peer);
-            std::optional<LayerRange> range;
-            if (!a->layers.empty()) range = parse_layer_range(a->layers);
-            (void)stage_choice(range, a->tensors);  // a usage error before anything is opened
-            if ((!a->tensors.names.empty() || !a->tensors.file.empty()) && !a->peer.peer.empty()) {
-              throw Error(ErrorKind::kUsage,
-                          "--tensors / --tensors-file and --peer: a peer serves a stage by its layers or by its "
-                          "admission descriptor (--admission FILE)");
-            }
-            HubConfig hub = HubConfig::from_env();
-            if (a->connections) hub.connections = a->connections;
-            std::optional<Sources> chosen;
-            if (a->connections) chosen = default_sources(hub);
-            if (!a->peer.peer.empty()) chosen = peer_stage_sources(*a, range, hub);
-            if (!range && (!a->projector.empty() || a->single_stage)) {
-              throw Error(ErrorKind::kUsage, "--projector and --single-stage need --layers");
-            }
-            SelectOptions so;
-            if (!a->projector.empty()) so.projector_path = a->projector;
-            so.single_stage = a->single_stage;
-            const StageChoice choice = stage_choice(range, a->tensors, so, /*artifacts_only=*/true);
-            const auto opened = open_for_cli(a->ref, a->refresh, chosen);
-            check_runtime_abi_for_cli(opened);  // before any payload is brought
-            check_stage_choice(choice, opened.identity());
-            const CheckedStage checked = open_checked_stage(opened, choice);
-            const OpenedCatalog& pkg = checked.pkg;
-            const auto& parts = checked.parts;
-            std::optional<LocalDirReport> local;
-            if (!a->local_dir.empty()) local = export_to_local_dir(pkg, parts, a->local_dir);
-            const auto downloaded = pkg.source ? pkg.source->fetched() : std::vector<std::string>{};
-            const auto origins = pkg.source ? pkg.source->origins() : std::map<std::string, std::string>{};
-            // The farthest place anything came from: cache, then peer, then hub.
-            std::string source = "cache";
-            for (const auto& [path, origin] : origins) {
-              if (origin == "hub" || (origin == "peer" && source == "cache")) source = origin;
-            }
-            nlohmann::json sources = nlohmann::json::object();
-            for (const auto& p : parts) {
-              const auto it = origins.find(p.rel_path);
-              sources[p.rel_path] = it == origins.end() ? "cache" : it->second;
-            }
-            const auto source_notes = pkg.source ? pkg.source->notes() : std::vector<std::string>{};
-            for (const auto& n : source_notes) std::cerr << "note: " << n << "\n";
-            FetchOutcome f{parts,   downloaded,       source_notes, checked.stage.notes, source,
-                           sources, checked.verified, local,        checked.total_bytes};
-            print_fetch(*a, pkg, range, f);
-            return kExitOk;
+            return run_fetch(*a);
           }};
 }
 

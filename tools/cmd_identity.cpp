@@ -43,17 +43,20 @@ int print_identity(const peer::IdentityInfo& info, bool json, const char* done) 
 
 }  // namespace
 
+// identity's --help after its options: examples, then what it does.
+constexpr const char* kIdentityHelp =
+    "Examples:\n"
+    "  skippy-model-package identity init-owner --dir ~/.skippy/owner\n"
+    "  skippy-model-package identity issue-node --owner ~/.skippy/owner --out ~/.skippy/node\n"
+    "  skippy-model-package identity show --dir ~/.skippy/node --json\n"
+    "An owner is a signing key whose self-signed certificate (owner.crt) signs the certificates of its nodes.\n"
+    "A node id (and an owner id) is the lowercase hex SHA-256 of the raw 32-byte Ed25519 public key.\n"
+    "Private keys are written 0600 (atomically); a key that group or others may read is refused.";
+
 Command register_identity(CLI::App& app) {
   auto* cmd = app.add_subcommand("identity", "Owner and node identities for peer cache transfer (Ed25519 + X.509)");
   cmd->require_subcommand(1);
-  cmd->footer(
-      "Examples:\n"
-      "  skippy-model-package identity init-owner --dir ~/.skippy/owner\n"
-      "  skippy-model-package identity issue-node --owner ~/.skippy/owner --out ~/.skippy/node\n"
-      "  skippy-model-package identity show --dir ~/.skippy/node --json\n"
-      "An owner is a signing key whose self-signed certificate (owner.crt) signs the certificates of its nodes.\n"
-      "A node id (and an owner id) is the lowercase hex SHA-256 of the raw 32-byte Ed25519 public key.\n"
-      "Private keys are written 0600 (atomically); a key that group or others may read is refused.");
+  cmd->footer(kIdentityHelp);
   struct Args {
     std::string dir, owner, out;
     bool json = false;

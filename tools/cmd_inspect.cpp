@@ -341,13 +341,16 @@ int inspect_package(const std::string& ref, bool json) {
 
 }  // namespace
 
+// inspect's --help after its options: examples, then what it does.
+constexpr const char* kInspectHelp =
+    "Examples:\n  skippy-model-package inspect model-00001-of-00003.gguf --json\n"
+    "  skippy-model-package inspect ./model-package\n"
+    "Given any shard of a split model, reports the whole model. Given a package, validates only the\n"
+    "manifest and shared/metadata.gguf (metadata-only inspection; no layer range needed).";
+
 Command register_inspect(CLI::App& app) {
   auto* cmd = app.add_subcommand("inspect", "What a GGUF model or a layer package holds");
-  cmd->footer(
-      "Examples:\n  skippy-model-package inspect model-00001-of-00003.gguf --json\n"
-      "  skippy-model-package inspect ./model-package\n"
-      "Given any shard of a split model, reports the whole model. Given a package, validates only the\n"
-      "manifest and shared/metadata.gguf (metadata-only inspection; no layer range needed).");
+  cmd->footer(kInspectHelp);
   auto file = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   path_option(cmd->add_option("target", *file, "GGUF file (any shard of a split model) or package directory"))->required();

@@ -195,40 +195,43 @@ int materialize_one_stage(const MaterializeArgs& a, const std::filesystem::path&
 
 }  // namespace
 
+// materialize's --help after its options: examples, then what it does.
+constexpr const char* kMaterializeHelp =
+    "Examples:\n"
+    "  skippy-model-package materialize model-package/ --layers 0..4 --json\n"
+    "  skippy-model-package materialize model-package/ --layers 0..4 --out stage0.gguf\n"
+    "  skippy-model-package materialize --list --json\n"
+    "  skippy-model-package materialize --prune model-package/ --json\n"
+    "Writes the stage's parts (metadata, embeddings at the input boundary or for a tied output,\n"
+    "layers START..END-1, output at the output boundary) as one GGUF. Loading the parts directly is\n"
+    "the normal path; this file is derived cache and never part of a package (it is never written\n"
+    "inside the package directory). The projector is not merged.\n"
+    "The cache lives in $SKIPPY_CACHE_DIR/stages (else $XDG_CACHE_HOME/skippy/stages, else\n"
+    "~/.cache/skippy/stages), one entry per package and range: <manifest sha256[:16]>-L<start>-<end>.gguf\n"
+    "with a .json sidecar. A valid entry is reused (\"reused\": true); concurrent runs for the same\n"
+    "stage build it once. --verify (or SKIPPY_VERIFY_PACKAGE_SHA=1, or an hf:// package) verifies the\n"
+    "parts against the manifest and compares a cached file byte for byte with them before reuse.\n"
+    "--out FILE writes exactly that file instead, outside the cache: staged under a hidden name and\n"
+    "renamed (never seen partial), not fsynced, like cp. Cache entries are fsynced.\n"
+    "A package schema 2 directory works the same way: the carrier's KVs (minus its skippy.package.*\n"
+    "keys) and the stage's tensors read at their locators, byte-identical to the source. For a runtime\n"
+    "that derives its stage from its own graph, --tensors NAME,... --out FILE writes exactly those\n"
+    "tensors of a schema 2 package (never cached):\n"
+    "  skippy-model-package materialize pkg-schema2/ --tensors token_embd.weight,blk.0.attn_q.weight --out t.gguf\n"
+    "--list shows the cache's entries; --prune removes them (only the given package's, with a\n"
+    "package), skipping entries being built. Prints the file's path on stdout (without --json).\n"
+    "--as-source --out DIR|FILE rebuilds the source model's file(s) the package was written from,\n"
+    "byte for byte (what gguf-split --merge users expect: the original bytes, no skippy.* keys):\n"
+    "  skippy-model-package materialize model-package/ --as-source --out restored.gguf --json\n"
+    "Each file is checked against the size and SHA-256 the package records (source_model.files),\n"
+    "written under a hidden name and renamed only when its SHA-256 matches. A split source's shards\n"
+    "go into --out DIR (made when missing), each under its source name. A package that does not\n"
+    "record what a file needs (a schema 2 package of a split source, a package written by another\n"
+    "writer) is refused before anything is written, saying what is missing.";
+
 Command register_materialize(CLI::App& app) {
   auto* cmd = app.add_subcommand("materialize", "A single per-stage GGUF (derived cache), the source model's file(s) again (--as-source), or list/prune that cache");
-  cmd->footer(
-      "Examples:\n"
-      "  skippy-model-package materialize model-package/ --layers 0..4 --json\n"
-      "  skippy-model-package materialize model-package/ --layers 0..4 --out stage0.gguf\n"
-      "  skippy-model-package materialize --list --json\n"
-      "  skippy-model-package materialize --prune model-package/ --json\n"
-      "Writes the stage's parts (metadata, embeddings at the input boundary or for a tied output,\n"
-      "layers START..END-1, output at the output boundary) as one GGUF. Loading the parts directly is\n"
-      "the normal path; this file is derived cache and never part of a package (it is never written\n"
-      "inside the package directory). The projector is not merged.\n"
-      "The cache lives in $SKIPPY_CACHE_DIR/stages (else $XDG_CACHE_HOME/skippy/stages, else\n"
-      "~/.cache/skippy/stages), one entry per package and range: <manifest sha256[:16]>-L<start>-<end>.gguf\n"
-      "with a .json sidecar. A valid entry is reused (\"reused\": true); concurrent runs for the same\n"
-      "stage build it once. --verify (or SKIPPY_VERIFY_PACKAGE_SHA=1, or an hf:// package) verifies the\n"
-      "parts against the manifest and compares a cached file byte for byte with them before reuse.\n"
-      "--out FILE writes exactly that file instead, outside the cache: staged under a hidden name and\n"
-      "renamed (never seen partial), not fsynced, like cp. Cache entries are fsynced.\n"
-      "A package schema 2 directory works the same way: the carrier's KVs (minus its skippy.package.*\n"
-      "keys) and the stage's tensors read at their locators, byte-identical to the source. For a runtime\n"
-      "that derives its stage from its own graph, --tensors NAME,... --out FILE writes exactly those\n"
-      "tensors of a schema 2 package (never cached):\n"
-      "  skippy-model-package materialize pkg-schema2/ --tensors token_embd.weight,blk.0.attn_q.weight --out t.gguf\n"
-      "--list shows the cache's entries; --prune removes them (only the given package's, with a\n"
-      "package), skipping entries being built. Prints the file's path on stdout (without --json).\n"
-      "--as-source --out DIR|FILE rebuilds the source model's file(s) the package was written from,\n"
-      "byte for byte (what gguf-split --merge users expect: the original bytes, no skippy.* keys):\n"
-      "  skippy-model-package materialize model-package/ --as-source --out restored.gguf --json\n"
-      "Each file is checked against the size and SHA-256 the package records (source_model.files),\n"
-      "written under a hidden name and renamed only when its SHA-256 matches. A split source's shards\n"
-      "go into --out DIR (made when missing), each under its source name. A package that does not\n"
-      "record what a file needs (a schema 2 package of a split source, a package written by another\n"
-      "writer) is refused before anything is written, saying what is missing.");
+  cmd->footer(kMaterializeHelp);
   auto a = std::make_shared<MaterializeArgs>();
   path_option(cmd->add_option("package", a->ref, "Package directory (or hf://ns/repo[@rev])"));
   cmd->add_option("--layers", a->layers, "Layer range START..END (half-open)");

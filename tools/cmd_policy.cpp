@@ -42,18 +42,21 @@ void print_human(const PolicyDecision& d, const std::string& ref) {
 
 }  // namespace
 
+// policy's --help after its options: examples, then what it does.
+constexpr const char* kPolicyHelp =
+    "Examples:\n"
+    "  skippy-model-package policy ./model-package --phase decode --n-tokens 1 --n-kv 1024 --json\n"
+    "  skippy-model-package policy ./model-package --phase prefill --n-tokens 4096 --n-kv 131072 --backend cpu\n"
+    "  skippy-model-package policy ./model-package --phase decode --n-tokens 1 --n-kv 8 --override decode=dense\n"
+    "Order: --override, the package's generation.policy and thresholds, the built-in default for the\n"
+    "architecture, then a correctness fallback. prefill is short when n_tokens <= short_prefill_max_tokens.\n"
+    "Backends: reference (every path: what the package intends; the default), cpu (no compact-flash),\n"
+    "cuda, metal, or a JSON file {\"name\": ..., \"paths\": [...], \"evidence\": {...}}.\n"
+    "When the package recommendation does not run, one JSON log line goes to stderr.";
+
 Command register_policy(CLI::App& app) {
   auto* cmd = app.add_subcommand("policy", "The resolved generation path for a request shape, with its telemetry");
-  cmd->footer(
-      "Examples:\n"
-      "  skippy-model-package policy ./model-package --phase decode --n-tokens 1 --n-kv 1024 --json\n"
-      "  skippy-model-package policy ./model-package --phase prefill --n-tokens 4096 --n-kv 131072 --backend cpu\n"
-      "  skippy-model-package policy ./model-package --phase decode --n-tokens 1 --n-kv 8 --override decode=dense\n"
-      "Order: --override, the package's generation.policy and thresholds, the built-in default for the\n"
-      "architecture, then a correctness fallback. prefill is short when n_tokens <= short_prefill_max_tokens.\n"
-      "Backends: reference (every path: what the package intends; the default), cpu (no compact-flash),\n"
-      "cuda, metal, or a JSON file {\"name\": ..., \"paths\": [...], \"evidence\": {...}}.\n"
-      "When the package recommendation does not run, one JSON log line goes to stderr.");
+  cmd->footer(kPolicyHelp);
   auto a = std::make_shared<PolicyArgs>();
   path_option(cmd->add_option("package", a->ref, "Package directory of either schema (or hf://ns/repo[@rev])"))->required();
   cmd->add_option("--phase", a->phase, "decode, prefill or verify")

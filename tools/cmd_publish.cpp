@@ -119,40 +119,43 @@ PublishSettings publish_settings_from_env(bool create, bool private_repo, Progre
   return s;
 }
 
+// publish's --help after its options: examples, then what it does.
+constexpr const char* kPublishHelp =
+    "Example:\n"
+    "  HF_TOKEN=hf_... skippy-model-package publish model-package/ hf://meshllm/Qwen3-8B-Q4_K_M-layers --create\n"
+    "The package is checked as its consumers will check it (manifest, every artifact's path and size) and\n"
+    "SHA-256-verified first; a package that fails is not uploaded. Then its artifacts, model-package.json and\n"
+    "README.md (nothing else in the directory) go up with the Hub's own protocol (Xet storage when the Hub\n"
+    "offers it: chunked, and only chunks the Hub does not hold are sent; else the LFS batch, basic or multipart\n"
+    "uploads; several at once, retried; HF_HUB_DISABLE_XET=1 keeps to LFS) and appear in ONE commit, on top of\n"
+    "the branch head that was read first: a commit someone else made meanwhile is detected and refused, never\n"
+    "overwritten. Files the Hub already has are not sent again, so rerunning an interrupted publish sends only\n"
+    "what is missing.\n"
+    "Prints the commit to pin (hf://ns/repo@<commit>).\n"
+    "A package schema 2 directory (write-package --schema 2, convert-package --to 2) is read with the strict\n"
+    "schema 2 reader and every catalog artifact SHA-256-verified first. Schema 1 on main, its conversion on a\n"
+    "branch of the same repository (only the new carrier and the root are uploaded: LFS holds the fragments):\n"
+    "  skippy-model-package convert-package pkg/ --to 2 --out-dir pkg-schema2/ --source model.gguf\n"
+    "  skippy-model-package publish pkg-schema2/ hf://meshllm/Qwen3-8B-Q4_K_M-layers@v2\n"
+    "validation.json (validate-package --write-result) and model-package.json.sig (sign-package) go up in the\n"
+    "same commit when present; a validation.json of another manifest, or a signature that does not verify, is\n"
+    "refused first. --sign OWNER_DIR signs the package (writing model-package.json.sig) before uploading:\n"
+    "  skippy-model-package publish pkg/ hf://meshllm/Model-layers --sign ~/.skippy/owner --tag src-0123abc\n"
+    "--tag NAME tags the commit with the Hub's tag API (a tag names one commit for good: one per source\n"
+    "revision; an existing tag on another commit is refused before anything is uploaded); consumers can then\n"
+    "use hf://ns/repo@NAME as well as the commit.\n"
+    "The token goes only to the Hub's API endpoints; storage URLs get exactly the headers the LFS batch gave.\n"
+    "Every retry prints one line on stderr (\"retry: <what>: <reason> (attempt N of M failed; trying again in S s)\").\n"
+    "An upload slower than --min-rate (averaged over SKIPPY_HF_MIN_RATE_SECS, default 30 s) is a failed\n"
+    "attempt: retried, then given up with the rate in the message; rerunning sends only what is missing.\n"
+    "Environment: HF_TOKEN (a token with write access), HF_ENDPOINT, SKIPPY_HF_UPLOADS (files at once, default 4),\n"
+    "SKIPPY_HF_MAX_ATTEMPTS (5), SKIPPY_HF_BACKOFF_MS (1000), SKIPPY_HF_MIN_RATE (bytes/s, 4096),\n"
+    "SKIPPY_HF_MIN_RATE_SECS (30),\n"
+    "SKIPPY_HF_STALL_SECS (60: no byte moving for that long is a failed attempt).";
+
 Command register_publish(CLI::App& app) {
   auto* cmd = app.add_subcommand("publish", "Upload a verified layer package to the Hugging Face Hub in one commit");
-  cmd->footer(
-      "Example:\n"
-      "  HF_TOKEN=hf_... skippy-model-package publish model-package/ hf://meshllm/Qwen3-8B-Q4_K_M-layers --create\n"
-      "The package is checked as its consumers will check it (manifest, every artifact's path and size) and\n"
-      "SHA-256-verified first; a package that fails is not uploaded. Then its artifacts, model-package.json and\n"
-      "README.md (nothing else in the directory) go up with the Hub's own protocol (Xet storage when the Hub\n"
-      "offers it: chunked, and only chunks the Hub does not hold are sent; else the LFS batch, basic or multipart\n"
-      "uploads; several at once, retried; HF_HUB_DISABLE_XET=1 keeps to LFS) and appear in ONE commit, on top of\n"
-      "the branch head that was read first: a commit someone else made meanwhile is detected and refused, never\n"
-      "overwritten. Files the Hub already has are not sent again, so rerunning an interrupted publish sends only\n"
-      "what is missing.\n"
-      "Prints the commit to pin (hf://ns/repo@<commit>).\n"
-      "A package schema 2 directory (write-package --schema 2, convert-package --to 2) is read with the strict\n"
-      "schema 2 reader and every catalog artifact SHA-256-verified first. Schema 1 on main, its conversion on a\n"
-      "branch of the same repository (only the new carrier and the root are uploaded: LFS holds the fragments):\n"
-      "  skippy-model-package convert-package pkg/ --to 2 --out-dir pkg-schema2/ --source model.gguf\n"
-      "  skippy-model-package publish pkg-schema2/ hf://meshllm/Qwen3-8B-Q4_K_M-layers@v2\n"
-      "validation.json (validate-package --write-result) and model-package.json.sig (sign-package) go up in the\n"
-      "same commit when present; a validation.json of another manifest, or a signature that does not verify, is\n"
-      "refused first. --sign OWNER_DIR signs the package (writing model-package.json.sig) before uploading:\n"
-      "  skippy-model-package publish pkg/ hf://meshllm/Model-layers --sign ~/.skippy/owner --tag src-0123abc\n"
-      "--tag NAME tags the commit with the Hub's tag API (a tag names one commit for good: one per source\n"
-      "revision; an existing tag on another commit is refused before anything is uploaded); consumers can then\n"
-      "use hf://ns/repo@NAME as well as the commit.\n"
-      "The token goes only to the Hub's API endpoints; storage URLs get exactly the headers the LFS batch gave.\n"
-      "Every retry prints one line on stderr (\"retry: <what>: <reason> (attempt N of M failed; trying again in S s)\").\n"
-      "An upload slower than --min-rate (averaged over SKIPPY_HF_MIN_RATE_SECS, default 30 s) is a failed\n"
-      "attempt: retried, then given up with the rate in the message; rerunning sends only what is missing.\n"
-      "Environment: HF_TOKEN (a token with write access), HF_ENDPOINT, SKIPPY_HF_UPLOADS (files at once, default 4),\n"
-      "SKIPPY_HF_MAX_ATTEMPTS (5), SKIPPY_HF_BACKOFF_MS (1000), SKIPPY_HF_MIN_RATE (bytes/s, 4096),\n"
-      "SKIPPY_HF_MIN_RATE_SECS (30),\n"
-      "SKIPPY_HF_STALL_SECS (60: no byte moving for that long is a failed attempt).");
+  cmd->footer(kPublishHelp);
   struct Args {
     std::string dir, target, message, sign, tag;
     bool create = false, private_repo = false, json = false;

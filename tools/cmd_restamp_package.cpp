@@ -7,24 +7,27 @@
 
 namespace skippy::cli {
 
+// restamp-package's --help after its options: examples, then what it does.
+constexpr const char* kRestampPackageHelp =
+    "Example:\n  skippy-model-package restamp-package pkg-schema2/ --native-abi-version 0.1.64 --json\n"
+    "Two ABI rules are in use. Exact: mesh-llm upstream (crates/skippy-api/src/package.rs@822f7e91)\n"
+    "and its release admit a schema 2 package only when the root's native_abi_version is exactly their\n"
+    "own skippy ABI. Provenance: its fork's newest loader (package.rs@d39f791d) takes the declared ABI\n"
+    "as a record of who wrote the package and never refuses it. Re-stamp for an exact-rule runtime.\n"
+    "The artifacts do not depend on it: this rewrites model-package.json alone (its\n"
+    "native_abi_version and, recomputed, its package_id); every artifact stays byte for byte, so a Hub\n"
+    "commit of the result uploads one small file. model-package.json.sig (it signed the old bytes) is\n"
+    "removed, or signed again with --sign OWNER_DIR, which first checks that the signature the package\n"
+    "carries (if any) still verifies and that every artifact has its declared size and SHA-256, and\n"
+    "refuses otherwise: a new signature vouches only for what was checked. validation.json (it judged the\n"
+    "old bytes) is removed:\n"
+    "validate-package SRC DIR --write-result records a verdict for the new root. Already at that\n"
+    "ABI: nothing is written.";
+
 Command register_restamp_package(CLI::App& app) {
   auto* cmd = app.add_subcommand("restamp-package",
                                  "Re-stamp a package schema 2 for another runtime ABI (only model-package.json changes)");
-  cmd->footer(
-      "Example:\n  skippy-model-package restamp-package pkg-schema2/ --native-abi-version 0.1.64 --json\n"
-      "Two ABI rules are in use. Exact: mesh-llm upstream (crates/skippy-api/src/package.rs@822f7e91)\n"
-      "and its release admit a schema 2 package only when the root's native_abi_version is exactly their\n"
-      "own skippy ABI. Provenance: its fork's newest loader (package.rs@d39f791d) takes the declared ABI\n"
-      "as a record of who wrote the package and never refuses it. Re-stamp for an exact-rule runtime.\n"
-      "The artifacts do not depend on it: this rewrites model-package.json alone (its\n"
-      "native_abi_version and, recomputed, its package_id); every artifact stays byte for byte, so a Hub\n"
-      "commit of the result uploads one small file. model-package.json.sig (it signed the old bytes) is\n"
-      "removed, or signed again with --sign OWNER_DIR, which first checks that the signature the package\n"
-      "carries (if any) still verifies and that every artifact has its declared size and SHA-256, and\n"
-      "refuses otherwise: a new signature vouches only for what was checked. validation.json (it judged the\n"
-      "old bytes) is removed:\n"
-      "validate-package SRC DIR --write-result records a verdict for the new root. Already at that\n"
-      "ABI: nothing is written.");
+  cmd->footer(kRestampPackageHelp);
   struct Args {
     std::string dir, abi, sign;
     bool json = false;

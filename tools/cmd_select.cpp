@@ -107,16 +107,19 @@ void print_select(const CheckedStage& c, const std::optional<LayerRange>& chosen
 
 }  // namespace
 
+// select's --help after its options: examples, then what it does.
+constexpr const char* kSelectHelp =
+    "Example:\n  skippy-model-package select ./model-package --layers 0..4 --json\n"
+    "Ranges are half-open: 0..4 is layers 0-3. A range starting at 0 owns the input boundary\n"
+    "(embeddings); one ending at layer_count owns the output boundary.\n"
+    "A package schema 2 (local or hf://) lists the carrier and the parts holding the stage's tensors\n"
+    "(parts[] with artifact_id and relative_path, tensors[] with each tensor's locator), or the parts of\n"
+    "exactly the tensors named:\n"
+    "  skippy-model-package select ./schema2-package --tensors token_embd.weight,blk.0.attn_q.weight --json";
+
 Command register_select(CLI::App& app) {
   auto* cmd = app.add_subcommand("select", "Consumer validation for a stage, then the ordered parts it loads");
-  cmd->footer(
-      "Example:\n  skippy-model-package select ./model-package --layers 0..4 --json\n"
-      "Ranges are half-open: 0..4 is layers 0-3. A range starting at 0 owns the input boundary\n"
-      "(embeddings); one ending at layer_count owns the output boundary.\n"
-      "A package schema 2 (local or hf://) lists the carrier and the parts holding the stage's tensors\n"
-      "(parts[] with artifact_id and relative_path, tensors[] with each tensor's locator), or the parts of\n"
-      "exactly the tensors named:\n"
-      "  skippy-model-package select ./schema2-package --tensors token_embd.weight,blk.0.attn_q.weight --json");
+  cmd->footer(kSelectHelp);
   struct Args {
     std::string ref, layers, projector;
     bool json = false, single_stage = false;

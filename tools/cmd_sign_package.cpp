@@ -17,14 +17,17 @@ nlohmann::json signature_result_json(const std::filesystem::path& dir, const Pac
           {"replaced_invalid_signature", s.replaced_invalid ? nlohmann::json(*s.replaced_invalid) : nlohmann::json()}};
 }
 
+// sign-package's --help after its options: examples, then what it does.
+constexpr const char* kSignPackageHelp =
+    "Example:\n  skippy-model-package sign-package ./model-package --owner ~/.skippy/owner\n"
+    "Writes model-package.json.sig beside the manifest: the owner's certificate and the Ed25519\n"
+    "signature of model-package.json's exact bytes (and of validation.json's, when present). The\n"
+    "manifest pins every artifact by SHA-256, so the signature covers the whole package. Consumers\n"
+    "given --trust-signer owner.crt (or SKIPPY_TRUSTED_SIGNERS) refuse packages it does not cover.";
+
 Command register_sign_package(CLI::App& app) {
   auto* cmd = app.add_subcommand("sign-package", "Sign a package's manifest with an owner key (model-package.json.sig)");
-  cmd->footer(
-      "Example:\n  skippy-model-package sign-package ./model-package --owner ~/.skippy/owner\n"
-      "Writes model-package.json.sig beside the manifest: the owner's certificate and the Ed25519\n"
-      "signature of model-package.json's exact bytes (and of validation.json's, when present). The\n"
-      "manifest pins every artifact by SHA-256, so the signature covers the whole package. Consumers\n"
-      "given --trust-signer owner.crt (or SKIPPY_TRUSTED_SIGNERS) refuse packages it does not cover.");
+  cmd->footer(kSignPackageHelp);
   struct Args {
     std::string dir, owner;
     bool json = false;

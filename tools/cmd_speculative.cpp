@@ -72,18 +72,21 @@ void print_human(const SpeculativeResolution& r) {
 
 }  // namespace
 
+// speculative's --help after its options: examples, then what it does.
+constexpr const char* kSpeculativeHelp =
+    "Examples:\n"
+    "  skippy-model-package speculative ./model-package --json\n"
+    "  skippy-model-package speculative ./model-package --strategy mtp --config examples/config.toml\n"
+    "  skippy-model-package speculative model.gguf --strategy ngram-suffix --ngram-min 4 --ngram-max 32\n"
+    "--strategy: auto (package default, else disabled), mtp, disabled, a strategy the package declares,\n"
+    "native-mtp-n1 (= mtp); for a direct GGUF also ngram-cache / ngram-suffix with --ngram-min/--ngram-max.\n"
+    "Each setting comes from its flag, else the [[models]] entry of --model (default: the package's\n"
+    "model_id) in --config, else [defaults.speculative]. Settings tighten package bounds, never widen them.\n"
+    "A refusal exits 1 and names the rule.";
+
 Command register_speculative(CLI::App& app) {
   auto* cmd = app.add_subcommand("speculative", "The resolved speculative-decoding plan, or why it was refused");
-  cmd->footer(
-      "Examples:\n"
-      "  skippy-model-package speculative ./model-package --json\n"
-      "  skippy-model-package speculative ./model-package --strategy mtp --config examples/config.toml\n"
-      "  skippy-model-package speculative model.gguf --strategy ngram-suffix --ngram-min 4 --ngram-max 32\n"
-      "--strategy: auto (package default, else disabled), mtp, disabled, a strategy the package declares,\n"
-      "native-mtp-n1 (= mtp); for a direct GGUF also ngram-cache / ngram-suffix with --ngram-min/--ngram-max.\n"
-      "Each setting comes from its flag, else the [[models]] entry of --model (default: the package's\n"
-      "model_id) in --config, else [defaults.speculative]. Settings tighten package bounds, never widen them.\n"
-      "A refusal exits 1 and names the rule.");
+  cmd->footer(kSpeculativeHelp);
   auto a = std::make_shared<SpeculativeArgs>();
   path_option(cmd->add_option("target", a->target, "Package directory of either schema (or hf://ns/repo[@rev]), or a GGUF for direct operation"))
       ->required();

@@ -11,21 +11,24 @@
 
 namespace skippy::cli {
 
+// verify's --help after its options: examples, then what it does.
+constexpr const char* kVerifyHelp =
+    "Examples:\n"
+    "  skippy-model-package verify model-package/                 # every artifact\n"
+    "  skippy-model-package verify model-package/ --layers 0..2 --json\n"
+    "With --layers, checks what that stage loads (metadata, the layers, embeddings/output at the\n"
+    "boundaries, and the projector it would use); without, every artifact including projectors.\n"
+    "Files verified before and unchanged since (same inode, size, mtime and ctime) are not hashed\n"
+    "again: records live in $SKIPPY_CACHE_DIR/verified (else $XDG_CACHE_HOME/skippy/verified, else\n"
+    "~/.cache/skippy/verified) and hold no paths. --no-cache hashes everything. Exit 1 lists every\n"
+    "artifact whose SHA-256 or size does not match.\n"
+    "A package schema 2 (local or hf://): the carrier and the parts of the stage (or of --tensors, or\n"
+    "every artifact), against the root's artifact_catalog, through the same records:\n"
+    "  skippy-model-package verify ./schema2-package --layers 0..4 --json";
+
 Command register_verify(CLI::App& app) {
   auto* cmd = app.add_subcommand("verify", "SHA-256 of a package's parts against its manifest, with a cache");
-  cmd->footer(
-      "Examples:\n"
-      "  skippy-model-package verify model-package/                 # every artifact\n"
-      "  skippy-model-package verify model-package/ --layers 0..2 --json\n"
-      "With --layers, checks what that stage loads (metadata, the layers, embeddings/output at the\n"
-      "boundaries, and the projector it would use); without, every artifact including projectors.\n"
-      "Files verified before and unchanged since (same inode, size, mtime and ctime) are not hashed\n"
-      "again: records live in $SKIPPY_CACHE_DIR/verified (else $XDG_CACHE_HOME/skippy/verified, else\n"
-      "~/.cache/skippy/verified) and hold no paths. --no-cache hashes everything. Exit 1 lists every\n"
-      "artifact whose SHA-256 or size does not match.\n"
-      "A package schema 2 (local or hf://): the carrier and the parts of the stage (or of --tensors, or\n"
-      "every artifact), against the root's artifact_catalog, through the same records:\n"
-      "  skippy-model-package verify ./schema2-package --layers 0..4 --json");
+  cmd->footer(kVerifyHelp);
   struct Args {
     std::string ref;
     std::string layers;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,23 @@ int command_index(int argc, char** argv) {
     if (argv[i][0] != '-') return i;
   }
   return 0;
+}
+
+// "unknown command ..." naming the nearest command when `word` is none of
+// app's; nullopt when it is one.
+std::optional<std::string> unknown_command(CLI::App& app, std::string_view word) {
+  std::string nearest, names;
+  size_t best = ~size_t{0};
+  for (const auto* sub : app.get_subcommands({})) {
+    if (sub->get_name() == word) return std::nullopt;
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+    const size_t d = edit_distance(word, sub->get_name());
+    if (d < best) best = d, nearest = sub->get_name();
+  }
+  std::string msg = "unknown command \"" + std::string(word) + "\"";
+  if (best <= std::max<size_t>(2, word.size() / 3)) msg += "; did you mean \"" + nearest + "\"?";
+  msg += " (commands: " + names + "; see skippy-model-package --help)";
+  return msg;
 }
 
 }  // namespace
@@ -84,24 +102,7 @@ int main(int argc, char** argv) {
   }
   // An unknown command: name it, and the nearest one.
   if (cmd_at > 0) {
-    const std::string_view word = argv[cmd_at];
-    std::string nearest, names;
-    size_t best = ~size_t{0};
-    for (const auto* sub : app.get_subcommands({})) {
-      if (sub->get_name() == word) {
-        best = 0;
-        break;
-      }
-      names += (names.empty() ? "" : ", ") + sub->get_name();
-      const size_t d = edit_distance(word, sub->get_name());
-      if (d < best) best = d, nearest = sub->get_name();
-    }
-    if (best != 0) {
-      std::string msg = "unknown command \"" + std::string(word) + "\"";
-      if (best <= std::max<size_t>(2, word.size() / 3)) msg += "; did you mean \"" + nearest + "\"?";
-      msg += " (commands: " + names + "; see skippy-model-package --help)";
-      return report_error(skippy::ErrorKind::kUsage, msg, json);
-    }
+    if (const auto msg = unknown_command(app, argv[cmd_at])) return report_error(skippy::ErrorKind::kUsage, *msg, json);
   }
   try {
     app.parse(static_cast<int>(args.size()), args.data());
