@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Download benchmark (not run by CI; issue #15): `fetch` of a stage dominated
+# Download benchmark (not run by CI): `fetch` of a stage dominated
 # by one large file from the local Hub stand-in (tests/hub, Node on
 # 127.0.0.1, LFS files redirected to its storage listener) into an empty
 # Hugging Face cache (SHA-256 verified, fsynced, linked), against curl

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The N-gram proposer benchmark (issue #12): builds Release into build-bench/
+# The N-gram proposer benchmark: builds Release into build-bench/
 # and runs skippy-bench-ngram. Targets, per committed token at an 8k-token
 # context: < 1 us for ngram-cache, < 5 us for ngram-suffix.
 # Usage: scripts/bench-generation.sh [google-benchmark flags, e.g. --benchmark_repetitions=5]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The memory-aware planning benchmark (issue #24): builds Release into
+# The memory-aware planning benchmark: builds Release into
 # build-bench/, runs skippy-bench-plan (in-process: a 94-layer model over 8
 # nodes at a 32k context, target < 20 ms), then times the whole
 # `plan --context ... --budgets x8 --bandwidth x8 --json` process on a real

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Opening and selecting a stage of a schema 2 package (issue #22): a 94-layer,
+# Opening and selecting a stage of a schema 2 package: a 94-layer,
 # ~850-tensor model with a 152k-token vocabulary (a ~3.5 MB metadata
 # carrier, as a real model's), written by write-package --schema 2 under
 # /tmp. Prints the in-process open + select (skippy-bench-catalog, target

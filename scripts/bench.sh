@@ -580,7 +580,7 @@ bench_push() {
   exec 8>&-
 }
 
-# Package schema 2 (issue 22): write-package --schema 2 against schema 1 on
+# Package schema 2: write-package --schema 2 against schema 1 on
 # the same model (the same single pass: the ratio to the floor must match),
 # and convert-package --to 2 of the schema 1 package: the carrier + root time
 # (the payload is hard-linked) and, with --source, the certification against
