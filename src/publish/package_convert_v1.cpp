@@ -119,6 +119,58 @@ PackageManifest manifest_identity(const PackageRootV2& root, const PackageCatalo
   return m;
 }
 
+// The pass over the payload parts: progress over their bytes, and each
+// part's SHA-256 checked against the catalog before any fragment is renamed.
+detail::StreamOptions pass_options(const PackageCatalog& cat, const PartsAsSource& parts, const ConvertToV1Options& o) {
+  auto done = std::make_shared<uint64_t>(0);
+  uint64_t total = 0;
+  for (const auto& f : parts.files) total += f->size();
+  detail::StreamOptions so;
+  so.threads = o.threads;
+  so.io_env = o.io_env;
+  so.on_bytes = [done, total, &o](uint64_t n) {
+    *done += n;
+    if (o.on_progress) o.on_progress(*done, total);
+  };
+  so.before_commit = [&cat, &parts](const detail::StreamResult& res) {
+    for (size_t i = 0; i < parts.artifact.size(); ++i) {
+      const auto& a = cat.artifacts[parts.artifact[i]];
+      if (!sha256_equal(res.shard_sha256[i], a.sha256)) {
+        throw_integrity("artifact " + a.id + " (" + a.path + "): SHA-256 " + res.shard_sha256[i] +
+                        " differs from the catalog's " + a.sha256);
+      }
+    }
+  };
+  return so;
+}
+
+// The catalog's mmproj sidecars copied as schema 1 projectors (each checked
+// against the catalog's SHA-256); what schema 1 has no place for is listed
+// in r.dropped.
+std::vector<ProjectorEntry> copy_sidecars(const PackageCatalog& cat, const std::map<std::string, fs::path>& resolved,
+                                          const fs::path& out, IoEnv* env, ConvertToV1Result& r) {
+  std::vector<ProjectorEntry> projectors;
+  std::set<std::string> names;
+  for (const auto& a : cat.artifacts) {
+    if (a.kind == CatalogArtifactKind::kPublisherMetadata) {
+      r.dropped.push_back("publisher metadata " + a.id + " (" + a.path + "): schema 1 has no place for it");
+      continue;
+    }
+    if (a.kind != CatalogArtifactKind::kSidecar) continue;
+    if (a.sidecar_kind != kSidecarKindMmproj) {
+      r.dropped.push_back("sidecar " + a.id + ": kind " + a.sidecar_kind + " has no schema 1 place");
+      continue;
+    }
+    auto p = detail::plan_projector(resolved.at(a.id));
+    if (!names.insert(p.entry.path).second) throw_invalid("sidecar " + a.id + ": another sidecar has the same file name");
+    auto e = detail::copy_projector(p, out, {}, env);
+    if (!sha256_equal(e.sha256, a.sha256)) throw_integrity("sidecar " + a.id + " (" + a.path + "): SHA-256 differs from the catalog's");
+    r.bytes_written += e.artifact_bytes;
+    projectors.push_back(std::move(e));
+  }
+  return projectors;
+}
+
 }  // namespace convert_v1_detail
 
 ConvertToV1Result convert_package_to_v1(const OpenedPackage& pkg, const ConvertToV1Options& o) {
@@ -150,24 +202,7 @@ ConvertToV1Result convert_package_to_v1(const OpenedPackage& pkg, const ConvertT
   for (size_t i = 0; i < frags.size(); ++i) {
     outputs.push_back(stream_output(frags[i].rel_path, frags[i].tensors, writers[i], staging.path()));
   }
-  uint64_t total = 0, done = 0;
-  for (const auto& f : files) total += f->size();
-  StreamOptions so;
-  so.threads = o.threads;
-  so.io_env = o.io_env;
-  so.on_bytes = [&](uint64_t n) {
-    done += n;
-    if (o.on_progress) o.on_progress(done, total);
-  };
-  so.before_commit = [&](const StreamResult& res) {
-    for (size_t i = 0; i < parts.artifact.size(); ++i) {
-      const auto& a = cat.artifacts[parts.artifact[i]];
-      if (!sha256_equal(res.shard_sha256[i], a.sha256)) {
-        throw_integrity("artifact " + a.id + " (" + a.path + "): SHA-256 " + res.shard_sha256[i] +
-                        " differs from the catalog's " + a.sha256);
-      }
-    }
-  };
+  const auto so = pass_options(cat, parts, o);
   const auto hashes = stream_split(files, outputs, so);
 
   PackageManifest m = manifest_identity(root, cat, o.package_dir, r);
@@ -190,24 +225,7 @@ ConvertToV1Result convert_package_to_v1(const OpenedPackage& pkg, const ConvertT
     le.layer_index = l;
     m.layers.push_back(std::move(le));
   }
-  std::set<std::string> names;
-  for (const auto& a : cat.artifacts) {
-    if (a.kind == CatalogArtifactKind::kPublisherMetadata) {
-      r.dropped.push_back("publisher metadata " + a.id + " (" + a.path + "): schema 1 has no place for it");
-      continue;
-    }
-    if (a.kind != CatalogArtifactKind::kSidecar) continue;
-    if (a.sidecar_kind != kSidecarKindMmproj) {
-      r.dropped.push_back("sidecar " + a.id + ": kind " + a.sidecar_kind + " has no schema 1 place");
-      continue;
-    }
-    auto p = plan_projector(resolved.at(a.id));
-    if (!names.insert(p.entry.path).second) throw_invalid("sidecar " + a.id + ": another sidecar has the same file name");
-    auto e = copy_projector(p, staging.path(), {}, o.io_env);
-    if (!sha256_equal(e.sha256, a.sha256)) throw_integrity("sidecar " + a.id + " (" + a.path + "): SHA-256 differs from the catalog's");
-    r.bytes_written += e.artifact_bytes;
-    m.projectors.push_back(std::move(e));
-  }
+  m.projectors = copy_sidecars(cat, resolved, staging.path(), o.io_env, r);
   const std::string text = serialize_manifest(m);
   r.manifest_sha256 = sha256_hex(text);
   write_file_atomic(staging.path() / std::string(kPackageReadme),

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <functional>
 #include <optional>
 
 #include "gguf/gguf_writer.h"
@@ -282,6 +283,38 @@ StreamOptions begin_source_pass(const WritePackageOptions& opt, const ModelSourc
   return so;
 }
 
+// The source bytes the pass hashed itself (not those of shards whose
+// SHA-256 was verified before).
+uint64_t bytes_hashed_by_pass(const ModelSource& model, const StreamOptions& so) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < model.shards().size(); ++i) {
+    if (i >= so.known_shard_sha256.size() || !so.known_shard_sha256[i]) n += model.shards()[i].file_size();
+  }
+  return n;
+}
+
+// After the pass: the projectors copied (each under the disk budget) and
+// the layout's other files written, each announced as soon as it is
+// complete (when opt.on_artifact is set).
+std::vector<ProjectorEntry> write_after_pass(
+    const WritePackageOptions& opt, const SchemaLayout& layout, const std::function<void(uint64_t)>& on_bytes,
+    const std::function<void(const WrittenArtifact&, const WrittenFile&)>& announce) {
+  std::vector<ProjectorEntry> projectors;
+  projectors.reserve(layout.projectors().size());
+  for (const auto& p : layout.projectors()) {
+    if (opt.on_artifact && opt.disk_budget) opt.disk_budget->acquire(p.entry.artifact_bytes);
+    const auto& e = projectors.emplace_back(copy_projector(p, opt.out_dir, on_bytes, opt.io_env));
+    if (opt.on_artifact) announce({e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256, nullptr}, WrittenFile{{}, &e});
+  }
+  for (const auto& f : layout.other_files()) {
+    const fs::path file = opt.out_dir / f.rel_path;
+    fs::create_directories(file.parent_path());
+    write_file_atomic(file, f.contents, Durability::kDurable, opt.io_env);
+    if (opt.on_artifact) announce({f.rel_path, file, f.contents.size(), f.sha256, nullptr}, WrittenFile{});
+  }
+  return projectors;
+}
+
 std::unique_ptr<SchemaLayout> make_schema_layout(const WritePackageOptions& opt) {
   if (opt.schema == 1) return make_schema1_layout(opt);
   if (opt.schema == 2) return make_schema2_layout(opt);
@@ -337,25 +370,9 @@ WritePackageResult write_package(const WritePackageOptions& opt) {
     };
   }
   const auto hashes = stream_split(shard_files, outputs, so);
-  uint64_t source_hashed = 0;
-  for (size_t i = 0; i < model.shards().size(); ++i) {
-    if (i >= so.known_shard_sha256.size() || !so.known_shard_sha256[i]) source_hashed += model.shards()[i].file_size();
-  }
+  const uint64_t source_hashed = bytes_hashed_by_pass(model, so);
   layout->after_pass(hashes);
-
-  std::vector<ProjectorEntry> projectors;
-  projectors.reserve(layout->projectors().size());
-  for (const auto& p : layout->projectors()) {
-    if (opt.on_artifact && opt.disk_budget) opt.disk_budget->acquire(p.entry.artifact_bytes);
-    const auto& e = projectors.emplace_back(copy_projector(p, opt.out_dir, on_bytes, opt.io_env));
-    if (opt.on_artifact) announce({e.path, opt.out_dir / e.path, e.artifact_bytes, e.sha256, nullptr}, WrittenFile{{}, &e});
-  }
-  for (const auto& f : layout->other_files()) {
-    const fs::path file = opt.out_dir / f.rel_path;
-    fs::create_directories(file.parent_path());
-    write_file_atomic(file, f.contents, Durability::kDurable, opt.io_env);
-    if (opt.on_artifact) announce({f.rel_path, file, f.contents.size(), f.sha256, nullptr}, WrittenFile{});
-  }
+  const auto projectors = write_after_pass(opt, *layout, on_bytes, announce);
   if (held) announce(*held, WrittenFile{last});
   layout->complete_root(hashes, projectors);
 
