@@ -230,7 +230,6 @@ class Schema2Layout final : public SchemaLayout {
     for (size_t i = 0; i < parts_.size(); ++i) {
       outputs_.push_back(reference_layout ? reference_part_output(parts_[i], writers[i], opt_.out_dir)
                                           : stream_output(parts_[i].path, parts_[i].tensors, writers[i], opt_.out_dir));
-      rel_paths_.push_back(parts_[i].path);
     }
     for (size_t i = 0; i < opt_.projectors.size(); ++i) {
       projectors_.push_back(plan_projector(opt_.projectors[i]));
@@ -245,10 +244,12 @@ class Schema2Layout final : public SchemaLayout {
     c.header = GgufBytes::borrow(carrier_);  // no copy: the carrier outlives the pass
     c.total_size = carrier_.size();
     outputs_.push_back(std::move(c));
-    rel_paths_.emplace_back(kMetadataPath);
   }
   std::vector<StreamOutput>& outputs() override { return outputs_; }
-  const std::string& rel_path(size_t output) const override { return rel_paths_[output]; }
+  // The parts, then the carrier.
+  const std::string& rel_path(size_t output) const override {
+    return output < parts_.size() ? parts_[output].path : carrier_path_;
+  }
   const std::vector<PlannedProjector>& projectors() const override { return projectors_; }
   // A streamed write announces the carrier last (after the projectors and
   // publisher files): the package's root artifact leaves only once every
@@ -421,7 +422,7 @@ class Schema2Layout final : public SchemaLayout {
   std::string carrier_sha_;
   std::optional<std::string> own_carrier_why_;  // the reference layout, but this tool's carrier: why
   std::vector<StreamOutput> outputs_;
-  std::vector<std::string> rel_paths_;
+  const std::string carrier_path_{kMetadataPath};
   std::vector<PlannedProjector> projectors_;
   PublisherPlan publisher_;
   PackageRootV2 root_;
