@@ -194,6 +194,7 @@ void print_fetch(const FetchArgs& a, const OpenedCatalog& pkg, const std::option
 
 }  // namespace
 
+// Runs fetch with its parsed flags (the peer timeouts' presence set); the exit code.
 int run_fetch(FetchArgs& a) {
   if (!is_hf_ref(a.ref)) {
     throw Error(ErrorKind::kUsage, a.ref + ": fetch takes an hf://ns/repo[@rev] reference "

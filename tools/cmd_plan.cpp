@@ -188,6 +188,7 @@ std::optional<TimePlanRequest> time_plan_request(const PlanArgs& a, const Memory
   return timed;
 }
 
+// Runs plan with its parsed flags: the byte, memory or time plan they ask for; the exit code.
 int run_plan(PlanArgs& a) {
   const PlanOptions o = byte_plan_options(a);
   const KvCacheType kv_type = parse_kv_cache_type(a.kv_type);

@@ -20,6 +20,8 @@ struct ServeArgs {
   double idle = 30, handshake = 3, request = 10, total = 3600;
   bool no_preverify = false, json = false;
 };
+
+// Runs serve-artifacts with its parsed flags; the exit code.
 int run_serve_artifacts(const ServeArgs& a) {
   // The mode first: a server that would serve nothing by default
   // does not start.

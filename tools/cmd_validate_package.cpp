@@ -23,6 +23,8 @@ struct ValidateArgs {
   bool json = false, write_result = false;
   unsigned threads = 0;
 };
+
+// Runs validate-package with its parsed flags; the exit code.
 int run_validate_package(const ValidateArgs& a) {
   ValidateOptions o;
   o.threads = detail::worker_threads(a.threads);
