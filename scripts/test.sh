@@ -30,22 +30,10 @@ else
     -DSKIPPY_BUILD_TESTS=ON -DSKIPPY_BUILD_BENCH=ON >/dev/null
 fi
 cmake --build "$build" -j2
-# The sanitizer runs leave out what they cannot check better than the plain
-# run: the documentation and layering checks (text, not memory), and under
-# ThreadSanitizer the suites that start no thread of ours (parsers, hashes,
-# rules: ASan runs them) and the suites of package rules and dialects whose
-# only threads are the CLI's parallel hashing, which the write, verify and
-# materialize suites run under it too. A suite that gains threads of its
-# own leaves this list.
-skip=()
-if [ "$build" != build ]; then
-  skip_re='^(Docs|Layering)\.'
-  if [ "${1:-}" = "--tsan" ]; then
-    skip_re='^(Docs|Layering|XetChunkCodec|XetXorb|XetBlake3|XetChunker|XetHash|XetFileHasher|XetHuggingfaceJs|XetOracle|XetShard|GgufHostile|GgufReader|GgufWriter|GgmlTypes|Manifest[A-Za-z]*|Policy[A-Za-z]*|Speculative[A-Za-z]*|Operator[A-Za-z]*|Ngram[A-Za-z]*|Composite|GenerationInference[A-Za-z]*|GenerationProfileEvidence|Base64|TensorRoles|HfRef|ErrorMessages|V2Root|V2Generation|DecodeCost|CacheShape|PlanByteSize|RangeRecord|RuntimeLines[A-Za-z]*|AdmissionMessage|BindById|NextnResidency[A-Za-z]*|CatalogEntry|ReferenceDialect|V1Catalog|V1CatalogConsumer|V2Catalog|V2Robustness|V2RequestDefaults|V2GenConsumers|ConsumerValidation)\.'
-  fi
-  skip=(-E "$skip_re")
-fi
-ctest --test-dir "$build" --output-on-failure -j2 "${skip[@]}"
+# Which tests a tree runs is tests/CMakeLists.txt's to say: the sanitizer
+# trees leave out the checks of text (docs, layering), and the TSan tree
+# builds only the suites of the code that starts threads.
+ctest --test-dir "$build" --output-on-failure -j2
 refrt="${SKIPPY_REFRT_DIR:-../shared/refrt}"
 if [ "$build" = build ] && [ ! -x "$refrt/bin/skippy-ref-stage" ]; then
   echo "note: no reference stage runtime at $refrt (shared/ beside the clone, or SKIPPY_REFRT_DIR):" \

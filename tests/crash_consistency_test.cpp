@@ -100,8 +100,8 @@ TEST(CrashConsistency, WritePackageLeavesNoPackageOrACompleteOneAtEveryCall) {
     (void)write_package(write_options(tmp / "counted", 1790000000, &io));
     expect_written_through(io, tmp / "counted", names_of(new_state));
     const uint64_t syncs = io.count(FaultyIo::kFsync | FaultyIo::kRename), writes = io.count(FaultyIo::kWrite);
-    for (uint64_t n = 1; n <= syncs; ++n) points.emplace_back(n, FaultyIo::kFsync | FaultyIo::kRename);
-    for (uint64_t n = 1; n <= writes; n += std::max<uint64_t>(1, writes / 12)) points.emplace_back(n, FaultyIo::kWrite);
+    for (const uint64_t n : test::crash_points(syncs)) points.emplace_back(n, FaultyIo::kFsync | FaultyIo::kRename);
+    for (const uint64_t n : test::crash_points(writes, std::max<uint64_t>(1, writes / 12))) points.emplace_back(n, FaultyIo::kWrite);
   }
   ASSERT_GT(points.size(), 10u);
   for (const bool over_old : {false, true}) {
@@ -190,7 +190,7 @@ TEST(CrashConsistency, TheBlobWriterNeverNamesABlobItHasNotFinished) {
     calls = io.count();
   }
   ASSERT_GT(calls, 3u);
-  for (uint64_t n = 1; n <= calls; ++n) {
+  for (const uint64_t n : test::crash_points(calls)) {
     SCOPED_TRACE("crash at call " + std::to_string(n));
     const fs::path root = tmp / ("hf-" + std::to_string(n));
     const HfRepoCache cache(root, "org/blobs");
@@ -239,7 +239,7 @@ TEST(CrashConsistency, ConvertPackageLeavesTheOldOutputOrTheNewPackage) {
   ASSERT_GT(calls, 3u);
   // An old output it replaces: a file a reader could be using.
   const std::map<std::string, std::string> old_state = {{"model-package.json", sha256_hex(std::string("{}"))}};
-  for (uint64_t n = 1; n <= calls; ++n) {
+  for (const uint64_t n : test::crash_points(calls)) {
     const std::string when = "crash at call " + std::to_string(n);
     SCOPED_TRACE(when);
     const fs::path out = tmp / "out";
@@ -295,8 +295,8 @@ TEST(CrashConsistency, MaterializeNeverLeavesACacheEntryItTrustsHalfWritten) {
       const uint64_t syncs = io.count(FaultyIo::kFsync | FaultyIo::kRename), writes = io.count(FaultyIo::kWrite);
       ASSERT_GT(writes, 0u) << "the stage's bytes go through the run's IoEnv";
       ASSERT_GE(syncs, 4u) << "the stage file's fsync and rename, the sidecar's";
-      for (uint64_t n = 1; n <= syncs; ++n) points.emplace_back(n, FaultyIo::kFsync | FaultyIo::kRename);
-      for (uint64_t n = 1; n <= writes; n += std::max<uint64_t>(1, writes / 8)) points.emplace_back(n, FaultyIo::kWrite);
+      for (const uint64_t n : test::crash_points(syncs)) points.emplace_back(n, FaultyIo::kFsync | FaultyIo::kRename);
+      for (const uint64_t n : test::crash_points(writes, std::max<uint64_t>(1, writes / 8))) points.emplace_back(n, FaultyIo::kWrite);
     }
     for (const auto& [n, ops] : points) {
       const std::string when = std::string(hash ? "hashed" : "streamed") + ", crash at " +
@@ -353,7 +353,7 @@ TEST(CrashConsistency, AFailedMaterializeLeavesNoOutputFile) {
     calls = io.count();
   }
   ASSERT_GT(calls, 1u);
-  for (uint64_t n = 1; n <= calls; ++n) {
+  for (const uint64_t n : test::crash_points(calls)) {
     SCOPED_TRACE("fail call " + std::to_string(n));
     const fs::path dir = tmp / ("out-" + std::to_string(n));
     fs::create_directories(dir);

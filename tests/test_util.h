@@ -41,6 +41,18 @@ inline constexpr bool kSanitizedBuild = false;
 inline constexpr bool kSanitizedBuild = false;
 #endif
 
+// The crash points 1..`count` a fault-injection loop tries: every one in the
+// release build; under a sanitizer (several times slower per point, and
+// checking memory and threads, which the neighbouring points exercise
+// alike) every third, the first and the last always.
+inline std::vector<uint64_t> crash_points(uint64_t count, uint64_t stride = 1) {
+  const uint64_t step = stride * (kSanitizedBuild ? 3 : 1);
+  std::vector<uint64_t> out;
+  for (uint64_t n = 1; n <= count; n += step) out.push_back(n);
+  if (count > 0 && out.back() != count) out.push_back(count);
+  return out;
+}
+
 // A stage as a stage loader opens it: the catalog of the range's
 // fragments (CatalogNeed::stage), then open_stage (parts brought, checked,
 // each with its path).
