@@ -25,7 +25,12 @@ std::unique_ptr<SchemaCheck> make_schema_check(const std::filesystem::path& pack
       root.error = e.what();  // schema 1's reader reports it, as for any root no other schema claims
     }
   }
-  if (root.text && package_root_schema(*root.text).schema == kPackageSchemaV2) {
+  const RootSchema schema = root.text ? package_root_schema(*root.text) : RootSchema{};
+  if (auto why = schema.unsupported()) {
+    root.error = (package_dir / std::string(kManifestFileName)).string() + ": " + *why;  // as schema 1 reports a root it cannot read
+    root.text.reset();
+  }
+  if (schema.schema == kPackageSchemaV2) {
     return make_schema2_check(package_dir, std::move(root), opt);
   }
   return make_schema1_check(package_dir, std::move(root), opt);

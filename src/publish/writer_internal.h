@@ -48,7 +48,7 @@ SourceModel source_identity(const WritePackageOptions& opt, const ModelSource& m
                             const std::vector<std::string>& shard_sha);
 
 // Renames a complete staging directory to `out` (replacing an empty or
-// --force'd one), fsyncing the parent (package_convert.cpp).
+// --force'd one), fsyncing the parent (convert_staging.cpp).
 void install_staged_dir(const std::filesystem::path& staging, const std::filesystem::path& out, IoEnv* env);
 // Refuses an `out` that exists and is not an empty directory (unless force).
 void check_convert_out_dir(const std::filesystem::path& out, bool force);
