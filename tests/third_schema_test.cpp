@@ -71,6 +71,32 @@ fs::path write_toy_package(const test::TempDir& tmp, const std::string& name) {
   return dir;
 }
 
+// A schema_version nobody reads: every command says which ones this runtime
+// reads (not schema 1's parser's "1 only", which would hide schema 2).
+TEST(ThirdSchema, AnUnknownSchemaVersionIsRefusedNamingTheVersionsThisRuntimeReads) {
+  test::TempDir tmp;
+  const fs::path dir = tmp / "four";
+  const fs::path src = test::data_path("llama-tiny-q8_0.gguf");
+  ASSERT_EQ(test::write_pkg(src, dir).exit_code, 0);
+  auto root = nlohmann::ordered_json::parse(test::read_text(dir / "model-package.json"));
+  root["schema_version"] = 4;
+  const std::string text = root.dump(2);
+  test::write_file(dir / "model-package.json", std::vector<uint8_t>(text.begin(), text.end()));
+  const std::string want = "schema_version: unsupported schema version 4; this runtime reads schema_version 1 and 2";
+  for (const std::string cmd : {"inspect", "select", "verify"}) {
+    SCOPED_TRACE(cmd);
+    std::vector<std::string> args = {cmd, dir.string(), "--json"};
+    if (cmd == "select") args.insert(args.end(), {"--layers", "0..1"});
+    const auto r = test::run_cli(args);
+    test::expect_json_error(r, "invalid_input", want);
+  }
+  const auto v = test::run_cli({"validate-package", src.string(), dir.string(), "--json"});
+  EXPECT_EQ(v.exit_code, 1) << v.err;
+  const auto report = nlohmann::json::parse(v.out);
+  ASSERT_EQ(report["problems"].size(), 1u) << v.out;
+  EXPECT_NE(report["problems"][0].get<std::string>().find(want), std::string::npos) << v.out;
+}
+
 TEST(ThirdSchema, IsRefusedByNameUntilAReaderIsRegisteredThenServedByTheSameConsumer) {
   test::TempDir tmp;
   const fs::path toy = write_toy_package(tmp, "toy");

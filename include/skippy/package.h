@@ -265,6 +265,9 @@ std::shared_ptr<const PackageReader> open_package_reader(std::string_view text, 
 struct RootSchema {
   uint32_t schema = 1;                // 2 when the text declares schema_version 2, else 1
   std::optional<uint32_t> declared;   // the schema_version it declares (messages), if it is a JSON object with one
+  // A declared schema_version no built-in reader reads (neither 1 nor 2):
+  // the problem, naming the field, else nullopt.
+  std::optional<std::string> unsupported() const;
 };
 RootSchema package_root_schema(std::string_view text) noexcept;
 

@@ -45,7 +45,9 @@ std::shared_ptr<const PackageReader> open_package_reader(std::string_view text, 
   for (const auto& r : readers) {
     if (auto reader = r.make(text, origin)) return reader;
   }
-  if (package_root_schema(text).schema == kPackageSchemaV2) return schema2::make_reader(text, origin);
+  const RootSchema schema = package_root_schema(text);
+  if (auto why = schema.unsupported()) throw Error(ErrorKind::kInvalidInput, std::string(origin) + ": " + *why);
+  if (schema.schema == kPackageSchemaV2) return schema2::make_reader(text, origin);
   // Last: schema 1's parser says what is wrong with a root nobody read.
   return schema1::make_reader(text, origin);
 }
@@ -55,6 +57,12 @@ RootSchema package_root_schema(std::string_view text) noexcept {
   s.declared = peek_schema_version(text);
   if (s.declared == kPackageSchemaV2) s.schema = kPackageSchemaV2;
   return s;
+}
+
+std::optional<std::string> RootSchema::unsupported() const {
+  if (!declared || *declared == kManifestSchemaVersion || *declared == kPackageSchemaV2) return std::nullopt;
+  return "schema_version: unsupported schema version " + std::to_string(*declared) +
+         "; this runtime reads schema_version 1 and 2 and refuses other versions rather than loading them best-effort";
 }
 
 SourceLayout PackageReader::source_layout(const PackageCatalog& catalog) const {
