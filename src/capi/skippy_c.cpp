@@ -88,13 +88,25 @@ skippy_status guarded(F&& f) noexcept {
   }
 }
 
-
 // A malloc'd copy for the caller (freed by skippy_string_free).
 char* new_c_string(const std::string& s) {
   char* p = static_cast<char*>(std::malloc(s.size() + 1));
   if (p == nullptr) throw std::bad_alloc();
   std::memcpy(p, s.c_str(), s.size() + 1);
   return p;
+}
+
+[[noreturn]] void usage(const std::string& message) { throw skippy::Error(skippy::ErrorKind::kUsage, message); }
+
+// A call that answers with a JSON document: `json_out` and `package` checked
+// (the messages name `fn`), then `document()` under guarded, its text handed
+// to the caller (freed by skippy_string_free).
+template <class F>
+skippy_status json_call(const char* fn, skippy_package* package, char** json_out, F&& document) noexcept {
+  if (json_out == nullptr) return fail(SKIPPY_ERR_USAGE, std::string(fn) + ": json_out is NULL");
+  *json_out = nullptr;
+  if (package == nullptr) return fail(SKIPPY_ERR_USAGE, std::string(fn) + ": package is NULL");
+  return guarded([&] { *json_out = new_c_string(skippy::json_output(document())); });
 }
 
 // The one way the C API opens a package, of any schema, from a local
@@ -294,35 +306,27 @@ const char* skippy_stage_materialized_path(const skippy_stage* stage) {
 
 skippy_status skippy_policy_resolve(skippy_package* package, const char* phase, uint64_t n_tokens, uint64_t n_kv,
                                     const char* backend, char** json_out) {
-  if (json_out == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_policy_resolve: json_out is NULL");
-  *json_out = nullptr;
-  if (package == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_policy_resolve: package is NULL");
-  const auto kind = phase ? skippy::parse_request_kind(phase) : std::nullopt;
-  if (!kind) return fail(SKIPPY_ERR_USAGE, "skippy_policy_resolve: phase must be \"decode\", \"prefill\" or \"verify\"");
-  return guarded([&] {
+  return json_call("skippy_policy_resolve", package, json_out, [&] {
+    const auto kind = phase ? skippy::parse_request_kind(phase) : std::nullopt;
+    if (!kind) usage("skippy_policy_resolve: phase must be \"decode\", \"prefill\" or \"verify\"");
     skippy::PackagePolicyQuery q;
     q.request = {*kind, n_tokens, n_kv, std::nullopt, std::nullopt};
     if (backend) q.backend = backend;
-    *json_out = new_c_string(skippy::json_output(skippy::resolve_package_policy(package->pkg, q).document));
+    return skippy::resolve_package_policy(package->pkg, q).document;
   });
 }
 
 skippy_status skippy_speculative_resolve(skippy_package* package, const char* strategy, char** json_out) {
-  if (json_out == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_speculative_resolve: json_out is NULL");
-  *json_out = nullptr;
-  if (package == nullptr) return fail(SKIPPY_ERR_USAGE, "skippy_speculative_resolve: package is NULL");
   std::optional<skippy::SpeculativeRefusal> refused;
-  const auto st = guarded([&] {
+  const auto st = json_call("skippy_speculative_resolve", package, json_out, [&] {
     skippy::SpeculativeSettings flags;
     if (strategy) flags.strategy = strategy;
-    const auto r = skippy::resolve_package_speculative(package->pkg, flags);
+    auto r = skippy::resolve_package_speculative(package->pkg, flags);
     refused = r.resolution.refusal;
-    *json_out = new_c_string(skippy::json_output(r.document));
+    return std::move(r.document);
   });
-  if (st == SKIPPY_OK && refused) {
-    return fail(SKIPPY_ERR_INVALID_INPUT, "speculative decoding refused (rule " + refused->rule + "): " + refused->message);
-  }
-  return st;
+  if (st != SKIPPY_OK || !refused) return st;
+  return fail(SKIPPY_ERR_INVALID_INPUT, "speculative decoding refused (rule " + refused->rule + "): " + refused->message);
 }
 
 void skippy_string_free(char* s) { std::free(s); }
