@@ -1,4 +1,4 @@
-// In-process open + select of a schema 2 package (issue #22 target: under
+// In-process open + select of a schema 2 package (the target: under
 // 10 ms for a 94-layer, ~1,000-tensor model). Each iteration does the whole
 // open_local_catalog_v2 (root parse, carrier checks and SHA-256, directory-
 // only GGUF open, catalog build) and then select_stage of the first

@@ -1,4 +1,4 @@
-// Proposal cost per committed token of the N-gram proposers (issue #12
+// Proposal cost per committed token of the N-gram proposers (the
 // targets: < 1 us for ngram-cache, < 5 us for ngram-suffix, at an 8k-token
 // context). Each run commits an 8192-token prompt (not timed), then decodes
 // the next 2048 tokens of the same stream: propose, verify against the

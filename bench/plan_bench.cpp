@@ -1,10 +1,10 @@
 // Memory-aware planning of a 94-layer model (Qwen3-235B-A22B's shape: 94
-// layers, 4 KV heads of 128) over 8 nodes at a 32k context (issue #24
+// layers, 4 KV heads of 128) over 8 nodes at a 32k context (the
 // target: under 20 ms). Three figures: reading the per-layer cache shape from
 // the metadata GGUF's KVs, planning with budgets only (fill balance), and
 // planning with budgets and bandwidth (the DP over cut points among the
 // splits that fit). Each iteration does the whole call. Then planning for
-// time per token (issue #33, same target): MoE active bytes, KV reads, stage
+// time per token (the same target): MoE active bytes, KV reads, stage
 // and hop costs, over all 8 nodes or choosing them (--stages auto), one lane
 // or four, with a target that is missed (so the suggestions are computed too:
 // fewer stages, a faster node, the largest context that meets it).

@@ -1,4 +1,4 @@
-// The consumer at the spec's edges (issue #21): unknown projector kinds,
+// The consumer at the spec's edges: unknown projector kinds,
 // whitespace-only identity fields, a malformed generation block, package
 // default pipeline depths, backend-specific generation fields, the
 // activation width fallback, integrity errors, and validate-package against

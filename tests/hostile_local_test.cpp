@@ -1,4 +1,4 @@
-// Issue #29, the local-file items: hostile packages on disk met by
+// Hostile packages on disk met by
 // convert-package and validate-package (symlinks inside and out of the
 // package, a killed conversion's staging), run through the real CLI on the
 // real fixtures.

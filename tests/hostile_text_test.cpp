@@ -1,4 +1,4 @@
-// Issue #29, items 8 and 9: control characters in what a stranger writes
+// Control characters in what a stranger writes
 // (refused in identity fields and paths of both schemas; escaped wherever
 // the CLI prints untrusted text), and sums over declared sizes (refused,
 // never wrapped). Real CLI runs on packages made from the real fixtures.

@@ -238,7 +238,7 @@ TEST(HubHttp, ServerReasonAndTheHubsApiUrls) {
   EXPECT_FALSE(detail::is_hub_api_url(hub, "http://127.0.0.1:80801/api/whoami-v2")) << "another port";
   EXPECT_FALSE(detail::is_hub_api_url(hub, "http://127.0.0.1:9/api/whoami-v2"));
   EXPECT_FALSE(detail::is_hub_api_url(hub, hub + "/api/../upload/a/b/0123"));
-  // Issue #29: decided on the normalized path. ".." spelled with escapes
+  // Decided on the normalized path. ".." spelled with escapes
   // leads to storage on the Hub's origin; an encoded '/' or a malformed
   // escape cannot be told for sure: no token.
   for (const char* bad : {"/org/x.git/info/lfs/%2e%2e/%2e%2e/storage/verify", "/org/x.git/info/lfs/%2E%2E/%2e%2E/upload/a",
@@ -254,7 +254,7 @@ TEST(HubHttp, ServerReasonAndTheHubsApiUrls) {
 }
 
 TEST_F(HubHostile, AVerifyUrlWithAnEscapedDotDotOnTheHubsOriginGetsNoToken) {
-  // Issue #29: the batch answer's verify href is on the Hub's origin but,
+  // The batch answer's verify href is on the Hub's origin but,
   // once the server decodes "%2e%2e", leads out of the LFS API (to storage
   // on the same origin): no token goes there.
   hub_->configure({{"verify_path", "/{repo}.git/info/lfs/%2e%2e/%2e%2e/storage/verify"}});
@@ -469,7 +469,7 @@ TEST_F(HubHostile, AThrottledDownloadIsGivenUpOnAndTheRerunResumes) {
   EXPECT_TRUE(resumed) << "the rerun asks only for the bytes it lacks: " << raw_log().dump();
 }
 
-// ------------------------------------------------ issue #29: capped control files
+// ------------------------------------------------ capped control files
 
 // The Hub lies about model-package.json (or the sidecar): it advertises
 // `size` bytes (HEAD: `head_size`) and streams spaces. Returns the CLI's

@@ -1,4 +1,4 @@
-// Downloads at the speed of the pipe (issue #15): large files as byte ranges
+// Downloads at the speed of the pipe: large files as byte ranges
 // over several pooled connections, against the local Hub stand-in with its
 // storage capped per connection; exact resume from the range record; a
 // signed URL that expires mid-file; a server that ignores Range; wrong bytes

@@ -1,4 +1,4 @@
-// Issue #30: a Hub that takes a request and never answers is not waited on
+// A Hub that takes a request and never answers is not waited on
 // in silence for the stall limit (60 s): as huggingface_hub does, a metadata
 // request gives up after HF_HUB_ETAG_TIMEOUT (10 s) and a download's first
 // byte after HF_HUB_DOWNLOAD_TIMEOUT (10 s), each with its retry line.

@@ -1,4 +1,4 @@
-// Issue #29 item 10: write-package's memory on a hostile KV section. A GGUF
+// write-package's memory on a hostile KV section. A GGUF
 // whose KV section holds a huge array of empty strings (or of empty arrays)
 // once cost a copy of the whole KV section per fragment writer and another
 // per fragment header: 2^25 empty strings (272 MB) took 5.5 GB with

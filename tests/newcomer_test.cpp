@@ -1,4 +1,4 @@
-// What a new user meets first (issue #23): a mistyped command is named with
+// What a new user meets first: a mistyped command is named with
 // the nearest one, --json may come before the command, a source that is not
 // understood says what it looks like, a flag's error blames the flag, and
 // write-package's advice to run validate-package works as printed.

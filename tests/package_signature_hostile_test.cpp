@@ -1,4 +1,4 @@
-// Hostile signature sidecars (issue #29, items 6 and 7): the signature must
+// Hostile signature sidecars: the signature must
 // be the canonical base64 of exactly 64 bytes, and the sidecar's JSON is
 // read as strictly as the schema 2 root (no key twice, no field it does not
 // declare, nothing after the owner certificate). Real CLI, real files.

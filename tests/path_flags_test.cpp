@@ -1,4 +1,4 @@
-// Issue #30: every example writes directories with a trailing slash
+// Every example writes directories with a trailing slash
 // ("--out-dir pkg-v2/"), and a user may type "./x/../pkg" or "pkg/.": each
 // path flag of each command means the path the user meant, and a command
 // that fails before it writes leaves nothing behind.

@@ -1,4 +1,4 @@
-// The server's admission rule (src/peer/admission.h, issue #20), alone:
+// The server's admission rule (src/peer/admission.h), alone:
 // which connection gets a slot before and after authentication.
 #include <gtest/gtest.h>
 
@@ -33,7 +33,7 @@ TEST(PeerAdmission, CapsPerAddressAndInAll) {
   EXPECT_TRUE(p.evicted.empty());
 }
 
-// Issue #29: at its address's cap, a newcomer takes that address's oldest
+// At its address's cap, a newcomer takes that address's oldest
 // silent slot; one whose ClientHello is in keeps its slot, so when every one
 // has, the newcomer is refused. Other addresses are not touched; a
 // connection that lost its slot is told so at its ClientHello.

@@ -1,4 +1,4 @@
-// `fetch --peer` end to end (issue #11): the real CLI as the worker, a real
+// `fetch --peer` end to end: the real CLI as the worker, a real
 // serve-artifacts process (or, for faults the real server never commits, a
 // misbehaving TLS peer in this process with a real node identity) as the
 // coordinator, and the local Hub stand-in as the fallback, all on 127.0.0.1.

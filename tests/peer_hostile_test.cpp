@@ -1,4 +1,4 @@
-// Peer transfer against hostile or broken surroundings (issue #20): a FIFO
+// Peer transfer against hostile or broken surroundings: a FIFO
 // in the serving node's cache, a flood of unauthenticated connections, a
 // peer that trickles, a busy server, a SIGTERM while threads are busy. Real
 // serve-artifacts processes and the real CLI as the worker, the Hub
@@ -445,7 +445,7 @@ TEST_F(PeerHostile, ALegitimateWorkerGetsItsPartsUnderAReconnectFlood) {
 }
 
 TEST_F(PeerHostile, AFloodFromTheWorkersOwnAddressDoesNotLockItOut) {
-  // Issue #29: the same 80 threads, all from 127.0.0.1 (same host, same
+  // The same 80 threads, all from 127.0.0.1 (same host, same
   // NAT as the worker): the per-address cap evicts that address's oldest
   // silent socket instead of closing the newcomer, so the worker's
   // connections get through their handshake.

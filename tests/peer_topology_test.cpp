@@ -60,7 +60,7 @@ TEST(PeerTopology, RefusesBrokenTopologies) {
   bad(R"({"run_id": "r", "package_ref": "hf://a/b@c", "manifest_sha256": "x", "stages": []})", "topology_id: missing");
 }
 
-// Issue #29: a duplicate key (the DOM would keep the last one), stages
+// A duplicate key (the DOM would keep the last one), stages
 // whose ranges overlap and layers no stage covers are refused, naming the
 // stages.
 TEST(PeerTopology, RefusesDuplicateKeysOverlapsAndUncoveredLayers) {

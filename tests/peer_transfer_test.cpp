@@ -1,4 +1,4 @@
-// Peer cache transfer end to end (issue #11, "Tests with real parts"): real
+// Peer cache transfer end to end: real
 // serve-artifacts processes on 127.0.0.1 with keys and certificates made by
 // the identity commands, a package in a temporary Hugging Face cache at a
 // commit, and the client library in this process.
@@ -723,7 +723,7 @@ TEST_F(PeerTransfer, AClientWithoutACertificateIsRefusedByTls) {
 }
 
 TEST_F(PeerTransfer, LimitsKeepIdleConnectionsFromStarvingOthers) {
-  // (Issue #20.) Unauthenticated connections have their own caps and a
+  // Unauthenticated connections have their own caps and a
   // short handshake deadline; authenticated ones have the rest.
   auto s = serve(ServerArgs().extra({"--max-unauthenticated-per-address", "3", "--max-connections", "1",
                                      "--handshake-timeout", "1", "--request-timeout", "2"}));
@@ -735,8 +735,8 @@ TEST_F(PeerTransfer, LimitsKeepIdleConnectionsFromStarvingOthers) {
   ASSERT_TRUE(s->wait_for_log(": accepted (")) << s->log();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // its slot is released just after the log line
   // Three silent ones from this address fill its share: the next
-  // connection from it takes the slot of the oldest (issue #29: same host,
-  // same NAT), which the server closes at once.
+  // connection from it takes the slot of the oldest (same host, same NAT),
+  // which the server closes at once.
   int idle3 = test::peer::connect_tcp(s->endpoint());
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(fetch(c, s->endpoint(), request("s1", "layers/layer-00004.gguf")).bytes, w().bytes_of("layers/layer-00004.gguf"));

@@ -442,7 +442,7 @@ TEST_F(PlanCli, MissingPackageExitsOne) {
 namespace skippy {
 namespace {
 
-// Issue #30: the library's plan of a package is the CLI's, tied output
+// The library's plan of a package is the CLI's, tied output
 // included, without the caller setting final_stage_needs_embeddings; a
 // catalog of the manifest alone refuses to guess.
 TEST(PlanLibrary, PlanningThePackageMatchesTheCliWithoutAskingAboutTheTie) {

@@ -1,4 +1,4 @@
-// The reference implementation's dialect (issue #14; docs/REFERENCE-PACKAGES.md):
+// The reference implementation's dialect (docs/REFERENCE-PACKAGES.md):
 // packages written the way mesh-llm's own writer writes them (the packages
 // already on the Hub) are read by every consumer command, and what we write
 // declares an ABI its 0.1 runtime accepts. Every fixture goes through

@@ -1,4 +1,4 @@
-// The spec's edges, round two (issue #35): operator values that would widen
+// The spec's edges, round two: operator values that would widen
 // a package's VerifyWindow, a policy profile without its model evidence,
 // validate-package and the NextN layer rule, unknown keys inside the
 // generation block, the C API on a tampered hf:// cache, a tampered cached

@@ -1,4 +1,4 @@
-// Issue #30: one format and one exit code for every usage error
+// One format and one exit code for every usage error
 // ("error: ...", exit 2), an empty layer range included, and the two
 // arguments of validate-package given the wrong way round are named so;
 // an error that names a file names it once.

@@ -1,4 +1,4 @@
-// Package schema 2 over peer transfer (issue #22 item 3): a real
+// Package schema 2 over peer transfer: a real
 // serve-artifacts on 127.0.0.1 serving a schema 2 package (written by the
 // test-side reference-layout writer) from its Hugging Face cache, workers
 // fetching their stages from it offline with the real CLI, the stage's

@@ -1,4 +1,4 @@
-// Package schema 2 on the Hub (issue #22): `publish` of a schema 2 package,
+// Package schema 2 on the Hub: `publish` of a schema 2 package,
 // a schema 1 package and its conversion published from one repository (the
 // conversion on another branch uploads only the carrier and the root: LFS
 // holds the fragments), `write-package --schema 2 --push`, and `materialize`,

@@ -1,4 +1,4 @@
-// Package schema 2 through every source (issue #22 items 1-3): open_package
+// Package schema 2 through every source: open_package
 // on local directories and hf:// (the Hugging Face cache, the Hub stand-in),
 // `select`, `verify` (through the verification cache) and `fetch` on
 // packages written by the test-side reference-layout writer

@@ -1,5 +1,5 @@
 // Real llama.cpp runtimes load what this project writes (ctest label
-// `real-runtime`, issue #23). Every package here comes from the CLI
+// `real-runtime`). Every package here comes from the CLI
 // (write-package, select --json, materialize), written under a scratch
 // directory from the fixtures in tests/data/.
 //
