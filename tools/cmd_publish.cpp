@@ -136,7 +136,7 @@ constexpr const char* kPublishHelp =
     "schema 2 reader and every catalog artifact SHA-256-verified first. Schema 1 on main, its conversion on a\n"
     "branch of the same repository (only the new carrier and the root are uploaded: LFS holds the fragments):\n"
     "  skippy-model-package convert-package pkg/ --to 2 --out-dir pkg-schema2/ --source model.gguf\n"
-    "  skippy-model-package publish pkg-schema2/ hf://meshllm/Qwen3-8B-Q4_K_M-layers@v2\n"
+    "  skippy-model-package publish pkg-schema2/ hf://meshllm/Qwen3-8B-Q4_K_M-layers@schema-2\n"
     "validation.json (validate-package --write-result) and model-package.json.sig (sign-package) go up in the\n"
     "same commit when present; a validation.json of another manifest, or a signature that does not verify, is\n"
     "refused first. --sign OWNER_DIR signs the package (writing model-package.json.sig) before uploading:\n"

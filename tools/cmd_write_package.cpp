@@ -239,7 +239,7 @@ constexpr const char* kWritePackageHelp =
     "in the package README; without it the README says how to validate. Rerunning into the directory of an\n"
     "interrupted run finishes the job without --force.\n"
     "Reproducible: the same source and flags give identical fragments; SOURCE_DATE_EPOCH sets created_at.\n"
-    "--schema 2 writes mesh-llm's package v2 from the same single pass (shared/metadata.gguf carrier,\n"
+    "--schema 2 writes mesh-llm's package schema 2 from the same single pass (shared/metadata.gguf carrier,\n"
     "shared/common.gguf, layers/layer-NNNNN[-partMM].gguf, --projector as an mmproj sidecar); --validate then\n"
     "certifies every tensor against the source:\n"
     "  skippy-model-package write-package ./model.gguf --schema 2 --out-dir pkg-schema2/ --model-id org/repo:Q4_K_M \\\n"
@@ -300,7 +300,7 @@ Command register_write_package(CLI::App& app) {
                   "Sign the finished package with this owner directory (owner.key, owner.crt): model-package.json.sig"));
   cmd->add_option("--tag", a->tag, "With --push: tag the commit NAME on the Hub (hf://ns/repo@NAME)");
   // Package schema 2:
-  cmd->add_option("--schema", a->schema, "Package schema: 1 (default, the spec's) or 2 (mesh-llm's package v2)")
+  cmd->add_option("--schema", a->schema, "Package schema: 1 (default, the spec's) or 2 (mesh-llm's)")
       ->check(number_in(1u, 2u));
   cmd->add_option("--max-artifact-bytes", a->max_artifact_bytes,
                   "With --schema 2: most payload bytes per part (default 8G); bigger layers become -partMM parts");
